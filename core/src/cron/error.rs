@@ -1,0 +1,106 @@
+//! Errors of the cron parsers: every error names the field, the token and the
+//! column, and where it can, suggests the fix.
+
+use std::fmt;
+
+use super::Field;
+
+/// What was wrong with a cron expression.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CronErrorKind {
+    /// The expression is empty or only whitespace.
+    Empty,
+    /// The expression has the wrong number of fields.
+    FieldCount { found: usize, expected: usize },
+    /// A field (or a list item) is empty, as in `1,,2`.
+    EmptyItem,
+    /// A value is not a number or a name this field accepts.
+    InvalidValue,
+    /// A number outside the field's range.
+    OutOfRange { value: u32, min: u32, max: u32 },
+    /// `a-b` with `a > b`.
+    DescendingRange { start: u32, end: u32 },
+    /// A step of zero (`*/0`).
+    ZeroStep,
+    /// A step larger than the field's span, which would select one value at most.
+    InvalidStep,
+    /// A character or construct this field does not accept here.
+    Unsupported,
+    /// Something after a complete token, as in `5x`.
+    TrailingGarbage,
+    /// `@reboot`, `@every` or any other unknown macro.
+    UnknownMacro,
+    /// A construct the target dialect requires but the text lacks
+    /// (EventBridge: exactly one of the day fields must be `?`).
+    DialectRule,
+}
+
+/// A typed parse error: which field, which token, which column (1-based, in
+/// characters of the original text), and a hint.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CronError {
+    pub kind: CronErrorKind,
+    pub field: Option<Field>,
+    pub token: String,
+    pub column: usize,
+    pub message: String,
+    pub hint: Option<String>,
+}
+
+impl CronError {
+    pub(crate) fn new(
+        kind: CronErrorKind,
+        field: Option<Field>,
+        token: &str,
+        column: usize,
+        message: impl Into<String>,
+    ) -> Self {
+        CronError {
+            kind,
+            field,
+            token: token.to_string(),
+            column,
+            message: message.into(),
+            hint: None,
+        }
+    }
+
+    pub(crate) fn hint(mut self, hint: impl Into<String>) -> Self {
+        self.hint = Some(hint.into());
+        self
+    }
+}
+
+impl fmt::Display for CronError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match (&self.field, self.token.is_empty()) {
+            (Some(field), false) => write!(
+                f,
+                "{:?} in {} (column {}) {}",
+                self.token,
+                field.name(),
+                self.column,
+                self.message
+            )?,
+            (Some(field), true) => write!(
+                f,
+                "{} (column {}) {}",
+                field.name(),
+                self.column,
+                self.message
+            )?,
+            (None, false) => write!(
+                f,
+                "{:?} (column {}) {}",
+                self.token, self.column, self.message
+            )?,
+            (None, true) => write!(f, "the expression {}", self.message)?,
+        }
+        if let Some(hint) = &self.hint {
+            write!(f, "; {hint}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for CronError {}

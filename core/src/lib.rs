@@ -1,0 +1,11 @@
+//! cronslot-core: the platform-neutral heart of cronslot.
+//!
+//! No I/O, no clock, no async runtime: time, randomness and storage come in
+//! through parameters, so every decision is a pure function that simulation
+//! tests can drive. Builds for `wasm32-unknown-unknown`.
+
+pub mod cron;
+pub mod schedule;
+
+pub use cron::{Civil, CronError, CronExpr, Dialect, Field};
+pub use schedule::{DstGap, DstOverlap, DstPolicy, Occurrence, Schedule, SlotKind, Zone, ZoneError};

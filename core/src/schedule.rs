@@ -1,0 +1,536 @@
+//! Schedules: a cron expression in an IANA zone with a DST policy, and the
+//! instants it fires at.
+//!
+//! The search walks the zone's timeline as a sequence of *segments* between
+//! offset transitions. Inside a segment the offset is constant, so wall-clock
+//! minutes map one-to-one and in order onto instants, and the civil search of
+//! [`CronExpr`] does the work. Crossing a transition is where DST happens:
+//! a forward transition leaves a gap of wall-clock times that do not exist,
+//! a backward one repeats a range of them. The policy decides what a
+//! fixed-time slot does there; interval-like expressions follow real time.
+
+use std::fmt;
+
+use jiff::Timestamp;
+use jiff::tz::TimeZone;
+use serde::{Deserialize, Serialize};
+
+use crate::cron::{Civil, CronExpr};
+
+/// What a fixed-time slot whose wall-clock time falls in a DST gap does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DstGap {
+    /// Run at the first instant after the gap (Vixie cron, croner, crondst).
+    #[default]
+    Shift,
+    /// Do not run; the slot is recorded as missed (reason: DST). What
+    /// EventBridge Scheduler does.
+    Skip,
+}
+
+/// What a fixed-time slot whose wall-clock time occurs twice does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DstOverlap {
+    /// Run in the first pass only.
+    #[default]
+    Once,
+    /// Run in both passes.
+    Twice,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+pub struct DstPolicy {
+    pub gap: DstGap,
+    pub overlap: DstOverlap,
+}
+
+impl DstPolicy {
+    /// EventBridge Scheduler's behaviour: skip in gaps, once in overlaps.
+    pub const SKIP_ONCE: DstPolicy = DstPolicy {
+        gap: DstGap::Skip,
+        overlap: DstOverlap::Once,
+    };
+}
+
+/// An IANA time zone, resolved from the bundled tz database.
+#[derive(Clone)]
+pub struct Zone {
+    name: String,
+    tz: TimeZone,
+    /// The offset, when the zone never changes it (UTC, `Etc/GMT+5`): then
+    /// there are no transitions to look up.
+    fixed: Option<i32>,
+}
+
+impl fmt::Debug for Zone {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Zone({})", self.name)
+    }
+}
+
+impl PartialEq for Zone {
+    fn eq(&self, other: &Self) -> bool {
+        self.name == other.name
+    }
+}
+impl Eq for Zone {}
+
+/// An unknown or malformed zone name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ZoneError {
+    pub name: String,
+    pub hint: Option<String>,
+}
+
+impl fmt::Display for ZoneError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:?} is not an IANA time zone", self.name)?;
+        if let Some(hint) = &self.hint {
+            write!(f, "; {hint}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for ZoneError {}
+
+impl Zone {
+    pub fn utc() -> Zone {
+        Zone {
+            name: "UTC".into(),
+            tz: TimeZone::UTC,
+            fixed: Some(0),
+        }
+    }
+
+    /// Resolves an IANA name (`America/New_York`, `UTC`) from the bundled
+    /// database. Abbreviations and POSIX strings are refused: `EST` does not
+    /// say which DST rules apply.
+    pub fn get(name: &str) -> Result<Zone, ZoneError> {
+        let err = |hint: Option<String>| ZoneError {
+            name: name.to_string(),
+            hint,
+        };
+        if name.is_empty() || name.len() > 64 || name.trim() != name {
+            return Err(err(Some("write a zone name such as UTC or Europe/Berlin".into())));
+        }
+        if name.contains(' ') {
+            return Err(err(Some(format!(
+                "zone names use underscores: {}",
+                name.replace(' ', "_")
+            ))));
+        }
+        let tz = TimeZone::get(name).map_err(|_| err(zone_hint(name)))?;
+        let canonical = tz.iana_name().unwrap_or(name).to_string();
+        let fixed = tz.to_fixed_offset().ok().map(|o| o.seconds());
+        Ok(Zone {
+            name: canonical,
+            tz,
+            fixed,
+        })
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    pub fn time_zone(&self) -> &TimeZone {
+        &self.tz
+    }
+
+    /// True when the offset never changes (no DST, no history).
+    pub fn is_fixed(&self) -> bool {
+        self.fixed.is_some()
+    }
+
+    /// True when the zone is UTC in effect (offset zero, always).
+    pub fn is_utc(&self) -> bool {
+        self.fixed == Some(0)
+    }
+
+    /// Offset from UTC in seconds at `second` (Unix seconds).
+    pub fn offset_at(&self, second: i64) -> i32 {
+        match self.fixed {
+            Some(o) => o,
+            None => self.tz.to_offset(ts(second)).seconds(),
+        }
+    }
+
+    /// The first transition strictly after `second`: its instant and the
+    /// offset from then on.
+    pub fn next_transition(&self, second: i64) -> Option<(i64, i32)> {
+        if self.fixed.is_some() {
+            return None;
+        }
+        self.tz
+            .following(ts(second))
+            .next()
+            .map(|t| (t.timestamp().as_second(), t.offset().seconds()))
+    }
+
+    /// The last transition at or before `second`: its instant and the offset
+    /// in force just before it.
+    pub fn prev_transition(&self, second: i64) -> Option<(i64, i32)> {
+        if self.fixed.is_some() {
+            return None;
+        }
+        let t = self.tz.preceding(ts(second.saturating_add(1))).next()?;
+        let at = t.timestamp().as_second();
+        Some((at, self.offset_at(at - 1)))
+    }
+
+    /// The wall-clock minute (and its offset) of an instant in this zone.
+    pub fn civil_at(&self, second: i64) -> (Civil, i32) {
+        let offset = self.offset_at(second);
+        let local = second + i64::from(offset);
+        (Civil::from_minutes(local.div_euclid(60)), offset)
+    }
+}
+
+fn zone_hint(name: &str) -> Option<String> {
+    let upper = name.to_ascii_uppercase();
+    let by_abbreviation = match upper.as_str() {
+        "EST" | "EDT" | "ET" => Some("America/New_York"),
+        "CST" | "CDT" | "CT" => Some("America/Chicago"),
+        "MST" | "MDT" | "MT" => Some("America/Denver"),
+        "PST" | "PDT" | "PT" => Some("America/Los_Angeles"),
+        "CET" | "CEST" => Some("Europe/Berlin"),
+        "BST" => Some("Europe/London"),
+        "IST" => Some("Asia/Kolkata"),
+        "JST" => Some("Asia/Tokyo"),
+        "KST" => Some("Asia/Seoul"),
+        "AEST" | "AEDT" => Some("Australia/Sydney"),
+        "Z" | "ZULU" | "GMT" => Some("UTC"),
+        _ => None,
+    };
+    if let Some(zone) = by_abbreviation {
+        return Some(format!(
+            "abbreviations do not say which DST rules apply: did you mean {zone}?"
+        ));
+    }
+    if name.starts_with('+') || name.starts_with('-') || upper.starts_with("UTC+") || upper.starts_with("UTC-") {
+        return Some(
+            "fixed offsets are written Etc/GMT-5 for UTC+5 (the sign is inverted), or use a city zone"
+                .into(),
+        );
+    }
+    let lower = name.to_ascii_lowercase();
+    let close = jiff::tz::db()
+        .available()
+        .map(|n| n.as_str().to_string())
+        .find(|n| {
+            let l = n.to_ascii_lowercase();
+            l.ends_with(&format!("/{lower}")) || l.replace('_', "") == lower.replace(['_', '-'], "")
+        });
+    close.map(|n| format!("did you mean {n}?"))
+}
+
+fn ts(second: i64) -> Timestamp {
+    let clamped = second.clamp(Timestamp::MIN.as_second(), Timestamp::MAX.as_second());
+    Timestamp::from_second(clamped).unwrap_or(Timestamp::UNIX_EPOCH)
+}
+
+/// How a slot relates to DST.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SlotKind {
+    Regular,
+    /// The wall-clock time fell in a DST gap; the slot runs at the first
+    /// instant after it.
+    ShiftedFromGap,
+    /// The second pass through a repeated wall-clock time.
+    SecondPass,
+}
+
+/// One fire instant of a schedule.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Occurrence {
+    /// The instant, in whole seconds.
+    pub instant: Timestamp,
+    /// The wall-clock minute the expression matched (for a shifted slot,
+    /// the time in the gap).
+    pub local: Civil,
+    pub kind: SlotKind,
+}
+
+/// A fixed-time slot that fell in a DST gap under `dst_gap = "skip"`: it does
+/// not run, and the coordinator records it as missed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct GapSkip {
+    pub local: Civil,
+    /// The transition that opened the gap.
+    pub transition: Timestamp,
+}
+
+/// How far a search looks before it gives up (years of wall-clock time). The
+/// Gregorian calendar repeats every 400 years, so an expression that has not
+/// fired by then never will under the zone's current rules.
+const HORIZON_YEARS: i32 = 401;
+
+/// A cron expression in a zone with a DST policy.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Schedule {
+    cron: CronExpr,
+    zone: Zone,
+    policy: DstPolicy,
+}
+
+fn ceil_div(a: i64, b: i64) -> i64 {
+    -((-a).div_euclid(b))
+}
+
+/// Splits a timestamp into (floor seconds, has a fraction).
+fn floor_second(t: Timestamp) -> (i64, bool) {
+    let s = t.as_second();
+    let ns = t.subsec_nanosecond();
+    if ns < 0 { (s - 1, true) } else { (s, ns > 0) }
+}
+
+impl Schedule {
+    pub fn new(cron: CronExpr, zone: Zone, policy: DstPolicy) -> Schedule {
+        Schedule { cron, zone, policy }
+    }
+
+    /// A schedule in UTC with the default DST policy.
+    pub fn utc(cron: CronExpr) -> Schedule {
+        Schedule::new(cron, Zone::utc(), DstPolicy::default())
+    }
+
+    pub fn cron(&self) -> &CronExpr {
+        &self.cron
+    }
+    pub fn zone(&self) -> &Zone {
+        &self.zone
+    }
+    pub fn policy(&self) -> DstPolicy {
+        self.policy
+    }
+
+    /// Fixed-time slots in a gap move to the first instant after it.
+    fn shifts(&self) -> bool {
+        !self.cron.is_interval_like() && self.policy.gap == DstGap::Shift
+    }
+
+    /// Fixed-time slots run only in the first pass of an overlap.
+    fn once(&self) -> bool {
+        !self.cron.is_interval_like() && self.policy.overlap == DstOverlap::Once
+    }
+
+    pub fn never_fires(&self) -> bool {
+        self.cron.never_fires()
+    }
+
+    /// The first slot strictly after `t`.
+    pub fn next_after(&self, t: Timestamp) -> Option<Timestamp> {
+        self.next_occurrence(t).map(|o| o.instant)
+    }
+
+    /// The last slot strictly before `t`.
+    pub fn prev_before(&self, t: Timestamp) -> Option<Timestamp> {
+        self.prev_occurrence(t).map(|o| o.instant)
+    }
+
+    /// Is `t` exactly one of this schedule's slots?
+    pub fn is_slot(&self, t: Timestamp) -> bool {
+        let (s, frac) = floor_second(t);
+        !frac && self.next_after(ts(s - 1)).map(|n| n.as_second()) == Some(s)
+    }
+
+    /// Slots strictly after `t`, in order.
+    pub fn iter_after(&self, t: Timestamp) -> impl Iterator<Item = Occurrence> + '_ {
+        let mut cursor = t;
+        std::iter::from_fn(move || {
+            let next = self.next_occurrence(cursor)?;
+            cursor = next.instant;
+            Some(next)
+        })
+    }
+
+    fn occurrence(&self, minute: i64, offset: i32, kind: SlotKind) -> Occurrence {
+        Occurrence {
+            instant: ts(minute * 60 - i64::from(offset)),
+            local: Civil::from_minutes(minute),
+            kind,
+        }
+    }
+
+    /// The first slot strictly after `t`, with its wall-clock time and kind.
+    pub fn next_occurrence(&self, t: Timestamp) -> Option<Occurrence> {
+        if self.cron.never_fires() {
+            return None;
+        }
+        let (cur, _) = floor_second(t);
+        let mut offset = self.zone.offset_at(cur);
+        let mut lower = (cur + i64::from(offset)).div_euclid(60) + 1;
+        // Wall-clock minutes below this were already passed once (they belong
+        // to the first pass of an overlap that began this segment).
+        let mut repeated_below = i64::MIN;
+        if let Some((start, before)) = self.zone.prev_transition(cur) {
+            if before > offset {
+                repeated_below = ceil_div(start + i64::from(before), 60);
+                if self.once() {
+                    lower = lower.max(repeated_below);
+                }
+            }
+        }
+        let horizon = Civil::from_minutes(lower).year.saturating_add(HORIZON_YEARS);
+        let mut segment_end = self.zone.next_transition(cur);
+        loop {
+            let upper = match segment_end {
+                Some((end, _)) => ceil_div(end + i64::from(offset), 60),
+                None => Civil::MAX.to_minutes() + 1,
+            };
+            let from = Civil::from_minutes(lower);
+            if from.year > horizon {
+                return None;
+            }
+            if lower < upper {
+                let until = if upper > Civil::MAX.to_minutes() {
+                    Civil::MAX
+                } else {
+                    Civil::from_minutes(upper)
+                };
+                let found = if upper > Civil::MAX.to_minutes() {
+                    self.cron
+                        .next_civil(from, until)
+                        .or_else(|| (self.cron.matches(until)).then_some(until))
+                } else {
+                    self.cron.next_civil(from, until)
+                };
+                if let Some(c) = found {
+                    let minute = c.to_minutes();
+                    let kind = if minute < repeated_below {
+                        SlotKind::SecondPass
+                    } else {
+                        SlotKind::Regular
+                    };
+                    return Some(self.occurrence(minute, offset, kind));
+                }
+            }
+            let (start, after) = segment_end?;
+            let before = offset;
+            offset = after;
+            repeated_below = i64::MIN;
+            lower = ceil_div(start + i64::from(after), 60);
+            if after > before && self.shifts() {
+                if let Some(local) = self.gap_match(start, before, after) {
+                    return Some(Occurrence {
+                        instant: ts(start),
+                        local,
+                        kind: SlotKind::ShiftedFromGap,
+                    });
+                }
+            } else if after < before {
+                repeated_below = ceil_div(start + i64::from(before), 60);
+                if self.once() {
+                    lower = lower.max(repeated_below);
+                }
+            }
+            segment_end = self.zone.next_transition(start);
+        }
+    }
+
+    /// The first matching wall-clock minute inside the gap opened at `start`.
+    fn gap_match(&self, start: i64, before: i32, after: i32) -> Option<Civil> {
+        let from = ceil_div(start + i64::from(before), 60);
+        let until = ceil_div(start + i64::from(after), 60);
+        if from >= until {
+            return None;
+        }
+        self.cron
+            .next_civil(Civil::from_minutes(from), Civil::from_minutes(until))
+    }
+
+    /// The last slot strictly before `t`.
+    pub fn prev_occurrence(&self, t: Timestamp) -> Option<Occurrence> {
+        if self.cron.never_fires() {
+            return None;
+        }
+        let (floor, frac) = floor_second(t);
+        let mut hi = if frac { floor } else { floor - 1 };
+        let mut offset = self.zone.offset_at(hi);
+        let mut upper = (hi + i64::from(offset)).div_euclid(60);
+        let horizon = Civil::from_minutes(upper).year.saturating_sub(HORIZON_YEARS);
+        let mut segment_start = self.zone.prev_transition(hi);
+        loop {
+            let mut repeated_below = i64::MIN;
+            let lower = match segment_start {
+                Some((start, before)) => {
+                    let mut l = ceil_div(start + i64::from(offset), 60);
+                    if before > offset {
+                        repeated_below = ceil_div(start + i64::from(before), 60);
+                        if self.once() {
+                            l = l.max(repeated_below);
+                        }
+                    }
+                    l
+                }
+                None => Civil::MIN.to_minutes(),
+            };
+            let at = Civil::from_minutes(upper);
+            if at.year < horizon {
+                return None;
+            }
+            if lower <= upper {
+                if let Some(c) = self.cron.prev_civil(at, Civil::from_minutes(lower)) {
+                    let minute = c.to_minutes();
+                    let kind = if minute < repeated_below {
+                        SlotKind::SecondPass
+                    } else {
+                        SlotKind::Regular
+                    };
+                    return Some(self.occurrence(minute, offset, kind));
+                }
+            }
+            let (start, before) = segment_start?;
+            if offset > before && self.shifts() {
+                if let Some(local) = self.gap_match(start, before, offset) {
+                    return Some(Occurrence {
+                        instant: ts(start),
+                        local,
+                        kind: SlotKind::ShiftedFromGap,
+                    });
+                }
+            }
+            hi = start - 1;
+            offset = before;
+            upper = (hi + i64::from(offset)).div_euclid(60);
+            segment_start = self.zone.prev_transition(hi);
+        }
+    }
+
+    /// The fixed-time slots in `(after, until]` that `dst_gap = "skip"` drops,
+    /// to be recorded as missed. Empty for every other policy and for
+    /// interval-like expressions (whose gap times simply do not exist).
+    pub fn gap_skips(&self, after: Timestamp, until: Timestamp) -> Vec<GapSkip> {
+        let mut out = Vec::new();
+        if self.cron.is_interval_like() || self.policy.gap != DstGap::Skip {
+            return out;
+        }
+        let (mut cur, _) = floor_second(after);
+        let (end, _) = floor_second(until);
+        while let Some((start, after_offset)) = self.zone.next_transition(cur) {
+            if start > end {
+                break;
+            }
+            let before = self.zone.offset_at(start - 1);
+            if after_offset > before {
+                let mut from = ceil_div(start + i64::from(before), 60);
+                let until_min = ceil_div(start + i64::from(after_offset), 60);
+                while let Some(c) = self.cron.next_civil(
+                    Civil::from_minutes(from),
+                    Civil::from_minutes(until_min),
+                ) {
+                    out.push(GapSkip {
+                        local: c,
+                        transition: ts(start),
+                    });
+                    from = c.to_minutes() + 1;
+                }
+            }
+            cur = start;
+        }
+        out
+    }
+}
