@@ -5,7 +5,10 @@
 //! tests can drive. Builds for `wasm32-unknown-unknown`.
 
 pub mod cron;
+pub mod explain;
+pub mod manifest;
 pub mod schedule;
+pub mod translate;
 
 pub use cron::{Civil, CronError, CronExpr, Dialect, Field};
 pub use schedule::{DstGap, DstOverlap, DstPolicy, Occurrence, Schedule, SlotKind, Zone, ZoneError};

@@ -274,6 +274,9 @@ pub struct Schedule {
     cron: CronExpr,
     zone: Zone,
     policy: DstPolicy,
+    /// Apply the policy to interval-like expressions too, as platforms that
+    /// evaluate every expression on the wall clock do (EventBridge Scheduler).
+    wall_clock_only: bool,
 }
 
 fn ceil_div(a: i64, b: i64) -> i64 {
@@ -289,7 +292,31 @@ fn floor_second(t: Timestamp) -> (i64, bool) {
 
 impl Schedule {
     pub fn new(cron: CronExpr, zone: Zone, policy: DstPolicy) -> Schedule {
-        Schedule { cron, zone, policy }
+        Schedule {
+            cron,
+            zone,
+            policy,
+            wall_clock_only: false,
+        }
+    }
+
+    /// A schedule evaluated the way a platform that knows only wall-clock
+    /// times does: every expression, interval-like or not, gets `policy`.
+    /// This is EventBridge Scheduler with [`DstPolicy::SKIP_ONCE`]; it exists
+    /// to evaluate platform expressions, not for jobs.
+    pub fn wall_clock(cron: CronExpr, zone: Zone, policy: DstPolicy) -> Schedule {
+        Schedule {
+            cron,
+            zone,
+            policy,
+            wall_clock_only: true,
+        }
+    }
+
+    /// Whether this schedule follows real time across DST (interval-like
+    /// expression, evaluated the cronslot way).
+    pub fn follows_real_time(&self) -> bool {
+        self.cron.is_interval_like() && !self.wall_clock_only
     }
 
     /// A schedule in UTC with the default DST policy.
@@ -309,12 +336,12 @@ impl Schedule {
 
     /// Fixed-time slots in a gap move to the first instant after it.
     fn shifts(&self) -> bool {
-        !self.cron.is_interval_like() && self.policy.gap == DstGap::Shift
+        !self.follows_real_time() && self.policy.gap == DstGap::Shift
     }
 
     /// Fixed-time slots run only in the first pass of an overlap.
     fn once(&self) -> bool {
-        !self.cron.is_interval_like() && self.policy.overlap == DstOverlap::Once
+        !self.follows_real_time() && self.policy.overlap == DstOverlap::Once
     }
 
     pub fn never_fires(&self) -> bool {
@@ -505,7 +532,7 @@ impl Schedule {
     /// interval-like expressions (whose gap times simply do not exist).
     pub fn gap_skips(&self, after: Timestamp, until: Timestamp) -> Vec<GapSkip> {
         let mut out = Vec::new();
-        if self.cron.is_interval_like() || self.policy.gap != DstGap::Skip {
+        if self.follows_real_time() || self.policy.gap != DstGap::Skip {
             return out;
         }
         let (mut cur, _) = floor_second(after);

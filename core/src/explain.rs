@@ -1,0 +1,1 @@
+//! Plain-English descriptions of schedules.

@@ -1,0 +1,1 @@
+//! The `cronslot.toml` manifest.

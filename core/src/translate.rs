@@ -1,0 +1,1 @@
+//! Translation of schedules to platform cron dialects.
