@@ -4,6 +4,11 @@
 //! through parameters, so every decision is a pure function that simulation
 //! tests can drive. Builds for `wasm32-unknown-unknown`.
 
+#![cfg_attr(
+    not(test),
+    deny(clippy::unwrap_used, clippy::expect_used, clippy::panic)
+)]
+
 pub mod cron;
 pub mod explain;
 pub mod manifest;
@@ -11,4 +16,6 @@ pub mod schedule;
 pub mod translate;
 
 pub use cron::{Civil, CronError, CronExpr, Dialect, Field};
-pub use schedule::{DstGap, DstOverlap, DstPolicy, Occurrence, Schedule, SlotKind, Zone, ZoneError};
+pub use schedule::{
+    DstGap, DstOverlap, DstPolicy, Occurrence, Schedule, SlotKind, Zone, ZoneError,
+};

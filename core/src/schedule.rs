@@ -114,7 +114,9 @@ impl Zone {
             hint,
         };
         if name.is_empty() || name.len() > 64 || name.trim() != name {
-            return Err(err(Some("write a zone name such as UTC or Europe/Berlin".into())));
+            return Err(err(Some(
+                "write a zone name such as UTC or Europe/Berlin".into(),
+            )));
         }
         if name.contains(' ') {
             return Err(err(Some(format!(
@@ -210,7 +212,11 @@ fn zone_hint(name: &str) -> Option<String> {
             "abbreviations do not say which DST rules apply: did you mean {zone}?"
         ));
     }
-    if name.starts_with('+') || name.starts_with('-') || upper.starts_with("UTC+") || upper.starts_with("UTC-") {
+    if name.starts_with('+')
+        || name.starts_with('-')
+        || upper.starts_with("UTC+")
+        || upper.starts_with("UTC-")
+    {
         return Some(
             "fixed offsets are written Etc/GMT-5 for UTC+5 (the sign is inverted), or use a city zone"
                 .into(),
@@ -401,7 +407,9 @@ impl Schedule {
                 }
             }
         }
-        let horizon = Civil::from_minutes(lower).year.saturating_add(HORIZON_YEARS);
+        let horizon = Civil::from_minutes(lower)
+            .year
+            .saturating_add(HORIZON_YEARS);
         let mut segment_end = self.zone.next_transition(cur);
         loop {
             let upper = match segment_end {
@@ -478,7 +486,9 @@ impl Schedule {
         let mut hi = if frac { floor } else { floor - 1 };
         let mut offset = self.zone.offset_at(hi);
         let mut upper = (hi + i64::from(offset)).div_euclid(60);
-        let horizon = Civil::from_minutes(upper).year.saturating_sub(HORIZON_YEARS);
+        let horizon = Civil::from_minutes(upper)
+            .year
+            .saturating_sub(HORIZON_YEARS);
         let mut segment_start = self.zone.prev_transition(hi);
         loop {
             let mut repeated_below = i64::MIN;
@@ -545,10 +555,10 @@ impl Schedule {
             if after_offset > before {
                 let mut from = ceil_div(start + i64::from(before), 60);
                 let until_min = ceil_div(start + i64::from(after_offset), 60);
-                while let Some(c) = self.cron.next_civil(
-                    Civil::from_minutes(from),
-                    Civil::from_minutes(until_min),
-                ) {
+                while let Some(c) = self
+                    .cron
+                    .next_civil(Civil::from_minutes(from), Civil::from_minutes(until_min))
+                {
                     out.push(GapSkip {
                         local: c,
                         transition: ts(start),

@@ -16,16 +16,28 @@ fn t(s: &str) -> Timestamp {
 }
 
 fn next_n(s: &Schedule, after: &str, n: usize) -> Vec<String> {
-    s.iter_after(t(after)).take(n).map(|o| o.instant.to_string()).collect()
+    s.iter_after(t(after))
+        .take(n)
+        .map(|o| o.instant.to_string())
+        .collect()
 }
 
 #[test]
 fn spring_forward_fixed_time_shifts_to_end_of_gap() {
-    let s = sched("30 2 * * *", "America/New_York", DstGap::Shift, DstOverlap::Once);
+    let s = sched(
+        "30 2 * * *",
+        "America/New_York",
+        DstGap::Shift,
+        DstOverlap::Once,
+    );
     // 2026-03-08 02:30 does not exist in New York: runs at 03:00 EDT = 07:00Z.
     assert_eq!(
         next_n(&s, "2026-03-07T00:00:00Z", 3),
-        ["2026-03-07T07:30:00Z", "2026-03-08T07:00:00Z", "2026-03-09T06:30:00Z"]
+        [
+            "2026-03-07T07:30:00Z",
+            "2026-03-08T07:00:00Z",
+            "2026-03-09T06:30:00Z"
+        ]
     );
     let o = s.next_occurrence(t("2026-03-07T08:00:00Z")).unwrap();
     assert_eq!(o.kind, SlotKind::ShiftedFromGap);
@@ -33,7 +45,12 @@ fn spring_forward_fixed_time_shifts_to_end_of_gap() {
 
 #[test]
 fn spring_forward_fixed_time_skip() {
-    let s = sched("30 2 * * *", "America/New_York", DstGap::Skip, DstOverlap::Once);
+    let s = sched(
+        "30 2 * * *",
+        "America/New_York",
+        DstGap::Skip,
+        DstOverlap::Once,
+    );
     assert_eq!(
         next_n(&s, "2026-03-07T00:00:00Z", 2),
         ["2026-03-07T07:30:00Z", "2026-03-09T06:30:00Z"]
@@ -45,15 +62,29 @@ fn spring_forward_fixed_time_skip() {
 
 #[test]
 fn fall_back_fixed_time_once_and_twice() {
-    let once = sched("30 1 * * *", "America/New_York", DstGap::Shift, DstOverlap::Once);
+    let once = sched(
+        "30 1 * * *",
+        "America/New_York",
+        DstGap::Shift,
+        DstOverlap::Once,
+    );
     assert_eq!(
         next_n(&once, "2026-10-31T12:00:00Z", 2),
         ["2026-11-01T05:30:00Z", "2026-11-02T06:30:00Z"]
     );
-    let twice = sched("30 1 * * *", "America/New_York", DstGap::Shift, DstOverlap::Twice);
+    let twice = sched(
+        "30 1 * * *",
+        "America/New_York",
+        DstGap::Shift,
+        DstOverlap::Twice,
+    );
     assert_eq!(
         next_n(&twice, "2026-10-31T12:00:00Z", 3),
-        ["2026-11-01T05:30:00Z", "2026-11-01T06:30:00Z", "2026-11-02T06:30:00Z"]
+        [
+            "2026-11-01T05:30:00Z",
+            "2026-11-01T06:30:00Z",
+            "2026-11-02T06:30:00Z"
+        ]
     );
     // Starting inside the second pass, the once policy does not fire again.
     assert_eq!(
@@ -64,7 +95,12 @@ fn fall_back_fixed_time_once_and_twice() {
 
 #[test]
 fn interval_like_follows_real_time() {
-    let s = sched("*/30 * * * *", "America/New_York", DstGap::Shift, DstOverlap::Once);
+    let s = sched(
+        "*/30 * * * *",
+        "America/New_York",
+        DstGap::Shift,
+        DstOverlap::Once,
+    );
     assert_eq!(
         next_n(&s, "2026-11-01T04:40:00Z", 5),
         [
@@ -75,11 +111,20 @@ fn interval_like_follows_real_time() {
             "2026-11-01T07:00:00Z"
         ]
     );
-    let hourly = sched("0 * * * *", "America/New_York", DstGap::Shift, DstOverlap::Once);
+    let hourly = sched(
+        "0 * * * *",
+        "America/New_York",
+        DstGap::Shift,
+        DstOverlap::Once,
+    );
     // 01:00 EST is 06:00Z, 03:00 EDT is 07:00Z on 2026-03-08: no 02:00.
     assert_eq!(
         next_n(&hourly, "2026-03-08T05:30:00Z", 3),
-        ["2026-03-08T06:00:00Z", "2026-03-08T07:00:00Z", "2026-03-08T08:00:00Z"]
+        [
+            "2026-03-08T06:00:00Z",
+            "2026-03-08T07:00:00Z",
+            "2026-03-08T08:00:00Z"
+        ]
     );
 }
 
@@ -92,11 +137,31 @@ fn prev_matches_next() {
         ("0 2 * * *", "Australia/Lord_Howe"),
         ("15 9 * * *", "Pacific/Apia"),
     ] {
-        for policy in [DstPolicy::default(), DstPolicy::SKIP_ONCE, DstPolicy { gap: DstGap::Shift, overlap: DstOverlap::Twice }] {
-            let s = Schedule::new(CronExpr::parse(expr).unwrap(), Zone::get(zone).unwrap(), policy);
-            let fwd: Vec<_> = s.iter_after(t("2011-01-01T00:00:00Z")).take(800).map(|o| o.instant).collect();
+        for policy in [
+            DstPolicy::default(),
+            DstPolicy::SKIP_ONCE,
+            DstPolicy {
+                gap: DstGap::Shift,
+                overlap: DstOverlap::Twice,
+            },
+        ] {
+            let s = Schedule::new(
+                CronExpr::parse(expr).unwrap(),
+                Zone::get(zone).unwrap(),
+                policy,
+            );
+            let fwd: Vec<_> = s
+                .iter_after(t("2011-01-01T00:00:00Z"))
+                .take(800)
+                .map(|o| o.instant)
+                .collect();
             for w in fwd.windows(2) {
-                assert_eq!(s.prev_before(w[1]), Some(w[0]), "{expr} {zone} {policy:?} before {}", w[1]);
+                assert_eq!(
+                    s.prev_before(w[1]),
+                    Some(w[0]),
+                    "{expr} {zone} {policy:?} before {}",
+                    w[1]
+                );
             }
         }
     }

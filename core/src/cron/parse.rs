@@ -11,6 +11,9 @@ const MONTH_NAMES: [&str; 12] = [
 ];
 const DAY_NAMES: [&str; 7] = ["SUN", "MON", "TUE", "WED", "THU", "FRI", "SAT"];
 
+/// Names a field accepts, and the number of the first one.
+type Names<'a> = Option<(&'a [&'a str], u32)>;
+
 struct Rules {
     dialect: Dialect,
     fields: usize,
@@ -152,7 +155,9 @@ pub(super) fn parse(text: &str, dialect: Dialect) -> Result<CronExpr, CronError>
         Dialect::EventBridge => unwrap_eventbridge(text, trimmed, lead)?,
         _ => (trimmed, lead),
     };
-    if dialect != Dialect::EventBridge && (trimmed.starts_with("cron(") || trimmed.starts_with("rate(")) {
+    if dialect != Dialect::EventBridge
+        && (trimmed.starts_with("cron(") || trimmed.starts_with("rate("))
+    {
         return Err(CronError::new(
             K::Unsupported,
             None,
@@ -170,16 +175,27 @@ pub(super) fn parse(text: &str, dialect: Dialect) -> Result<CronExpr, CronError>
     build(text, &fields, rules)
 }
 
-fn parse_macro(text: &str, trimmed: &str, lead: usize, rules: &Rules) -> Result<CronExpr, CronError> {
+fn parse_macro(
+    text: &str,
+    trimmed: &str,
+    lead: usize,
+    rules: &Rules,
+) -> Result<CronExpr, CronError> {
     let column = column_of(text, lead);
-    let word = trimmed.split(|c: char| c.is_ascii_whitespace()).next().unwrap_or(trimmed);
+    let word = trimmed
+        .split(|c: char| c.is_ascii_whitespace())
+        .next()
+        .unwrap_or(trimmed);
     if !rules.macros {
         return Err(CronError::new(
             K::Unsupported,
             None,
             word,
             column,
-            format!("is a macro, which {} cron does not accept", rules.dialect.name()),
+            format!(
+                "is a macro, which {} cron does not accept",
+                rules.dialect.name()
+            ),
         )
         .hint("write the fields out"));
     }
@@ -259,16 +275,18 @@ fn field_count_error(text: &str, fields: &[(usize, &str)], rules: &Rules) -> Cro
         None,
         token,
         column_of(text, offset),
-        format!("has {found} field{}, not {expected}", if found == 1 { "" } else { "s" }),
+        format!(
+            "has {found} field{}, not {expected}",
+            if found == 1 { "" } else { "s" }
+        ),
     );
     match (rules.dialect, found) {
         (Dialect::Standard, 6) | (Dialect::Standard, 7) => err.hint(
             "cronslot does not support seconds (or a year field): every target platform fires at \
              minute granularity, so write minute hour day-of-month month day-of-week",
         ),
-        (Dialect::EventBridge, 5) => {
-            err.hint("EventBridge needs six fields: minute hour day-of-month month day-of-week year")
-        }
+        (Dialect::EventBridge, 5) => err
+            .hint("EventBridge needs six fields: minute hour day-of-month month day-of-week year"),
         _ => err.hint(match rules.dialect {
             Dialect::EventBridge => "write minute hour day-of-month month day-of-week year",
             _ => "write minute hour day-of-month month day-of-week",
@@ -287,7 +305,14 @@ fn build(original: &str, fields: &[(usize, &str)], rules: Rules) -> Result<CronE
     let (off, dom_text) = at(2);
     let dom = parse_dom(ctx(Field::DayOfMonth), dom_text, off, &rules)?;
     let (off, month_text) = at(3);
-    let months = parse_plain(ctx(Field::Month), month_text, off, 1, 12, Some(&MONTH_NAMES))?;
+    let months = parse_plain(
+        ctx(Field::Month),
+        month_text,
+        off,
+        1,
+        12,
+        Some(&MONTH_NAMES),
+    )?;
     let (off, dow_text) = at(4);
     let dow = parse_dow(ctx(Field::DayOfWeek), dow_text, off, &rules)?;
 
@@ -333,7 +358,11 @@ fn build(original: &str, fields: &[(usize, &str)], rules: Rules) -> Result<CronE
 }
 
 /// Splits a field on commas, keeping offsets; refuses empty items.
-fn items<'a>(ctx: Ctx<'_>, text: &'a str, offset: usize) -> Result<Vec<(usize, &'a str)>, CronError> {
+fn items<'a>(
+    ctx: Ctx<'_>,
+    text: &'a str,
+    offset: usize,
+) -> Result<Vec<(usize, &'a str)>, CronError> {
     let mut out = Vec::new();
     let mut start = 0;
     for piece in text.split(',') {
@@ -354,8 +383,7 @@ fn parse_value(
     ctx: Ctx<'_>,
     token: &str,
     offset: usize,
-    names: Option<&[&str]>,
-    names_base: u32,
+    names: Names<'_>,
     min: u32,
     max: u32,
 ) -> Result<u32, CronError> {
@@ -373,13 +401,15 @@ fn parse_value(
         }
         return Ok(value);
     }
-    if let Some(names) = names {
+    if let Some((names, names_base)) = names {
         if let Some(i) = names.iter().position(|n| n.eq_ignore_ascii_case(token)) {
             return Ok(i as u32 + names_base);
         }
     }
     let hint = match (ctx.field, names) {
-        (Field::DayOfWeek, _) => "write a weekday number or SUN, MON, TUE, WED, THU, FRI, SAT".to_string(),
+        (Field::DayOfWeek, _) => {
+            "write a weekday number or SUN, MON, TUE, WED, THU, FRI, SAT".to_string()
+        }
         (Field::Month, _) => "write a month number 1-12 or JAN … DEC".to_string(),
         _ => format!("write a number {min}-{max}"),
     };
@@ -388,13 +418,25 @@ fn parse_value(
         .find(|(_, c)| !c.is_ascii_alphanumeric())
         .map(|(i, _)| i);
     Err(match first_bad {
-        Some(i) if i > 0 => ctx.err(K::TrailingGarbage, token, offset + i, "has an unexpected character"),
+        Some(i) if i > 0 => ctx.err(
+            K::TrailingGarbage,
+            token,
+            offset + i,
+            "has an unexpected character",
+        ),
         _ => ctx.err(K::InvalidValue, token, offset, "is not a valid value"),
     }
     .hint(hint))
 }
 
-fn range_error(ctx: Ctx<'_>, token: &str, offset: usize, value: u32, min: u32, max: u32) -> CronError {
+fn range_error(
+    ctx: Ctx<'_>,
+    token: &str,
+    offset: usize,
+    value: u32,
+    min: u32,
+    max: u32,
+) -> CronError {
     let err = ctx.err(
         K::OutOfRange { value, min, max },
         token,
@@ -425,8 +467,7 @@ fn parse_ranges(
     offset: usize,
     min: u32,
     max: u32,
-    names: Option<&[&str]>,
-    names_base: u32,
+    names: Names<'_>,
     step_allowed: bool,
 ) -> Result<u64, CronError> {
     let (base, step) = match item.find('/') {
@@ -437,11 +478,16 @@ fn parse_ranges(
         (min, max, true)
     } else if base.starts_with('*') {
         return Err(ctx
-            .err(K::TrailingGarbage, item, offset + 1, "has something after *")
+            .err(
+                K::TrailingGarbage,
+                item,
+                offset + 1,
+                "has something after *",
+            )
             .hint("write * or */step"));
     } else if let Some(dash) = base.find('-') {
-        let a = parse_value(ctx, &base[..dash], offset, names, names_base, min, max)?;
-        let b = parse_value(ctx, &base[dash + 1..], offset + dash + 1, names, names_base, min, max)?;
+        let a = parse_value(ctx, &base[..dash], offset, names, min, max)?;
+        let b = parse_value(ctx, &base[dash + 1..], offset + dash + 1, names, min, max)?;
         if a > b {
             return Err(ctx
                 .err(
@@ -456,7 +502,7 @@ fn parse_ranges(
         }
         (a, b, true)
     } else {
-        let a = parse_value(ctx, base, offset, names, names_base, min, max)?;
+        let a = parse_value(ctx, base, offset, names, min, max)?;
         (a, if step.is_some() { max } else { a }, false)
     };
     let _ = explicit_end;
@@ -470,12 +516,22 @@ fn parse_ranges(
         Some((step_offset, step_text)) => {
             if !step_allowed {
                 return Err(ctx
-                    .err(K::Unsupported, item, step_offset - 1, "uses a step, which this field does not accept here")
+                    .err(
+                        K::Unsupported,
+                        item,
+                        step_offset - 1,
+                        "uses a step, which this field does not accept here",
+                    )
                     .hint("list the values instead"));
             }
             if step_text.is_empty() || !step_text.bytes().all(|b| b.is_ascii_digit()) {
                 return Err(ctx
-                    .err(K::InvalidValue, step_text, step_offset, "is not a step: a step is a positive number")
+                    .err(
+                        K::InvalidValue,
+                        step_text,
+                        step_offset,
+                        "is not a step: a step is a positive number",
+                    )
                     .hint("write */15 or 0-30/10"));
             }
             let s: u32 = if step_text.len() > 6 {
@@ -515,7 +571,7 @@ fn parse_plain(
     let mut bits = 0;
     for (off, item) in items(ctx, text, offset)? {
         check_specials(ctx, item, off)?;
-        bits |= parse_ranges(ctx, item, off, min, max, names, 1, true)?;
+        bits |= parse_ranges(ctx, item, off, min, max, names.map(|n| (n, 1)), true)?;
     }
     Ok(bits)
 }
@@ -525,15 +581,27 @@ fn check_specials(ctx: Ctx<'_>, item: &str, offset: usize) -> Result<(), CronErr
     if let Some(i) = item.find(['?', 'L', 'W', '#', '+']) {
         let c = &item[i..i + 1];
         let (msg, hint) = match c {
-            "?" => ("? is only allowed in day-of-month and day-of-week", "write * here"),
-            "+" => ("+ is only allowed at the start of day-of-week", "remove the +"),
-            "#" => ("# is only allowed in day-of-week", "write FRI#2 in day-of-week for the second Friday"),
-            _ => ("L and W are only allowed in the day fields", "put L or W in day-of-month or day-of-week"),
+            "?" => (
+                "? is only allowed in day-of-month and day-of-week",
+                "write * here",
+            ),
+            "+" => (
+                "+ is only allowed at the start of day-of-week",
+                "remove the +",
+            ),
+            "#" => (
+                "# is only allowed in day-of-week",
+                "write FRI#2 in day-of-week for the second Friday",
+            ),
+            _ => (
+                "L and W are only allowed in the day fields",
+                "put L or W in day-of-month or day-of-week",
+            ),
         };
         // Names such as JUL or DEC contain L or W only as letters of a word.
-        let is_name = item.split(['-', '/']).any(|p| {
-            MONTH_NAMES.iter().any(|n| n.eq_ignore_ascii_case(p)) && p.contains(c)
-        });
+        let is_name = item
+            .split(['-', '/'])
+            .any(|p| MONTH_NAMES.iter().any(|n| n.eq_ignore_ascii_case(p)) && p.contains(c));
         if !is_name {
             return Err(ctx.err(K::Unsupported, item, offset + i, msg).hint(hint));
         }
@@ -547,7 +615,12 @@ struct DomParsed {
     question: bool,
 }
 
-fn parse_dom(ctx: Ctx<'_>, text: &str, offset: usize, rules: &Rules) -> Result<DomParsed, CronError> {
+fn parse_dom(
+    ctx: Ctx<'_>,
+    text: &str,
+    offset: usize,
+    rules: &Rules,
+) -> Result<DomParsed, CronError> {
     if text == "?" {
         return question(ctx, text, offset, rules).map(|_| DomParsed {
             spec: DayOfMonth {
@@ -567,7 +640,12 @@ fn parse_dom(ctx: Ctx<'_>, text: &str, offset: usize, rules: &Rules) -> Result<D
             spec.last_weekday = true;
         } else if upper.starts_with("L-") {
             return Err(ctx
-                .err(K::Unsupported, item, off, "is an offset from the last day, which cronslot does not support")
+                .err(
+                    K::Unsupported,
+                    item,
+                    off,
+                    "is an offset from the last day, which cronslot does not support",
+                )
                 .hint("write L for the last day, or list the days"));
         } else if let Some(day) = upper.strip_suffix('W') {
             if day.contains(['-', '/', '*']) {
@@ -575,11 +653,16 @@ fn parse_dom(ctx: Ctx<'_>, text: &str, offset: usize, rules: &Rules) -> Result<D
                     .err(K::Unsupported, item, off, "combines W with a range or step")
                     .hint("W takes a single day, as in 15W"));
             }
-            let d = parse_value(ctx, day, off, None, 0, 1, 31)?;
+            let d = parse_value(ctx, day, off, None, 1, 31)?;
             spec.nearest_weekday |= 1 << d;
         } else if item.contains('?') {
             return Err(ctx
-                .err(K::Unsupported, item, off + item.find('?').unwrap_or(0), "? must stand alone in its field")
+                .err(
+                    K::Unsupported,
+                    item,
+                    off + item.find('?').unwrap_or(0),
+                    "? must stand alone in its field",
+                )
                 .hint("write ? or a list of days, not both"));
         } else {
             if let Some(i) = item.find(['L', 'l', 'W', 'w', '#', '+']) {
@@ -592,7 +675,7 @@ fn parse_dom(ctx: Ctx<'_>, text: &str, offset: usize, rules: &Rules) -> Result<D
                     .err(K::Unsupported, item, off + i, msg)
                     .hint("L, LW and nW stand alone as list items"));
             }
-            spec.days |= parse_ranges(ctx, item, off, 1, 31, None, 0, true)? as u32;
+            spec.days |= parse_ranges(ctx, item, off, 1, 31, None, true)? as u32;
         }
     }
     Ok(DomParsed {
@@ -607,7 +690,12 @@ fn question(ctx: Ctx<'_>, text: &str, offset: usize, rules: &Rules) -> Result<()
         Ok(())
     } else {
         Err(ctx
-            .err(K::Unsupported, text, offset, format!("is ?, which {} cron does not accept", rules.dialect.name()))
+            .err(
+                K::Unsupported,
+                text,
+                offset,
+                format!("is ?, which {} cron does not accept", rules.dialect.name()),
+            )
             .hint("write * instead"))
     }
 }
@@ -619,23 +707,43 @@ struct DowParsed {
     and: bool,
 }
 
-fn parse_dow(ctx: Ctx<'_>, text: &str, offset: usize, rules: &Rules) -> Result<DowParsed, CronError> {
+fn parse_dow(
+    ctx: Ctx<'_>,
+    text: &str,
+    offset: usize,
+    rules: &Rules,
+) -> Result<DowParsed, CronError> {
     let (text, offset, and) = match text.strip_prefix('+') {
         Some(rest) if rules.plus => (rest, offset + 1, true),
         Some(_) => {
             return Err(ctx
-                .err(K::Unsupported, text, offset, format!("starts with +, which {} cron does not accept", rules.dialect.name()))
+                .err(
+                    K::Unsupported,
+                    text,
+                    offset,
+                    format!(
+                        "starts with +, which {} cron does not accept",
+                        rules.dialect.name()
+                    ),
+                )
                 .hint("remove the +"));
         }
         None => (text, offset, false),
     };
     if text.is_empty() {
-        return Err(ctx.err(K::EmptyItem, text, offset, "is empty after +").hint("write +MON-FRI"));
+        return Err(ctx
+            .err(K::EmptyItem, text, offset, "is empty after +")
+            .hint("write +MON-FRI"));
     }
     if text == "?" {
         if and {
             return Err(ctx
-                .err(K::Unsupported, text, offset, "is ? after +, which leaves nothing to combine")
+                .err(
+                    K::Unsupported,
+                    text,
+                    offset,
+                    "is ? after +, which leaves nothing to combine",
+                )
                 .hint("remove the + or name weekdays"));
         }
         return question(ctx, text, offset, rules).map(|_| DowParsed {
@@ -655,22 +763,39 @@ fn parse_dow(ctx: Ctx<'_>, text: &str, offset: usize, rules: &Rules) -> Result<D
     for (off, item) in items(ctx, text, offset)? {
         if item.contains('?') {
             return Err(ctx
-                .err(K::Unsupported, item, off + item.find('?').unwrap_or(0), "? must stand alone in its field")
+                .err(
+                    K::Unsupported,
+                    item,
+                    off + item.find('?').unwrap_or(0),
+                    "? must stand alone in its field",
+                )
                 .hint("write ? or a list of weekdays, not both"));
         }
         if item.contains('+') {
             return Err(ctx
-                .err(K::Unsupported, item, off + item.find('+').unwrap_or(0), "has + inside the field")
+                .err(
+                    K::Unsupported,
+                    item,
+                    off + item.find('+').unwrap_or(0),
+                    "has + inside the field",
+                )
                 .hint("+ goes once, before the whole day-of-week field"));
         }
         if let Some(hash) = item.find('#') {
-            let day = parse_value(ctx, &item[..hash], off, Some(&DAY_NAMES), names_base, min, max)?;
+            let day = parse_value(
+                ctx,
+                &item[..hash],
+                off,
+                Some((&DAY_NAMES, names_base)),
+                min,
+                max,
+            )?;
             let n_text = &item[hash + 1..];
             let w = rules.weekday(day) as usize;
             if n_text.eq_ignore_ascii_case("L") {
                 spec.last |= 1 << w;
             } else {
-                let n = parse_value(ctx, n_text, off + hash + 1, None, 0, 1, 5).map_err(|e| {
+                let n = parse_value(ctx, n_text, off + hash + 1, None, 1, 5).map_err(|e| {
                     e.hint("the n in day#n is 1-5 (or L for the last one in the month)")
                 })?;
                 spec.nth[w] |= 1 << n;
@@ -683,7 +808,12 @@ fn parse_dow(ctx: Ctx<'_>, text: &str, offset: usize, rules: &Rules) -> Result<D
                 continue;
             }
             return Err(ctx
-                .err(K::Unsupported, item, off, "is L alone, which names no weekday")
+                .err(
+                    K::Unsupported,
+                    item,
+                    off,
+                    "is L alone, which names no weekday",
+                )
                 .hint("write 5L (or FRIL) for the last Friday, or put L in day-of-month"));
         }
         if item.len() > 1 && (item.ends_with('L') || item.ends_with('l')) {
@@ -693,23 +823,36 @@ fn parse_dow(ctx: Ctx<'_>, text: &str, offset: usize, rules: &Rules) -> Result<D
                     .err(K::Unsupported, item, off, "combines L with a range or step")
                     .hint("write one weekday before L, as in 5L"));
             }
-            let day = parse_value(ctx, day_text, off, Some(&DAY_NAMES), names_base, min, max)?;
+            let day = parse_value(ctx, day_text, off, Some((&DAY_NAMES, names_base)), min, max)?;
             spec.last |= 1 << rules.weekday(day);
             continue;
         }
         if let Some(i) = item.find(['W', 'w']).filter(|_| !is_day_name_part(item)) {
             return Err(ctx
-                .err(K::Unsupported, item, off + i, "uses W, which belongs in day-of-month")
+                .err(
+                    K::Unsupported,
+                    item,
+                    off + i,
+                    "uses W, which belongs in day-of-month",
+                )
                 .hint("write 15W in day-of-month for the weekday nearest the 15th"));
         }
-        let raw = parse_ranges(ctx, item, off, min, max, Some(&DAY_NAMES), names_base, rules.dow_step)
-            .map_err(|e| {
-                if matches!(e.kind, K::DescendingRange { .. }) && rules.sunday == 0 {
-                    e.hint("Sunday is 0 (or 7): write FRI-SAT,SUN or 5-7 for Friday to Sunday")
-                } else {
-                    e
-                }
-            })?;
+        let raw = parse_ranges(
+            ctx,
+            item,
+            off,
+            min,
+            max,
+            Some((&DAY_NAMES, names_base)),
+            rules.dow_step,
+        )
+        .map_err(|e| {
+            if matches!(e.kind, K::DescendingRange { .. }) && rules.sunday == 0 {
+                e.hint("Sunday is 0 (or 7): write FRI-SAT,SUN or 5-7 for Friday to Sunday")
+            } else {
+                e
+            }
+        })?;
         for v in min..=max {
             if raw & (1 << v) != 0 {
                 spec.days |= 1 << rules.weekday(v);
@@ -725,8 +868,11 @@ fn parse_dow(ctx: Ctx<'_>, text: &str, offset: usize, rules: &Rules) -> Result<D
 }
 
 fn is_day_name_part(item: &str) -> bool {
-    item.split(['-', '/'])
-        .all(|p| DAY_NAMES.iter().any(|n| n.eq_ignore_ascii_case(p)) || p.bytes().all(|b| b.is_ascii_digit()) || p == "*")
+    item.split(['-', '/']).all(|p| {
+        DAY_NAMES.iter().any(|n| n.eq_ignore_ascii_case(p))
+            || p.bytes().all(|b| b.is_ascii_digit())
+            || p == "*"
+    })
 }
 
 fn parse_years(ctx: Ctx<'_>, text: &str, offset: usize) -> Result<YearSet, CronError> {
@@ -742,14 +888,19 @@ fn parse_years(ctx: Ctx<'_>, text: &str, offset: usize) -> Result<YearSet, CronE
         let (start, end) = if base == "*" {
             (min, max)
         } else if let Some(dash) = base.find('-') {
-            let a = parse_value(ctx, &base[..dash], off, None, 0, min, max)?;
-            let b = parse_value(ctx, &base[dash + 1..], off + dash + 1, None, 0, min, max)?;
+            let a = parse_value(ctx, &base[..dash], off, None, min, max)?;
+            let b = parse_value(ctx, &base[dash + 1..], off + dash + 1, None, min, max)?;
             if a > b {
-                return Err(ctx.err(K::DescendingRange { start: a, end: b }, base, off, "is a descending range"));
+                return Err(ctx.err(
+                    K::DescendingRange { start: a, end: b },
+                    base,
+                    off,
+                    "is a descending range",
+                ));
             }
             (a, b)
         } else {
-            let a = parse_value(ctx, base, off, None, 0, min, max)?;
+            let a = parse_value(ctx, base, off, None, min, max)?;
             (a, if step.is_some() { max } else { a })
         };
         let step = match step {
@@ -757,7 +908,14 @@ fn parse_years(ctx: Ctx<'_>, text: &str, offset: usize) -> Result<YearSet, CronE
             Some((step_off, s)) => match s.parse::<u32>() {
                 Ok(0) => return Err(ctx.err(K::ZeroStep, s, step_off, "is a step of zero")),
                 Ok(n) => n,
-                Err(_) => return Err(ctx.err(K::InvalidValue, s, step_off, "is not a step: a step is a positive number")),
+                Err(_) => {
+                    return Err(ctx.err(
+                        K::InvalidValue,
+                        s,
+                        step_off,
+                        "is not a step: a step is a positive number",
+                    ));
+                }
             },
         };
         let mut y = start;
