@@ -124,6 +124,12 @@ impl Zone {
                 name.replace(' ', "_")
             ))));
         }
+        // The tz database keeps a few legacy zones named like abbreviations
+        // (EST, MST, CET…). They are fixed or follow old rules, and whoever
+        // writes one almost always means a city: refuse them with a hint.
+        if LEGACY_ABBREVIATIONS.contains(&name.to_ascii_uppercase().as_str()) {
+            return Err(err(zone_hint(name)));
+        }
         let tz = TimeZone::get(name).map_err(|_| err(zone_hint(name)))?;
         let canonical = tz.iana_name().unwrap_or(name).to_string();
         let fixed = tz.to_fixed_offset().ok().map(|o| o.seconds());
@@ -191,6 +197,10 @@ impl Zone {
     }
 }
 
+const LEGACY_ABBREVIATIONS: [&str; 11] = [
+    "EST", "MST", "HST", "CET", "EET", "WET", "MET", "EST5EDT", "CST6CDT", "MST7MDT", "PST8PDT",
+];
+
 fn zone_hint(name: &str) -> Option<String> {
     let upper = name.to_ascii_uppercase();
     let by_abbreviation = match upper.as_str() {
@@ -198,7 +208,14 @@ fn zone_hint(name: &str) -> Option<String> {
         "CST" | "CDT" | "CT" => Some("America/Chicago"),
         "MST" | "MDT" | "MT" => Some("America/Denver"),
         "PST" | "PDT" | "PT" => Some("America/Los_Angeles"),
-        "CET" | "CEST" => Some("Europe/Berlin"),
+        "CET" | "CEST" | "MET" => Some("Europe/Berlin"),
+        "EET" | "EEST" => Some("Europe/Athens"),
+        "WET" | "WEST" => Some("Europe/Lisbon"),
+        "HST" => Some("Pacific/Honolulu"),
+        "EST5EDT" => Some("America/New_York"),
+        "CST6CDT" => Some("America/Chicago"),
+        "MST7MDT" => Some("America/Denver"),
+        "PST8PDT" => Some("America/Los_Angeles"),
         "BST" => Some("Europe/London"),
         "IST" => Some("Asia/Kolkata"),
         "JST" => Some("Asia/Tokyo"),

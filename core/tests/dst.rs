@@ -166,3 +166,695 @@ fn prev_matches_next() {
         }
     }
 }
+
+// ---------------------------------------------------------------------------
+// Both policies on the DESIGN.md §5 examples, and the odd zones: 30-minute
+// shifts (Lord Howe), midnight transitions (Santiago), a 45-minute offset
+// (Chatham), Ramadan (Casablanca) and a skipped day (Apia).
+
+const ALL_POLICIES: [DstPolicy; 4] = [
+    DstPolicy {
+        gap: DstGap::Shift,
+        overlap: DstOverlap::Once,
+    },
+    DstPolicy {
+        gap: DstGap::Skip,
+        overlap: DstOverlap::Once,
+    },
+    DstPolicy {
+        gap: DstGap::Shift,
+        overlap: DstOverlap::Twice,
+    },
+    DstPolicy {
+        gap: DstGap::Skip,
+        overlap: DstOverlap::Twice,
+    },
+];
+
+fn with(expr: &str, zone: &str, policy: DstPolicy) -> Schedule {
+    sched(expr, zone, policy.gap, policy.overlap)
+}
+
+/// The next `n` slots as (UTC instant, local wall clock, kind).
+fn slots(s: &Schedule, after: &str, n: usize) -> Vec<(String, String, SlotKind)> {
+    let tz = s.zone().time_zone().clone();
+    s.iter_after(t(after))
+        .take(n)
+        .map(|o| {
+            (
+                o.instant.to_string(),
+                o.instant
+                    .to_zoned_datetime(tz.clone())
+                    .datetime()
+                    .to_string(),
+                o.kind,
+            )
+        })
+        .collect()
+}
+
+fn slot(utc: &str, local: &str, kind: SlotKind) -> (String, String, SlotKind) {
+    (utc.to_string(), local.to_string(), kind)
+}
+
+use SlotKind::{Regular, SecondPass, ShiftedFromGap};
+
+/// Every slot found forwards is found backwards too, and is a slot.
+fn assert_prev_next_agree(s: &Schedule, from: &str, n: usize) {
+    let fwd: Vec<_> = s.iter_after(t(from)).take(n).map(|o| o.instant).collect();
+    assert_eq!(fwd.len(), n);
+    for w in fwd.windows(2) {
+        assert_eq!(
+            s.prev_before(w[1]),
+            Some(w[0]),
+            "{:?} before {}",
+            s.cron().source(),
+            w[1]
+        );
+        assert!(s.is_slot(w[1]));
+    }
+}
+
+#[test]
+fn design_examples_under_every_policy() {
+    let ny = "America/New_York";
+    for p in ALL_POLICIES {
+        // Spring forward: 02:30 does not exist on 2026-03-08.
+        let s = with("30 2 * * *", ny, p);
+        let got = slots(&s, "2026-03-07T12:00:00Z", 2);
+        let skips = s.gap_skips(t("2026-03-07T12:00:00Z"), t("2026-03-09T12:00:00Z"));
+        match p.gap {
+            DstGap::Shift => {
+                assert_eq!(
+                    got[0],
+                    slot(
+                        "2026-03-08T07:00:00Z",
+                        "2026-03-08T03:00:00",
+                        ShiftedFromGap
+                    )
+                );
+                assert_eq!(
+                    got[1],
+                    slot("2026-03-09T06:30:00Z", "2026-03-09T02:30:00", Regular)
+                );
+                assert!(skips.is_empty());
+            }
+            DstGap::Skip => {
+                assert_eq!(
+                    got[0],
+                    slot("2026-03-09T06:30:00Z", "2026-03-09T02:30:00", Regular)
+                );
+                assert_eq!(skips.len(), 1);
+                assert_eq!(skips[0].local, cronslot_core::Civil::new(2026, 3, 8, 2, 30));
+                assert_eq!(skips[0].transition, t("2026-03-08T07:00:00Z"));
+            }
+        }
+        // Fall back: 01:30 happens twice on 2026-11-01.
+        let s = with("30 1 * * *", ny, p);
+        let got = slots(&s, "2026-10-31T12:00:00Z", 3);
+        assert_eq!(
+            got[0],
+            slot("2026-11-01T05:30:00Z", "2026-11-01T01:30:00", Regular)
+        );
+        match p.overlap {
+            DstOverlap::Once => {
+                assert_eq!(
+                    got[1],
+                    slot("2026-11-02T06:30:00Z", "2026-11-02T01:30:00", Regular)
+                )
+            }
+            DstOverlap::Twice => {
+                assert_eq!(
+                    got[1],
+                    slot("2026-11-01T06:30:00Z", "2026-11-01T01:30:00", SecondPass)
+                );
+                assert_eq!(
+                    got[2],
+                    slot("2026-11-02T06:30:00Z", "2026-11-02T01:30:00", Regular)
+                );
+            }
+        }
+        assert_prev_next_agree(&s, "2026-10-25T00:00:00Z", 20);
+    }
+}
+
+#[test]
+fn interval_like_ignores_the_policy() {
+    let ny = "America/New_York";
+    for expr in ["*/30 * * * *", "0 * * * *", "15 */2 * * *", "* * * * *"] {
+        let reference: Vec<_> = [
+            slots(&with(expr, ny, ALL_POLICIES[0]), "2026-03-08T05:00:00Z", 8),
+            slots(&with(expr, ny, ALL_POLICIES[0]), "2026-11-01T04:00:00Z", 8),
+        ]
+        .concat();
+        for p in ALL_POLICIES {
+            let s = with(expr, ny, p);
+            let got = [
+                slots(&s, "2026-03-08T05:00:00Z", 8),
+                slots(&s, "2026-11-01T04:00:00Z", 8),
+            ]
+            .concat();
+            assert_eq!(got, reference, "{expr} {p:?}");
+            assert!(got.iter().all(|(_, _, k)| *k != ShiftedFromGap), "{expr}");
+            assert!(
+                s.gap_skips(t("2026-03-01T00:00:00Z"), t("2026-03-31T00:00:00Z"))
+                    .is_empty(),
+                "{expr} {p:?}"
+            );
+        }
+    }
+    // The overlap's second pass is reported as such.
+    let hourly = slots(
+        &with("0 * * * *", ny, ALL_POLICIES[0]),
+        "2026-11-01T04:30:00Z",
+        3,
+    );
+    assert_eq!(
+        hourly,
+        [
+            slot("2026-11-01T05:00:00Z", "2026-11-01T01:00:00", Regular),
+            slot("2026-11-01T06:00:00Z", "2026-11-01T01:00:00", SecondPass),
+            slot("2026-11-01T07:00:00Z", "2026-11-01T02:00:00", Regular),
+        ]
+    );
+}
+
+#[test]
+fn every_slot_in_a_gap_is_recorded_under_skip() {
+    let ny = "America/New_York";
+    let skip = with("0,15,30,45 2 * * *", ny, DstPolicy::SKIP_ONCE);
+    let skips = skip.gap_skips(t("2026-03-08T00:00:00Z"), t("2026-03-09T00:00:00Z"));
+    let locals: Vec<_> = skips
+        .iter()
+        .map(|g| (g.local.hour, g.local.minute))
+        .collect();
+    assert_eq!(locals, [(2, 0), (2, 15), (2, 30), (2, 45)]);
+    assert_eq!(
+        slots(&skip, "2026-03-08T05:00:00Z", 1),
+        [slot("2026-03-09T06:00:00Z", "2026-03-09T02:00:00", Regular)]
+    );
+    // Under shift the gap's slots run once, at its end, as the first of them.
+    let shift = with("0,15,30,45 2 * * *", ny, DstPolicy::default());
+    assert_eq!(
+        slots(&shift, "2026-03-08T05:00:00Z", 2),
+        [
+            slot(
+                "2026-03-08T07:00:00Z",
+                "2026-03-08T03:00:00",
+                ShiftedFromGap
+            ),
+            slot("2026-03-09T06:00:00Z", "2026-03-09T02:00:00", Regular),
+        ]
+    );
+    let o = shift.next_occurrence(t("2026-03-08T05:00:00Z")).unwrap();
+    assert_eq!(o.local, cronslot_core::Civil::new(2026, 3, 8, 2, 0));
+    // The window is (after, until]: a transition exactly at `until` counts.
+    assert_eq!(
+        skip.gap_skips(t("2026-03-08T06:59:59Z"), t("2026-03-08T07:00:00Z"))
+            .len(),
+        4
+    );
+    assert!(
+        skip.gap_skips(t("2026-03-08T07:00:00Z"), t("2026-03-09T00:00:00Z"))
+            .is_empty()
+    );
+}
+
+#[test]
+fn lord_howe_thirty_minute_gap() {
+    // 2026-10-04 02:00 (+10:30) → 02:30 (+11) at 2026-10-03T15:30Z.
+    let z = "Australia/Lord_Howe";
+    let shift = with("15 2 * * *", z, DstPolicy::default());
+    assert_eq!(
+        slots(&shift, "2026-10-02T12:00:00Z", 3),
+        [
+            slot("2026-10-02T15:45:00Z", "2026-10-03T02:15:00", Regular),
+            slot(
+                "2026-10-03T15:30:00Z",
+                "2026-10-04T02:30:00",
+                ShiftedFromGap
+            ),
+            slot("2026-10-04T15:15:00Z", "2026-10-05T02:15:00", Regular),
+        ]
+    );
+    let skip = with("15 2 * * *", z, DstPolicy::SKIP_ONCE);
+    assert_eq!(
+        slots(&skip, "2026-10-02T12:00:00Z", 2),
+        [
+            slot("2026-10-02T15:45:00Z", "2026-10-03T02:15:00", Regular),
+            slot("2026-10-04T15:15:00Z", "2026-10-05T02:15:00", Regular),
+        ]
+    );
+    let skipped = skip.gap_skips(t("2026-10-02T12:00:00Z"), t("2026-10-05T12:00:00Z"));
+    assert_eq!(skipped.len(), 1);
+    assert_eq!(
+        skipped[0].local,
+        cronslot_core::Civil::new(2026, 10, 4, 2, 15)
+    );
+    assert_eq!(skipped[0].transition, t("2026-10-03T15:30:00Z"));
+    // Starting a second before the transition still finds the shifted slot;
+    // starting at it does not (strictly after).
+    assert_eq!(
+        slots(&shift, "2026-10-03T15:29:59Z", 1)[0].0,
+        "2026-10-03T15:30:00Z"
+    );
+    assert_eq!(
+        slots(&shift, "2026-10-03T15:30:00Z", 1)[0].0,
+        "2026-10-04T15:15:00Z"
+    );
+    // 02:45 is after the gap: untouched.
+    assert_eq!(
+        slots(
+            &with("45 2 * * *", z, DstPolicy::SKIP_ONCE),
+            "2026-10-03T12:00:00Z",
+            1
+        ),
+        [slot("2026-10-03T15:45:00Z", "2026-10-04T02:45:00", Regular)]
+    );
+    // 02:00 is inside the gap and 02:30 is its end: under shift they are one
+    // run at 15:30Z; under skip 02:00 is recorded and 02:30 runs.
+    assert_eq!(
+        slots(
+            &with("0,30 2 * * *", z, DstPolicy::default()),
+            "2026-10-03T15:00:00Z",
+            2
+        ),
+        [
+            slot(
+                "2026-10-03T15:30:00Z",
+                "2026-10-04T02:30:00",
+                ShiftedFromGap
+            ),
+            slot("2026-10-04T15:00:00Z", "2026-10-05T02:00:00", Regular),
+        ]
+    );
+    assert_eq!(
+        slots(
+            &with("0,30 2 * * *", z, DstPolicy::SKIP_ONCE),
+            "2026-10-03T15:00:00Z",
+            1
+        ),
+        [slot("2026-10-03T15:30:00Z", "2026-10-04T02:30:00", Regular)]
+    );
+    // Interval-like: real time, the gap's quarter hours simply do not exist.
+    assert_eq!(
+        slots(
+            &with("*/15 * * * *", z, DstPolicy::default()),
+            "2026-10-03T15:00:00Z",
+            3
+        ),
+        [
+            slot("2026-10-03T15:15:00Z", "2026-10-04T01:45:00", Regular),
+            slot("2026-10-03T15:30:00Z", "2026-10-04T02:30:00", Regular),
+            slot("2026-10-03T15:45:00Z", "2026-10-04T02:45:00", Regular),
+        ]
+    );
+    assert_prev_next_agree(&shift, "2026-09-20T00:00:00Z", 30);
+    assert_prev_next_agree(&skip, "2026-09-20T00:00:00Z", 30);
+}
+
+#[test]
+fn lord_howe_thirty_minute_overlap() {
+    // 2026-04-05 02:00 (+11) → 01:30 (+10:30) at 2026-04-04T15:00Z.
+    let z = "Australia/Lord_Howe";
+    for p in ALL_POLICIES {
+        // 02:15 comes once, after the repeated half hour.
+        assert_eq!(
+            slots(&with("15 2 * * *", z, p), "2026-04-04T12:00:00Z", 1),
+            [slot("2026-04-04T15:45:00Z", "2026-04-05T02:15:00", Regular)]
+        );
+    }
+    let once = with("45 1 * * *", z, DstPolicy::default());
+    assert_eq!(
+        slots(&once, "2026-04-04T12:00:00Z", 2),
+        [
+            slot("2026-04-04T14:45:00Z", "2026-04-05T01:45:00", Regular),
+            slot("2026-04-05T15:15:00Z", "2026-04-06T01:45:00", Regular),
+        ]
+    );
+    // Starting inside the second pass does not run it again.
+    assert_eq!(
+        slots(&once, "2026-04-04T15:05:00Z", 1)[0].0,
+        "2026-04-05T15:15:00Z"
+    );
+    let twice = with(
+        "45 1 * * *",
+        z,
+        DstPolicy {
+            gap: DstGap::Shift,
+            overlap: DstOverlap::Twice,
+        },
+    );
+    assert_eq!(
+        slots(&twice, "2026-04-04T12:00:00Z", 3),
+        [
+            slot("2026-04-04T14:45:00Z", "2026-04-05T01:45:00", Regular),
+            slot("2026-04-04T15:15:00Z", "2026-04-05T01:45:00", SecondPass),
+            slot("2026-04-05T15:15:00Z", "2026-04-06T01:45:00", Regular),
+        ]
+    );
+    assert_eq!(
+        twice.prev_before(t("2026-04-04T15:15:00Z")),
+        Some(t("2026-04-04T14:45:00Z"))
+    );
+    assert_eq!(
+        once.prev_before(t("2026-04-05T15:15:00Z")),
+        Some(t("2026-04-04T14:45:00Z"))
+    );
+    assert_eq!(
+        slots(
+            &with("*/15 * * * *", z, DstPolicy::default()),
+            "2026-04-04T14:20:00Z",
+            5
+        ),
+        [
+            slot("2026-04-04T14:30:00Z", "2026-04-05T01:30:00", Regular),
+            slot("2026-04-04T14:45:00Z", "2026-04-05T01:45:00", Regular),
+            slot("2026-04-04T15:00:00Z", "2026-04-05T01:30:00", SecondPass),
+            slot("2026-04-04T15:15:00Z", "2026-04-05T01:45:00", SecondPass),
+            slot("2026-04-04T15:30:00Z", "2026-04-05T02:00:00", Regular),
+        ]
+    );
+    assert_prev_next_agree(&once, "2026-03-20T00:00:00Z", 30);
+    assert_prev_next_agree(&twice, "2026-03-20T00:00:00Z", 30);
+}
+
+#[test]
+fn santiago_changes_at_midnight() {
+    let z = "America/Santiago";
+    // 2026-09-06 00:00 (-04) → 01:00 (-03) at 04:00Z: midnight does not exist.
+    for expr in ["0 0 * * *", "@daily"] {
+        assert_eq!(
+            slots(
+                &with(expr, z, DstPolicy::default()),
+                "2026-09-05T00:00:00Z",
+                3
+            ),
+            [
+                slot("2026-09-05T04:00:00Z", "2026-09-05T00:00:00", Regular),
+                slot(
+                    "2026-09-06T04:00:00Z",
+                    "2026-09-06T01:00:00",
+                    ShiftedFromGap
+                ),
+                slot("2026-09-07T03:00:00Z", "2026-09-07T00:00:00", Regular),
+            ],
+            "{expr}"
+        );
+        let skip = with(expr, z, DstPolicy::SKIP_ONCE);
+        assert_eq!(
+            slots(&skip, "2026-09-05T00:00:00Z", 2),
+            [
+                slot("2026-09-05T04:00:00Z", "2026-09-05T00:00:00", Regular),
+                slot("2026-09-07T03:00:00Z", "2026-09-07T00:00:00", Regular),
+            ]
+        );
+        let skipped = skip.gap_skips(t("2026-09-05T00:00:00Z"), t("2026-09-08T00:00:00Z"));
+        assert_eq!(skipped.len(), 1);
+        assert_eq!(
+            skipped[0].local,
+            cronslot_core::Civil::new(2026, 9, 6, 0, 0)
+        );
+    }
+    // 2026-04-05 00:00 (-03) → 2026-04-04 23:00 (-04) at 03:00Z: Saturday's
+    // last hour happens twice and Sunday's midnight once, at 04:00Z.
+    assert_eq!(
+        slots(
+            &with("0 0 * * *", z, DstPolicy::default()),
+            "2026-04-04T12:00:00Z",
+            1
+        ),
+        [slot("2026-04-05T04:00:00Z", "2026-04-05T00:00:00", Regular)]
+    );
+    let once = with("30 23 * * *", z, DstPolicy::default());
+    assert_eq!(
+        slots(&once, "2026-04-04T12:00:00Z", 2),
+        [
+            slot("2026-04-05T02:30:00Z", "2026-04-04T23:30:00", Regular),
+            slot("2026-04-06T03:30:00Z", "2026-04-05T23:30:00", Regular),
+        ]
+    );
+    let twice = with(
+        "30 23 * * *",
+        z,
+        DstPolicy {
+            gap: DstGap::Skip,
+            overlap: DstOverlap::Twice,
+        },
+    );
+    assert_eq!(
+        slots(&twice, "2026-04-04T12:00:00Z", 2),
+        [
+            slot("2026-04-05T02:30:00Z", "2026-04-04T23:30:00", Regular),
+            slot("2026-04-05T03:30:00Z", "2026-04-04T23:30:00", SecondPass),
+        ]
+    );
+    assert_eq!(
+        slots(
+            &with("0 * * * *", z, DstPolicy::default()),
+            "2026-04-05T00:30:00Z",
+            4
+        ),
+        [
+            slot("2026-04-05T01:00:00Z", "2026-04-04T22:00:00", Regular),
+            slot("2026-04-05T02:00:00Z", "2026-04-04T23:00:00", Regular),
+            slot("2026-04-05T03:00:00Z", "2026-04-04T23:00:00", SecondPass),
+            slot("2026-04-05T04:00:00Z", "2026-04-05T00:00:00", Regular),
+        ]
+    );
+    for p in ALL_POLICIES {
+        assert_prev_next_agree(&with("0 0 * * *", z, p), "2026-03-01T00:00:00Z", 250);
+        assert_prev_next_agree(&with("30 23 * * *", z, p), "2026-03-01T00:00:00Z", 250);
+    }
+}
+
+#[test]
+fn chatham_forty_five_minute_offset() {
+    let z = "Pacific/Chatham";
+    // 2026-09-27 02:45 (+12:45) → 03:45 (+13:45) at 2026-09-26T14:00Z.
+    let shift = with("0 3 * * *", z, DstPolicy::default());
+    assert_eq!(
+        slots(&shift, "2026-09-25T12:00:00Z", 3),
+        [
+            slot("2026-09-25T14:15:00Z", "2026-09-26T03:00:00", Regular),
+            slot(
+                "2026-09-26T14:00:00Z",
+                "2026-09-27T03:45:00",
+                ShiftedFromGap
+            ),
+            slot("2026-09-27T13:15:00Z", "2026-09-28T03:00:00", Regular),
+        ]
+    );
+    let skip = with("0 3 * * *", z, DstPolicy::SKIP_ONCE);
+    assert_eq!(
+        slots(&skip, "2026-09-25T12:00:00Z", 2)[1],
+        slot("2026-09-27T13:15:00Z", "2026-09-28T03:00:00", Regular)
+    );
+    assert_eq!(
+        skip.gap_skips(t("2026-09-25T12:00:00Z"), t("2026-09-28T12:00:00Z"))
+            .len(),
+        1
+    );
+    // Just before the gap: untouched.
+    assert_eq!(
+        slots(
+            &with("30 2 * * *", z, DstPolicy::SKIP_ONCE),
+            "2026-09-26T12:00:00Z",
+            1
+        ),
+        [slot("2026-09-26T13:45:00Z", "2026-09-27T02:30:00", Regular)]
+    );
+    assert_eq!(
+        slots(
+            &with("*/30 * * * *", z, DstPolicy::default()),
+            "2026-09-26T13:30:00Z",
+            2
+        ),
+        [
+            slot("2026-09-26T13:45:00Z", "2026-09-27T02:30:00", Regular),
+            slot("2026-09-26T14:15:00Z", "2026-09-27T04:00:00", Regular),
+        ]
+    );
+    // 2026-04-05 03:45 (+13:45) → 02:45 (+12:45) at 2026-04-04T14:00Z.
+    assert_eq!(
+        slots(
+            &with("0 3 * * *", z, DstPolicy::default()),
+            "2026-04-04T12:00:00Z",
+            2
+        ),
+        [
+            slot("2026-04-04T13:15:00Z", "2026-04-05T03:00:00", Regular),
+            slot("2026-04-05T14:15:00Z", "2026-04-06T03:00:00", Regular),
+        ]
+    );
+    assert_eq!(
+        slots(
+            &with(
+                "0 3 * * *",
+                z,
+                DstPolicy {
+                    gap: DstGap::Shift,
+                    overlap: DstOverlap::Twice
+                }
+            ),
+            "2026-04-04T12:00:00Z",
+            2
+        ),
+        [
+            slot("2026-04-04T13:15:00Z", "2026-04-05T03:00:00", Regular),
+            slot("2026-04-04T14:15:00Z", "2026-04-05T03:00:00", SecondPass),
+        ]
+    );
+    for p in ALL_POLICIES {
+        assert_prev_next_agree(&with("0 3 * * *", z, p), "2026-03-01T00:00:00Z", 250);
+    }
+}
+
+#[test]
+fn casablanca_ramadan() {
+    let z = "Africa/Casablanca";
+    // 2026-02-15 03:00 (+01) → 02:00 (+00) at 02:00Z for Ramadan.
+    let once = with("30 2 * * *", z, DstPolicy::default());
+    assert_eq!(
+        slots(&once, "2026-02-14T12:00:00Z", 2),
+        [
+            slot("2026-02-15T01:30:00Z", "2026-02-15T02:30:00", Regular),
+            slot("2026-02-16T02:30:00Z", "2026-02-16T02:30:00", Regular),
+        ]
+    );
+    let twice = with(
+        "30 2 * * *",
+        z,
+        DstPolicy {
+            gap: DstGap::Shift,
+            overlap: DstOverlap::Twice,
+        },
+    );
+    assert_eq!(
+        slots(&twice, "2026-02-14T12:00:00Z", 2)[1],
+        slot("2026-02-15T02:30:00Z", "2026-02-15T02:30:00", SecondPass)
+    );
+    // 2026-03-22 02:00 (+00) → 03:00 (+01) at 02:00Z after Ramadan.
+    assert_eq!(
+        slots(&once, "2026-03-21T12:00:00Z", 2),
+        [
+            slot(
+                "2026-03-22T02:00:00Z",
+                "2026-03-22T03:00:00",
+                ShiftedFromGap
+            ),
+            slot("2026-03-23T01:30:00Z", "2026-03-23T02:30:00", Regular),
+        ]
+    );
+    let skip = with("30 2 * * *", z, DstPolicy::SKIP_ONCE);
+    assert_eq!(
+        slots(&skip, "2026-03-21T12:00:00Z", 1),
+        [slot("2026-03-23T01:30:00Z", "2026-03-23T02:30:00", Regular)]
+    );
+    assert_eq!(
+        skip.gap_skips(t("2026-03-21T12:00:00Z"), t("2026-03-23T12:00:00Z"))[0].transition,
+        t("2026-03-22T02:00:00Z")
+    );
+    // Noon moves with the offset: 12:00Z during Ramadan, 11:00Z after.
+    let noon = with("0 12 * * *", z, DstPolicy::default());
+    assert_eq!(
+        slots(&noon, "2026-03-01T00:00:00Z", 1)[0].0,
+        "2026-03-01T12:00:00Z"
+    );
+    assert_eq!(
+        slots(&noon, "2026-04-01T00:00:00Z", 1)[0].0,
+        "2026-04-01T11:00:00Z"
+    );
+    for p in ALL_POLICIES {
+        assert_prev_next_agree(&with("30 2 * * *", z, p), "2025-01-01T00:00:00Z", 500);
+    }
+}
+
+#[test]
+fn apia_skipped_a_day() {
+    // 2011-12-29 24:00 (-10) became 2011-12-31 00:00 (+14) at 2011-12-30T10:00Z.
+    let z = "Pacific/Apia";
+    let shift = with("0 9 * * *", z, DstPolicy::default());
+    let got = slots(&shift, "2011-12-29T12:00:00Z", 3);
+    assert_eq!(
+        got,
+        [
+            slot("2011-12-29T19:00:00Z", "2011-12-29T09:00:00", Regular),
+            slot(
+                "2011-12-30T10:00:00Z",
+                "2011-12-31T00:00:00",
+                ShiftedFromGap
+            ),
+            slot("2011-12-30T19:00:00Z", "2011-12-31T09:00:00", Regular),
+        ]
+    );
+    let o = shift.next_occurrence(t("2011-12-29T20:00:00Z")).unwrap();
+    assert_eq!(o.local, cronslot_core::Civil::new(2011, 12, 30, 9, 0));
+    assert_eq!(
+        shift.prev_before(t("2011-12-30T19:00:00Z")),
+        Some(t("2011-12-30T10:00:00Z"))
+    );
+    assert!(shift.is_slot(t("2011-12-30T10:00:00Z")));
+
+    let skip = with("0 9 * * *", z, DstPolicy::SKIP_ONCE);
+    assert_eq!(
+        slots(&skip, "2011-12-29T12:00:00Z", 2),
+        [
+            slot("2011-12-29T19:00:00Z", "2011-12-29T09:00:00", Regular),
+            slot("2011-12-30T19:00:00Z", "2011-12-31T09:00:00", Regular),
+        ]
+    );
+    let skipped = skip.gap_skips(t("2011-12-29T12:00:00Z"), t("2011-12-31T12:00:00Z"));
+    assert_eq!(skipped.len(), 1);
+    assert_eq!(
+        skipped[0].local,
+        cronslot_core::Civil::new(2011, 12, 30, 9, 0)
+    );
+    assert_eq!(skipped[0].transition, t("2011-12-30T10:00:00Z"));
+    // Two slots in the missing day: both recorded under skip, one run under shift.
+    let two = with("0 9,15 * * *", z, DstPolicy::SKIP_ONCE);
+    let locals: Vec<_> = two
+        .gap_skips(t("2011-12-29T12:00:00Z"), t("2011-12-31T12:00:00Z"))
+        .iter()
+        .map(|g| g.local)
+        .collect();
+    assert_eq!(
+        locals,
+        [
+            cronslot_core::Civil::new(2011, 12, 30, 9, 0),
+            cronslot_core::Civil::new(2011, 12, 30, 15, 0)
+        ]
+    );
+
+    // Hourly is interval-like: no slots on the 30th, no gap skips.
+    for p in ALL_POLICIES {
+        let hourly = with("0 * * * *", z, p);
+        let got = slots(&hourly, "2011-12-30T07:30:00Z", 4);
+        assert_eq!(
+            got,
+            [
+                slot("2011-12-30T08:00:00Z", "2011-12-29T22:00:00", Regular),
+                slot("2011-12-30T09:00:00Z", "2011-12-29T23:00:00", Regular),
+                slot("2011-12-30T10:00:00Z", "2011-12-31T00:00:00", Regular),
+                slot("2011-12-30T11:00:00Z", "2011-12-31T01:00:00", Regular),
+            ],
+            "{p:?}"
+        );
+        let around: Vec<_> = slots(&hourly, "2011-12-28T12:00:00Z", 72);
+        assert!(
+            around
+                .iter()
+                .all(|(_, local, _)| !local.starts_with("2011-12-30"))
+        );
+        assert!(
+            hourly
+                .gap_skips(t("2011-12-29T00:00:00Z"), t("2012-01-01T00:00:00Z"))
+                .is_empty()
+        );
+        assert_eq!(
+            hourly.prev_before(t("2011-12-30T10:00:00Z")),
+            Some(t("2011-12-30T09:00:00Z"))
+        );
+        assert_prev_next_agree(&hourly, "2011-12-28T00:00:00Z", 100);
+    }
+}

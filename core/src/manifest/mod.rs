@@ -1,1 +1,454 @@
-//! The `cronslot.toml` manifest.
+//! The `cronslot.toml` manifest: `[defaults]` and `[[job]]` tables,
+//! deserialised with serde and validated into fully resolved [`JobSpec`]s.
+//!
+//! Core does no I/O: [`parse_manifest`] takes the text and the file name to
+//! use in messages. Every problem is collected (not just the first), each
+//! with file, line, column and the offending source line.
+//!
+//! Resolution: a job's value wins, then the `[defaults]` value, then the
+//! built-in default of DESIGN.md §5. The tables `retry` and `history` merge
+//! key by key, so a job that writes `retry = { max_attempts = 5 }` keeps the
+//! backoff of `[defaults]`.
+
+mod diagnostic;
+mod duration;
+mod gaps;
+mod hash;
+mod name;
+mod raw;
+mod resolve;
+mod table;
+mod validate;
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::time::Duration;
+
+use jiff::Timestamp;
+use serde::{Deserialize, Serialize};
+
+use crate::schedule::{DstPolicy, Schedule};
+
+pub use diagnostic::{Diagnostic, ManifestErrors, Severity};
+pub use duration::{DurationError, MAX_DURATION, format_duration, parse_duration};
+pub use hash::spec_hash;
+pub use name::{JobName, JobNameError, JobNameErrorKind, validate_job_name};
+
+/// Built-in defaults (DESIGN.md §5) and limits.
+pub mod defaults {
+    use std::time::Duration;
+
+    pub const TIMEZONE: &str = "UTC";
+    pub const LEASE: Duration = Duration::from_secs(15 * 60);
+    pub const STARTING_DEADLINE: Duration = Duration::from_secs(10 * 60);
+    pub const MAX_CATCH_UP: u32 = 10;
+    pub const MAX_ATTEMPTS: u32 = 3;
+    pub const BACKOFF: Duration = Duration::from_secs(30);
+    pub const MAX_BACKOFF: Duration = Duration::from_secs(10 * 60);
+    pub const SKEW_MARGIN: Duration = Duration::from_secs(5);
+    /// `overlap = "allow"` without `max_concurrency`: bounded, because every
+    /// live lease is kept in the job's state record.
+    pub const MAX_CONCURRENCY: u32 = 10;
+    pub const HISTORY_SUCCEEDED: u32 = 3;
+    pub const HISTORY_FAILED: u32 = 1;
+    /// `http` jobs without `method`: a scheduled call triggers work, and
+    /// work is not a safe, cacheable GET.
+    pub const HTTP_METHOD: super::HttpMethod = super::HttpMethod::Post;
+
+    /// A lease shorter than this leaves no room for clock skew and start-up.
+    pub const MIN_LEASE: Duration = Duration::from_secs(60);
+    /// Upper bound of `max_concurrency` (live leases live in the state record).
+    pub const MAX_CONCURRENCY_LIMIT: u32 = 100;
+    /// Upper bound of each `history` count (the history lives in the state
+    /// record, which must stay small enough for a DynamoDB item).
+    pub const HISTORY_LIMIT: u32 = 100;
+    /// `catch_up = "all"` with more than this many late slots draws a
+    /// warning: after an outage they all run back to back.
+    pub const LARGE_CATCH_UP: u32 = 100;
+}
+
+/// How a job's slots reach it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Trigger {
+    /// A frequent trigger (every minute) serves every tick-mode job.
+    #[default]
+    Tick,
+    /// One platform trigger per job, carrying its slot time.
+    Dedicated,
+}
+
+/// Which late slots run after the scheduler was down.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CatchUp {
+    /// Only the newest due slot (Kubernetes CronJob).
+    #[default]
+    Latest,
+    /// Every missed slot, oldest first, up to `max_catch_up`.
+    All,
+    /// Nothing late; missed slots are recorded as missed.
+    None,
+}
+
+/// What a new slot does while an earlier run of the job holds a lease.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Overlap {
+    /// The new slot waits, or is missed per `catch_up`.
+    #[default]
+    Forbid,
+    /// Up to `max_concurrency` live leases at once.
+    Allow { max_concurrency: u32 },
+    /// The new claim supersedes the old lease (its fence is bumped).
+    Replace,
+}
+
+/// Whether a slot may run again after a crash.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Delivery {
+    #[default]
+    AtLeastOnce,
+    /// The claim resolves the slot: a crash loses it.
+    AtMostOnce,
+}
+
+/// Retries of a slot after transient failures: exponential backoff with
+/// full jitter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct RetryPolicy {
+    /// Attempts in total, the first included (at least 1).
+    pub max_attempts: u32,
+    /// The cap of the delay before the first retry; it doubles per retry.
+    pub backoff: Duration,
+    /// The cap no delay exceeds.
+    pub max_backoff: Duration,
+    /// Allow retries to start after the job's next slot.
+    pub past_next_slot: bool,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        RetryPolicy {
+            max_attempts: defaults::MAX_ATTEMPTS,
+            backoff: defaults::BACKOFF,
+            max_backoff: defaults::MAX_BACKOFF,
+            past_next_slot: false,
+        }
+    }
+}
+
+impl RetryPolicy {
+    /// The upper bound of the (jittered) delay before retry `n` (1 = the
+    /// second attempt): `min(backoff · 2^(n−1), max_backoff)`.
+    pub fn delay_cap(&self, retry: u32) -> Duration {
+        let doublings = retry.saturating_sub(1).min(63);
+        let factor = 1u64 << doublings;
+        let secs = self.backoff.as_secs().saturating_mul(factor);
+        Duration::from_secs(secs).min(self.max_backoff)
+    }
+
+    /// The longest total backoff over all retries: how long after the first
+    /// failure the last attempt may start, run times not counted.
+    pub fn max_total_backoff(&self) -> Duration {
+        let mut total = Duration::ZERO;
+        for retry in 1..self.max_attempts {
+            total = total.saturating_add(self.delay_cap(retry));
+            if total >= MAX_DURATION {
+                return MAX_DURATION;
+            }
+        }
+        total
+    }
+}
+
+/// How many finished runs a job's state keeps (like Kubernetes'
+/// `successfulJobsHistoryLimit` / `failedJobsHistoryLimit`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct HistoryLimits {
+    pub succeeded: u32,
+    pub failed: u32,
+}
+
+impl Default for HistoryLimits {
+    fn default() -> Self {
+        HistoryLimits {
+            succeeded: defaults::HISTORY_SUCCEEDED,
+            failed: defaults::HISTORY_FAILED,
+        }
+    }
+}
+
+/// The HTTP methods an `http` job may use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum HttpMethod {
+    Get,
+    Head,
+    Post,
+    Put,
+    Patch,
+    Delete,
+    Options,
+}
+
+impl HttpMethod {
+    pub const ALL: [HttpMethod; 7] = [
+        HttpMethod::Get,
+        HttpMethod::Head,
+        HttpMethod::Post,
+        HttpMethod::Put,
+        HttpMethod::Patch,
+        HttpMethod::Delete,
+        HttpMethod::Options,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            HttpMethod::Get => "GET",
+            HttpMethod::Head => "HEAD",
+            HttpMethod::Post => "POST",
+            HttpMethod::Put => "PUT",
+            HttpMethod::Patch => "PATCH",
+            HttpMethod::Delete => "DELETE",
+            HttpMethod::Options => "OPTIONS",
+        }
+    }
+
+    /// Case-insensitive: `post` and `POST` are the same method here.
+    pub fn parse(text: &str) -> Option<HttpMethod> {
+        HttpMethod::ALL
+            .into_iter()
+            .find(|m| m.as_str().eq_ignore_ascii_case(text))
+    }
+}
+
+/// What runs for a slot.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Action {
+    /// A Rust function registered under the job's name.
+    Function,
+    /// A process: exit 0 succeeds, 75 is a transient failure, anything else
+    /// permanent; a timeout is transient.
+    Command {
+        argv: Vec<String>,
+        timeout: Duration,
+        /// Added to the inherited environment (after cronslot's own
+        /// `CRONSLOT_*` variables, which cannot be overridden).
+        env: BTreeMap<String, String>,
+    },
+    /// A request: 2xx succeeds, 408/429/5xx are transient, other 4xx
+    /// permanent.
+    Http {
+        url: String,
+        method: HttpMethod,
+        headers: BTreeMap<String, String>,
+        timeout: Duration,
+    },
+}
+
+impl Action {
+    pub fn timeout(&self) -> Option<Duration> {
+        match self {
+            Action::Function => None,
+            Action::Command { timeout, .. } | Action::Http { timeout, .. } => Some(*timeout),
+        }
+    }
+}
+
+/// `[defaults]` resolved against the built-in defaults: what a job that sets
+/// nothing gets.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Defaults {
+    pub timezone: String,
+    pub trigger: Trigger,
+    pub lease: Duration,
+    pub starting_deadline: Duration,
+    pub catch_up: CatchUp,
+    pub max_catch_up: u32,
+    pub overlap: Overlap,
+    pub retry: RetryPolicy,
+    pub delivery: Delivery,
+    pub dst: DstPolicy,
+    pub skew_margin: Duration,
+    pub paused: bool,
+    pub stale_after: Option<Duration>,
+    pub history: HistoryLimits,
+    /// Timeout of command and http jobs; `None`: the lease.
+    pub timeout: Option<Duration>,
+}
+
+impl Default for Defaults {
+    fn default() -> Self {
+        Defaults {
+            timezone: defaults::TIMEZONE.into(),
+            trigger: Trigger::default(),
+            lease: defaults::LEASE,
+            starting_deadline: defaults::STARTING_DEADLINE,
+            catch_up: CatchUp::default(),
+            max_catch_up: defaults::MAX_CATCH_UP,
+            overlap: Overlap::default(),
+            retry: RetryPolicy::default(),
+            delivery: Delivery::default(),
+            dst: DstPolicy::default(),
+            skew_margin: defaults::SKEW_MARGIN,
+            paused: false,
+            stale_after: None,
+            history: HistoryLimits::default(),
+            timeout: None,
+        }
+    }
+}
+
+/// One job, fully resolved: every policy has its value.
+#[derive(Debug, Clone, PartialEq)]
+pub struct JobSpec {
+    pub name: JobName,
+    /// The cron expression in the job's zone with its DST policy.
+    pub schedule: Schedule,
+    /// The expression as written in the manifest.
+    pub schedule_text: String,
+    /// The zone's IANA name.
+    pub timezone: String,
+    pub trigger: Trigger,
+    /// The longest a run may hold its slot; must cover the platform timeout.
+    pub lease: Duration,
+    /// A slot older than this when planned is missed.
+    pub starting_deadline: Duration,
+    pub catch_up: CatchUp,
+    pub max_catch_up: u32,
+    pub overlap: Overlap,
+    pub retry: RetryPolicy,
+    pub delivery: Delivery,
+    /// Margin added to lease expiry comparisons to absorb clock skew.
+    pub skew_margin: Duration,
+    pub paused: bool,
+    /// Slots before this instant do not run (inclusive bound).
+    pub start_at: Option<Timestamp>,
+    /// Slots at or after this instant do not run (exclusive bound).
+    pub end_at: Option<Timestamp>,
+    /// How long without a success before health checks and alarms call the
+    /// job stale; `None`: see [`JobSpec::stale_after_at`].
+    pub stale_after: Option<Duration>,
+    pub history: HistoryLimits,
+    pub action: Action,
+}
+
+impl JobSpec {
+    pub fn dst_policy(&self) -> DstPolicy {
+        self.schedule.policy()
+    }
+
+    /// True when `t` lies in the job's active window `[start_at, end_at)`.
+    pub fn in_window(&self, t: Timestamp) -> bool {
+        self.start_at.is_none_or(|s| t >= s) && self.end_at.is_none_or(|e| t < e)
+    }
+
+    /// [`spec_hash`] of this job.
+    pub fn spec_hash(&self) -> String {
+        spec_hash(self)
+    }
+
+    /// The staleness bound: `stale_after` when set, otherwise
+    /// [`JobSpec::default_stale_after`].
+    pub fn stale_after_at(&self, now: Timestamp) -> Option<Duration> {
+        self.stale_after.or_else(|| self.default_stale_after(now))
+    }
+
+    /// A staleness bound derived from the schedule: the longest gap between
+    /// consecutive slots in the year after `now` (at least the first two
+    /// slots, however far apart), plus the lease and the starting deadline —
+    /// the longest a healthy job can go without a success. `None` when fewer
+    /// than two slots remain (the job has ended, or never fires).
+    ///
+    /// Gaps of an hour or more are measured exactly; shorter ones over the
+    /// first day of slots, which is where their pattern repeats.
+    pub fn default_stale_after(&self, now: Timestamp) -> Option<Duration> {
+        let gap = gaps::longest_gap(&self.schedule, now, self.start_at, self.end_at)?;
+        Some(
+            gap.saturating_add(self.lease)
+                .saturating_add(self.starting_deadline),
+        )
+    }
+}
+
+/// A validated manifest.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Manifest {
+    pub defaults: Defaults,
+    /// In file order.
+    pub jobs: Vec<JobSpec>,
+    /// Things that are valid but probably not what was meant.
+    pub warnings: Vec<Diagnostic>,
+}
+
+impl Manifest {
+    pub fn job(&self, name: &str) -> Option<&JobSpec> {
+        self.jobs.iter().find(|j| j.name.as_str() == name)
+    }
+}
+
+/// Parses and validates a manifest. `file` is only used in messages.
+pub fn parse_manifest(text: &str, file: &str) -> Result<Manifest, ManifestErrors> {
+    validate::parse(text, file)
+}
+
+impl Trigger {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Trigger::Tick => "tick",
+            Trigger::Dedicated => "dedicated",
+        }
+    }
+}
+
+impl CatchUp {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CatchUp::Latest => "latest",
+            CatchUp::All => "all",
+            CatchUp::None => "none",
+        }
+    }
+}
+
+impl Overlap {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Overlap::Forbid => "forbid",
+            Overlap::Allow { .. } => "allow",
+            Overlap::Replace => "replace",
+        }
+    }
+}
+
+impl Delivery {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Delivery::AtLeastOnce => "at_least_once",
+            Delivery::AtMostOnce => "at_most_once",
+        }
+    }
+}
+
+/// The manifest spelling of each policy value.
+macro_rules! display_as_str {
+    ($($t:ty),*) => {$(
+        impl fmt::Display for $t {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+    )*};
+}
+display_as_str!(Trigger, CatchUp, Delivery, HttpMethod);
+
+impl fmt::Display for Overlap {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Overlap::Allow { max_concurrency } => {
+                write!(f, "allow (max_concurrency {max_concurrency})")
+            }
+            other => f.write_str(other.as_str()),
+        }
+    }
+}

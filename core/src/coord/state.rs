@@ -1,0 +1,384 @@
+//! The per-job state record: everything a store keeps about one job, in one
+//! versioned value, so that a single compare-and-set replaces it atomically.
+//!
+//! The record is bounded: history and dead letters are capped (DynamoDB
+//! items are limited to 400 KB), and slots are never enumerated into it —
+//! the cursor stands for every slot up to it.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use jiff::Timestamp;
+use serde::{Deserialize, Serialize};
+
+/// The layout version written by this build. Records of older versions are
+/// migrated on read (see [`decode_state`]); newer ones are refused.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// Dead letters kept per job; the oldest is dropped past this (and counted).
+pub const MAX_DEAD_LETTERS: usize = 100;
+
+/// Largest checkpoint a run may save with its lease, in bytes.
+pub const MAX_CHECKPOINT_BYTES: usize = 4096;
+
+/// Largest error text kept in a record, in bytes (longer ones are cut).
+pub const MAX_ERROR_BYTES: usize = 1024;
+
+/// Largest result a completion may carry, in bytes.
+pub const MAX_RESULT_BYTES: usize = 1024;
+
+/// Why a slot did not run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MissReason {
+    /// Older than the starting deadline when planned: the scheduler (or every
+    /// trigger) was down.
+    Downtime,
+    /// `overlap = "forbid"` kept it waiting past its deadline, or `replace`
+    /// superseded its run.
+    Overlap,
+    /// The catch-up policy (`latest`, `none`, or `max_catch_up`) passed it over.
+    CatchUp,
+    /// A fixed-time slot in a DST gap under `dst_gap = "skip"`.
+    Dst,
+}
+
+impl MissReason {
+    pub const ALL: [MissReason; 4] = [
+        MissReason::Downtime,
+        MissReason::Overlap,
+        MissReason::CatchUp,
+        MissReason::Dst,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MissReason::Downtime => "downtime",
+            MissReason::Overlap => "overlap",
+            MissReason::CatchUp => "catch_up",
+            MissReason::Dst => "dst",
+        }
+    }
+}
+
+/// Why a slot was not due to run at all.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SkipReason {
+    Paused,
+    /// Before `start_at` or at/after `end_at`.
+    OutsideWindow,
+}
+
+impl SkipReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SkipReason::Paused => "paused",
+            SkipReason::OutsideWindow => "outside_window",
+        }
+    }
+}
+
+/// How a run came to be.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum Origin {
+    /// The slot came due on the schedule.
+    #[default]
+    Schedule,
+    /// An operator asked for past slots (`backfill`).
+    Backfill,
+    /// An operator asked for the current slot now (`trigger`).
+    Manual,
+    /// An operator sent a dead letter back (`redrive`).
+    Redrive,
+}
+
+/// The right to run one slot until `expires_at` (plus the skew margin).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Lease {
+    pub owner: String,
+    pub slot: Timestamp,
+    pub fence: u64,
+    /// 1 for the first run of the slot.
+    pub attempt: u32,
+    pub claimed_at: Timestamp,
+    pub expires_at: Timestamp,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checkpoint: Option<String>,
+    #[serde(default)]
+    pub origin: Origin,
+    /// Retries of this slot must start before this instant (the next slot),
+    /// unless the job allows retries past it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_until: Option<Timestamp>,
+}
+
+/// A slot waiting for another attempt.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PendingRun {
+    pub slot: Timestamp,
+    /// The attempt number the next run will have.
+    pub attempt: u32,
+    pub not_before: Timestamp,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_until: Option<Timestamp>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_error: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checkpoint: Option<String>,
+    #[serde(default)]
+    pub origin: Origin,
+}
+
+/// A slot whose retries are exhausted or whose error was permanent.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeadLetter {
+    pub slot: Timestamp,
+    pub attempts: u32,
+    pub last_error: String,
+    pub fence: u64,
+    pub died_at: Timestamp,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checkpoint: Option<String>,
+}
+
+/// How one run ended.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+pub enum RunOutcome {
+    Succeeded {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        result: Option<String>,
+    },
+    Failed {
+        error: String,
+        permanent: bool,
+    },
+    /// The lease expired before the run reported (a crash, a pause, a kill).
+    LeaseExpired,
+    /// `overlap = "replace"`: a newer slot's claim superseded this run.
+    Superseded,
+}
+
+impl RunOutcome {
+    pub fn succeeded(&self) -> bool {
+        matches!(self, RunOutcome::Succeeded { .. })
+    }
+}
+
+/// One finished run, kept in the bounded history.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunRecord {
+    pub slot: Timestamp,
+    pub attempt: u32,
+    pub fence: u64,
+    pub owner: String,
+    pub started_at: Timestamp,
+    pub finished_at: Timestamp,
+    #[serde(flatten)]
+    pub outcome: RunOutcome,
+}
+
+/// Running totals: what `status` shows for slots no longer listed one by one.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Counters {
+    /// Claims (runs started), retries included.
+    pub runs: u64,
+    pub succeeded: u64,
+    /// Failed attempts (each retry that fails counts).
+    pub failed: u64,
+    /// Slots that became dead letters.
+    pub dead: u64,
+    /// Dead letters dropped from the capped list (still counted in `dead`).
+    #[serde(default)]
+    pub dead_dropped: u64,
+    #[serde(default)]
+    pub missed: BTreeMap<MissReason, u64>,
+    #[serde(default)]
+    pub skipped: BTreeMap<SkipReason, u64>,
+    /// Slots run under at-most-once delivery: resolved by their claim, their
+    /// outcome is not recorded.
+    #[serde(default)]
+    pub unacknowledged: u64,
+    #[serde(default)]
+    pub redriven: u64,
+    #[serde(default)]
+    pub backfilled: u64,
+}
+
+impl Counters {
+    pub fn missed_total(&self) -> u64 {
+        self.missed.values().sum()
+    }
+
+    pub fn skipped_total(&self) -> u64 {
+        self.skipped.values().sum()
+    }
+
+    pub(crate) fn add_missed(&mut self, reason: MissReason, n: u64) {
+        if n > 0 {
+            *self.missed.entry(reason).or_default() += n;
+        }
+    }
+
+    pub(crate) fn add_skipped(&mut self, reason: SkipReason, n: u64) {
+        if n > 0 {
+            *self.skipped.entry(reason).or_default() += n;
+        }
+    }
+}
+
+/// A schedule change noticed by the coordinator (the spec hash differed).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ScheduleChange {
+    pub at: Timestamp,
+    pub from_hash: String,
+    pub to_hash: String,
+}
+
+/// Everything a store keeps about one job.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JobState {
+    pub schema: u32,
+    pub job: String,
+    pub spec_hash: String,
+    pub created_at: Timestamp,
+    /// Every slot at or before the cursor has been taken (claimed, or given a
+    /// fate). Never moves backwards.
+    pub cursor: Timestamp,
+    /// The highest fence issued; every claim takes the next one.
+    pub fence: u64,
+    #[serde(default)]
+    pub leases: Vec<Lease>,
+    #[serde(default)]
+    pub pending: Vec<PendingRun>,
+    #[serde(default)]
+    pub dead: Vec<DeadLetter>,
+    /// Newest last; at most `history.succeeded` successes and
+    /// `history.failed` other outcomes.
+    #[serde(default)]
+    pub history: Vec<RunRecord>,
+    #[serde(default)]
+    pub counters: Counters,
+    #[serde(default)]
+    pub paused: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_success: Option<RunRecord>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_schedule_change: Option<ScheduleChange>,
+}
+
+impl JobState {
+    /// A new job: its cursor starts at its creation, so it never runs slots
+    /// from before it existed (unless backfilled).
+    pub fn new(job: &str, spec_hash: &str, now: Timestamp, paused: bool) -> JobState {
+        JobState {
+            schema: SCHEMA_VERSION,
+            job: job.to_string(),
+            spec_hash: spec_hash.to_string(),
+            created_at: now,
+            cursor: now,
+            fence: 0,
+            leases: Vec::new(),
+            pending: Vec::new(),
+            dead: Vec::new(),
+            history: Vec::new(),
+            counters: Counters::default(),
+            paused,
+            last_success: None,
+            last_schedule_change: None,
+        }
+    }
+
+    pub fn lease_for_fence(&self, fence: u64) -> Option<&Lease> {
+        self.leases.iter().find(|l| l.fence == fence)
+    }
+
+    /// Is this slot already taken (claimed now, waiting for a retry, or
+    /// resolved)?
+    pub fn slot_taken(&self, slot: Timestamp) -> bool {
+        slot <= self.cursor
+            || self.leases.iter().any(|l| l.slot == slot)
+            || self.pending.iter().any(|p| p.slot == slot)
+    }
+
+    /// Is this slot finished for good (not live, not waiting)?
+    pub fn slot_resolved(&self, slot: Timestamp) -> bool {
+        slot <= self.cursor
+            && !self.leases.iter().any(|l| l.slot == slot)
+            && !self.pending.iter().any(|p| p.slot == slot)
+    }
+}
+
+/// A stored record that cannot be read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DecodeError {
+    pub job: String,
+    pub message: String,
+}
+
+impl fmt::Display for DecodeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "stored state of job {:?} cannot be read: {}",
+            self.job, self.message
+        )
+    }
+}
+
+impl std::error::Error for DecodeError {}
+
+/// Encodes a record for storage (JSON: readable in a table browser, and
+/// every store can hold a string).
+pub fn encode_state(state: &JobState) -> String {
+    // Serialising plain data with string keys cannot fail; fall back to an
+    // empty object rather than panic if serde ever says otherwise.
+    serde_json::to_string(state).unwrap_or_else(|_| "{}".to_string())
+}
+
+/// Decodes a stored record, migrating older layouts. Refuses records written
+/// by a newer cronslot (their meaning is unknown to this build) and records
+/// of another job.
+pub fn decode_state(job: &str, text: &str) -> Result<JobState, DecodeError> {
+    let err = |message: String| DecodeError {
+        job: job.to_string(),
+        message,
+    };
+    let value: serde_json::Value =
+        serde_json::from_str(text).map_err(|e| err(format!("not JSON ({e})")))?;
+    let schema = value
+        .get("schema")
+        .and_then(serde_json::Value::as_u64)
+        .ok_or_else(|| err("no schema version".into()))?;
+    if schema > u64::from(SCHEMA_VERSION) {
+        return Err(err(format!(
+            "written by a newer cronslot (schema {schema}, this build reads up to {SCHEMA_VERSION}); upgrade cronslot"
+        )));
+    }
+    if schema == 0 {
+        return Err(err("schema 0 does not exist".into()));
+    }
+    let state: JobState =
+        serde_json::from_value(value).map_err(|e| err(format!("malformed record ({e})")))?;
+    if state.job != job {
+        return Err(err(format!("the record belongs to job {:?}", state.job)));
+    }
+    if state.cursor < state.created_at {
+        return Err(err("cursor is before the job's creation".into()));
+    }
+    Ok(state)
+}
+
+/// Cuts a text to at most `max` bytes on a character boundary.
+pub(crate) fn truncate(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_string();
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &text[..end])
+}

@@ -1,0 +1,533 @@
+//! Resolution of a job against `[defaults]` and the built-in defaults, with
+//! the checks that span several keys and the warnings.
+//!
+//! A check across keys runs for a job only when one of the keys it involves
+//! is set in that job; otherwise it is the business of `[defaults]`, where
+//! it runs once.
+
+use std::ops::Range;
+use std::time::Duration;
+
+use toml::Spanned;
+
+use super::diagnostic::Sink;
+use super::duration::format_duration;
+use super::raw::OverlapMode;
+use super::table::Checked;
+use super::{
+    Action, CatchUp, Defaults, Delivery, HistoryLimits, JobSpec, Overlap, RetryPolicy, Trigger,
+    defaults, gaps,
+};
+use crate::schedule::{DstGap, DstOverlap, DstPolicy, Schedule, Zone};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Origin {
+    /// Set in the table being resolved.
+    Here,
+    /// Inherited from `[defaults]`.
+    Parent,
+    Builtin,
+}
+
+/// A resolved value, where it came from, and whether its key was bad.
+struct Val<T> {
+    value: T,
+    origin: Origin,
+    span: Range<usize>,
+    poisoned: bool,
+}
+
+impl<T> Val<T> {
+    fn here(&self) -> bool {
+        self.origin == Origin::Here && !self.poisoned
+    }
+}
+
+struct Layers<'a> {
+    here: &'a Checked,
+    parent: Option<&'a Checked>,
+}
+
+impl Layers<'_> {
+    /// The value of `key` (read by `get`): here, else the parent's, else
+    /// `builtin`.
+    fn pick<T>(
+        &self,
+        key: &str,
+        get: impl Fn(&Checked) -> Option<(T, Range<usize>)>,
+        builtin: T,
+    ) -> Val<T> {
+        let layers = [
+            (Some(self.here), Origin::Here),
+            (self.parent, Origin::Parent),
+        ];
+        for (layer, origin) in layers {
+            let Some(layer) = layer else { continue };
+            if layer.poisoned.contains(key) {
+                return Val {
+                    value: builtin,
+                    origin,
+                    span: layer.header.clone(),
+                    poisoned: true,
+                };
+            }
+            if let Some((value, span)) = get(layer) {
+                return Val {
+                    value,
+                    origin,
+                    span,
+                    poisoned: false,
+                };
+            }
+        }
+        Val {
+            value: builtin,
+            origin: Origin::Builtin,
+            span: self.here.header.clone(),
+            poisoned: false,
+        }
+    }
+}
+
+/// Reads a top-level key of the raw table as (value, span).
+macro_rules! raw {
+    ($key:ident) => {
+        |c: &Checked| c.raw.$key.as_ref().map(|s| (s.get_ref().clone(), s.span()))
+    };
+    ($key:ident . 0) => {
+        |c: &Checked| c.raw.$key.as_ref().map(|s| (s.get_ref().0, s.span()))
+    };
+}
+
+/// Reads a key of a nested raw table (`retry.backoff`) as (value, span).
+macro_rules! nested {
+    ($table:ident . $key:ident) => {
+        |c: &Checked| {
+            c.raw
+                .$table
+                .as_ref()
+                .and_then(|t| t.get_ref().$key.as_ref())
+                .map(|s| (s.get_ref().clone(), s.span()))
+        }
+    };
+    ($table:ident . $key:ident . 0) => {
+        |c: &Checked| {
+            c.raw
+                .$table
+                .as_ref()
+                .and_then(|t| t.get_ref().$key.as_ref())
+                .map(|s| (s.get_ref().0, s.span()))
+        }
+    };
+}
+
+/// Every policy of a table, resolved.
+struct Policies {
+    zone: Val<Zone>,
+    trigger: Val<Trigger>,
+    lease: Val<Duration>,
+    starting_deadline: Val<Duration>,
+    catch_up: Val<CatchUp>,
+    max_catch_up: Val<u32>,
+    overlap: Val<OverlapMode>,
+    max_concurrency: Val<u32>,
+    /// The `retry` table itself, to point at.
+    retry: Val<()>,
+    max_attempts: Val<u32>,
+    backoff: Val<Duration>,
+    max_backoff: Val<Duration>,
+    past_next_slot: Val<bool>,
+    delivery: Val<Delivery>,
+    dst_gap: Val<DstGap>,
+    dst_overlap: Val<DstOverlap>,
+    skew_margin: Val<Duration>,
+    paused: Val<bool>,
+    stale_after: Val<Option<Duration>>,
+    history_succeeded: Val<u32>,
+    history_failed: Val<u32>,
+    timeout: Val<Option<Duration>>,
+}
+
+impl Policies {
+    fn resolve(layers: &Layers<'_>) -> Policies {
+        let some = |v: Option<(Duration, Range<usize>)>| v.map(|(d, s)| (Some(d), s));
+        Policies {
+            zone: layers.pick(
+                "timezone",
+                |c| c.zone.as_ref().map(|z| (z.get_ref().clone(), z.span())),
+                Zone::utc(),
+            ),
+            trigger: layers.pick("trigger", raw!(trigger), Trigger::default()),
+            lease: layers.pick("lease", raw!(lease.0), defaults::LEASE),
+            starting_deadline: layers.pick(
+                "starting_deadline",
+                raw!(starting_deadline.0),
+                defaults::STARTING_DEADLINE,
+            ),
+            catch_up: layers.pick("catch_up", raw!(catch_up), CatchUp::default()),
+            max_catch_up: layers.pick("max_catch_up", raw!(max_catch_up), defaults::MAX_CATCH_UP),
+            overlap: layers.pick("overlap", raw!(overlap), OverlapMode::Forbid),
+            max_concurrency: layers.pick(
+                "max_concurrency",
+                raw!(max_concurrency),
+                defaults::MAX_CONCURRENCY,
+            ),
+            retry: layers.pick(
+                "retry",
+                |c| c.raw.retry.as_ref().map(|r| ((), r.span())),
+                (),
+            ),
+            max_attempts: layers.pick("retry", nested!(retry.max_attempts), defaults::MAX_ATTEMPTS),
+            backoff: layers.pick("retry", nested!(retry.backoff.0), defaults::BACKOFF),
+            max_backoff: layers.pick("retry", nested!(retry.max_backoff.0), defaults::MAX_BACKOFF),
+            past_next_slot: layers.pick("retry", nested!(retry.past_next_slot), false),
+            delivery: layers.pick("delivery", raw!(delivery), Delivery::default()),
+            dst_gap: layers.pick("dst_gap", raw!(dst_gap), DstGap::default()),
+            dst_overlap: layers.pick("dst_overlap", raw!(dst_overlap), DstOverlap::default()),
+            skew_margin: layers.pick("skew_margin", raw!(skew_margin.0), defaults::SKEW_MARGIN),
+            paused: layers.pick("paused", raw!(paused), false),
+            stale_after: layers.pick("stale_after", |c| some(raw!(stale_after.0)(c)), None),
+            history_succeeded: layers.pick(
+                "history",
+                nested!(history.succeeded),
+                defaults::HISTORY_SUCCEEDED,
+            ),
+            history_failed: layers.pick(
+                "history",
+                nested!(history.failed),
+                defaults::HISTORY_FAILED,
+            ),
+            timeout: layers.pick("timeout", |c| some(raw!(timeout.0)(c)), None),
+        }
+    }
+
+    fn overlap(&self) -> Overlap {
+        match self.overlap.value {
+            OverlapMode::Forbid => Overlap::Forbid,
+            OverlapMode::Allow => Overlap::Allow {
+                max_concurrency: self.max_concurrency.value,
+            },
+            OverlapMode::Replace => Overlap::Replace,
+        }
+    }
+
+    fn retry(&self) -> RetryPolicy {
+        RetryPolicy {
+            max_attempts: self.max_attempts.value,
+            backoff: self.backoff.value,
+            max_backoff: self.max_backoff.value,
+            past_next_slot: self.past_next_slot.value,
+        }
+    }
+
+    fn history(&self) -> HistoryLimits {
+        HistoryLimits {
+            succeeded: self.history_succeeded.value,
+            failed: self.history_failed.value,
+        }
+    }
+
+    fn dst(&self) -> DstPolicy {
+        DstPolicy {
+            gap: self.dst_gap.value,
+            overlap: self.dst_overlap.value,
+        }
+    }
+}
+
+/// Whether a check across `a` and `b` belongs to this table: neither is
+/// bad, and at least one is set here.
+fn concerns<A, B>(a: &Val<A>, b: &Val<B>) -> bool {
+    !a.poisoned && !b.poisoned && (a.here() || b.here())
+}
+
+/// The span of the first value set here (the table's header otherwise).
+fn point_at<A, B>(first: &Val<A>, second: &Val<B>) -> Range<usize> {
+    if first.here() {
+        first.span.clone()
+    } else {
+        second.span.clone()
+    }
+}
+
+/// Checks across keys that apply to `[defaults]` and jobs alike.
+/// `function_job`: the job runs a Rust function, so a timeout does not
+/// apply to it (that is reported on its own).
+fn cross_checks(sink: &mut Sink<'_>, p: &Policies, function_job: bool) {
+    if concerns(&p.max_catch_up, &p.catch_up)
+        && p.catch_up.value == CatchUp::All
+        && p.max_catch_up.value == 0
+    {
+        sink.error(
+            point_at(&p.max_catch_up, &p.catch_up),
+            "max_catch_up = 0 with catch_up = \"all\" catches up nothing; raise max_catch_up or use catch_up = \"none\"",
+        );
+    }
+    if p.max_concurrency.here() && !p.overlap.poisoned && p.overlap.value != OverlapMode::Allow {
+        let mode = match p.overlap.value {
+            OverlapMode::Replace => "replace",
+            _ => "forbid",
+        };
+        let whence = if p.overlap.origin == Origin::Builtin {
+            " (the default)"
+        } else {
+            ""
+        };
+        sink.error(
+            p.max_concurrency.span.clone(),
+            format!(
+                "max_concurrency applies only to overlap = \"allow\", and overlap is \"{mode}\"{whence}"
+            ),
+        );
+    }
+    if concerns(&p.backoff, &p.max_backoff) && p.backoff.value > p.max_backoff.value {
+        sink.error(
+            point_at(&p.backoff, &p.max_backoff),
+            format!(
+                "retry.backoff {} is longer than retry.max_backoff {}",
+                format_duration(p.backoff.value),
+                format_duration(p.max_backoff.value)
+            ),
+        );
+    }
+    if concerns(&p.skew_margin, &p.lease) && p.skew_margin.value >= p.lease.value {
+        sink.error(
+            point_at(&p.skew_margin, &p.lease),
+            format!(
+                "skew_margin {} must be shorter than the lease {}",
+                format_duration(p.skew_margin.value),
+                format_duration(p.lease.value)
+            ),
+        );
+    }
+    if let Some(timeout) = p.timeout.value.filter(|_| !function_job) {
+        if concerns(&p.timeout, &p.lease) && timeout > p.lease.value {
+            sink.error(
+                point_at(&p.timeout, &p.lease),
+                format!(
+                    "timeout {} is longer than the lease {}, the longest a run may hold its slot",
+                    format_duration(timeout),
+                    format_duration(p.lease.value)
+                ),
+            );
+        }
+    }
+}
+
+fn catch_up_warning(sink: &mut Sink<'_>, p: &Policies) {
+    if concerns(&p.max_catch_up, &p.catch_up)
+        && p.catch_up.value == CatchUp::All
+        && p.max_catch_up.value > defaults::LARGE_CATCH_UP
+    {
+        sink.warning(
+            point_at(&p.max_catch_up, &p.catch_up),
+            format!(
+                "catch_up = \"all\" with max_catch_up = {} can run that many late slots back to back after an outage",
+                p.max_catch_up.value
+            ),
+        );
+    }
+}
+
+pub(super) fn resolve_defaults(sink: &mut Sink<'_>, table: &Checked) -> Defaults {
+    let p = Policies::resolve(&Layers {
+        here: table,
+        parent: None,
+    });
+    cross_checks(sink, &p, false);
+    catch_up_warning(sink, &p);
+    Defaults {
+        timezone: p.zone.value.name().to_string(),
+        trigger: p.trigger.value,
+        lease: p.lease.value,
+        starting_deadline: p.starting_deadline.value,
+        catch_up: p.catch_up.value,
+        max_catch_up: p.max_catch_up.value,
+        overlap: p.overlap(),
+        retry: p.retry(),
+        delivery: p.delivery.value,
+        dst: p.dst(),
+        skew_margin: p.skew_margin.value,
+        paused: p.paused.value,
+        stale_after: p.stale_after.value,
+        history: p.history(),
+        timeout: p.timeout.value,
+    }
+}
+
+/// Resolves one job; `None` when it has errors.
+pub(super) fn resolve_job(
+    sink: &mut Sink<'_>,
+    job: &Checked,
+    defaults: &Checked,
+) -> Option<JobSpec> {
+    let before = sink.errors.len();
+    let p = Policies::resolve(&Layers {
+        here: job,
+        parent: Some(defaults),
+    });
+    cross_checks(sink, &p, is_function_job(job));
+    catch_up_warning(sink, &p);
+
+    let start_at = job.raw.start_at.as_ref();
+    let end_at = job.raw.end_at.as_ref();
+    if let (Some(s), Some(e)) = (start_at, end_at) {
+        if s.get_ref().0 >= e.get_ref().0 {
+            sink.error(
+                s.span(),
+                format!(
+                    "start_at {} is not before end_at {}",
+                    s.get_ref().0,
+                    e.get_ref().0
+                ),
+            );
+        }
+    }
+
+    let action = resolve_action(sink, job, &p);
+
+    if sink.errors.len() > before || job.errors > 0 || !job.poisoned.is_empty() {
+        return None;
+    }
+    let name = job.name.as_ref()?;
+    let cron = job.cron.clone()?;
+    let schedule_text = job.raw.schedule.as_ref()?.get_ref().clone();
+    let action = action?;
+    let zone = p.zone.value.clone();
+    let spec = JobSpec {
+        name: name.get_ref().clone(),
+        schedule: Schedule::new(cron, zone.clone(), p.dst()),
+        schedule_text,
+        timezone: zone.name().to_string(),
+        trigger: p.trigger.value,
+        lease: p.lease.value,
+        starting_deadline: p.starting_deadline.value,
+        catch_up: p.catch_up.value,
+        max_catch_up: p.max_catch_up.value,
+        overlap: p.overlap(),
+        retry: p.retry(),
+        delivery: p.delivery.value,
+        skew_margin: p.skew_margin.value,
+        paused: p.paused.value,
+        start_at: start_at.map(|s| s.get_ref().0),
+        end_at: end_at.map(|e| e.get_ref().0),
+        stale_after: p.stale_after.value,
+        history: p.history(),
+        action,
+    };
+    job_warnings(sink, job, &p, &spec);
+    Some(spec)
+}
+
+/// A job with neither `command` nor `http` (not even a bad one) runs a
+/// Rust function registered under its name.
+fn is_function_job(job: &Checked) -> bool {
+    job.raw.command.is_none()
+        && job.raw.http.is_none()
+        && !job.poisoned.contains("command")
+        && !job.poisoned.contains("http")
+}
+
+/// The job's action with its timeout (the lease unless set).
+fn resolve_action(sink: &mut Sink<'_>, job: &Checked, p: &Policies) -> Option<Action> {
+    let command = job.raw.command.as_ref();
+    let http = job.raw.http.as_ref();
+    if let (Some(c), Some(h)) = (command, http) {
+        let later = if c.span().start > h.span().start {
+            job.key_span("command")
+        } else {
+            job.key_span("http")
+        };
+        sink.error(
+            later,
+            "a job runs a command or an http request, not both; remove one",
+        );
+        return None;
+    }
+    let is_function = is_function_job(job);
+    if job.raw.env.is_some() && command.is_none() && !job.poisoned.contains("command") {
+        sink.error(
+            job.key_span("env"),
+            "env applies only to command jobs; this job has no command",
+        );
+    }
+    if p.timeout.here() && is_function {
+        sink.error(
+            job.key_span("timeout"),
+            "timeout applies only to command and http jobs; a Rust function job bounds its own run time",
+        );
+    }
+    let timeout = p.timeout.value.unwrap_or(p.lease.value);
+    if let Some(argv) = &job.command {
+        return Some(Action::Command {
+            argv: argv.clone(),
+            timeout,
+            env: job.env.clone().unwrap_or_default(),
+        });
+    }
+    if let Some(h) = &job.http {
+        return Some(Action::Http {
+            url: h.url.clone(),
+            method: h.method,
+            headers: h.headers.clone(),
+            timeout,
+        });
+    }
+    is_function.then_some(Action::Function)
+}
+
+fn job_warnings(sink: &mut Sink<'_>, job: &Checked, p: &Policies, spec: &JobSpec) {
+    let schedule_span = job
+        .raw
+        .schedule
+        .as_ref()
+        .map_or(job.header.clone(), Spanned::span);
+    let name = spec.name.as_str();
+    let shortest = gaps::shortest_gap(&spec.schedule, gaps::reference(spec.start_at));
+
+    if let Some(gap) = shortest {
+        if spec.trigger == Trigger::Dedicated && gap <= Duration::from_secs(60) {
+            let at = if p.trigger.here() {
+                p.trigger.span.clone()
+            } else {
+                schedule_span.clone()
+            };
+            sink.warning(
+                at,
+                format!(
+                    "job {name:?} is dedicated but fires every minute; the tick runs every minute anyway and serves it without a trigger of its own"
+                ),
+            );
+        }
+        let window = spec.retry.max_total_backoff();
+        if spec.retry.max_attempts > 1 && !spec.retry.past_next_slot && window >= gap {
+            let at = if p.retry.here() {
+                p.retry.span.clone()
+            } else {
+                schedule_span.clone()
+            };
+            sink.warning(
+                at,
+                format!(
+                    "retries of job {name:?} may wait up to {} in all, which reaches the next slot when slots are {} apart; later attempts are dropped at the next slot unless retry.past_next_slot = true",
+                    format_duration(window),
+                    format_duration(gap)
+                ),
+            );
+        }
+    }
+
+    if let (Some(start), Some(end)) = (spec.start_at, spec.end_at) {
+        if !gaps::fires_within(&spec.schedule, start, end) {
+            let at = job
+                .raw
+                .start_at
+                .as_ref()
+                .map_or(job.header.clone(), Spanned::span);
+            sink.warning(
+                at,
+                format!("job {name:?} has no slot between start_at and end_at"),
+            );
+        }
+    }
+}

@@ -1,0 +1,521 @@
+//! The checks of one table on its own: each value is checked once, in the
+//! table that holds it, so a bad lease in `[defaults]` is one error, not one
+//! per job. A refused value *poisons* its key: checks across keys that
+//! involve it stay quiet rather than report consequences of the same mistake.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::ops::Range;
+
+use toml::Spanned;
+use toml::de::DeTable;
+
+use super::diagnostic::Sink;
+use super::duration::format_duration;
+use super::raw::{self, JOB_ONLY_KEYS, RawTable};
+use super::{HttpMethod, JobName, defaults};
+use crate::cron::CronExpr;
+use crate::schedule::Zone;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Level {
+    Defaults,
+    Job,
+}
+
+impl Level {
+    fn label(self) -> &'static str {
+        match self {
+            Level::Defaults => "[defaults]",
+            Level::Job => "[[job]]",
+        }
+    }
+}
+
+/// A validated HTTP request.
+pub(super) struct Http {
+    pub url: String,
+    pub method: HttpMethod,
+    pub headers: BTreeMap<String, String>,
+}
+
+/// One table after its own checks: the raw values, what its checks turned
+/// into typed values, and which keys are bad.
+pub(super) struct Checked {
+    pub raw: RawTable,
+    pub poisoned: BTreeSet<String>,
+    /// The table's header (`[[job]]`), where problems of the whole table go.
+    pub header: Range<usize>,
+    pub key_spans: BTreeMap<String, Range<usize>>,
+    pub name: Option<Spanned<JobName>>,
+    pub cron: Option<CronExpr>,
+    pub zone: Option<Spanned<Zone>>,
+    pub command: Option<Vec<String>>,
+    pub http: Option<Http>,
+    pub env: Option<BTreeMap<String, String>>,
+    /// Errors the table's own checks reported.
+    pub errors: usize,
+}
+
+impl Checked {
+    pub(super) fn empty() -> Checked {
+        Checked {
+            raw: RawTable::default(),
+            poisoned: BTreeSet::new(),
+            header: 0..0,
+            key_spans: BTreeMap::new(),
+            name: None,
+            cron: None,
+            zone: None,
+            command: None,
+            http: None,
+            env: None,
+            errors: 0,
+        }
+    }
+
+    fn poison(&mut self, key: &str) {
+        self.poisoned.insert(key.to_string());
+    }
+
+    pub(super) fn key_span(&self, key: &str) -> Range<usize> {
+        self.key_spans
+            .get(key)
+            .cloned()
+            .unwrap_or(self.header.clone())
+    }
+
+    fn label(&self) -> String {
+        match &self.name {
+            Some(n) => format!("job {:?}", n.get_ref().as_str()),
+            None => "this [[job]]".into(),
+        }
+    }
+}
+
+/// The byte offset of the 1-based character `column` inside a string
+/// value, when the source spells the value verbatim between one pair of
+/// quotes (`"..."` or `'...'`);
+/// otherwise (escapes, multi-line strings) the start of the value.
+fn inner_offset(text: &str, span: &Range<usize>, value: &str, column: usize) -> usize {
+    let source = text.get(span.clone()).unwrap_or("");
+    let verbatim = source.len() == value.len() + 2
+        && source.get(1..source.len() - 1) == Some(value)
+        && (source.starts_with('"') || source.starts_with('\''));
+    if !verbatim {
+        return span.start;
+    }
+    let within = value
+        .char_indices()
+        .nth(column.saturating_sub(1))
+        .map_or(value.len(), |(i, _)| i);
+    span.start + 1 + within
+}
+
+pub(super) fn check_table(
+    sink: &mut Sink<'_>,
+    table: &Spanned<DeTable<'_>>,
+    level: Level,
+) -> Checked {
+    let before = sink.errors.len();
+    let outcome = raw::deserialize_table(table, level.label());
+    for (span, message) in outcome.problems {
+        sink.error(span, message);
+    }
+    let mut c = Checked {
+        raw: outcome.raw,
+        poisoned: outcome.poisoned,
+        header: table.span(),
+        key_spans: table
+            .get_ref()
+            .iter()
+            .map(|(k, _)| (k.get_ref().to_string(), k.span()))
+            .collect(),
+        ..Checked::empty()
+    };
+    match level {
+        Level::Defaults => {
+            let present: Vec<&'static str> = c.raw.present().into_iter().map(|(k, _)| k).collect();
+            for key in JOB_ONLY_KEYS {
+                if present.contains(&key) {
+                    sink.error(
+                        c.key_span(key),
+                        format!("`{key}` belongs in a [[job]], not in [defaults]"),
+                    );
+                    c.poison(key);
+                }
+            }
+        }
+        Level::Job => {
+            check_name(sink, &mut c);
+            check_schedule(sink, &mut c);
+            check_command(sink, &mut c);
+            check_http(sink, &mut c);
+            check_env(sink, &mut c);
+        }
+    }
+    check_timezone(sink, &mut c);
+    check_values(sink, &mut c);
+    c.errors = sink.errors.len() - before;
+    c
+}
+
+fn check_name(sink: &mut Sink<'_>, c: &mut Checked) {
+    let Some(name) = &c.raw.name else {
+        if !c.poisoned.contains("name") {
+            sink.error(
+                c.header.clone(),
+                "this [[job]] has no name; add name = \"...\" (lowercase letters, digits, '-' and '_')",
+            );
+        }
+        return;
+    };
+    match JobName::new(name.get_ref().as_str()) {
+        Ok(n) => c.name = Some(Spanned::new(name.span(), n)),
+        Err(e) => {
+            let at = inner_offset(sink.text(), &name.span(), name.get_ref(), e.column);
+            sink.error(at..name.span().end, e.to_string());
+            c.poison("name");
+        }
+    }
+}
+
+fn check_schedule(sink: &mut Sink<'_>, c: &mut Checked) {
+    let Some(schedule) = &c.raw.schedule else {
+        if !c.poisoned.contains("schedule") {
+            sink.error(
+                c.header.clone(),
+                format!(
+                    "{} has no schedule; add a five-field cron expression such as schedule = \"0 9 * * *\"",
+                    c.label()
+                ),
+            );
+        }
+        return;
+    };
+    let text = schedule.get_ref();
+    match CronExpr::parse(text) {
+        Ok(expr) if expr.never_fires() => {
+            sink.error(
+                schedule.span(),
+                format!("schedule {text:?} never fires: no date matches it"),
+            );
+            c.poison("schedule");
+        }
+        Ok(expr) => c.cron = Some(expr),
+        Err(e) => {
+            let at = inner_offset(sink.text(), &schedule.span(), text, e.column);
+            sink.error(
+                at..schedule.span().end,
+                format!("invalid schedule {text:?}: {e}"),
+            );
+            c.poison("schedule");
+        }
+    }
+}
+
+fn check_timezone(sink: &mut Sink<'_>, c: &mut Checked) {
+    let Some(tz) = &c.raw.timezone else { return };
+    match Zone::get(tz.get_ref()) {
+        Ok(zone) => c.zone = Some(Spanned::new(tz.span(), zone)),
+        Err(e) => {
+            let hint = e.hint.map(|h| format!("; {h}")).unwrap_or_default();
+            sink.error(
+                tz.span(),
+                format!("unknown time zone {:?}{hint}", tz.get_ref()),
+            );
+            c.poison("timezone");
+        }
+    }
+}
+
+/// Checks of single values that hold wherever the value is written.
+fn check_values(sink: &mut Sink<'_>, c: &mut Checked) {
+    let mut bad: Vec<&'static str> = Vec::new();
+    if let Some(lease) = &c.raw.lease {
+        if lease.get_ref().0 < defaults::MIN_LEASE {
+            sink.error(
+                lease.span(),
+                format!(
+                    "lease {} is shorter than the minimum of {}; a lease must cover start-up and clock skew",
+                    format_duration(lease.get_ref().0),
+                    format_duration(defaults::MIN_LEASE)
+                ),
+            );
+            bad.push("lease");
+        }
+    }
+    let positive = [
+        (
+            "starting_deadline",
+            &c.raw.starting_deadline,
+            "a zero deadline would miss every slot",
+        ),
+        (
+            "timeout",
+            &c.raw.timeout,
+            "a zero timeout would stop every run at once",
+        ),
+        (
+            "stale_after",
+            &c.raw.stale_after,
+            "a zero bound would call the job stale all the time",
+        ),
+    ];
+    for (key, value, why) in positive {
+        if let Some(v) = value {
+            if v.get_ref().0.is_zero() {
+                sink.error(v.span(), format!("{key} must be longer than 0s; {why}"));
+                bad.push(key);
+            }
+        }
+    }
+    if let Some(m) = &c.raw.max_concurrency {
+        let n = *m.get_ref();
+        if n == 0 {
+            sink.error(
+                m.span(),
+                "max_concurrency must be at least 1; to run nothing, set paused = true",
+            );
+            bad.push("max_concurrency");
+        } else if n > defaults::MAX_CONCURRENCY_LIMIT {
+            sink.error(
+                m.span(),
+                format!(
+                    "max_concurrency {n} is above the limit of {}",
+                    defaults::MAX_CONCURRENCY_LIMIT
+                ),
+            );
+            bad.push("max_concurrency");
+        }
+    }
+    if let Some(retry) = &c.raw.retry {
+        if let Some(a) = &retry.get_ref().max_attempts {
+            if *a.get_ref() == 0 {
+                sink.error(
+                    a.span(),
+                    "retry.max_attempts must be at least 1 (the first attempt counts)",
+                );
+                bad.push("retry");
+            }
+        }
+    }
+    if let Some(history) = &c.raw.history {
+        let h = history.get_ref();
+        for (key, value) in [("succeeded", &h.succeeded), ("failed", &h.failed)] {
+            if let Some(v) = value {
+                if *v.get_ref() > defaults::HISTORY_LIMIT {
+                    sink.error(
+                        v.span(),
+                        format!(
+                            "history.{key} {} is above the limit of {}",
+                            v.get_ref(),
+                            defaults::HISTORY_LIMIT
+                        ),
+                    );
+                    bad.push("history");
+                }
+            }
+        }
+    }
+    for key in bad {
+        c.poison(key);
+    }
+}
+
+fn check_command(sink: &mut Sink<'_>, c: &mut Checked) {
+    let Some(command) = &c.raw.command else {
+        return;
+    };
+    let argv = command.get_ref();
+    let mut ok = true;
+    match argv.first() {
+        None => {
+            sink.error(
+                command.span(),
+                "command is empty; give the program and its arguments, as in [\"./scripts/cleanup.sh\", \"--fast\"]",
+            );
+            ok = false;
+        }
+        Some(program) if program.get_ref().is_empty() => {
+            sink.error(program.span(), "command[0], the program to run, is empty");
+            ok = false;
+        }
+        Some(_) => {}
+    }
+    for (i, arg) in argv.iter().enumerate() {
+        if arg.get_ref().contains('\0') {
+            sink.error(
+                arg.span(),
+                format!("command[{i}] contains a NUL character, which no program can receive"),
+            );
+            ok = false;
+        }
+    }
+    if ok {
+        c.command = Some(argv.iter().map(|a| a.get_ref().clone()).collect());
+    } else {
+        c.poison("command");
+    }
+}
+
+/// Headers cronslot sets on every request itself.
+const RESERVED_HEADERS: [&str; 2] = ["Idempotency-Key", "Cronslot-Fence"];
+
+fn is_token(name: &str) -> bool {
+    !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "!#$%&'*+-.^_`|~".contains(c))
+}
+
+/// Why `url` is not an absolute http(s) URL with a host, if it is not.
+fn url_problem(url: &str) -> Option<&'static str> {
+    let lower = url.to_ascii_lowercase();
+    let Some(rest) = lower
+        .strip_prefix("https://")
+        .or_else(|| lower.strip_prefix("http://"))
+    else {
+        return Some("is not an http:// or https:// URL");
+    };
+    if url.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Some("contains spaces or control characters; percent-encode them");
+    }
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    let host_port = authority.rsplit('@').next().unwrap_or("");
+    let (host, port) = if let Some(v6) = host_port.strip_prefix('[') {
+        match v6.split_once(']') {
+            Some((h, p)) => (h, p.strip_prefix(':')),
+            None => return Some("has an unclosed [ in its host"),
+        }
+    } else {
+        match host_port.split_once(':') {
+            Some((h, p)) => (h, Some(p)),
+            None => (host_port, None),
+        }
+    };
+    if host.is_empty() {
+        return Some("has no host");
+    }
+    if let Some(p) = port {
+        if p.parse::<u16>().map_or(true, |n| n == 0) {
+            return Some("has an invalid port");
+        }
+    }
+    None
+}
+
+fn check_http(sink: &mut Sink<'_>, c: &mut Checked) {
+    let Some(http) = &c.raw.http else { return };
+    let h = http.get_ref();
+    let mut ok = true;
+    let url = match &h.url {
+        None => {
+            sink.error(http.span(), "http has no url; add url = \"https://...\"");
+            ok = false;
+            String::new()
+        }
+        Some(u) => {
+            if let Some(problem) = url_problem(u.get_ref()) {
+                sink.error(u.span(), format!("http.url {:?} {problem}", u.get_ref()));
+                ok = false;
+            }
+            u.get_ref().clone()
+        }
+    };
+    let method = match &h.method {
+        None => defaults::HTTP_METHOD,
+        Some(m) => match HttpMethod::parse(m.get_ref()) {
+            Some(method) => method,
+            None => {
+                let known: Vec<&str> = HttpMethod::ALL.iter().map(|m| m.as_str()).collect();
+                sink.error(
+                    m.span(),
+                    format!(
+                        "unknown HTTP method {:?}; expected {} or {}",
+                        m.get_ref(),
+                        known[..known.len() - 1].join(", "),
+                        known[known.len() - 1]
+                    ),
+                );
+                ok = false;
+                defaults::HTTP_METHOD
+            }
+        },
+    };
+    let mut headers = BTreeMap::new();
+    if let Some(hs) = &h.headers {
+        for (name, value) in hs.get_ref() {
+            let n = name.get_ref();
+            if !is_token(n) {
+                sink.error(
+                    name.span(),
+                    format!("{n:?} is not a valid HTTP header name"),
+                );
+                ok = false;
+            } else if let Some(reserved) =
+                RESERVED_HEADERS.iter().find(|r| r.eq_ignore_ascii_case(n))
+            {
+                sink.error(
+                    name.span(),
+                    format!("header {reserved} is set by cronslot on every request"),
+                );
+                ok = false;
+            }
+            let v = value.get_ref();
+            if v.chars().any(|ch| ch.is_control() && ch != '\t') {
+                sink.error(
+                    value.span(),
+                    format!("the value of header {n:?} contains a line break or control character"),
+                );
+                ok = false;
+            }
+            headers.insert(n.clone(), v.clone());
+        }
+    }
+    if ok {
+        c.http = Some(Http {
+            url,
+            method,
+            headers,
+        });
+    } else {
+        c.poison("http");
+    }
+}
+
+fn check_env(sink: &mut Sink<'_>, c: &mut Checked) {
+    let Some(env) = &c.raw.env else { return };
+    let mut ok = true;
+    let mut vars = BTreeMap::new();
+    for (name, value) in env.get_ref() {
+        let n = name.get_ref();
+        if n.is_empty() || n.contains(['=', '\0']) {
+            sink.error(
+                name.span(),
+                format!("{n:?} is not a valid environment variable name"),
+            );
+            ok = false;
+        } else if n.to_ascii_uppercase().starts_with("CRONSLOT_") {
+            sink.error(
+                name.span(),
+                format!(
+                    "environment variable {n} is reserved: cronslot sets the CRONSLOT_ variables"
+                ),
+            );
+            ok = false;
+        }
+        if value.get_ref().contains('\0') {
+            sink.error(
+                value.span(),
+                format!("the value of environment variable {n:?} contains a NUL character"),
+            );
+            ok = false;
+        }
+        vars.insert(n.clone(), value.get_ref().clone());
+    }
+    if ok {
+        c.env = Some(vars);
+    } else {
+        c.poison("env");
+    }
+}

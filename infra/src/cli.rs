@@ -1,0 +1,169 @@
+//! The command-line interface: every subcommand, its arguments and help text.
+
+use std::path::PathBuf;
+
+use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum};
+use clap_complete::Shell;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "cronslot",
+    version,
+    about = "Scheduled jobs that run once in effect per scheduled slot",
+    long_about = "cronslot gives every scheduled occurrence of a job an identity (the slot), \
+                  decides which slots run, and checks schedules against every platform's cron \
+                  dialect.\n\nSchedules use five fields (minute hour day-of-month month \
+                  day-of-week), Sunday = 0 or 7, in an IANA time zone.",
+    after_help = "Examples:\n  cronslot next '0 9 * * MON-FRI' --tz America/New_York\n  \
+                  cronslot explain '30 2 * * *' --tz Europe/Berlin\n  \
+                  cronslot translate '0 9 * * MON-FRI' --to eventbridge --tz America/New_York\n  \
+                  cronslot validate examples/cronslot.toml"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Print the next fire instants of an expression or a manifest job.
+    Next(NextArgs),
+    /// Describe a schedule in plain English, with its DST behaviour.
+    Explain(ExplainArgs),
+    /// Translate an expression to a platform's cron dialect, exactly or not at all.
+    ///
+    /// Prints the translated expression alone on the last line of stdout
+    /// (`cron(...)` for EventBridge, five fields for Cloudflare). When no
+    /// exact translation exists, prints the reasons on stderr and exits 3.
+    Translate(TranslateArgs),
+    /// Check a manifest and print every job with its next three slots.
+    Validate(ValidateArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    Completions {
+        #[arg(value_enum)]
+        shell: Shell,
+    },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    Text,
+    Json,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum GapArg {
+    Shift,
+    Skip,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OverlapArg {
+    Once,
+    Twice,
+}
+
+/// Zone and DST policy options shared by the schedule commands.
+#[derive(Debug, Args)]
+pub struct ZoneArgs {
+    /// IANA time zone the expression is evaluated in.
+    #[arg(long, value_name = "ZONE", default_value = "UTC")]
+    pub tz: String,
+    /// Fixed-time slots in a DST gap: run at the end of the gap, or skip.
+    #[arg(long, value_enum, default_value = "shift")]
+    pub dst_gap: GapArg,
+    /// Fixed-time slots in a repeated hour: run once (first pass) or twice.
+    #[arg(long, value_enum, default_value = "once")]
+    pub dst_overlap: OverlapArg,
+}
+
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  cronslot next '30 2 * * *' --tz America/New_York \
+                        --after 2026-03-07T00:00:00Z --count 3\n  \
+                        cronslot next '@daily' --format json\n  \
+                        cronslot next --job daily-report --manifest cronslot.toml"
+)]
+pub struct NextArgs {
+    /// Cron expression (five fields), e.g. '0 9 * * MON-FRI'. Omit with --job.
+    #[arg(
+        value_name = "EXPR",
+        required_unless_present = "job",
+        conflicts_with = "job"
+    )]
+    pub expr: Option<String>,
+    #[command(flatten)]
+    pub zone: ZoneArgs,
+    /// List instants strictly after this RFC 3339 instant (default: now).
+    #[arg(long, value_name = "RFC3339")]
+    pub after: Option<String>,
+    /// How many instants to print.
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub count: u32,
+    /// Output format: text shows UTC and local time; json is for scripts.
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: Format,
+    /// Use this job's schedule, zone and DST policy from the manifest.
+    #[arg(long, value_name = "NAME")]
+    pub job: Option<String>,
+    /// The manifest to read --job from.
+    #[arg(
+        long,
+        value_name = "FILE",
+        default_value = "cronslot.toml",
+        requires = "job"
+    )]
+    pub manifest: PathBuf,
+}
+
+#[derive(Debug, Args)]
+pub struct ExplainArgs {
+    /// Cron expression (five fields).
+    #[arg(value_name = "EXPR")]
+    pub expr: String,
+    #[command(flatten)]
+    pub zone: ZoneArgs,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PlatformArg {
+    Eventbridge,
+    Cloudflare,
+}
+
+#[derive(Debug, Args)]
+pub struct TranslateArgs {
+    /// Cron expression (five fields, Sunday = 0).
+    #[arg(value_name = "EXPR")]
+    pub expr: String,
+    /// Target dialect.
+    #[arg(long, value_enum)]
+    pub to: PlatformArg,
+    #[command(flatten)]
+    pub zone: ZoneArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct ValidateArgs {
+    /// The manifest to check.
+    #[arg(value_name = "MANIFEST", default_value = "cronslot.toml")]
+    pub manifest: PathBuf,
+    /// Print the next slots after this RFC 3339 instant (default: now).
+    #[arg(long, value_name = "RFC3339")]
+    pub after: Option<String>,
+}
+
+pub fn print_completions(shell: Shell) {
+    let mut command = Cli::command();
+    clap_complete::generate(shell, &mut command, "cronslot", &mut std::io::stdout());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn clap_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+}

@@ -1,0 +1,66 @@
+//! `validate`: read a manifest, report every error, or print every job with
+//! its next three slots.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use cronslot_core::explain::explain;
+use cronslot_core::manifest::{Manifest, parse_manifest};
+
+use crate::Failure;
+use crate::cli::ValidateArgs;
+use crate::schedule_cmds::{local, parse_instant, utc};
+
+/// Reads and checks a manifest; every problem becomes one bad-input failure
+/// listing all errors with file, line and column.
+pub fn load_manifest(path: &Path) -> Result<Manifest, Failure> {
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        Failure::bad_input(format!(
+            "error: cannot read manifest {}: {e}",
+            path.display()
+        ))
+    })?;
+    parse_manifest(&text, &path.display().to_string())
+        .map_err(|errors| Failure::bad_input(errors.to_string()))
+}
+
+pub fn validate(args: ValidateArgs) -> Result<(), Failure> {
+    let manifest = load_manifest(&args.manifest)?;
+    let after = parse_instant("--after", args.after.as_deref())?;
+    let mut out = String::new();
+    let count = manifest.jobs.len();
+    let _ = writeln!(
+        out,
+        "{}: {count} job{} OK",
+        args.manifest.display(),
+        if count == 1 { "" } else { "s" }
+    );
+    for job in &manifest.jobs {
+        let _ = writeln!(
+            out,
+            "\n{}  ({}, {}, trigger {})",
+            job.name.as_str(),
+            job.schedule_text,
+            job.schedule.zone().name(),
+            job.trigger,
+        );
+        let _ = writeln!(out, "  {}", explain(&job.schedule));
+        let slots: Vec<_> = job.schedule.iter_after(after).take(3).collect();
+        if slots.is_empty() {
+            let _ = writeln!(out, "  never fires");
+        }
+        for o in slots {
+            let _ = writeln!(
+                out,
+                "  next  {}  {}",
+                utc(o.instant),
+                local(o.instant, job.schedule.zone())
+            );
+        }
+    }
+    for warning in &manifest.warnings {
+        let _ = writeln!(out, "\n{warning}");
+    }
+    print!("{out}");
+    Ok(())
+}

@@ -1,0 +1,245 @@
+//! The `cronslot` binary's interface: output forms and exit codes that
+//! scripts depend on.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+fn cronslot(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_cronslot"))
+        .args(args)
+        .current_dir(workspace_root())
+        .output()
+        .expect("run cronslot")
+}
+
+fn workspace_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("infra/ has a parent")
+        .to_path_buf()
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+#[test]
+fn next_json_is_the_documented_shape() {
+    let o = cronslot(&[
+        "next",
+        "30 2 * * *",
+        "--tz",
+        "America/New_York",
+        "--after",
+        "2026-03-07T00:00:00Z",
+        "--count",
+        "3",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(
+        stdout(&o).trim(),
+        r#"{"expression":"30 2 * * *","timezone":"America/New_York","next":["2026-03-07T07:30:00Z","2026-03-08T07:00:00Z","2026-03-09T06:30:00Z"]}"#
+    );
+}
+
+#[test]
+fn next_text_marks_dst_shifted_slots() {
+    let o = cronslot(&[
+        "next",
+        "30 2 * * *",
+        "--tz",
+        "America/New_York",
+        "--after",
+        "2026-03-07T00:00:00Z",
+        "--count",
+        "3",
+    ]);
+    assert_eq!(o.status.code(), Some(0));
+    let lines: Vec<String> = stdout(&o).lines().map(str::to_string).collect();
+    assert_eq!(lines.len(), 3);
+    assert!(lines[0].starts_with("2026-03-07T07:30:00Z  2026-03-07 02:30 EST (-05:00)"));
+    assert!(lines[1].contains("2026-03-08 03:00 EDT"), "{}", lines[1]);
+    assert!(lines[1].contains("shifted from 02:30"), "{}", lines[1]);
+    assert!(!lines[2].contains("shifted"));
+}
+
+#[test]
+fn next_default_zone_is_utc_and_count_is_five() {
+    let o = cronslot(&[
+        "next",
+        "@daily",
+        "--after",
+        "2026-01-01T12:00:00Z",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(o.status.code(), Some(0));
+    let v: serde_json::Value = serde_json::from_str(stdout(&o).trim()).expect("json");
+    assert_eq!(v["timezone"], "UTC");
+    let next = v["next"].as_array().expect("array");
+    assert_eq!(next.len(), 5);
+    assert_eq!(next[0], "2026-01-02T00:00:00Z");
+}
+
+#[test]
+fn never_firing_expression_gives_empty_list_and_success() {
+    let o = cronslot(&["next", "0 0 31 2 *", "--format", "json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(stdout(&o).trim()).expect("json");
+    assert_eq!(v["next"], serde_json::json!([]));
+}
+
+#[test]
+fn invalid_expression_exits_2_with_column() {
+    let o = cronslot(&["next", "0 9 * * 8"]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = stderr(&o);
+    assert!(err.contains("day-of-week"), "{err}");
+    assert!(err.contains("column 9"), "{err}");
+    assert!(err.contains("        ^"), "{err}");
+    assert!(stdout(&o).is_empty());
+}
+
+#[test]
+fn seconds_are_refused_with_an_explanation() {
+    let o = cronslot(&["next", "0 0 9 * * *"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("seconds"), "{}", stderr(&o));
+}
+
+#[test]
+fn invalid_zone_exits_2() {
+    let o = cronslot(&["next", "0 9 * * *", "--tz", "America/NewYork"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("America/New_York"), "{}", stderr(&o));
+    let o = cronslot(&["next", "0 9 * * *", "--tz", "EST"]);
+    assert_eq!(o.status.code(), Some(2));
+}
+
+#[test]
+fn invalid_after_exits_2() {
+    let o = cronslot(&["next", "0 9 * * *", "--after", "yesterday"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("RFC 3339"), "{}", stderr(&o));
+}
+
+#[test]
+fn translate_prints_expression_on_last_line() {
+    let o = cronslot(&[
+        "translate",
+        "0 9 * * MON-FRI",
+        "--to",
+        "eventbridge",
+        "--tz",
+        "America/New_York",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(stdout(&o).lines().last(), Some("cron(0 9 ? * 2-6 *)"));
+
+    let o = cronslot(&["translate", "0 9 * * 0", "--to", "cloudflare"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(stdout(&o).lines().last(), Some("0 9 * * 1"));
+}
+
+#[test]
+fn inexact_translation_exits_3_with_reasons() {
+    let o = cronslot(&[
+        "translate",
+        "0 9 * * *",
+        "--to",
+        "cloudflare",
+        "--tz",
+        "Europe/Berlin",
+    ]);
+    assert_eq!(o.status.code(), Some(3));
+    assert!(stderr(&o).contains("UTC"), "{}", stderr(&o));
+    assert!(stdout(&o).is_empty());
+
+    let o = cronslot(&["translate", "0 0 1 * MON", "--to", "eventbridge"]);
+    assert_eq!(o.status.code(), Some(3));
+}
+
+#[test]
+fn explain_reads_plain_english() {
+    let o = cronslot(&["explain", "0 9 * * MON-FRI", "--tz", "America/New_York"]);
+    assert_eq!(o.status.code(), Some(0));
+    assert_eq!(
+        stdout(&o).lines().next(),
+        Some("At 09:00, Monday through Friday, America/New_York")
+    );
+}
+
+#[test]
+fn validate_example_manifest() {
+    let o = cronslot(&[
+        "validate",
+        "examples/cronslot.toml",
+        "--after",
+        "2026-03-01T00:00:00Z",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(stdout(&o).contains("OK"));
+    assert!(stdout(&o).contains("next  2026-03-01T"), "{}", stdout(&o));
+}
+
+#[test]
+fn validate_reports_errors_with_location() {
+    let dir = std::env::temp_dir().join(format!("cronslot-cli-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let path = dir.join("bad.toml");
+    std::fs::write(
+        &path,
+        "[[job]]\nname = \"a\"\nschedule = \"0 9 * * 8\"\n\n[[job]]\nname = \"b\"\nschedule = \"0 9 * * *\"\ntimezone = \"Mars/Olympus\"\n",
+    )
+    .expect("write manifest");
+    let o = cronslot(&["validate", path.to_str().expect("utf-8 path")]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = stderr(&o);
+    assert!(err.contains("bad.toml:3:"), "{err}");
+    assert!(err.contains("bad.toml:8:"), "{err}");
+    let o = cronslot(&["validate", "does/not/exist.toml"]);
+    assert_eq!(o.status.code(), Some(2));
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn next_job_from_manifest() {
+    let o = cronslot(&[
+        "next",
+        "--job",
+        "no-such-job",
+        "--manifest",
+        "examples/cronslot.toml",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+}
+
+#[test]
+fn completions_are_generated() {
+    let o = cronslot(&["completions", "bash"]);
+    assert_eq!(o.status.code(), Some(0));
+    assert!(stdout(&o).contains("cronslot"));
+}
+
+#[test]
+fn bad_arguments_exit_2() {
+    assert_eq!(cronslot(&["next"]).status.code(), Some(2));
+    assert_eq!(
+        cronslot(&["next", "* * * * *", "--count", "0"])
+            .status
+            .code(),
+        Some(2)
+    );
+    assert_eq!(
+        cronslot(&["translate", "* * * * *", "--to", "gcp"])
+            .status
+            .code(),
+        Some(2)
+    );
+}
