@@ -9,6 +9,7 @@
     deny(clippy::unwrap_used, clippy::expect_used, clippy::panic)
 )]
 
+pub mod coord;
 pub mod cron;
 pub mod explain;
 pub mod manifest;

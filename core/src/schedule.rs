@@ -132,7 +132,7 @@ impl Zone {
         }
         let tz = TimeZone::get(name).map_err(|_| err(zone_hint(name)))?;
         let canonical = tz.iana_name().unwrap_or(name).to_string();
-        let fixed = tz.to_fixed_offset().ok().map(|o| o.seconds());
+        let fixed = fixed_offset(&tz);
         Ok(Zone {
             name: canonical,
             tz,
@@ -248,6 +248,17 @@ fn zone_hint(name: &str) -> Option<String> {
             l.ends_with(&format!("/{lower}")) || l.replace('_', "") == lower.replace(['_', '-'], "")
         });
     close.map(|n| format!("did you mean {n}?"))
+}
+
+/// The zone's offset when it never changes. jiff only knows this for its
+/// own fixed zones; a tz database zone (`Etc/UTC`, `Etc/GMT-5`) is fixed when
+/// it has no transition at all.
+fn fixed_offset(tz: &TimeZone) -> Option<i32> {
+    if let Ok(offset) = tz.to_fixed_offset() {
+        return Some(offset.seconds());
+    }
+    let no_transitions = tz.following(Timestamp::MIN).next().is_none();
+    no_transitions.then(|| tz.to_offset(Timestamp::UNIX_EPOCH).seconds())
 }
 
 fn ts(second: i64) -> Timestamp {
@@ -397,12 +408,17 @@ impl Schedule {
         })
     }
 
-    fn occurrence(&self, minute: i64, offset: i32, kind: SlotKind) -> Occurrence {
-        Occurrence {
-            instant: ts(minute * 60 - i64::from(offset)),
+    /// The slot at wall-clock `minute` under `offset`; `None` when that
+    /// instant is outside `Timestamp`'s range (the civil search spans years
+    /// -9999..=9999, slightly more than instants do), rather than clamping it
+    /// to an instant that is not a slot.
+    fn occurrence(&self, minute: i64, offset: i32, kind: SlotKind) -> Option<Occurrence> {
+        let instant = Timestamp::from_second(minute * 60 - i64::from(offset)).ok()?;
+        Some(Occurrence {
+            instant,
             local: Civil::from_minutes(minute),
             kind,
-        }
+        })
     }
 
     /// The first slot strictly after `t`, with its wall-clock time and kind.
@@ -457,7 +473,7 @@ impl Schedule {
                     } else {
                         SlotKind::Regular
                     };
-                    return Some(self.occurrence(minute, offset, kind));
+                    return self.occurrence(minute, offset, kind);
                 }
             }
             let (start, after) = segment_end?;
@@ -534,7 +550,7 @@ impl Schedule {
                     } else {
                         SlotKind::Regular
                     };
-                    return Some(self.occurrence(minute, offset, kind));
+                    return self.occurrence(minute, offset, kind);
                 }
             }
             let (start, before) = segment_start?;
@@ -586,5 +602,77 @@ impl Schedule {
             cur = start;
         }
         out
+    }
+
+    /// The number of slots in `(after, until]` — exactly the instants
+    /// [`Schedule::iter_after`]`(after)` yields up to `until` — in time
+    /// O(months + transitions) in the span, never one step per slot.
+    ///
+    /// It walks the zone's segments like [`Schedule::next_occurrence`]: each
+    /// segment maps its civil range one-to-one onto instants, so its slots
+    /// are the civil matches in that range (minus, for fixed-time `once`
+    /// schedules, the minutes a backward transition repeats), counted by
+    /// arithmetic. A forward transition adds, for fixed-time `shift`
+    /// schedules, one slot at its instant when the gap holds a match —
+    /// unless the first minute after the gap is a match at that very
+    /// instant (slots are instants: one slot, not two).
+    pub fn count_between(&self, after: Timestamp, until: Timestamp) -> u64 {
+        if until <= after || self.cron.never_fires() {
+            return 0;
+        }
+        // Slots are whole seconds, so `(after, until]` holds those of
+        // `(a, b]`. In a segment of offset `o`, the minute `m` is the instant
+        // `60 m - o`, inside `(a, b]` iff `first(o) <= m < end(o)`.
+        let (a, _) = floor_second(after);
+        let (b, _) = floor_second(until);
+        if b <= a {
+            return 0;
+        }
+        let first = |o: i32| (a + i64::from(o)).div_euclid(60) + 1;
+        let end = |o: i32| (b + i64::from(o)).div_euclid(60) + 1;
+        let mut offset = self.zone.offset_at(a);
+        let mut lower = first(offset);
+        if self.once() {
+            if let Some((start, before)) = self.zone.prev_transition(a) {
+                if before > offset {
+                    lower = lower.max(ceil_div(start + i64::from(before), 60));
+                }
+            }
+        }
+        let mut segment_end = self.zone.next_transition(a);
+        let mut total = 0u64;
+        loop {
+            let upper = match segment_end {
+                Some((at, _)) => ceil_div(at + i64::from(offset), 60).min(end(offset)),
+                None => end(offset),
+            };
+            total = total.saturating_add(self.cron.count_civil(lower, upper));
+            let Some((start, after_offset)) = segment_end else {
+                break;
+            };
+            if start > b {
+                break;
+            }
+            let before = offset;
+            offset = after_offset;
+            lower = ceil_div(start + i64::from(offset), 60);
+            if after_offset > before && self.shifts() {
+                if self.gap_match(start, before, after_offset).is_some() {
+                    // The minute right after the gap is the instant `start`
+                    // itself when the offset is whole minutes; if it matches,
+                    // the segment has counted that instant already.
+                    let same_instant = (start + i64::from(offset)).rem_euclid(60) == 0
+                        && lower <= Civil::MAX.to_minutes()
+                        && self.cron.matches(Civil::from_minutes(lower));
+                    if !same_instant {
+                        total = total.saturating_add(1);
+                    }
+                }
+            } else if after_offset < before && self.once() {
+                lower = lower.max(ceil_div(start + i64::from(before), 60));
+            }
+            segment_end = self.zone.next_transition(start);
+        }
+        total
     }
 }

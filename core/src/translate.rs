@@ -11,10 +11,15 @@
 //!   that evaluates the same expression on the same wall clock agree minute
 //!   for minute. So only the zone's transitions (1970–2200) can make them
 //!   differ, and only where a matching wall-clock minute falls inside one.
+//!   EventBridge skips gap minutes and runs overlap minutes once; cronslot
+//!   differs only where it shifts a gap slot (fixed-time, `dst_gap = "shift"`)
+//!   or runs an overlap slot twice (interval-like, or `dst_overlap = "twice"`).
 //!
 //! When the days are unrestricted and the minutes of the day look the same at
-//! every offset the zone uses (`*/5 * * * *` in New York), the slots do not
-//! depend on the zone at all and the schedule translates to UTC.
+//! every offset the zone uses (`*/5 * * * *` in New York), a schedule that
+//! follows real time at its transitions does not depend on the zone at all
+//! and translates to UTC. A fixed-time `0 0-23 * * *` under shift/once does
+//! not: its single overlap pass drops an hour that UTC would run.
 
 use std::fmt;
 

@@ -858,3 +858,15 @@ fn apia_skipped_a_day() {
         assert_prev_next_agree(&hourly, "2011-12-28T00:00:00Z", 100);
     }
 }
+
+#[test]
+fn tz_database_fixed_zones_are_fixed() {
+    for (name, offset) in [("Etc/UTC", 0), ("Etc/GMT", 0), ("Etc/GMT-5", 5 * 3600), ("UTC", 0)] {
+        let zone = Zone::get(name).expect("zone");
+        assert!(zone.is_fixed(), "{name}");
+        assert_eq!(zone.offset_at(0), offset, "{name}");
+        assert_eq!(zone.is_utc(), offset == 0, "{name}");
+    }
+    assert!(!Zone::get("America/New_York").expect("zone").is_fixed());
+    assert!(!Zone::get("Africa/Abidjan").expect("zone").is_fixed());
+}

@@ -322,11 +322,13 @@ fn mutated_expr() -> BoxedStrategy<String> {
         .boxed()
 }
 
-/// Transitions of each zone in 1990-2060 (UTC has none).
+/// Transitions of each zone in 1850-2100 (UTC has none): the local mean
+/// times with offsets in seconds, Apia's repeated day of 1892 and skipped
+/// day of 2011, today's rules and their continuation.
 fn transitions(zone: usize) -> &'static [i64] {
     static ALL: OnceLock<Vec<Vec<i64>>> = OnceLock::new();
     &ALL.get_or_init(|| {
-        let (lo, hi) = (sec("1990-01-01T00:00:00Z"), sec("2060-01-01T00:00:00Z"));
+        let (lo, hi) = (sec("1850-01-01T00:00:00Z"), sec("2100-01-01T00:00:00Z"));
         ZONES
             .iter()
             .map(|z| {
@@ -342,9 +344,9 @@ fn transitions(zone: usize) -> &'static [i64] {
 }
 
 /// A zone and an instant in it: near a transition (exactly, a second
-/// either side, within three hours) or anywhere in 1990-2060.
+/// either side, within three hours) or anywhere in 1850-2100.
 fn zone_and_instant() -> BoxedStrategy<(usize, i64)> {
-    let (lo, hi) = (sec("1990-01-01T00:00:00Z"), sec("2060-01-01T00:00:00Z"));
+    let (lo, hi) = (sec("1850-01-01T00:00:00Z"), sec("2100-01-01T00:00:00Z"));
     (
         0..ZONES.len(),
         0u8..4,
@@ -513,22 +515,19 @@ proptest! {
         let tz = TimeZone::get(ZONES[zone]).unwrap();
         let window = 36 * 3600;
         let timeline = Timeline::new(&tz, at - window - 3600, at + window + 3600);
-        let expected_next = (1..=window / 60)
-            .map(|k| (at.div_euclid(60) + k) * 60)
-            .find(|&i| timeline.is_slot(s.cron(), POLICIES[policy], i));
+        let candidates = timeline.candidates(at - window, at + window);
+        let is_slot = |i: &&i64| timeline.is_slot(s.cron(), POLICIES[policy], **i);
+        let expected_next = candidates.iter().filter(|i| **i > at).find(is_slot).copied();
         let next = s.next_after(ts(at)).map(|n| n.as_second());
         match expected_next {
             Some(e) => prop_assert_eq!(next, Some(e), "next after {}", ts(at)),
-            None => prop_assert!(next.is_none_or(|n| n > at + window - 60), "next after {}: {:?}", ts(at), next),
+            None => prop_assert!(next.is_none_or(|n| n > at + window), "next after {}: {:?}", ts(at), next),
         }
-        let expected_prev = (0..window / 60)
-            .map(|k| (at.div_euclid(60) - k) * 60)
-            .filter(|&i| i < at)
-            .find(|&i| timeline.is_slot(s.cron(), POLICIES[policy], i));
+        let expected_prev = candidates.iter().rev().filter(|i| **i < at).find(is_slot).copied();
         let prev = s.prev_before(ts(at)).map(|p| p.as_second());
         match expected_prev {
             Some(e) => prop_assert_eq!(prev, Some(e), "prev before {}", ts(at)),
-            None => prop_assert!(prev.is_none_or(|p| p < at - window + 120), "prev before {}: {:?}", ts(at), prev),
+            None => prop_assert!(prev.is_none_or(|p| p < at - window), "prev before {}: {:?}", ts(at), prev),
         }
     }
 
@@ -608,6 +607,31 @@ impl Timeline {
         Timeline { segments }
     }
 
+    /// The instants in `lo..=hi` that can be slots, in order: those on a
+    /// local minute boundary (not always a UTC one: local mean times have
+    /// offsets in seconds) and the transitions.
+    fn candidates(&self, lo: i64, hi: i64) -> Vec<i64> {
+        let mut out = Vec::new();
+        for (k, &(from, offset)) in self.segments.iter().enumerate() {
+            let end = self.segments.get(k + 1).map_or(i64::MAX, |s| s.0);
+            let start = from.max(lo);
+            if start > hi || end <= start {
+                continue;
+            }
+            if from >= lo {
+                out.push(from);
+            }
+            let mut i = start + (-(start + i64::from(offset))).rem_euclid(60);
+            while i < end && i <= hi {
+                out.push(i);
+                i += 60;
+            }
+        }
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+
     /// The segment index in force at `i`.
     fn segment(&self, i: i64) -> usize {
         self.segments.partition_point(|(from, _)| *from <= i) - 1
@@ -640,4 +664,75 @@ impl Timeline {
         }
         false
     }
+}
+
+/// At the ends of `Timestamp`'s range the search returns `None` instead of
+/// a clamped instant that is not a slot (and never panics).
+#[test]
+fn extreme_instants() {
+    let max = Timestamp::MAX.as_second();
+    let min = Timestamp::MIN.as_second();
+    let edges = [
+        Timestamp::MIN,
+        Timestamp::MAX,
+        ts(min + 1),
+        ts(max - 1),
+        ts(min + 86_400),
+        ts(max - 86_400),
+        ts(max - 30 * 3600),
+    ];
+    let exprs = [
+        "* * * * *",
+        "0 0 * * *",
+        "30 2 * * *",
+        "0 0 L * *",
+        "0 0 29 2 *",
+        "59 23 31 12 *",
+        "*/7 */5 * * *",
+    ];
+    let zones = [
+        "UTC",
+        "America/New_York",
+        "Pacific/Apia",
+        "Pacific/Kiritimati",
+        "Etc/GMT+12",
+        "Australia/Lord_Howe",
+    ];
+    for text in exprs {
+        for zone in zones {
+            for policy in POLICIES {
+                let s = Schedule::new(
+                    CronExpr::parse(text).unwrap(),
+                    Zone::get(zone).unwrap(),
+                    policy,
+                );
+                for t in edges {
+                    if let Some(n) = s.next_after(t) {
+                        assert!(
+                            n > t && s.is_slot(n),
+                            "{text} {zone}: next_after({t}) = {n}"
+                        );
+                    }
+                    if let Some(p) = s.prev_before(t) {
+                        assert!(
+                            p < t && s.is_slot(p),
+                            "{text} {zone}: prev_before({t}) = {p}"
+                        );
+                    }
+                    let week = ts((t.as_second() + 7 * 86_400).min(max));
+                    for g in s.gap_skips(t, week) {
+                        assert!(g.transition > t && g.transition <= week);
+                    }
+                }
+            }
+        }
+    }
+    // Every minute: the last representable minute is found, nothing after it.
+    let s = Schedule::utc(CronExpr::parse("* * * * *").unwrap());
+    assert_eq!(s.next_after(Timestamp::MAX), None);
+    assert_eq!(s.prev_before(Timestamp::MIN), None);
+    assert_eq!(
+        s.next_after(ts(max - 90)).map(|n| n.as_second()),
+        Some(max - max.rem_euclid(60) - 60)
+    );
 }

@@ -197,10 +197,6 @@ pub struct Counters {
     pub missed: BTreeMap<MissReason, u64>,
     #[serde(default)]
     pub skipped: BTreeMap<SkipReason, u64>,
-    /// Slots run under at-most-once delivery: resolved by their claim, their
-    /// outcome is not recorded.
-    #[serde(default)]
-    pub unacknowledged: u64,
     #[serde(default)]
     pub redriven: u64,
     #[serde(default)]
@@ -301,6 +297,11 @@ impl JobState {
         slot <= self.cursor
             || self.leases.iter().any(|l| l.slot == slot)
             || self.pending.iter().any(|p| p.slot == slot)
+    }
+
+    /// Is this slot running now or waiting for another attempt?
+    pub fn slot_in_flight(&self, slot: Timestamp) -> bool {
+        self.leases.iter().any(|l| l.slot == slot) || self.pending.iter().any(|p| p.slot == slot)
     }
 
     /// Is this slot finished for good (not live, not waiting)?

@@ -6,6 +6,7 @@
 //! the search for the next match skips whole months, days and hours at once.
 
 mod calendar;
+mod count;
 mod error;
 mod parse;
 

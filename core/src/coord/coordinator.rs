@@ -1,0 +1,432 @@
+//! The coordinator: every operation on a job's slots, whatever the store.
+//!
+//! [`Coordinator`] is the contract the conformance suite drives. Stores that
+//! offer compare-and-set (memory, SQLite, DynamoDB) get it from
+//! [`CasCoordinator`]; the Durable Object implements it in place.
+#![allow(async_fn_in_trait)]
+
+use std::cell::RefCell;
+use std::fmt;
+use std::time::Duration;
+
+use jiff::Timestamp;
+
+use super::decide::{self, BackfillError, Claim, FailOutcome, Refusal, Trigger, TriggerError};
+use super::rng::{RandomSource, SplitMix64};
+use super::state::JobState;
+use super::store::{
+    EffectBegin, EffectFinish, EffectLedger, EffectRecord, PutResult, StateStore, StoreError,
+    StoreErrorKind, Versioned,
+};
+use crate::manifest::JobSpec;
+
+/// Why a coordinator operation did not happen.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CoordError {
+    Store(StoreError),
+    /// The store refused the operation: a superseded or expired fence, or an
+    /// oversized value.
+    Refused(Refusal),
+    Trigger(TriggerError),
+    Backfill(BackfillError),
+    /// Other writers won the compare-and-set this many times in a row.
+    Contention {
+        attempts: u32,
+    },
+}
+
+impl CoordError {
+    /// Worth trying again later (the platform's retry can re-deliver).
+    pub fn is_transient(&self) -> bool {
+        match self {
+            CoordError::Store(e) => {
+                matches!(
+                    e.kind,
+                    StoreErrorKind::Unavailable | StoreErrorKind::Ambiguous
+                )
+            }
+            CoordError::Contention { .. } => true,
+            _ => false,
+        }
+    }
+}
+
+impl fmt::Display for CoordError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CoordError::Store(e) => write!(f, "{e}"),
+            CoordError::Refused(r) => write!(f, "refused: {r}"),
+            CoordError::Trigger(t) => write!(f, "{t}"),
+            CoordError::Backfill(b) => write!(f, "backfill: {b}"),
+            CoordError::Contention { attempts } => write!(
+                f,
+                "gave up after {attempts} conflicting writes: too many workers on one job"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for CoordError {}
+
+impl From<StoreError> for CoordError {
+    fn from(e: StoreError) -> Self {
+        CoordError::Store(e)
+    }
+}
+
+/// Every operation on one job's slots. `now` always comes from the caller.
+pub trait Coordinator {
+    /// Plans and claims the next slot to run, if any.
+    async fn claim(
+        &self,
+        spec: &JobSpec,
+        now: Timestamp,
+        trigger: Trigger,
+        owner: &str,
+    ) -> Result<Claim, CoordError>;
+
+    async fn complete(
+        &self,
+        spec: &JobSpec,
+        fence: u64,
+        result: Option<&str>,
+        now: Timestamp,
+    ) -> Result<(), CoordError>;
+
+    async fn fail(
+        &self,
+        spec: &JobSpec,
+        fence: u64,
+        error: &str,
+        permanent: bool,
+        now: Timestamp,
+    ) -> Result<FailOutcome, CoordError>;
+
+    /// Extends a live lease; returns its new expiry.
+    async fn heartbeat(
+        &self,
+        spec: &JobSpec,
+        fence: u64,
+        now: Timestamp,
+    ) -> Result<Timestamp, CoordError>;
+
+    async fn checkpoint(
+        &self,
+        spec: &JobSpec,
+        fence: u64,
+        value: &str,
+        now: Timestamp,
+    ) -> Result<(), CoordError>;
+
+    /// The job's record, brought up to `now` (expired leases and late slots
+    /// given their fates) without writing it.
+    async fn status(&self, spec: &JobSpec, now: Timestamp) -> Result<JobState, CoordError>;
+
+    async fn pause(&self, spec: &JobSpec, now: Timestamp) -> Result<(), CoordError>;
+
+    async fn resume(&self, spec: &JobSpec, now: Timestamp) -> Result<(), CoordError>;
+
+    /// Sends dead letters back to run: one slot, or all.
+    async fn redrive(
+        &self,
+        spec: &JobSpec,
+        slot: Option<Timestamp>,
+        now: Timestamp,
+    ) -> Result<Vec<Timestamp>, CoordError>;
+
+    async fn backfill(
+        &self,
+        spec: &JobSpec,
+        from: Timestamp,
+        to: Timestamp,
+        now: Timestamp,
+        dry_run: bool,
+    ) -> Result<Vec<Timestamp>, CoordError>;
+
+    async fn begin_effect(
+        &self,
+        key: &str,
+        owner: &str,
+        fence: u64,
+        now: Timestamp,
+        hold: Duration,
+    ) -> Result<EffectBegin, CoordError>;
+
+    async fn finish_effect(
+        &self,
+        key: &str,
+        fence: u64,
+        result: &str,
+        now: Timestamp,
+    ) -> Result<EffectFinish, CoordError>;
+
+    async fn read_effect(&self, key: &str) -> Result<Option<EffectRecord>, CoordError>;
+}
+
+/// How many times a compare-and-set loop re-plans before giving up.
+pub const MAX_CAS_ATTEMPTS: u32 = 64;
+
+/// The generic coordinator over any compare-and-set store: read, apply the
+/// pure transition, write if the version still matches, re-plan on
+/// conflict with the record the store returned.
+pub struct CasCoordinator<S> {
+    store: S,
+    rng: RefCell<SplitMix64>,
+}
+
+impl<S> CasCoordinator<S> {
+    /// `seed` feeds retry jitter; simulations pass a fixed one.
+    pub fn new(store: S, seed: u64) -> CasCoordinator<S> {
+        CasCoordinator {
+            store,
+            rng: RefCell::new(SplitMix64::new(seed)),
+        }
+    }
+
+    pub fn store(&self) -> &S {
+        &self.store
+    }
+
+    fn random(&self) -> SplitMix64 {
+        // A fresh generator per operation, drawn from the coordinator's: the
+        // borrow never spans an await.
+        let seed = self.rng.borrow_mut().next_u64();
+        SplitMix64::new(seed)
+    }
+}
+
+impl<S: StateStore> CasCoordinator<S> {
+    /// Applies `op` to the job's record atomically. When `op` leaves the
+    /// record unchanged nothing is written (a duplicate costs one read).
+    async fn update<T, E>(
+        &self,
+        spec: &JobSpec,
+        now: Timestamp,
+        mut op: impl FnMut(&mut JobState, &mut dyn RandomSource) -> Result<T, E>,
+    ) -> Result<T, CoordError>
+    where
+        CoordError: From<E>,
+    {
+        let job = spec.name.as_str();
+        let mut current = self.store.get(job).await?;
+        for _ in 0..MAX_CAS_ATTEMPTS {
+            let (mut next, expected) = match &current {
+                Some(v) => (v.value.clone(), Some(v.version)),
+                None => (
+                    JobState::new(job, &spec.spec_hash(), now, spec.paused),
+                    None,
+                ),
+            };
+            let mut rng = self.random();
+            let out = op(&mut next, &mut rng)?;
+            if let Some(v) = &current {
+                if v.value == next {
+                    return Ok(out);
+                }
+            }
+            match self.put_resolving_ambiguity(job, &next, expected).await? {
+                PutResult::Written(_) => return Ok(out),
+                PutResult::Conflict(now_stored) => current = now_stored,
+            }
+        }
+        Err(CoordError::Contention {
+            attempts: MAX_CAS_ATTEMPTS,
+        })
+    }
+
+    /// A write whose outcome is unknown is resolved by reading back, never by
+    /// assuming: if the stored record is what we wrote, it was applied.
+    async fn put_resolving_ambiguity(
+        &self,
+        job: &str,
+        next: &JobState,
+        expected: Option<super::store::Version>,
+    ) -> Result<PutResult, StoreError> {
+        match self.store.put(job, next, expected).await {
+            Err(e) if e.kind == StoreErrorKind::Ambiguous => {
+                let stored = self.store.get(job).await?;
+                match stored {
+                    Some(v) if &v.value == next => Ok(PutResult::Written(v.version)),
+                    other => Ok(PutResult::Conflict(other)),
+                }
+            }
+            other => other,
+        }
+    }
+
+    async fn read(&self, spec: &JobSpec, now: Timestamp) -> Result<JobState, CoordError> {
+        let job = spec.name.as_str();
+        Ok(match self.store.get(job).await? {
+            Some(Versioned { value, .. }) => value,
+            None => JobState::new(job, &spec.spec_hash(), now, spec.paused),
+        })
+    }
+}
+
+impl From<std::convert::Infallible> for CoordError {
+    fn from(e: std::convert::Infallible) -> Self {
+        match e {}
+    }
+}
+
+impl From<Refusal> for CoordError {
+    fn from(r: Refusal) -> Self {
+        CoordError::Refused(r)
+    }
+}
+
+impl From<TriggerError> for CoordError {
+    fn from(t: TriggerError) -> Self {
+        CoordError::Trigger(t)
+    }
+}
+
+impl From<BackfillError> for CoordError {
+    fn from(b: BackfillError) -> Self {
+        CoordError::Backfill(b)
+    }
+}
+
+impl<S: StateStore + EffectLedger> Coordinator for CasCoordinator<S> {
+    async fn claim(
+        &self,
+        spec: &JobSpec,
+        now: Timestamp,
+        trigger: Trigger,
+        owner: &str,
+    ) -> Result<Claim, CoordError> {
+        self.update(spec, now, |state, rng| {
+            decide::claim(spec, state, now, trigger, owner, rng)
+        })
+        .await
+    }
+
+    async fn complete(
+        &self,
+        spec: &JobSpec,
+        fence: u64,
+        result: Option<&str>,
+        now: Timestamp,
+    ) -> Result<(), CoordError> {
+        self.update(spec, now, |state, _| {
+            decide::complete(spec, state, fence, result, now)
+        })
+        .await
+    }
+
+    async fn fail(
+        &self,
+        spec: &JobSpec,
+        fence: u64,
+        error: &str,
+        permanent: bool,
+        now: Timestamp,
+    ) -> Result<FailOutcome, CoordError> {
+        self.update(spec, now, |state, rng| {
+            decide::fail(spec, state, fence, error, permanent, now, rng)
+        })
+        .await
+    }
+
+    async fn heartbeat(
+        &self,
+        spec: &JobSpec,
+        fence: u64,
+        now: Timestamp,
+    ) -> Result<Timestamp, CoordError> {
+        self.update(spec, now, |state, _| {
+            decide::heartbeat(spec, state, fence, now)
+        })
+        .await
+    }
+
+    async fn checkpoint(
+        &self,
+        spec: &JobSpec,
+        fence: u64,
+        value: &str,
+        now: Timestamp,
+    ) -> Result<(), CoordError> {
+        self.update(spec, now, |state, _| {
+            decide::checkpoint(spec, state, fence, value, now)
+        })
+        .await
+    }
+
+    async fn status(&self, spec: &JobSpec, now: Timestamp) -> Result<JobState, CoordError> {
+        let mut state = self.read(spec, now).await?;
+        let mut rng = self.random();
+        decide::advance(spec, &mut state, now, &mut rng, false);
+        Ok(state)
+    }
+
+    async fn pause(&self, spec: &JobSpec, now: Timestamp) -> Result<(), CoordError> {
+        self.update(spec, now, |state, rng| {
+            decide::pause(spec, state, now, rng);
+            Ok::<(), std::convert::Infallible>(())
+        })
+        .await
+    }
+
+    async fn resume(&self, spec: &JobSpec, now: Timestamp) -> Result<(), CoordError> {
+        self.update(spec, now, |state, rng| {
+            decide::resume(spec, state, now, rng);
+            Ok::<(), std::convert::Infallible>(())
+        })
+        .await
+    }
+
+    async fn redrive(
+        &self,
+        spec: &JobSpec,
+        slot: Option<Timestamp>,
+        now: Timestamp,
+    ) -> Result<Vec<Timestamp>, CoordError> {
+        self.update(spec, now, |state, _| {
+            Ok::<_, std::convert::Infallible>(decide::redrive(state, slot, now))
+        })
+        .await
+    }
+
+    async fn backfill(
+        &self,
+        spec: &JobSpec,
+        from: Timestamp,
+        to: Timestamp,
+        now: Timestamp,
+        dry_run: bool,
+    ) -> Result<Vec<Timestamp>, CoordError> {
+        self.update(spec, now, |state, _| {
+            decide::backfill(spec, state, from, to, now, dry_run)
+        })
+        .await
+    }
+
+    async fn begin_effect(
+        &self,
+        key: &str,
+        owner: &str,
+        fence: u64,
+        now: Timestamp,
+        hold: Duration,
+    ) -> Result<EffectBegin, CoordError> {
+        Ok(self
+            .store
+            .begin_effect(key, owner, fence, now, hold)
+            .await?)
+    }
+
+    async fn finish_effect(
+        &self,
+        key: &str,
+        fence: u64,
+        result: &str,
+        now: Timestamp,
+    ) -> Result<EffectFinish, CoordError> {
+        Ok(self.store.finish_effect(key, fence, result, now).await?)
+    }
+
+    async fn read_effect(&self, key: &str) -> Result<Option<EffectRecord>, CoordError> {
+        Ok(self.store.read_effect(key).await?)
+    }
+}

@@ -1,0 +1,882 @@
+//! The pure transitions: every policy of DESIGN.md §5 as functions from
+//! (spec, state, now, input) to a new state. No I/O, no clock: the caller
+//! passes `now` and a random source, and a store writes the result
+//! atomically (or the caller re-plans on conflict).
+//!
+//! The cursor is the heart of it: every slot at or before it has been taken
+//! (claimed or given a fate), so due slots are simply those after it. Late
+//! slots are never enumerated: they are counted (`Schedule::count_between`),
+//! and only the few that may still run are found by walking back from now.
+
+use std::fmt;
+use std::time::Duration;
+
+use jiff::{SignedDuration, Timestamp};
+
+use super::rng::RandomSource;
+use super::state::{
+    DeadLetter, JobState, Lease, MAX_CHECKPOINT_BYTES, MAX_DEAD_LETTERS, MAX_ERROR_BYTES,
+    MAX_RESULT_BYTES, MissReason, Origin, PendingRun, RunOutcome, RunRecord, ScheduleChange,
+    SkipReason, truncate,
+};
+use crate::manifest::{CatchUp, Delivery, JobSpec, Overlap};
+
+/// How far after its time a slot still counts as on time under
+/// `catch_up = "none"`: one tick (a minute) plus the skew margin.
+const ON_TIME: Duration = Duration::from_secs(60);
+
+/// Most slots one backfill may queue (pending runs live in the state record).
+pub const MAX_BACKFILL: usize = 1000;
+
+/// Most pending runs a record holds.
+pub const MAX_PENDING: usize = 1000;
+
+/// What started a claim.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Trigger {
+    /// A frequent trigger serving every tick-mode job: run what is due.
+    Tick,
+    /// A dedicated trigger carrying its slot's scheduled time.
+    Slot(Timestamp),
+    /// An operator's `trigger`: run the current slot now, even if late, once.
+    Manual,
+}
+
+/// Why a claim found nothing to run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Idle {
+    /// Nothing due; the next slot (if any) and the next retry (if any).
+    NothingDue {
+        next_slot: Option<Timestamp>,
+        next_retry: Option<Timestamp>,
+    },
+    /// The overlap policy allows no more live leases.
+    Busy {
+        live: usize,
+    },
+    Paused,
+    /// A duplicate delivery of a slot that is already resolved.
+    AlreadyResolved {
+        slot: Timestamp,
+    },
+    /// A duplicate delivery of a slot that is running now.
+    InProgress {
+        slot: Timestamp,
+        fence: u64,
+    },
+    /// The slot failed and waits for its retry time.
+    RetryLater {
+        slot: Timestamp,
+        not_before: Timestamp,
+    },
+    /// A dedicated trigger for a slot that is not due yet.
+    NotYetDue {
+        slot: Timestamp,
+    },
+}
+
+/// A trigger that cannot be honoured at all (not a transient condition).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TriggerError {
+    /// The time is not a slot of the job's schedule.
+    NotASlot { slot: Timestamp },
+}
+
+impl fmt::Display for TriggerError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TriggerError::NotASlot { slot } => {
+                write!(f, "{slot} is not a slot of the job's schedule")
+            }
+        }
+    }
+}
+
+impl std::error::Error for TriggerError {}
+
+/// The result of a claim.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Claim {
+    Claimed(Lease),
+    Idle(Idle),
+}
+
+/// Why a completion, failure, heartbeat or checkpoint was refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Refusal {
+    /// No live lease carries this fence: a newer claim superseded it, or it
+    /// expired and its slot was handed on.
+    Superseded { fence: u64, latest: u64 },
+    /// The lease is past its expiry (plus skew): the run must stop.
+    Expired { fence: u64, expired_at: Timestamp },
+    TooLarge {
+        what: &'static str,
+        bytes: usize,
+        max: usize,
+    },
+}
+
+impl fmt::Display for Refusal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Refusal::Superseded { fence, latest } => write!(
+                f,
+                "fence {fence} is superseded (latest fence {latest}): this run no longer holds its slot"
+            ),
+            Refusal::Expired { fence, expired_at } => {
+                write!(f, "the lease of fence {fence} expired at {expired_at}")
+            }
+            Refusal::TooLarge { what, bytes, max } => {
+                write!(f, "{what} is {bytes} bytes, more than the {max} allowed")
+            }
+        }
+    }
+}
+
+impl std::error::Error for Refusal {}
+
+/// What happened to a failed run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FailOutcome {
+    RetryAt(Timestamp),
+    Dead,
+}
+
+fn add(t: Timestamp, d: Duration) -> Timestamp {
+    let d = SignedDuration::try_from(d).unwrap_or(SignedDuration::MAX);
+    t.checked_add(d).unwrap_or(Timestamp::MAX)
+}
+
+fn sub(t: Timestamp, d: Duration) -> Timestamp {
+    let d = SignedDuration::try_from(d).unwrap_or(SignedDuration::MAX);
+    t.checked_sub(d).unwrap_or(Timestamp::MIN)
+}
+
+/// The instant just before `t`, so that `(.., before(t)]` excludes `t`.
+fn before(t: Timestamp) -> Timestamp {
+    t.checked_sub(SignedDuration::from_nanos(1))
+        .unwrap_or(Timestamp::MIN)
+}
+
+/// Moves the cursor forward to `to`, counting the DST-skipped slots passed.
+fn move_cursor(spec: &JobSpec, state: &mut JobState, to: Timestamp) {
+    if to <= state.cursor {
+        return;
+    }
+    let skipped = spec.schedule.gap_skips(state.cursor, to).len() as u64;
+    state.counters.add_missed(MissReason::Dst, skipped);
+    state.cursor = to;
+}
+
+fn record_history(spec: &JobSpec, state: &mut JobState, record: RunRecord) {
+    state.history.push(record);
+    let keep_ok = spec.history.succeeded as usize;
+    let keep_bad = spec.history.failed as usize;
+    let mut ok = 0;
+    let mut bad = 0;
+    // Walk newest first, keep the allowed number of each kind.
+    let mut keep = vec![false; state.history.len()];
+    for (i, r) in state.history.iter().enumerate().rev() {
+        if r.outcome.succeeded() {
+            ok += 1;
+            keep[i] = ok <= keep_ok;
+        } else {
+            bad += 1;
+            keep[i] = bad <= keep_bad;
+        }
+    }
+    let mut i = 0;
+    state.history.retain(|_| {
+        let k = keep[i];
+        i += 1;
+        k
+    });
+}
+
+fn bury(state: &mut JobState, letter: DeadLetter) {
+    state.counters.dead += 1;
+    state.dead.push(letter);
+    if state.dead.len() > MAX_DEAD_LETTERS {
+        state.dead.remove(0);
+        state.counters.dead_dropped += 1;
+    }
+}
+
+/// Schedules another attempt of a slot, or buries it when no attempt is left
+/// (or none could start before the next slot).
+#[allow(clippy::too_many_arguments)]
+fn retry_or_bury(
+    spec: &JobSpec,
+    state: &mut JobState,
+    lease: &Lease,
+    error: &str,
+    permanent: bool,
+    now: Timestamp,
+    rng: &mut dyn RandomSource,
+) -> FailOutcome {
+    let error = truncate(error, MAX_ERROR_BYTES);
+    let bury_now = |state: &mut JobState, error: String| {
+        bury(
+            state,
+            DeadLetter {
+                slot: lease.slot,
+                attempts: lease.attempt,
+                last_error: error,
+                fence: lease.fence,
+                died_at: now,
+                checkpoint: lease.checkpoint.clone(),
+            },
+        );
+        FailOutcome::Dead
+    };
+    if spec.delivery == Delivery::AtMostOnce {
+        return bury_now(
+            state,
+            format!("{error} (at-most-once delivery: not retried)"),
+        );
+    }
+    if permanent {
+        return bury_now(state, error);
+    }
+    if lease.attempt >= spec.retry.max_attempts {
+        return bury_now(
+            state,
+            format!(
+                "{error} (attempt {} of {})",
+                lease.attempt, spec.retry.max_attempts
+            ),
+        );
+    }
+    let cap = spec.retry.delay_cap(lease.attempt);
+    let cap_ms = u64::try_from(cap.as_millis()).unwrap_or(u64::MAX);
+    let delay = Duration::from_millis(rng.below_or_equal(cap_ms));
+    let not_before = add(now, delay);
+    if let Some(until) = lease.retry_until {
+        if not_before >= until {
+            return bury_now(
+                state,
+                format!("{error} (no retry could start before the next slot at {until})"),
+            );
+        }
+    }
+    if state.pending.len() >= MAX_PENDING {
+        return bury_now(state, format!("{error} (too many pending runs)"));
+    }
+    state.pending.push(PendingRun {
+        slot: lease.slot,
+        attempt: lease.attempt + 1,
+        not_before,
+        retry_until: lease.retry_until,
+        last_error: Some(error),
+        checkpoint: lease.checkpoint.clone(),
+        origin: lease.origin,
+    });
+    FailOutcome::RetryAt(not_before)
+}
+
+fn lease_expired(spec: &JobSpec, lease: &Lease, now: Timestamp) -> bool {
+    now > add(lease.expires_at, spec.skew_margin)
+}
+
+/// Brings a state up to `now`: notes a schedule change, expires leases,
+/// closes retry windows, and gives every due slot that will not run its fate.
+/// Slots that may still run stay after the cursor, to be claimed.
+///
+/// `keep_newest` keeps the newest due slot runnable whatever the catch-up
+/// policy says (an operator's manual trigger).
+pub fn advance(
+    spec: &JobSpec,
+    state: &mut JobState,
+    now: Timestamp,
+    rng: &mut dyn RandomSource,
+    keep_newest: bool,
+) {
+    let hash = spec.spec_hash();
+    if state.spec_hash != hash {
+        // The cursor stays: slots up to it are resolved under the old
+        // schedule, slots after it are computed from the new one.
+        state.last_schedule_change = Some(ScheduleChange {
+            at: now,
+            from_hash: std::mem::take(&mut state.spec_hash),
+            to_hash: hash.clone(),
+        });
+        state.spec_hash = hash;
+    }
+
+    expire_leases(spec, state, now, rng);
+    close_retry_windows(state, now);
+
+    if state.paused {
+        let n = spec.schedule.count_between(state.cursor, now);
+        state.counters.add_skipped(SkipReason::Paused, n);
+        move_cursor(spec, state, now);
+        return;
+    }
+    let due_until = skip_outside_window(spec, state, now);
+    fate_late_slots(spec, state, now, due_until, keep_newest);
+    if due_until < now {
+        // Past end_at: everything up to now is resolved.
+        move_cursor(spec, state, now);
+    }
+}
+
+fn expire_leases(spec: &JobSpec, state: &mut JobState, now: Timestamp, rng: &mut dyn RandomSource) {
+    let (expired, live): (Vec<Lease>, Vec<Lease>) = std::mem::take(&mut state.leases)
+        .into_iter()
+        .partition(|l| lease_expired(spec, l, now));
+    state.leases = live;
+    for lease in expired {
+        state.counters.failed += 1;
+        record_history(
+            spec,
+            state,
+            RunRecord {
+                slot: lease.slot,
+                attempt: lease.attempt,
+                fence: lease.fence,
+                owner: lease.owner.clone(),
+                started_at: lease.claimed_at,
+                finished_at: now,
+                outcome: RunOutcome::LeaseExpired,
+            },
+        );
+        let error = format!(
+            "lease of {} expired at {} (fence {}): the run crashed, hung or lost its store",
+            lease.owner, lease.expires_at, lease.fence
+        );
+        retry_or_bury(spec, state, &lease, &error, false, now, rng);
+    }
+}
+
+fn close_retry_windows(state: &mut JobState, now: Timestamp) {
+    let (closed, open): (Vec<PendingRun>, Vec<PendingRun>) = std::mem::take(&mut state.pending)
+        .into_iter()
+        .partition(|p| p.retry_until.is_some_and(|until| now >= until));
+    state.pending = open;
+    for p in closed {
+        let error = format!(
+            "{} (retry window closed: the next slot came due at {})",
+            p.last_error.as_deref().unwrap_or("failed"),
+            p.retry_until.map(|t| t.to_string()).unwrap_or_default()
+        );
+        bury(
+            state,
+            DeadLetter {
+                slot: p.slot,
+                attempts: p.attempt.saturating_sub(1),
+                last_error: truncate(&error, MAX_ERROR_BYTES),
+                fence: state.fence,
+                died_at: now,
+                checkpoint: p.checkpoint,
+            },
+        );
+    }
+}
+
+/// Counts due slots outside `[start_at, end_at)` as skipped and returns the
+/// last instant due slots may have (`now`, or just before `end_at`).
+fn skip_outside_window(spec: &JobSpec, state: &mut JobState, now: Timestamp) -> Timestamp {
+    if let Some(start) = spec.start_at {
+        let until = before(start).min(now);
+        if until > state.cursor {
+            let n = spec.schedule.count_between(state.cursor, until);
+            state.counters.add_skipped(SkipReason::OutsideWindow, n);
+            move_cursor(spec, state, until);
+        }
+    }
+    match spec.end_at {
+        Some(end) if end <= now => {
+            let from = before(end).max(state.cursor);
+            let n = spec.schedule.count_between(from, now);
+            state.counters.add_skipped(SkipReason::OutsideWindow, n);
+            before(end)
+        }
+        _ => now,
+    }
+}
+
+/// Gives every due slot in `(cursor, due_until]` that the catch-up policy
+/// will not run its fate, and moves the cursor past them. The newest `k`
+/// (those that may run) stay after the cursor.
+fn fate_late_slots(
+    spec: &JobSpec,
+    state: &mut JobState,
+    now: Timestamp,
+    due_until: Timestamp,
+    keep_newest: bool,
+) {
+    if due_until <= state.cursor {
+        return;
+    }
+    let schedule = &spec.schedule;
+    let due = schedule.count_between(state.cursor, due_until);
+    if due == 0 {
+        return;
+    }
+    let deadline = sub(now, spec.starting_deadline);
+    let fresh = schedule.count_between(before(deadline).max(state.cursor), due_until);
+    let newest = schedule.prev_before(add_nanos(due_until));
+    let mut keep = match spec.catch_up {
+        CatchUp::Latest => fresh.min(1),
+        CatchUp::All => fresh.min(u64::from(spec.max_catch_up)),
+        CatchUp::None => {
+            let on_time = newest.is_some_and(|s| now <= add(add(s, ON_TIME), spec.skew_margin));
+            u64::from(on_time && fresh > 0)
+        }
+    };
+    if keep_newest {
+        keep = keep.max(1);
+    }
+    let fated = due - keep;
+    if fated == 0 {
+        return;
+    }
+    // The last fated slot: walk back from the newest due slot past the `keep`
+    // kept ones (at most max_catch_up steps, whatever the outage's length).
+    let mut boundary = newest;
+    for _ in 0..keep {
+        boundary = boundary.and_then(|s| schedule.prev_before(s));
+    }
+    let Some(boundary) = boundary else {
+        return;
+    };
+    let stale = schedule.count_between(state.cursor, boundary.min(before(deadline)));
+    let busy = !state.leases.is_empty() && spec.overlap == Overlap::Forbid;
+    let late_reason = if busy {
+        MissReason::Overlap
+    } else {
+        MissReason::Downtime
+    };
+    state.counters.add_missed(late_reason, stale);
+    state
+        .counters
+        .add_missed(MissReason::CatchUp, fated.saturating_sub(stale));
+    move_cursor(spec, state, boundary);
+}
+
+fn add_nanos(t: Timestamp) -> Timestamp {
+    t.checked_add(SignedDuration::from_nanos(1))
+        .unwrap_or(Timestamp::MAX)
+}
+
+/// Claims the next slot to run, if the policies allow one.
+pub fn claim(
+    spec: &JobSpec,
+    state: &mut JobState,
+    now: Timestamp,
+    trigger: Trigger,
+    owner: &str,
+    rng: &mut dyn RandomSource,
+) -> Result<Claim, TriggerError> {
+    let mut effective_now = now;
+    let mut wanted: Option<Timestamp> = None;
+    match trigger {
+        Trigger::Tick => {}
+        Trigger::Slot(slot) => {
+            if !spec.schedule.is_slot(slot) {
+                return Err(TriggerError::NotASlot { slot });
+            }
+            if slot > add(now, spec.skew_margin) {
+                return Ok(Claim::Idle(Idle::NotYetDue { slot }));
+            }
+            // Duplicates are answered before anything else, and without a
+            // write: a redelivery must not even touch the record.
+            if let Some(idle) = duplicate(state, slot, now) {
+                return Ok(Claim::Idle(idle));
+            }
+            effective_now = now.max(slot);
+            wanted = Some(slot);
+        }
+        Trigger::Manual => {
+            let Some(slot) = spec.schedule.prev_before(add_nanos(now)) else {
+                return Ok(Claim::Idle(nothing_due(spec, state)));
+            };
+            if let Some(idle) = duplicate(state, slot, now) {
+                if !matches!(idle, Idle::RetryLater { .. }) {
+                    return Ok(Claim::Idle(idle));
+                }
+            }
+            wanted = Some(slot);
+        }
+    }
+
+    advance(spec, state, effective_now, rng, trigger == Trigger::Manual);
+    if state.paused {
+        return Ok(Claim::Idle(Idle::Paused));
+    }
+
+    let manual = trigger == Trigger::Manual;
+    let retry = state
+        .pending
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| p.not_before <= effective_now || (manual && Some(p.slot) == wanted))
+        .min_by_key(|(_, p)| p.slot)
+        .map(|(i, p)| (i, p.slot));
+    let fresh = spec
+        .schedule
+        .next_after(state.cursor)
+        .filter(|s| *s <= effective_now && spec.in_window(*s));
+    let pick_retry = match (retry, fresh) {
+        (Some((_, r)), Some(f)) => r <= f,
+        (Some(_), None) => true,
+        (None, _) => false,
+    };
+    if retry.is_none() && fresh.is_none() {
+        return Ok(Claim::Idle(nothing_due(spec, state)));
+    }
+
+    let live = state.leases.len();
+    match spec.overlap {
+        Overlap::Forbid if live >= 1 => return Ok(Claim::Idle(Idle::Busy { live })),
+        Overlap::Allow { max_concurrency } if live >= max_concurrency as usize => {
+            return Ok(Claim::Idle(Idle::Busy { live }));
+        }
+        Overlap::Replace => supersede_all(spec, state, now),
+        _ => {}
+    }
+
+    state.fence += 1;
+    state.counters.runs += 1;
+    let fence = state.fence;
+    let lease_for = |slot, attempt, checkpoint, origin, retry_until| Lease {
+        owner: owner.to_string(),
+        slot,
+        fence,
+        attempt,
+        claimed_at: now,
+        expires_at: add(now, spec.lease),
+        checkpoint,
+        origin,
+        retry_until,
+    };
+    let lease = match (pick_retry, retry, fresh) {
+        (true, Some((index, _)), _) => {
+            let p = state.pending.remove(index);
+            lease_for(p.slot, p.attempt, p.checkpoint, p.origin, p.retry_until)
+        }
+        (_, _, Some(slot)) => {
+            move_cursor(spec, state, slot);
+            let retry_until = if spec.retry.past_next_slot {
+                None
+            } else {
+                spec.schedule.next_after(slot)
+            };
+            let origin = if manual && Some(slot) == wanted {
+                Origin::Manual
+            } else {
+                Origin::Schedule
+            };
+            lease_for(slot, 1, None, origin, retry_until)
+        }
+        _ => return Ok(Claim::Idle(nothing_due(spec, state))),
+    };
+    state.leases.push(lease.clone());
+    Ok(Claim::Claimed(lease))
+}
+
+/// The answer to a redelivered slot, if it is one.
+fn duplicate(state: &JobState, slot: Timestamp, now: Timestamp) -> Option<Idle> {
+    if let Some(l) = state.leases.iter().find(|l| l.slot == slot) {
+        return Some(Idle::InProgress {
+            slot,
+            fence: l.fence,
+        });
+    }
+    if let Some(p) = state.pending.iter().find(|p| p.slot == slot) {
+        return (p.not_before > now).then_some(Idle::RetryLater {
+            slot,
+            not_before: p.not_before,
+        });
+    }
+    state
+        .slot_resolved(slot)
+        .then_some(Idle::AlreadyResolved { slot })
+}
+
+fn nothing_due(spec: &JobSpec, state: &JobState) -> Idle {
+    Idle::NothingDue {
+        next_slot: spec
+            .schedule
+            .next_after(state.cursor)
+            .filter(|s| spec.end_at.is_none_or(|e| *s < e)),
+        next_retry: state.pending.iter().map(|p| p.not_before).min(),
+    }
+}
+
+/// `overlap = "replace"`: a new claim supersedes every live lease; their
+/// slots are missed (reason: overlap) and their completions will be refused.
+fn supersede_all(spec: &JobSpec, state: &mut JobState, now: Timestamp) {
+    for lease in std::mem::take(&mut state.leases) {
+        state.counters.add_missed(MissReason::Overlap, 1);
+        record_history(
+            spec,
+            state,
+            RunRecord {
+                slot: lease.slot,
+                attempt: lease.attempt,
+                fence: lease.fence,
+                owner: lease.owner,
+                started_at: lease.claimed_at,
+                finished_at: now,
+                outcome: RunOutcome::Superseded,
+            },
+        );
+    }
+}
+
+fn take_lease(state: &mut JobState, fence: u64) -> Result<Lease, Refusal> {
+    match state.leases.iter().position(|l| l.fence == fence) {
+        Some(i) => Ok(state.leases.remove(i)),
+        None => Err(Refusal::Superseded {
+            fence,
+            latest: state.fence,
+        }),
+    }
+}
+
+/// Records a successful run. A superseded fence is refused; an expired lease
+/// that nobody has taken over is still accepted (the work is done, and
+/// running it again would be the duplicate cronslot exists to prevent).
+pub fn complete(
+    spec: &JobSpec,
+    state: &mut JobState,
+    fence: u64,
+    result: Option<&str>,
+    now: Timestamp,
+) -> Result<(), Refusal> {
+    if let Some(r) = result {
+        if r.len() > MAX_RESULT_BYTES {
+            return Err(Refusal::TooLarge {
+                what: "the result",
+                bytes: r.len(),
+                max: MAX_RESULT_BYTES,
+            });
+        }
+    }
+    let lease = take_lease(state, fence)?;
+    state.counters.succeeded += 1;
+    let record = RunRecord {
+        slot: lease.slot,
+        attempt: lease.attempt,
+        fence,
+        owner: lease.owner,
+        started_at: lease.claimed_at,
+        finished_at: now,
+        outcome: RunOutcome::Succeeded {
+            result: result.map(str::to_string),
+        },
+    };
+    state.last_success = Some(record.clone());
+    record_history(spec, state, record);
+    Ok(())
+}
+
+/// Records a failed run: a retry of the same slot, or a dead letter.
+pub fn fail(
+    spec: &JobSpec,
+    state: &mut JobState,
+    fence: u64,
+    error: &str,
+    permanent: bool,
+    now: Timestamp,
+    rng: &mut dyn RandomSource,
+) -> Result<FailOutcome, Refusal> {
+    let lease = take_lease(state, fence)?;
+    state.counters.failed += 1;
+    record_history(
+        spec,
+        state,
+        RunRecord {
+            slot: lease.slot,
+            attempt: lease.attempt,
+            fence,
+            owner: lease.owner.clone(),
+            started_at: lease.claimed_at,
+            finished_at: now,
+            outcome: RunOutcome::Failed {
+                error: truncate(error, MAX_ERROR_BYTES),
+                permanent,
+            },
+        },
+    );
+    Ok(retry_or_bury(
+        spec, state, &lease, error, permanent, now, rng,
+    ))
+}
+
+fn live_lease<'s>(
+    spec: &JobSpec,
+    state: &'s mut JobState,
+    fence: u64,
+    now: Timestamp,
+) -> Result<&'s mut Lease, Refusal> {
+    let latest = state.fence;
+    let lease = state
+        .leases
+        .iter_mut()
+        .find(|l| l.fence == fence)
+        .ok_or(Refusal::Superseded { fence, latest })?;
+    if lease_expired(spec, lease, now) {
+        return Err(Refusal::Expired {
+            fence,
+            expired_at: lease.expires_at,
+        });
+    }
+    Ok(lease)
+}
+
+/// Extends a live lease by the job's lease duration from `now`.
+pub fn heartbeat(
+    spec: &JobSpec,
+    state: &mut JobState,
+    fence: u64,
+    now: Timestamp,
+) -> Result<Timestamp, Refusal> {
+    let lease = live_lease(spec, state, fence, now)?;
+    lease.expires_at = add(now, spec.lease);
+    Ok(lease.expires_at)
+}
+
+/// Saves a small checkpoint with a live lease; a retry of the slot gets it.
+pub fn checkpoint(
+    spec: &JobSpec,
+    state: &mut JobState,
+    fence: u64,
+    value: &str,
+    now: Timestamp,
+) -> Result<(), Refusal> {
+    if value.len() > MAX_CHECKPOINT_BYTES {
+        return Err(Refusal::TooLarge {
+            what: "the checkpoint",
+            bytes: value.len(),
+            max: MAX_CHECKPOINT_BYTES,
+        });
+    }
+    let lease = live_lease(spec, state, fence, now)?;
+    lease.checkpoint = Some(value.to_string());
+    Ok(())
+}
+
+/// Sends dead letters back to run (one slot, or all when `slot` is `None`).
+/// Each gets a fresh attempt budget; returns the slots redriven.
+pub fn redrive(state: &mut JobState, slot: Option<Timestamp>, now: Timestamp) -> Vec<Timestamp> {
+    let (chosen, kept): (Vec<DeadLetter>, Vec<DeadLetter>) = std::mem::take(&mut state.dead)
+        .into_iter()
+        .partition(|d| slot.is_none_or(|s| s == d.slot));
+    state.dead = kept;
+    let mut out = Vec::new();
+    for d in chosen {
+        if state.pending.len() >= MAX_PENDING || state.slot_in_flight(d.slot) {
+            state.dead.push(d);
+            continue;
+        }
+        out.push(d.slot);
+        state.pending.push(PendingRun {
+            slot: d.slot,
+            attempt: 1,
+            not_before: now,
+            retry_until: None,
+            last_error: Some(d.last_error),
+            checkpoint: d.checkpoint,
+            origin: Origin::Redrive,
+        });
+    }
+    state.dead.sort_by_key(|d| d.slot);
+    state.counters.redriven += out.len() as u64;
+    out
+}
+
+/// Pauses a job: slots due from now on are skipped (reason: paused).
+pub fn pause(spec: &JobSpec, state: &mut JobState, now: Timestamp, rng: &mut dyn RandomSource) {
+    advance(spec, state, now, rng, false);
+    state.paused = true;
+}
+
+/// Resumes a job: slots that came due while it was paused are skipped, the
+/// next ones run.
+pub fn resume(spec: &JobSpec, state: &mut JobState, now: Timestamp, rng: &mut dyn RandomSource) {
+    advance(spec, state, now, rng, false);
+    state.paused = false;
+}
+
+/// A backfill request that cannot be honoured.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BackfillError {
+    EmptyRange,
+    InFuture { to: Timestamp },
+    TooMany { count: usize, max: usize },
+}
+
+impl fmt::Display for BackfillError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            BackfillError::EmptyRange => write!(f, "--from must be before --to"),
+            BackfillError::InFuture { to } => {
+                write!(
+                    f,
+                    "--to {to} is in the future: only past slots can be backfilled"
+                )
+            }
+            BackfillError::TooMany { count, max } => write!(
+                f,
+                "the range holds more than {max} slots (found {count}+): backfill it in parts"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for BackfillError {}
+
+/// Queues the past slots in `[from, to]` to run (oldest first). Slots that
+/// are running, waiting or dead are left alone (redrive dead ones), and so
+/// are slots after the cursor (they are still due on the schedule).
+/// With `dry_run`, only lists them.
+pub fn backfill(
+    spec: &JobSpec,
+    state: &mut JobState,
+    from: Timestamp,
+    to: Timestamp,
+    now: Timestamp,
+    dry_run: bool,
+) -> Result<Vec<Timestamp>, BackfillError> {
+    if from > to {
+        return Err(BackfillError::EmptyRange);
+    }
+    if to > now {
+        return Err(BackfillError::InFuture { to });
+    }
+    let room = MAX_BACKFILL.min(MAX_PENDING.saturating_sub(state.pending.len()));
+    let mut slots = Vec::new();
+    for o in spec.schedule.iter_after(before(from)) {
+        if o.instant > to {
+            break;
+        }
+        let s = o.instant;
+        if s > state.cursor || state.slot_in_flight(s) || state.dead.iter().any(|d| d.slot == s) {
+            continue;
+        }
+        if slots.len() >= room {
+            return Err(BackfillError::TooMany {
+                count: slots.len() + 1,
+                max: room,
+            });
+        }
+        slots.push(s);
+    }
+    if !dry_run {
+        for &slot in &slots {
+            state.pending.push(PendingRun {
+                slot,
+                attempt: 1,
+                not_before: now,
+                retry_until: None,
+                last_error: None,
+                checkpoint: None,
+                origin: Origin::Backfill,
+            });
+        }
+        state.counters.backfilled += slots.len() as u64;
+    }
+    Ok(slots)
+}

@@ -1,0 +1,27 @@
+//! Slot coordination: the per-job state record, the pure transitions over
+//! it, the store contract, and the generic coordinator.
+
+mod context;
+mod coordinator;
+pub mod decide;
+pub mod exec;
+mod memory;
+mod rng;
+mod slot;
+mod state;
+mod store;
+
+pub use context::{EffectError, JobContext};
+pub use coordinator::{CasCoordinator, CoordError, Coordinator, MAX_CAS_ATTEMPTS};
+pub use decide::{BackfillError, Claim, FailOutcome, Idle, Refusal, Trigger, TriggerError};
+pub use memory::{Fault, MemoryStore};
+pub use rng::{RandomSource, SplitMix64};
+pub use slot::{SlotId, SlotIdError, format_instant};
+pub use state::{
+    Counters, DeadLetter, DecodeError, JobState, Lease, MissReason, Origin, PendingRun, RunOutcome,
+    RunRecord, SCHEMA_VERSION, ScheduleChange, SkipReason, decode_state, encode_state,
+};
+pub use store::{
+    EffectBegin, EffectFinish, EffectLedger, EffectRecord, EffectState, PutResult, StateStore,
+    StoreError, StoreErrorKind, Version, Versioned, decide_begin, decide_finish,
+};

@@ -1,0 +1,94 @@
+//! The slot: one scheduled occurrence of a job, `(job, instant)`. Its id is
+//! stable across retries and is the idempotency key handed to the job.
+
+use std::fmt;
+use std::str::FromStr;
+
+use jiff::Timestamp;
+
+use crate::manifest::{JobName, validate_job_name};
+
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct SlotId {
+    job: String,
+    at: Timestamp,
+}
+
+impl SlotId {
+    pub fn new(job: &JobName, at: Timestamp) -> SlotId {
+        SlotId {
+            job: job.as_str().to_string(),
+            at,
+        }
+    }
+
+    pub fn job(&self) -> &str {
+        &self.job
+    }
+
+    pub fn at(&self) -> Timestamp {
+        self.at
+    }
+}
+
+/// RFC 3339 UTC with seconds precision and a `Z` suffix (slots are whole
+/// seconds): `2026-03-08T07:00:00Z`.
+pub fn format_instant(t: Timestamp) -> String {
+    t.strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
+}
+
+impl fmt::Display for SlotId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}@{}", self.job, format_instant(self.at))
+    }
+}
+
+/// A slot id that cannot be read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SlotIdError(pub String);
+
+impl fmt::Display for SlotIdError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for SlotIdError {}
+
+impl FromStr for SlotId {
+    type Err = SlotIdError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let (job, at) = s.rsplit_once('@').ok_or_else(|| {
+            SlotIdError(format!(
+                "{s:?} is not a slot id (write job@2026-03-08T07:00:00Z)"
+            ))
+        })?;
+        validate_job_name(job).map_err(|e| SlotIdError(format!("{s:?}: {e}")))?;
+        let at: Timestamp = at
+            .parse()
+            .map_err(|e| SlotIdError(format!("{s:?}: {at:?} is not an RFC 3339 instant ({e})")))?;
+        Ok(SlotId {
+            job: job.to_string(),
+            at,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trips() {
+        let id: SlotId = "daily-report@2026-03-08T07:00:00Z".parse().expect("valid");
+        assert_eq!(id.job(), "daily-report");
+        assert_eq!(id.to_string(), "daily-report@2026-03-08T07:00:00Z");
+    }
+
+    #[test]
+    fn refuses_bad_ids() {
+        assert!("no-at-sign".parse::<SlotId>().is_err());
+        assert!("Bad Name@2026-03-08T07:00:00Z".parse::<SlotId>().is_err());
+        assert!("job@yesterday".parse::<SlotId>().is_err());
+    }
+}

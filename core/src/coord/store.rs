@@ -1,0 +1,256 @@
+//! The store contract (DESIGN.md §5): a compare-and-set store for the state
+//! record and an effect ledger. Memory, SQLite and DynamoDB implement it;
+//! the generic coordinator turns it into every operation of
+//! [`Coordinator`](super::Coordinator).
+//!
+//! Futures need not be `Send`: the Cloudflare adapter is single-threaded
+//! wasm. Native async functions in traits keep `Send` where the concrete
+//! store's futures have it.
+#![allow(async_fn_in_trait)]
+
+use std::fmt;
+use std::time::Duration;
+
+use jiff::Timestamp;
+use serde::{Deserialize, Serialize};
+
+use super::state::{DecodeError, JobState};
+
+/// A store's version of a record. Opaque to the coordinator: it is only
+/// handed back to [`StateStore::put`].
+pub type Version = u64;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Versioned<T> {
+    pub value: T,
+    pub version: Version,
+}
+
+/// The outcome of a conditional write.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PutResult {
+    Written(Version),
+    /// The version did not match; here is the current record (`None` when
+    /// there is none), so the caller can re-plan without another read.
+    Conflict(Option<Versioned<JobState>>),
+}
+
+/// What went wrong talking to a store.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StoreErrorKind {
+    /// Throttled, timed out, unreachable: worth retrying.
+    Unavailable,
+    /// A stored record cannot be decoded.
+    Corrupt,
+    /// A write may or may not have been applied (a timeout after sending).
+    /// The coordinator resolves it by reading back.
+    Ambiguous,
+    /// Anything else: a misconfiguration, a permission, a bug.
+    Other,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoreError {
+    pub kind: StoreErrorKind,
+    pub message: String,
+}
+
+impl StoreError {
+    pub fn new(kind: StoreErrorKind, message: impl Into<String>) -> StoreError {
+        StoreError {
+            kind,
+            message: message.into(),
+        }
+    }
+
+    pub fn unavailable(message: impl Into<String>) -> StoreError {
+        Self::new(StoreErrorKind::Unavailable, message)
+    }
+
+    pub fn other(message: impl Into<String>) -> StoreError {
+        Self::new(StoreErrorKind::Other, message)
+    }
+}
+
+impl From<DecodeError> for StoreError {
+    fn from(e: DecodeError) -> Self {
+        StoreError::new(StoreErrorKind::Corrupt, e.to_string())
+    }
+}
+
+impl fmt::Display for StoreError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let kind = match self.kind {
+            StoreErrorKind::Unavailable => "store unavailable",
+            StoreErrorKind::Corrupt => "corrupt record",
+            StoreErrorKind::Ambiguous => "ambiguous write",
+            StoreErrorKind::Other => "store error",
+        };
+        write!(f, "{kind}: {}", self.message)
+    }
+}
+
+impl std::error::Error for StoreError {}
+
+/// A compare-and-set store of per-job state records.
+pub trait StateStore {
+    /// The record of `job` and its version, or `None` if the job has none.
+    async fn get(&self, job: &str) -> Result<Option<Versioned<JobState>>, StoreError>;
+
+    /// Writes `state` if the stored version is `expected` (`None`: only if
+    /// there is no record yet).
+    async fn put(
+        &self,
+        job: &str,
+        state: &JobState,
+        expected: Option<Version>,
+    ) -> Result<PutResult, StoreError>;
+
+    /// Every job that has a record, sorted.
+    async fn jobs(&self) -> Result<Vec<String>, StoreError>;
+}
+
+/// One entry of the effect ledger.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EffectRecord {
+    pub key: String,
+    pub owner: String,
+    pub fence: u64,
+    #[serde(flatten)]
+    pub state: EffectState,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "state", rename_all = "snake_case")]
+pub enum EffectState {
+    /// Someone is doing it; the hold lapses at `expires_at`.
+    InProgress { expires_at: Timestamp },
+    /// Done: never again for this key.
+    Done { result: String, done_at: Timestamp },
+}
+
+/// The answer to "may I do this effect?".
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EffectBegin {
+    /// Go ahead, then call `finish_effect`.
+    Acquired,
+    /// Already done by an earlier run: here is its result; do not repeat it.
+    AlreadyDone { result: String },
+    /// Another live run (a different owner with a newer or equal fence)
+    /// holds it.
+    Held {
+        owner: String,
+        fence: u64,
+        expires_at: Timestamp,
+    },
+    /// A newer fence holds or did it: this run is stale.
+    Superseded { fence: u64 },
+}
+
+/// The ledger rule, shared by every store so they agree exactly: what
+/// `begin` does given the current entry (if any). Returns the decision and
+/// the entry to write (if any).
+pub fn decide_begin(
+    current: Option<&EffectRecord>,
+    key: &str,
+    owner: &str,
+    fence: u64,
+    now: Timestamp,
+    hold: Duration,
+) -> (EffectBegin, Option<EffectRecord>) {
+    let hold = jiff::SignedDuration::try_from(hold).unwrap_or(jiff::SignedDuration::MAX);
+    let fresh = EffectRecord {
+        key: key.to_string(),
+        owner: owner.to_string(),
+        fence,
+        state: EffectState::InProgress {
+            expires_at: now.checked_add(hold).unwrap_or(Timestamp::MAX),
+        },
+    };
+    match current {
+        None => (EffectBegin::Acquired, Some(fresh)),
+        Some(rec) => match &rec.state {
+            EffectState::Done { result, .. } => (
+                EffectBegin::AlreadyDone {
+                    result: result.clone(),
+                },
+                None,
+            ),
+            EffectState::InProgress { expires_at } => {
+                if rec.fence > fence {
+                    (EffectBegin::Superseded { fence: rec.fence }, None)
+                } else if rec.fence < fence || *expires_at <= now || rec.owner == owner {
+                    // A lower fence belongs to a run whose slot was handed
+                    // on; an expired hold to a run that died; the same
+                    // owner and fence is this run trying again.
+                    (EffectBegin::Acquired, Some(fresh))
+                } else {
+                    (
+                        EffectBegin::Held {
+                            owner: rec.owner.clone(),
+                            fence: rec.fence,
+                            expires_at: *expires_at,
+                        },
+                        None,
+                    )
+                }
+            }
+        },
+    }
+}
+
+/// The answer to "I did it".
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EffectFinish {
+    Recorded,
+    /// The entry is held by another fence (or missing): nothing written.
+    NotHeld,
+}
+
+/// The ledger rule for `finish`: only the holder's fence may mark it done.
+pub fn decide_finish(
+    current: Option<&EffectRecord>,
+    fence: u64,
+    result: &str,
+    now: Timestamp,
+) -> (EffectFinish, Option<EffectRecord>) {
+    match current {
+        Some(rec) if rec.fence == fence && matches!(rec.state, EffectState::InProgress { .. }) => (
+            EffectFinish::Recorded,
+            Some(EffectRecord {
+                state: EffectState::Done {
+                    result: result.to_string(),
+                    done_at: now,
+                },
+                ..rec.clone()
+            }),
+        ),
+        _ => (EffectFinish::NotHeld, None),
+    }
+}
+
+/// Most bytes an effect's result may have.
+pub const MAX_EFFECT_RESULT_BYTES: usize = 1024;
+
+/// A store-backed record of effects done, keyed by slot and effect name:
+/// an effect recorded as done is not done again by a retry.
+pub trait EffectLedger {
+    async fn begin_effect(
+        &self,
+        key: &str,
+        owner: &str,
+        fence: u64,
+        now: Timestamp,
+        hold: Duration,
+    ) -> Result<EffectBegin, StoreError>;
+
+    async fn finish_effect(
+        &self,
+        key: &str,
+        fence: u64,
+        result: &str,
+        now: Timestamp,
+    ) -> Result<EffectFinish, StoreError>;
+
+    async fn read_effect(&self, key: &str) -> Result<Option<EffectRecord>, StoreError>;
+}
