@@ -226,7 +226,7 @@ impl<S: StateStore> CasCoordinator<S> {
             }
             match self.put_resolving_ambiguity(job, &next, expected).await? {
                 PutResult::Written(_) => return Ok(out),
-                PutResult::Conflict(now_stored) => current = now_stored,
+                PutResult::Conflict(now_stored) => current = now_stored.map(|b| *b),
             }
         }
         Err(CoordError::Contention {
@@ -247,7 +247,7 @@ impl<S: StateStore> CasCoordinator<S> {
                 let stored = self.store.get(job).await?;
                 match stored {
                     Some(v) if &v.value == next => Ok(PutResult::Written(v.version)),
-                    other => Ok(PutResult::Conflict(other)),
+                    other => Ok(PutResult::Conflict(other.map(Box::new))),
                 }
             }
             other => other,

@@ -180,10 +180,10 @@ impl StateStore for MemoryStore {
         };
         match conflict.flatten() {
             None => Ok(PutResult::Conflict(None)),
-            Some((text, version)) => Ok(PutResult::Conflict(Some(Versioned {
+            Some((text, version)) => Ok(PutResult::Conflict(Some(Box::new(Versioned {
                 value: decode_state(job, &text)?,
                 version,
-            }))),
+            })))),
         }
     }
 

@@ -32,7 +32,7 @@ pub enum PutResult {
     Written(Version),
     /// The version did not match; here is the current record (`None` when
     /// there is none), so the caller can re-plan without another read.
-    Conflict(Option<Versioned<JobState>>),
+    Conflict(Option<Box<Versioned<JobState>>>),
 }
 
 /// What went wrong talking to a store.
