@@ -316,6 +316,98 @@ fn interleaved(corpus: &Corpus) -> (f64, f64) {
     (best_a, best_b)
 }
 
+/// With `CRONSLOT_BENCH_BREAKDOWN=1`: time per call of each engine by zone
+/// and by expression, to see where the time goes.
+fn breakdown(corpus: &Corpus) {
+    let time = |f: &dyn Fn() -> i64| {
+        let mut best = f64::MAX;
+        for _ in 0..15 {
+            let t0 = Instant::now();
+            black_box(f());
+            best = best.min(t0.elapsed().as_nanos() as f64);
+        }
+        best / STARTS.len() as f64
+    };
+    println!(
+        "per call (ns), best of 15 sweeps over the {} start instants:",
+        STARTS.len()
+    );
+    for (z, zone) in ZONES.iter().enumerate() {
+        let (mut ours, mut theirs) = (0.0, 0.0);
+        for &(i, zz) in corpus.pairs.iter().filter(|p| p.1 == z) {
+            let a = time(&|| {
+                let mut acc = 0;
+                for t in &corpus.starts[zz] {
+                    acc += corpus.schedules[i]
+                        .next_after(black_box(*t))
+                        .map_or(0, |n| n.as_second());
+                }
+                acc
+            });
+            let b = time(&|| {
+                let mut acc = 0;
+                for t in &corpus.zoned[zz] {
+                    acc += corpus.crons[i]
+                        .find_next_occurrence(black_box(t), false)
+                        .map_or(0, |n| n.0.timestamp().as_second());
+                }
+                acc
+            });
+            ours += a;
+            theirs += b;
+            println!(
+                "  {zone:<20} {:<20} cronslot {a:>8.0}  croner {b:>9.0}  ({:.1}x)",
+                EXPRESSIONS[i % EXPRESSIONS.len()],
+                b / a
+            );
+        }
+        // What the zone lookups alone cost per call: the offset, the
+        // previous and the next transition, as `Schedule::next_after` asks.
+        let tz = TimeZone::get(zone).expect("zone");
+        let lookups = time(&|| {
+            let mut acc = 0i64;
+            for t in &corpus.starts[z] {
+                let t = black_box(*t);
+                acc += i64::from(tz.to_offset(t).seconds());
+                acc += tz
+                    .preceding(t)
+                    .next()
+                    .map_or(0, |x| x.timestamp().as_second());
+                acc += tz
+                    .following(t)
+                    .next()
+                    .map_or(0, |x| x.timestamp().as_second());
+            }
+            acc
+        });
+        // And the civil search alone (UTC wall clock, same expressions).
+        let civil = time(&|| {
+            let mut acc = 0i64;
+            for &(i, zz) in corpus.pairs.iter().filter(|p| p.1 == z) {
+                let cron = corpus.schedules[i].cron();
+                for t in &corpus.starts[zz] {
+                    let from =
+                        cronslot_core::Civil::from_minutes(black_box(t.as_second()) / 60 + 1);
+                    acc += cron
+                        .next_civil(from, cronslot_core::Civil::MAX)
+                        .map_or(0, |c| c.to_minutes());
+                }
+            }
+            acc
+        }) / EXPRESSIONS.len() as f64;
+        println!(
+            "{zone:<22} jiff offset+preceding+following: {lookups:.0} ns per call; civil search alone: {civil:.0} ns per call"
+        );
+        let n = EXPRESSIONS.len() as f64;
+        println!(
+            "{zone:<22} mean: cronslot {:.0} ns, croner {:.0} ns ({:.1}x)",
+            ours / n,
+            theirs / n,
+            theirs / ours
+        );
+    }
+}
+
 fn benchmark_mode() -> bool {
     let args: Vec<String> = std::env::args().collect();
     args.iter().any(|a| a == "--bench")
@@ -348,6 +440,9 @@ fn main() {
 
     if !benchmark_mode() {
         return;
+    }
+    if std::env::var_os("CRONSLOT_BENCH_BREAKDOWN").is_some() {
+        breakdown(&corpus);
     }
     let (same, total) = corpus.agreement();
     println!(

@@ -9,6 +9,8 @@
     deny(clippy::unwrap_used, clippy::expect_used, clippy::panic)
 )]
 
+#[cfg(feature = "conformance")]
+pub mod conformance;
 pub mod coord;
 pub mod cron;
 pub mod explain;

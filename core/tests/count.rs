@@ -7,7 +7,7 @@
 
 use std::sync::OnceLock;
 
-use cronslot_core::{CronExpr, Dialect, DstGap, DstOverlap, DstPolicy, Schedule, Zone};
+use cronslot_core::{CronExpr, Dialect, DstGap, DstOverlap, DstPolicy, Schedule, SlotKind, Zone};
 use jiff::Timestamp;
 use jiff::tz::TimeZone;
 use proptest::prelude::*;
@@ -46,6 +46,9 @@ const POLICIES: [DstPolicy; 4] = [
 /// Enumeration stops after this many slots; the comparison then ends at the
 /// last slot enumerated.
 const CAP: u64 = 20_000;
+
+/// Random cases.
+const CASES: u32 = 4_000;
 
 const DAY: i64 = 86_400;
 
@@ -94,9 +97,11 @@ fn count_local_days(s: &Schedule, zone_name: &str, from: &str, to: &str) -> u64 
 }
 
 /// Enumerates `(after, until]` with `iter_after`, up to [`CAP`] slots.
-/// Returns the number of slots and the instant the enumeration covers up to.
-fn enumerate(s: &Schedule, after: Timestamp, until: Timestamp) -> (u64, Timestamp) {
+/// Returns the number of slots, the instant the enumeration covers up to,
+/// and how many slots were shifted out of a gap / second passes.
+fn enumerate(s: &Schedule, after: Timestamp, until: Timestamp) -> (u64, Timestamp, (u64, u64)) {
     let mut n = 0u64;
+    let mut kinds = (0, 0);
     let mut last = after;
     for o in s.iter_after(after) {
         assert!(
@@ -105,15 +110,20 @@ fn enumerate(s: &Schedule, after: Timestamp, until: Timestamp) -> (u64, Timestam
             o.instant
         );
         if o.instant > until {
-            return (n, until);
+            return (n, until, kinds);
         }
         n += 1;
         last = o.instant;
+        match o.kind {
+            SlotKind::ShiftedFromGap => kinds.0 += 1,
+            SlotKind::SecondPass => kinds.1 += 1,
+            SlotKind::Regular => {}
+        }
         if n == CAP {
-            return (n, last);
+            return (n, last, kinds);
         }
     }
-    (n, until)
+    (n, until, kinds)
 }
 
 // ------------------------------------------------------------ fixed cases
@@ -227,7 +237,7 @@ fn shifted_slot_and_the_next_minute_are_one_instant() {
         1
     );
     assert_eq!(
-        s.count_between(at, at + jiff::SignedDuration::from_secs(DAY)),
+        s.count_between(at, at + jiff::SignedDuration::from_secs(DAY / 2)),
         0
     );
 }
@@ -316,9 +326,74 @@ fn whole_range_is_exact_and_cheap() {
         assert!(diff <= 1, "{n} vs {expected}");
         let daily = sched("30 2 * * *", "America/New_York", policy)
             .count_between(Timestamp::MIN, Timestamp::MAX);
-        assert!(daily.abs_diff(expected as u64 / 1440) <= 8000, "{daily}");
+        // Skip drops the 02:30 of each spring-forward day (one a year from
+        // 1918 on); shift keeps it.
+        let days = expected as u64 / 1440;
+        match policy.gap {
+            DstGap::Shift => assert!(daily.abs_diff(days) <= 1, "{daily} vs {days}"),
+            DstGap::Skip => assert!(
+                (8_000..8_200).contains(&(days - daily)),
+                "{daily} vs {days}"
+            ),
+        }
     }
     assert!(start.elapsed().as_secs() < 10, "{:?}", start.elapsed());
+}
+
+/// Around a selection of every zone's transitions (LMT changes with
+/// offsets in seconds, war time, Samoa's skipped day, half-hour and
+/// 45-minute offsets, today's rules), every flavour, several expressions,
+/// windows starting before, at and inside the change.
+#[test]
+fn around_transitions_agrees_with_enumeration() {
+    let exprs = [
+        "*/5 * * * *",
+        "30 * * * *",
+        "0,30 0-3 * * *",
+        "45 2 * * *",
+        "0 0 * * *",
+        "15 1 * * *",
+    ];
+    let year = |at: i64| Timestamp::from_second(at).expect("in range").to_string()[..4].to_string();
+    let mut compared = 0;
+    for (z, name) in ZONES.iter().enumerate() {
+        let list = &transitions()[z];
+        for (i, &at) in list.iter().enumerate() {
+            let y = year(at);
+            if !(i < 4 || i % 40 == 0 || y == "2011" || y == "2026" || i + 2 >= list.len()) {
+                continue;
+            }
+            for text in exprs {
+                let cron = CronExpr::parse(text).expect("valid");
+                for policy in POLICIES {
+                    for s in [
+                        Schedule::new(cron.clone(), zone(name), policy),
+                        Schedule::wall_clock(cron.clone(), zone(name), policy),
+                    ] {
+                        for (from, to) in [
+                            (-2 * 3600, 3 * 3600),
+                            (0, 3 * 3600),
+                            (1, 3 * 3600),
+                            (1800, 3 * 3600),
+                            (-DAY, -1),
+                        ] {
+                            let after = Timestamp::from_second(at + from).expect("in range");
+                            let until = Timestamp::from_second(at + to).expect("in range");
+                            let (n, covered, _) = enumerate(&s, after, until);
+                            assert_eq!(
+                                s.count_between(after, covered),
+                                n,
+                                "{text} in {name} {policy:?} wall clock {}: ({after}, {covered}]",
+                                !s.follows_real_time() && s.cron().is_interval_like()
+                            );
+                            compared += 1;
+                        }
+                    }
+                }
+            }
+        }
+    }
+    assert!(compared > 5_000, "{compared}");
 }
 
 // ------------------------------------------------------------ properties
@@ -393,16 +468,54 @@ fn dow_field() -> impl Strategy<Value = String> {
 }
 
 fn expression() -> impl Strategy<Value = CronExpr> {
-    let standard = (
+    let parse = |(mi, h, dom, mo, dow): (String, String, String, String, String)| {
+        CronExpr::parse(&format!("{mi} {h} {dom} {mo} {dow}")).ok()
+    };
+    // Many slots a day (the enumeration is capped).
+    let dense = (
+        prop_oneof![
+            Just("*".to_string()),
+            (2u32..=30).prop_map(|k| format!("*/{k}")),
+            (0u32..50, 1u32..10).prop_map(|(a, n)| format!("{a}-{}", a + n)),
+            (0u32..30, 5u32..20).prop_map(|(a, k)| format!("{a}-59/{k}")),
+        ],
+        prop_oneof![
+            Just("*".to_string()),
+            (2u32..=6).prop_map(|k| format!("*/{k}")),
+            (0u32..20, 1u32..4).prop_map(|(a, n)| format!("{a}-{}", a + n)),
+        ],
+        Just("*".to_string()),
+        Just("*".to_string()),
+        prop_oneof![3 => Just("*".to_string()), 1 => Just("MON-FRI".to_string())],
+    )
+        .prop_filter_map("parses", parse);
+    // A few slots a day, at hours DST likes to touch.
+    let daily = (
+        prop_oneof![
+            (0u32..60).prop_map(|m| m.to_string()),
+            Just("0,30".to_string()),
+            Just("15,45".to_string()),
+        ],
+        prop_oneof![
+            3 => prop::sample::select(vec![0u32, 1, 2, 3, 23]).prop_map(|h| h.to_string()),
+            1 => (0u32..24).prop_map(|h| h.to_string()),
+            1 => (0u32..3, 1u32..3).prop_map(|(a, n)| format!("{a}-{}", a + n)),
+            1 => Just("1,2,3".to_string()),
+        ],
+        prop_oneof![4 => Just("*".to_string()), 1 => dom_field()],
+        Just("*".to_string()),
+        prop_oneof![4 => Just("*".to_string()), 1 => dow_field()],
+    )
+        .prop_filter_map("parses", parse);
+    // Anything, L/W/#, Vixie OR and `+` included.
+    let general = (
         minute_field(),
         hour_field(),
         dom_field(),
         month_field(),
         dow_field(),
     )
-        .prop_filter_map("parses", |(mi, h, dom, mo, dow)| {
-            CronExpr::parse(&format!("{mi} {h} {dom} {mo} {dow}")).ok()
-        });
+        .prop_filter_map("parses", parse);
     let eventbridge = (
         minute_field(),
         hour_field(),
@@ -424,7 +537,7 @@ fn expression() -> impl Strategy<Value = CronExpr> {
             )
             .ok()
         });
-    prop_oneof![8 => standard, 1 => eventbridge]
+    prop_oneof![2 => dense, 4 => daily, 3 => general, 1 => eventbridge]
 }
 
 /// Every transition of every zone between 1850 and 2100.
@@ -464,7 +577,7 @@ fn start() -> impl Strategy<Value = Start> {
     let hi = t("2100-01-01T00:00:00Z").as_second();
     prop_oneof![
         1 => (lo..hi).prop_map(Start::Anywhere),
-        2 => (any::<usize>(), -3 * 3600i64..3600).prop_map(|(i, d)| Start::NearTransition(i, d)),
+        4 => (any::<usize>(), -3 * 3600i64..3600).prop_map(|(i, d)| Start::NearTransition(i, d)),
         1 => (any::<usize>(), -10 * DAY..DAY).prop_map(|(i, d)| Start::NearTransition(i, d)),
     ]
 }
@@ -497,27 +610,66 @@ fn nanos() -> impl Strategy<Value = i32> {
     prop_oneof![3 => Just(0), 1 => 0i32..1_000_000_000]
 }
 
-proptest! {
-    #![proptest_config(config(1_500))]
+#[derive(Debug, Clone)]
+struct Case {
+    expr: CronExpr,
+    zone_index: usize,
+    flavour: Flavour,
+    start: Start,
+    span: i64,
+    after_ns: i32,
+    until_ns: i32,
+}
 
-    #[test]
-    fn count_between_agrees_with_enumeration(
-        expr in expression(),
-        zone_index in 0usize..ZONES.len(),
-        flavour in flavour(),
-        start in start(),
-        span in span(),
-        (after_ns, until_ns) in (nanos(), nanos()),
-    ) {
-        let z = zone(ZONES[zone_index]);
-        let schedule = match flavour {
-            Flavour::Job(p) => Schedule::new(expr, z, p),
-            Flavour::WallClock(p) => Schedule::wall_clock(expr, z, p),
+fn case() -> impl Strategy<Value = Case> {
+    (
+        expression(),
+        0usize..ZONES.len(),
+        flavour(),
+        start(),
+        span(),
+        (nanos(), nanos()),
+    )
+        .prop_map(
+            |(expr, zone_index, flavour, start, span, (after_ns, until_ns))| Case {
+                expr,
+                zone_index,
+                flavour,
+                start,
+                span,
+                after_ns,
+                until_ns,
+            },
+        )
+}
+
+/// What the random cases covered, so that a generator change that stops
+/// reaching DST transitions fails loudly instead of passing vacuously.
+#[derive(Debug, Default)]
+struct Coverage {
+    cases: u64,
+    nonzero: u64,
+    capped: u64,
+    slots: u64,
+    across_transition: u64,
+    shifted: u64,
+    second_pass: u64,
+}
+
+#[test]
+fn count_between_agrees_with_enumeration() {
+    let coverage = std::cell::RefCell::new(Coverage::default());
+    let mut runner = proptest::test_runner::TestRunner::new(config(CASES));
+    let result = runner.run(&case(), |c| {
+        let z = zone(ZONES[c.zone_index]);
+        let schedule = match c.flavour {
+            Flavour::Job(p) => Schedule::new(c.expr, z, p),
+            Flavour::WallClock(p) => Schedule::wall_clock(c.expr, z, p),
         };
-        let after_second = match start {
+        let after_second = match c.start {
             Start::Anywhere(s) => s,
             Start::NearTransition(i, d) => {
-                let list = &transitions()[zone_index];
+                let list = &transitions()[c.zone_index];
                 if list.is_empty() {
                     t("2026-03-08T07:00:00Z").as_second() + d
                 } else {
@@ -525,18 +677,45 @@ proptest! {
                 }
             }
         };
-        let after = Timestamp::new(after_second, after_ns).expect("in range");
-        let until = Timestamp::new(after_second + span, until_ns).expect("in range");
-        let (n, covered) = enumerate(&schedule, after, until);
+        let after = Timestamp::new(after_second, c.after_ns).expect("in range");
+        let until = Timestamp::new(after_second + c.span, c.until_ns).expect("in range");
+        let (n, covered, kinds) = enumerate(&schedule, after, until);
         prop_assert_eq!(
             schedule.count_between(after, covered),
             n,
             "{} in {} {:?}: ({}, {}]",
             schedule.cron(),
             schedule.zone().name(),
-            flavour,
+            c.flavour,
             after,
             covered
         );
+        let mut cov = coverage.borrow_mut();
+        cov.cases += 1;
+        cov.nonzero += u64::from(n > 0);
+        cov.capped += u64::from(covered < until);
+        cov.slots += n;
+        cov.across_transition += u64::from(
+            schedule
+                .zone()
+                .next_transition(after.as_second())
+                .is_some_and(|(at, _)| at <= covered.as_second()),
+        );
+        cov.shifted += u64::from(kinds.0 > 0);
+        cov.second_pass += u64::from(kinds.1 > 0);
+        Ok(())
+    });
+    let cov = coverage.into_inner();
+    eprintln!("{cov:?}");
+    if let Err(e) = result {
+        panic!("{e}");
     }
+    // The final run (after any shrinking) is a success, so these are the
+    // counts over all generated cases.
+    assert!(cov.nonzero * 2 > cov.cases, "{cov:?}");
+    assert!(cov.across_transition * 4 > cov.cases, "{cov:?}");
+    assert!(
+        cov.shifted >= 20 && cov.second_pass >= 20 && cov.capped >= 20,
+        "{cov:?}"
+    );
 }

@@ -876,10 +876,10 @@ struct Tally {
 
 #[test]
 fn random_expressions_agree_with_croner() {
-    const EXPRESSIONS: usize = 30_000;
+    const EXPRESSIONS: usize = 2_400;
     const FIRES: usize = 20;
     const YEARS: i64 = 30;
-    let mut rng = Rng(0x1234_5678_9ABC_DEF1);
+    let mut rng = Rng(0x5EED_C0FF_EE15_2026);
     let zones: Vec<(&str, TimeZone, Vec<i64>)> = ZONES
         .iter()
         .map(|z| {

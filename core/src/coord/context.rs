@@ -180,7 +180,14 @@ impl<'a, C: Coordinator> JobContext<'a, C> {
             .saturating_add(self.spec.skew_margin);
         let begin = self
             .coordinator
-            .begin_effect(&key, &self.lease.owner, self.lease.fence, now, hold)
+            .begin_effect(
+                self.spec,
+                &key,
+                &self.lease.owner,
+                self.lease.fence,
+                now,
+                hold,
+            )
             .await
             .map_err(EffectError::Coordinator)?;
         match begin {

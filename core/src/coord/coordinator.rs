@@ -143,8 +143,11 @@ pub trait Coordinator {
         dry_run: bool,
     ) -> Result<Vec<Timestamp>, CoordError>;
 
+    /// Starts an effect of a run. Refused (`Superseded`) when `fence` holds
+    /// no live lease of the job any more.
     async fn begin_effect(
         &self,
+        spec: &JobSpec,
         key: &str,
         owner: &str,
         fence: u64,
@@ -404,12 +407,25 @@ impl<S: StateStore + EffectLedger> Coordinator for CasCoordinator<S> {
 
     async fn begin_effect(
         &self,
+        spec: &JobSpec,
         key: &str,
         owner: &str,
         fence: u64,
         now: Timestamp,
         hold: Duration,
     ) -> Result<EffectBegin, CoordError> {
+        // The store refuses effects of a superseded run: the fence must
+        // still hold a live lease of the job.
+        let state = self.read(spec, now).await?;
+        let live = state.lease_for_fence(fence).is_some_and(|l| {
+            now <= l
+                .expires_at
+                .checked_add(spec.skew_margin)
+                .unwrap_or(Timestamp::MAX)
+        });
+        if !live {
+            return Ok(EffectBegin::Superseded { fence: state.fence });
+        }
         Ok(self
             .store
             .begin_effect(key, owner, fence, now, hold)

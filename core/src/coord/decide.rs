@@ -204,6 +204,8 @@ fn bury(state: &mut JobState, letter: DeadLetter) {
 
 /// Schedules another attempt of a slot, or buries it when no attempt is left
 /// (or none could start before the next slot).
+/// `backoff: false` makes the retry eligible at once: a lease that expired
+/// has already waited its whole duration, which is backoff enough.
 #[allow(clippy::too_many_arguments)]
 fn retry_or_bury(
     spec: &JobSpec,
@@ -211,6 +213,7 @@ fn retry_or_bury(
     lease: &Lease,
     error: &str,
     permanent: bool,
+    backoff: bool,
     now: Timestamp,
     rng: &mut dyn RandomSource,
 ) -> FailOutcome {
@@ -249,7 +252,11 @@ fn retry_or_bury(
     }
     let cap = spec.retry.delay_cap(lease.attempt);
     let cap_ms = u64::try_from(cap.as_millis()).unwrap_or(u64::MAX);
-    let delay = Duration::from_millis(rng.below_or_equal(cap_ms));
+    let delay = if backoff {
+        Duration::from_millis(rng.below_or_equal(cap_ms))
+    } else {
+        Duration::ZERO
+    };
     let not_before = add(now, delay);
     if let Some(until) = lease.retry_until {
         if not_before >= until {
@@ -344,7 +351,7 @@ fn expire_leases(spec: &JobSpec, state: &mut JobState, now: Timestamp, rng: &mut
             "lease of {} expired at {} (fence {}): the run crashed, hung or lost its store",
             lease.owner, lease.expires_at, lease.fence
         );
-        retry_or_bury(spec, state, &lease, &error, false, now, rng);
+        retry_or_bury(spec, state, &lease, &error, false, false, now, rng);
     }
 }
 
@@ -701,7 +708,7 @@ pub fn fail(
         },
     );
     Ok(retry_or_bury(
-        spec, state, &lease, error, permanent, now, rng,
+        spec, state, &lease, error, permanent, true, now, rng,
     ))
 }
 

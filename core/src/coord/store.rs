@@ -179,10 +179,12 @@ pub fn decide_begin(
             EffectState::InProgress { expires_at } => {
                 if rec.fence > fence {
                     (EffectBegin::Superseded { fence: rec.fence }, None)
-                } else if rec.fence < fence || *expires_at <= now || rec.owner == owner {
-                    // A lower fence belongs to a run whose slot was handed
-                    // on; an expired hold to a run that died; the same
-                    // owner and fence is this run trying again.
+                } else if *expires_at <= now || (rec.fence == fence && rec.owner == owner) {
+                    // An expired hold belongs to a run that died (its hold
+                    // ends with its lease); the same owner and fence is this
+                    // run trying again. A live hold of a lower fence (a run
+                    // superseded by `replace` that may still be working)
+                    // is waited out rather than raced.
                     (EffectBegin::Acquired, Some(fresh))
                 } else {
                     (

@@ -1,0 +1,10 @@
+//! The conformance suite on the in-memory store, with a yield at every store
+//! operation so that concurrent claimers really interleave.
+
+use cronslot_core::coord::{CasCoordinator, MemoryStore};
+
+cronslot_core::conformance_suite!(
+    CasCoordinator::new(MemoryStore::yielding(), 7),
+    cronslot_core::coord::exec::block_on,
+    "mem"
+);
