@@ -95,8 +95,8 @@ pub fn at(seconds: i64) -> Timestamp {
         .expect("in range")
 }
 
-const MIN: i64 = 60;
-const HOUR: i64 = 3600;
+pub const MIN: i64 = 60;
+pub const HOUR: i64 = 3600;
 
 /// A job spec from manifest lines (`name` and `schedule` included).
 pub fn job(ns: &str, name: &str, body: &str) -> JobSpec {

@@ -861,7 +861,12 @@ fn apia_skipped_a_day() {
 
 #[test]
 fn tz_database_fixed_zones_are_fixed() {
-    for (name, offset) in [("Etc/UTC", 0), ("Etc/GMT", 0), ("Etc/GMT-5", 5 * 3600), ("UTC", 0)] {
+    for (name, offset) in [
+        ("Etc/UTC", 0),
+        ("Etc/GMT", 0),
+        ("Etc/GMT-5", 5 * 3600),
+        ("UTC", 0),
+    ] {
         let zone = Zone::get(name).expect("zone");
         assert!(zone.is_fixed(), "{name}");
         assert_eq!(zone.offset_at(0), offset, "{name}");

@@ -1,0 +1,201 @@
+//! Behaviour of the generic coordinator that needs a look inside the store:
+//! what it writes, how it survives faults, and what it reads.
+
+use cronslot_core::conformance::{HOUR, at, create, job, t0};
+use cronslot_core::coord::exec::block_on;
+use cronslot_core::coord::{
+    CasCoordinator, Claim, CoordError, Coordinator, Fault, Idle, JobState, MemoryStore,
+    SCHEMA_VERSION, StateStore, StoreErrorKind, Trigger, decode_state,
+};
+
+fn coordinator() -> (MemoryStore, CasCoordinator<MemoryStore>) {
+    let store = MemoryStore::new();
+    (store.clone(), CasCoordinator::new(store, 1))
+}
+
+#[test]
+fn duplicate_delivery_of_a_resolved_slot_writes_nothing() {
+    let (store, c) = coordinator();
+    let spec = job("dup", "hourly", "schedule = \"0 * * * *\"");
+    block_on(async {
+        create(&c, &spec, t0()).await;
+        let Ok(Claim::Claimed(lease)) = c
+            .claim(&spec, at(HOUR + 1), Trigger::Slot(at(HOUR)), "a")
+            .await
+        else {
+            panic!("expected a claim");
+        };
+        c.complete(&spec, lease.fence, None, at(HOUR + 2))
+            .await
+            .expect("complete");
+        let writes = store.writes();
+        for owner in ["b", "c", "d"] {
+            let again = c
+                .claim(&spec, at(HOUR + 3), Trigger::Slot(at(HOUR)), owner)
+                .await;
+            assert_eq!(
+                again,
+                Ok(Claim::Idle(Idle::AlreadyResolved { slot: at(HOUR) }))
+            );
+        }
+        assert_eq!(store.writes(), writes, "duplicates cost reads only");
+    });
+}
+
+#[test]
+fn ambiguous_write_is_resolved_by_reading_back() {
+    let (store, c) = coordinator();
+    let spec = job("ambiguous", "hourly", "schedule = \"0 * * * *\"");
+    block_on(async {
+        create(&c, &spec, t0()).await;
+        // The claim's write is applied, then reported as a timeout.
+        store.inject(&[Fault::AppliedThenTimeout]);
+        let claim = c.claim(&spec, at(HOUR + 1), Trigger::Tick, "a").await;
+        let Ok(Claim::Claimed(lease)) = claim else {
+            panic!("the applied write must be recognised, got {claim:?}");
+        };
+        let state = c.status(&spec, at(HOUR + 2)).await.expect("status");
+        assert_eq!(state.leases.len(), 1);
+        assert_eq!(state.leases[0].fence, lease.fence);
+        assert_eq!(state.fence, 1, "no second claim was made");
+    });
+}
+
+#[test]
+fn unavailable_store_is_a_transient_error_and_changes_nothing() {
+    let (store, c) = coordinator();
+    let spec = job("unavailable", "hourly", "schedule = \"0 * * * *\"");
+    block_on(async {
+        create(&c, &spec, t0()).await;
+        let before = store.writes();
+        store.inject(&[Fault::Unavailable]);
+        let err = c
+            .claim(&spec, at(HOUR + 1), Trigger::Tick, "a")
+            .await
+            .expect_err("injected fault");
+        assert!(err.is_transient(), "{err}");
+        assert!(matches!(&err, CoordError::Store(e) if e.kind == StoreErrorKind::Unavailable));
+        assert_eq!(store.writes(), before);
+        // The next attempt works and claims the slot once.
+        let ok = c.claim(&spec, at(HOUR + 2), Trigger::Tick, "a").await;
+        assert!(matches!(ok, Ok(Claim::Claimed(_))), "{ok:?}");
+    });
+}
+
+/// A record written by schema version 1 (the first layout). Every later
+/// cronslot must keep reading it: this fixture never changes.
+const SCHEMA_1_RECORD: &str = r#"{
+  "schema": 1,
+  "job": "legacy",
+  "spec_hash": "0000000000000000",
+  "created_at": "2026-01-05T00:00:00Z",
+  "cursor": "2026-01-05T01:00:00Z",
+  "fence": 4,
+  "leases": [],
+  "pending": [],
+  "dead": [{"slot": "2026-01-05T00:30:00Z", "attempts": 3, "last_error": "boom", "fence": 3, "died_at": "2026-01-05T00:40:00Z"}],
+  "history": [{"slot": "2026-01-05T01:00:00Z", "attempt": 1, "fence": 4, "owner": "w", "started_at": "2026-01-05T01:00:01Z", "finished_at": "2026-01-05T01:00:02Z", "outcome": "succeeded"}],
+  "counters": {"runs": 4, "succeeded": 1, "failed": 3, "dead": 1, "missed": {"downtime": 2}, "skipped": {}},
+  "paused": false
+}"#;
+
+/// The fixture's job, named exactly "legacy" (no namespace).
+fn legacy_spec() -> cronslot_core::manifest::JobSpec {
+    cronslot_core::manifest::parse_manifest(
+        "[[job]]\nname = \"legacy\"\nschedule = \"0 * * * *\"\n",
+        "legacy.toml",
+    )
+    .expect("manifest")
+    .jobs
+    .remove(0)
+}
+
+#[test]
+fn state_from_schema_1_loads_and_runs_on() {
+    assert_eq!(
+        SCHEMA_VERSION, 1,
+        "when the schema moves on, keep this fixture and add one"
+    );
+    let (store, c) = coordinator();
+    store.put_raw("legacy", SCHEMA_1_RECORD);
+    let spec = legacy_spec();
+    block_on(async {
+        let state = c
+            .status(&spec, at(HOUR + 1))
+            .await
+            .expect("old record loads");
+        assert_eq!(state.dead.len(), 1);
+        assert_eq!(state.counters.missed.values().sum::<u64>(), 2);
+        let claim = c.claim(&spec, at(2 * HOUR + 1), Trigger::Tick, "a").await;
+        let Ok(Claim::Claimed(lease)) = claim else {
+            panic!("expected a claim, got {claim:?}");
+        };
+        assert_eq!(lease.slot, at(2 * HOUR));
+        assert_eq!(lease.fence, 5, "fences continue from the stored counter");
+        let stored = store.get("legacy").await.expect("get").expect("record");
+        assert_eq!(stored.value.schema, SCHEMA_VERSION);
+        assert!(
+            stored.value.last_schedule_change.is_some(),
+            "the spec hash changed"
+        );
+    });
+}
+
+#[test]
+fn records_from_a_newer_cronslot_or_garbage_are_refused_cleanly() {
+    let newer = SCHEMA_1_RECORD.replace("\"schema\": 1", "\"schema\": 99");
+    let err = decode_state("legacy", &newer).expect_err("newer schema");
+    assert!(err.to_string().contains("newer cronslot"), "{err}");
+    for bad in [
+        "",
+        "null",
+        "[]",
+        "{\"schema\": 1}",
+        "{\"schema\": \"1\"}",
+        "\u{0}\u{1}",
+    ] {
+        let err = decode_state("legacy", bad).expect_err(bad);
+        assert!(err.to_string().contains("legacy"), "{err}");
+    }
+    let other_job = decode_state("someone-else", SCHEMA_1_RECORD).expect_err("wrong job");
+    assert!(
+        other_job.to_string().contains("belongs to job"),
+        "{other_job}"
+    );
+
+    let (store, c) = coordinator();
+    store.put_raw("legacy", "{not json");
+    let spec = legacy_spec();
+    block_on(async {
+        let err = c
+            .claim(&spec, at(HOUR), Trigger::Tick, "a")
+            .await
+            .expect_err("corrupt");
+        assert!(
+            matches!(&err, CoordError::Store(e) if e.kind == StoreErrorKind::Corrupt),
+            "{err}"
+        );
+        assert!(!err.is_transient());
+    });
+}
+
+#[test]
+fn a_new_job_does_not_run_slots_from_before_its_creation() {
+    let (_, c) = coordinator();
+    let spec = job(
+        "fresh",
+        "minutely",
+        "schedule = \"* * * * *\"\ncatch_up = \"all\"",
+    );
+    block_on(async {
+        // First contact at 10:00:30: the 10:00 slot is before creation.
+        let first = c.claim(&spec, at(10 * HOUR + 30), Trigger::Tick, "a").await;
+        assert!(
+            matches!(first, Ok(Claim::Idle(Idle::NothingDue { .. }))),
+            "{first:?}"
+        );
+        let state: JobState = c.status(&spec, at(10 * HOUR + 31)).await.expect("status");
+        assert_eq!(state.created_at, at(10 * HOUR + 30));
+        assert_eq!(state.counters.missed_total(), 0);
+    });
+}
