@@ -319,11 +319,25 @@ pub fn advance(
         move_cursor(spec, state, now);
         return;
     }
-    let due_until = skip_outside_window(spec, state, now);
-    fate_late_slots(spec, state, now, due_until, keep_newest);
-    if due_until < now {
-        // Past end_at: everything up to now is resolved.
-        move_cursor(spec, state, now);
+    skip_before_window(spec, state, now);
+    match spec.end_at {
+        Some(end) if end <= now => {
+            // Due slots inside the window first; once none is left waiting,
+            // everything after the window up to now is skipped in one step.
+            let last_inside = before(end);
+            fate_late_slots(spec, state, now, last_inside, keep_newest);
+            let waiting = spec
+                .schedule
+                .next_after(state.cursor)
+                .is_some_and(|s| s <= last_inside);
+            if !waiting {
+                let from = last_inside.max(state.cursor);
+                let n = spec.schedule.count_between(from, now);
+                state.counters.add_skipped(SkipReason::OutsideWindow, n);
+                move_cursor(spec, state, now);
+            }
+        }
+        _ => fate_late_slots(spec, state, now, now, keep_newest),
     }
 }
 
@@ -380,9 +394,9 @@ fn close_retry_windows(state: &mut JobState, now: Timestamp) {
     }
 }
 
-/// Counts due slots outside `[start_at, end_at)` as skipped and returns the
-/// last instant due slots may have (`now`, or just before `end_at`).
-fn skip_outside_window(spec: &JobSpec, state: &mut JobState, now: Timestamp) -> Timestamp {
+/// Counts due slots before `start_at` as skipped and moves the cursor past
+/// them.
+fn skip_before_window(spec: &JobSpec, state: &mut JobState, now: Timestamp) {
     if let Some(start) = spec.start_at {
         let until = before(start).min(now);
         if until > state.cursor {
@@ -390,15 +404,6 @@ fn skip_outside_window(spec: &JobSpec, state: &mut JobState, now: Timestamp) -> 
             state.counters.add_skipped(SkipReason::OutsideWindow, n);
             move_cursor(spec, state, until);
         }
-    }
-    match spec.end_at {
-        Some(end) if end <= now => {
-            let from = before(end).max(state.cursor);
-            let n = spec.schedule.count_between(from, now);
-            state.counters.add_skipped(SkipReason::OutsideWindow, n);
-            before(end)
-        }
-        _ => now,
     }
 }
 

@@ -1,0 +1,158 @@
+//! Policies that the conformance suite does not reach: DST fates, active
+//! windows, and bounded catch-up over very long outages.
+
+use cronslot_core::conformance::{HOUR, at, create, job, t0};
+use cronslot_core::coord::exec::block_on;
+use cronslot_core::coord::{
+    CasCoordinator, Claim, Coordinator, Idle, MemoryStore, MissReason, SkipReason, Trigger,
+};
+use jiff::Timestamp;
+
+fn ts(s: &str) -> Timestamp {
+    s.parse().expect("instant")
+}
+
+fn coordinator() -> CasCoordinator<MemoryStore> {
+    CasCoordinator::new(MemoryStore::new(), 3)
+}
+
+async fn drain(
+    c: &CasCoordinator<MemoryStore>,
+    spec: &cronslot_core::manifest::JobSpec,
+    now: Timestamp,
+) -> Vec<Timestamp> {
+    let mut ran = Vec::new();
+    while let Ok(Claim::Claimed(lease)) = c.claim(spec, now, Trigger::Tick, "w").await {
+        ran.push(lease.slot);
+        c.complete(spec, lease.fence, None, now)
+            .await
+            .expect("complete");
+    }
+    ran
+}
+
+#[test]
+fn dst_gap_skip_records_a_missed_slot() {
+    let c = coordinator();
+    let spec = job(
+        "dst",
+        "skip",
+        "schedule = \"30 2 * * *\"\ntimezone = \"America/New_York\"\ndst_gap = \"skip\"\n\
+         catch_up = \"all\"\nstarting_deadline = \"2d\"",
+    );
+    block_on(async {
+        create(&c, &spec, ts("2026-03-07T12:00:00Z")).await;
+        let ran = drain(&c, &spec, ts("2026-03-09T12:00:00Z")).await;
+        // 2026-03-08 02:30 does not exist in New York: not run, missed (DST).
+        assert_eq!(ran, vec![ts("2026-03-09T06:30:00Z")]);
+        let state = c
+            .status(&spec, ts("2026-03-09T12:00:01Z"))
+            .await
+            .expect("status");
+        assert_eq!(state.counters.missed.get(&MissReason::Dst), Some(&1));
+    });
+}
+
+#[test]
+fn dst_gap_shift_runs_at_the_end_of_the_gap() {
+    let c = coordinator();
+    let spec = job(
+        "dst",
+        "shift",
+        "schedule = \"30 2 * * *\"\ntimezone = \"America/New_York\"\n\
+         catch_up = \"all\"\nstarting_deadline = \"2d\"",
+    );
+    block_on(async {
+        create(&c, &spec, ts("2026-03-07T12:00:00Z")).await;
+        let ran = drain(&c, &spec, ts("2026-03-09T12:00:00Z")).await;
+        assert_eq!(
+            ran,
+            vec![ts("2026-03-08T07:00:00Z"), ts("2026-03-09T06:30:00Z")]
+        );
+        let state = c
+            .status(&spec, ts("2026-03-09T12:00:01Z"))
+            .await
+            .expect("status");
+        assert_eq!(state.counters.missed_total(), 0);
+    });
+}
+
+#[test]
+fn fall_back_runs_a_fixed_time_slot_once() {
+    let c = coordinator();
+    let spec = job(
+        "dst",
+        "once",
+        "schedule = \"30 1 * * *\"\ntimezone = \"America/New_York\"\n\
+         catch_up = \"all\"\nstarting_deadline = \"2d\"",
+    );
+    block_on(async {
+        create(&c, &spec, ts("2026-10-31T12:00:00Z")).await;
+        let ran = drain(&c, &spec, ts("2026-11-02T12:00:00Z")).await;
+        assert_eq!(
+            ran,
+            vec![ts("2026-11-01T05:30:00Z"), ts("2026-11-02T06:30:00Z")]
+        );
+    });
+}
+
+#[test]
+fn slots_outside_the_active_window_are_skipped() {
+    let c = coordinator();
+    let spec = job(
+        "window",
+        "hourly",
+        "schedule = \"0 * * * *\"\ncatch_up = \"all\"\nstarting_deadline = \"1d\"\n\
+         start_at = \"2026-01-05T02:00:00Z\"\nend_at = \"2026-01-05T04:00:00Z\"",
+    );
+    block_on(async {
+        create(&c, &spec, t0()).await;
+        let ran = drain(&c, &spec, at(6 * HOUR + 1)).await;
+        assert_eq!(ran, vec![at(2 * HOUR), at(3 * HOUR)]);
+        let state = c.status(&spec, at(6 * HOUR + 2)).await.expect("status");
+        // 01:00 before the window; 04:00, 05:00, 06:00 after it.
+        assert_eq!(
+            state.counters.skipped.get(&SkipReason::OutsideWindow),
+            Some(&4)
+        );
+        let after = c.claim(&spec, at(9 * HOUR), Trigger::Tick, "w").await;
+        assert_eq!(
+            after,
+            Ok(Claim::Idle(Idle::NothingDue {
+                next_slot: None,
+                next_retry: None
+            }))
+        );
+    });
+}
+
+#[test]
+fn a_year_long_outage_is_counted_not_enumerated() {
+    let c = coordinator();
+    let spec = job(
+        "outage",
+        "minutely",
+        "schedule = \"* * * * *\"\ncatch_up = \"all\"\nmax_catch_up = 3\nstarting_deadline = \"10m\"",
+    );
+    block_on(async {
+        create(&c, &spec, t0()).await;
+        let year_later = ts("2027-01-05T00:00:30Z");
+        let ran = drain(&c, &spec, year_later).await;
+        assert_eq!(
+            ran,
+            vec![
+                ts("2027-01-04T23:58:00Z"),
+                ts("2027-01-04T23:59:00Z"),
+                ts("2027-01-05T00:00:00Z")
+            ]
+        );
+        let state = c.status(&spec, year_later).await.expect("status");
+        let minutes_in_year: u64 = 365 * 24 * 60;
+        assert_eq!(
+            state.counters.missed_total() + state.counters.runs,
+            minutes_in_year
+        );
+        // Ten minutes fit the starting deadline; three of them ran.
+        assert_eq!(state.counters.missed.get(&MissReason::CatchUp), Some(&7));
+    });
+}
