@@ -120,11 +120,12 @@ fn criterion_home() -> PathBuf {
 /// The mean time per iteration (ns) criterion estimated for `id` in this
 /// run (`None` if the file is missing or older than `since`).
 fn criterion_mean(id: &str, since: SystemTime) -> Option<f64> {
-    let mut path = criterion_home().join(GROUP);
-    for part in id.split('/') {
-        path = path.join(part);
-    }
-    let path = path.join("new").join("estimates.json");
+    // Criterion writes `utc/1-minute` as the directory `utc_1-minute`.
+    let path = criterion_home()
+        .join(GROUP)
+        .join(id.replace('/', "_"))
+        .join("new")
+        .join("estimates.json");
     let modified = std::fs::metadata(&path).ok()?.modified().ok()?;
     if modified < since {
         return None;

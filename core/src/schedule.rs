@@ -616,6 +616,10 @@ impl Schedule {
     /// schedules, one slot at its instant when the gap holds a match —
     /// unless the first minute after the gap is a match at that very
     /// instant (slots are instants: one slot, not two).
+    ///
+    /// Unlike [`Schedule::next_occurrence`], it has no 401-year search
+    /// horizon: it also counts slots that follow a longer stretch without
+    /// any (only possible with an EventBridge year set far from `after`).
     pub fn count_between(&self, after: Timestamp, until: Timestamp) -> u64 {
         if until <= after || self.cron.never_fires() {
             return 0;

@@ -48,7 +48,7 @@ const POLICIES: [DstPolicy; 4] = [
 const CAP: u64 = 20_000;
 
 /// Random cases.
-const CASES: u32 = 4_000;
+const CASES: u32 = 6_000;
 
 const DAY: i64 = 86_400;
 

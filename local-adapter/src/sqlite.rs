@@ -186,10 +186,10 @@ impl SqliteStore {
             .map_err(|e| where_.error("setting the busy timeout", &e))?;
         init_schema(&mut conn, where_)?;
         // WAL lets readers proceed while one process writes. It is
-        // persistent in the file, so only the first open changes it; where
-        // the file system cannot do WAL (shared memory on some network
-        // mounts) SQLite keeps its rollback journal, which is just as
-        // atomic, only less concurrent, so that is not an error.
+        // persistent in the file, so only the first open changes it. Where
+        // SQLite cannot use WAL (a VFS without shared memory) it answers
+        // with the mode it kept, the rollback journal, which is just as
+        // atomic and only less concurrent, so that is not an error.
         let _mode: String = conn
             .pragma_update_and_check(None, "journal_mode", "WAL", |row| row.get(0))
             .map_err(|e| where_.error("switching to WAL journal mode", &e))?;
@@ -251,6 +251,14 @@ impl SqliteStore {
         expected: Option<Version>,
     ) -> Result<PutResult, StoreError> {
         let where_ = self.where_();
+        if state.job != job {
+            // A caller's bug; storing it would leave a record that every
+            // later read refuses as corrupt.
+            return Err(StoreError::other(format!(
+                "{where_}: refusing to store the state of job {:?} as job {job:?}",
+                state.job
+            )));
+        }
         let doing = || format!("writing the state of job {job:?}");
         let mut conn = self.lock();
         let tx = begin_immediate(&mut conn, where_, &doing)?;

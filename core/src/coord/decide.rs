@@ -452,7 +452,10 @@ fn fate_late_slots(
     let Some(boundary) = boundary else {
         return;
     };
-    let stale = schedule.count_between(state.cursor, boundary.min(before(deadline)));
+    // Of the fated slots, those within the deadline are the fresh ones not
+    // kept; the rest are stale. Arithmetic, not another count over the
+    // outage.
+    let stale = fated - fresh.saturating_sub(keep);
     let busy = !state.leases.is_empty() && spec.overlap == Overlap::Forbid;
     let late_reason = if busy {
         MissReason::Overlap

@@ -153,6 +153,12 @@ impl StateStore for MemoryStore {
         expected: Option<Version>,
     ) -> Result<PutResult, StoreError> {
         self.pause_point().await;
+        if state.job != job {
+            return Err(StoreError::other(format!(
+                "refusing to store job {:?}'s record under {job:?}",
+                state.job
+            )));
+        }
         let fault = self.next_fault();
         if fault == Some(Fault::Unavailable) {
             return Err(unavailable());

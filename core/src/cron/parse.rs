@@ -413,9 +413,18 @@ fn parse_value(
         (Field::Month, _) => "write a month number 1-12 or JAN … DEC".to_string(),
         _ => format!("write a number {min}-{max}"),
     };
+    // A number followed by anything (`5x`), or a word followed by a symbol
+    // (`MON;`): the garbage starts where the number or the word ends.
+    let starts_with_digit = token.starts_with(|c: char| c.is_ascii_digit());
     let first_bad = token
         .char_indices()
-        .find(|(_, c)| !c.is_ascii_alphanumeric())
+        .find(|(_, c)| {
+            if starts_with_digit {
+                !c.is_ascii_digit()
+            } else {
+                !c.is_ascii_alphanumeric()
+            }
+        })
         .map(|(i, _)| i);
     Err(match first_bad {
         Some(i) if i > 0 => ctx.err(

@@ -544,10 +544,14 @@ fn trailing_garbage() {
     assert_eq!(e.kind, TrailingGarbage);
     let e = assert_refused("0 0 * * MON!", Some(Field::DayOfWeek), "MON!", 12);
     assert_eq!(e.kind, TrailingGarbage);
-    // Letters glued to a number: refused, pointing at the token.
-    assert_refused("5x * * * *", Some(Field::Minute), "5x", 1);
+    // Letters glued to a number: trailing garbage, pointing where the
+    // number ends.
+    let e = assert_refused("5x * * * *", Some(Field::Minute), "5x", 2);
+    assert_eq!(e.kind, TrailingGarbage);
+    let e = assert_refused("0 9am * * *", Some(Field::Hour), "9am", 4);
+    assert_eq!(e.kind, TrailingGarbage);
+    // A word that is no name: refused, pointing at the token.
     assert_refused("0 0 1 * MONx", Some(Field::DayOfWeek), "MONx", 9);
-    assert_refused("0 9am * * *", Some(Field::Hour), "9am", 3);
     // A sixth field of junk is a field count error that points at it.
     let e = assert_refused("0 0 * * 1 junk", None, "junk", 11);
     assert!(matches!(e.kind, CronErrorKind::FieldCount { found: 6, .. }));

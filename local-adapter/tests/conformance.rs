@@ -1,0 +1,43 @@
+//! The store conformance suite (the same functions the memory store, and
+//! later DynamoDB and the Durable Object, run) on SQLite: once on a private
+//! in-memory database, once on one file shared by every test, each test
+//! through its own connection, so the tests running in parallel threads
+//! also contend for the file's lock.
+
+use std::path::PathBuf;
+use std::sync::OnceLock;
+
+use cronslot_core::coord::CasCoordinator;
+use cronslot_local::SqliteStore;
+
+mod in_memory {
+    use super::*;
+
+    cronslot_core::conformance_suite!(
+        CasCoordinator::new(SqliteStore::open_in_memory().unwrap(), 7),
+        cronslot_core::coord::exec::block_on,
+        "sqlite-mem"
+    );
+}
+
+/// One file per run of this binary, started afresh so that the suite's
+/// fixed job names do not meet a previous run's records.
+fn shared_file() -> &'static PathBuf {
+    static FILE: OnceLock<PathBuf> = OnceLock::new();
+    FILE.get_or_init(|| {
+        let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("conformance");
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir.join("conformance.db")
+    })
+}
+
+mod on_file {
+    use super::*;
+
+    cronslot_core::conformance_suite!(
+        CasCoordinator::new(SqliteStore::open(shared_file()).unwrap(), 7),
+        cronslot_core::coord::exec::block_on,
+        "sqlite-file"
+    );
+}
