@@ -199,3 +199,54 @@ fn a_new_job_does_not_run_slots_from_before_its_creation() {
         assert_eq!(state.counters.missed_total(), 0);
     });
 }
+
+#[test]
+fn a_normal_run_costs_one_read_and_two_writes() {
+    let (store, c) = coordinator();
+    let spec = job("cost", "hourly", "schedule = \"0 * * * *\"");
+    block_on(async {
+        create(&c, &spec, t0()).await;
+        let (reads, writes) = (store.reads(), store.writes());
+        let Ok(Claim::Claimed(lease)) = c
+            .claim(&spec, at(HOUR + 1), Trigger::Slot(at(HOUR)), "a")
+            .await
+        else {
+            panic!("expected a claim");
+        };
+        c.complete(&spec, lease.fence, None, at(HOUR + 2))
+            .await
+            .expect("complete");
+        assert_eq!(store.reads() - reads, 1, "the claim reads once");
+        assert_eq!(store.writes() - writes, 2, "claim and completion");
+    });
+}
+
+#[test]
+fn a_stale_remembered_record_costs_a_conflict_not_a_wrong_answer() {
+    let store = MemoryStore::new();
+    let a = CasCoordinator::new(store.clone(), 1);
+    let b = CasCoordinator::new(store.clone(), 2);
+    let spec = job(
+        "stale",
+        "minutely",
+        "schedule = \"* * * * *\"\noverlap = \"allow\"\nmax_concurrency = 5\ncatch_up = \"all\"",
+    );
+    block_on(async {
+        create(&a, &spec, t0()).await;
+        let Ok(Claim::Claimed(first)) = a.claim(&spec, at(125), Trigger::Tick, "a").await else {
+            panic!("expected a claim");
+        };
+        // b changes the record behind a's back.
+        let Ok(Claim::Claimed(second)) = b.claim(&spec, at(125), Trigger::Tick, "b").await else {
+            panic!("expected a claim");
+        };
+        assert_ne!(first.slot, second.slot);
+        a.complete(&spec, first.fence, None, at(126))
+            .await
+            .expect("complete");
+        assert_eq!(a.conflicts(), 1, "a's remembered record was stale");
+        let state = b.status(&spec, at(127)).await.expect("status");
+        assert_eq!(state.leases.len(), 1, "b's lease survived a's completion");
+        assert_eq!(state.leases[0].fence, second.fence);
+    });
+}
