@@ -156,3 +156,26 @@ fn a_year_long_outage_is_counted_not_enumerated() {
         assert_eq!(state.counters.missed.get(&MissReason::CatchUp), Some(&7));
     });
 }
+
+#[test]
+fn manual_trigger_runs_the_current_slot_once_even_for_a_new_job() {
+    let c = coordinator();
+    let spec = job("manual", "daily", "schedule = \"0 9 * * *\"");
+    block_on(async {
+        // Nothing has ever planned this job; the 09:00 slot is an hour old.
+        let now = at(10 * HOUR);
+        let Ok(Claim::Claimed(lease)) = c.claim(&spec, now, Trigger::Manual, "op").await else {
+            panic!("the current slot should run");
+        };
+        assert_eq!(lease.slot, at(9 * HOUR));
+        assert_eq!(lease.origin, cronslot_core::coord::Origin::Manual);
+        c.complete(&spec, lease.fence, None, now)
+            .await
+            .expect("complete");
+        let again = c.claim(&spec, now, Trigger::Manual, "op").await;
+        assert_eq!(
+            again,
+            Ok(Claim::Idle(Idle::AlreadyResolved { slot: at(9 * HOUR) }))
+        );
+    });
+}

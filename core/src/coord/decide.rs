@@ -506,10 +506,24 @@ pub fn claim(
             let Some(slot) = spec.schedule.prev_before(add_nanos(now)) else {
                 return Ok(Claim::Idle(nothing_due(spec, state)));
             };
-            if let Some(idle) = duplicate(state, slot, now) {
-                if !matches!(idle, Idle::RetryLater { .. }) {
-                    return Ok(Claim::Idle(idle));
+            match duplicate(state, slot, now) {
+                Some(Idle::AlreadyResolved { .. }) if state.fence == 0 && state.dead.is_empty() => {
+                    // A job that never ran: its current slot predates the
+                    // record (created just now), yet it certainly did not
+                    // run. The operator asked for it: queue it like a
+                    // one-slot backfill.
+                    state.pending.push(PendingRun {
+                        slot,
+                        attempt: 1,
+                        not_before: now,
+                        retry_until: None,
+                        last_error: None,
+                        checkpoint: None,
+                        origin: Origin::Manual,
+                    });
                 }
+                Some(Idle::RetryLater { .. }) | None => {}
+                Some(idle) => return Ok(Claim::Idle(idle)),
             }
             wanted = Some(slot);
         }
