@@ -1,1 +1,8 @@
-//! placeholder
+//! cronslot on AWS: EventBridge (Scheduler and Rules) fires one Lambda; slot
+//! state lives in one DynamoDB table and every decision is stored with a
+//! conditional write.
+
+pub mod dynamo;
+pub mod lambda;
+
+pub use lambda::{JobError, Jobs, ManifestSource, RunContext, run, serve};

@@ -38,6 +38,35 @@ pub enum Command {
     Translate(TranslateArgs),
     /// Check a manifest and print every job with its next three slots.
     Validate(ValidateArgs),
+    /// Run the manifest's jobs on the embedded store (SQLite), each slot once.
+    Run(RunArgs),
+    /// Show each job's last success, next slot, live leases, fence, counts and dead letters.
+    ///
+    /// Also each job's health: ok, STALE (no success within `stale_after`,
+    /// or the bound derived from its schedule; a job that never succeeded
+    /// counts from its first slot), never ran, or paused. Status only reads
+    /// and exits 0 whatever the jobs' health (scripts read the JSON `stale`
+    /// field); 2 on bad input, such as a store that does not exist yet.
+    Status(StatusArgs),
+    /// List or redrive dead letters (slots whose retries are exhausted).
+    Dlq(DlqArgs),
+    /// Pause a job: its slots are skipped (and counted) until it is resumed.
+    Pause(JobArgs),
+    /// Resume a paused job: the next slot runs; slots due while paused stay skipped.
+    Resume(JobArgs),
+    /// Queue past slots of a job to run again (oldest first).
+    Backfill(BackfillArgs),
+    /// Run the current slot of a job now, once (even if it is late).
+    ///
+    /// Claims the job's latest slot at or before now as a runner would (a
+    /// new fence, the job's overlap policy), runs its command here with the
+    /// CRONSLOT_* environment and the job's timeout, and records the
+    /// outcome. Command jobs only: http and Rust function jobs are refused
+    /// before anything is claimed (their runner runs them). Exits 0 when the
+    /// run succeeded; 1 when nothing ran (the slot already ran, is running,
+    /// or the job is paused) or the run failed (retried or dead-lettered as
+    /// usual); 2 on bad input.
+    Trigger(JobArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     Completions {
         #[arg(value_enum)]
@@ -151,6 +180,117 @@ pub struct ValidateArgs {
     /// Print the next slots after this RFC 3339 instant (default: now).
     #[arg(long, value_name = "RFC3339")]
     pub after: Option<String>,
+}
+
+/// Where job state lives, and the manifest that defines the jobs.
+#[derive(Debug, Args)]
+pub struct StoreArgs {
+    /// The store: sqlite:PATH (the embedded default).
+    #[arg(long, value_name = "URL", default_value = "sqlite:cronslot.db")]
+    pub store: String,
+    /// The manifest that defines the jobs.
+    #[arg(long, value_name = "FILE", default_value = "cronslot.toml")]
+    pub manifest: PathBuf,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LogFormat {
+    Pretty,
+    Json,
+}
+
+#[derive(Debug, Args)]
+#[command(after_help = "Example (three competing workers, a minute per second, 45 minutes):\n  \
+                        cronslot run examples/cronslot.toml --store sqlite:demo-out/cronslot.db \
+                        --workers 3 --speed 60 --until +45m")]
+pub struct RunArgs {
+    /// The manifest whose jobs to run.
+    #[arg(value_name = "MANIFEST", default_value = "cronslot.toml")]
+    pub manifest: PathBuf,
+    /// The store: sqlite:PATH.
+    #[arg(long, value_name = "URL", default_value = "sqlite:cronslot.db")]
+    pub store: String,
+    /// Clock speed: 60 makes a minute pass per second (demos and tests).
+    #[arg(long, default_value_t = 1.0)]
+    pub speed: f64,
+    /// Stop at this RFC 3339 instant, or after +DURATION (e.g. +45m) of clock time.
+    #[arg(long, value_name = "RFC3339|+DURATION")]
+    pub until: Option<String>,
+    /// Competing workers in this process, each with its own owner id.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub workers: u32,
+    /// Log lines: one per run, human-readable or JSON.
+    #[arg(long, value_enum, default_value = "pretty")]
+    pub log_format: LogFormat,
+}
+
+#[derive(Debug, Args)]
+pub struct StatusArgs {
+    #[command(flatten)]
+    pub store: StoreArgs,
+    /// Only this job.
+    #[arg(long, value_name = "NAME")]
+    pub job: Option<String>,
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: Format,
+}
+
+#[derive(Debug, Args)]
+pub struct DlqArgs {
+    #[command(subcommand)]
+    pub action: DlqAction,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum DlqAction {
+    /// List dead letters: slot, attempts, last error, fence.
+    List {
+        #[command(flatten)]
+        store: StoreArgs,
+        /// Only this job.
+        #[arg(long, value_name = "NAME")]
+        job: Option<String>,
+        #[arg(long, value_enum, default_value = "text")]
+        format: Format,
+    },
+    /// Send dead letters back to run, with a fresh attempt budget.
+    Redrive {
+        #[command(flatten)]
+        store: StoreArgs,
+        /// The job whose dead letters to redrive.
+        #[arg(value_name = "JOB")]
+        job: String,
+        /// Only this slot (RFC 3339); default: every dead letter of the job.
+        #[arg(long, value_name = "RFC3339")]
+        slot: Option<String>,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct JobArgs {
+    /// The job's name.
+    #[arg(value_name = "JOB")]
+    pub job: String,
+    #[command(flatten)]
+    pub store: StoreArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct BackfillArgs {
+    /// The job's name.
+    #[arg(value_name = "JOB")]
+    pub job: String,
+    /// First slot instant to include (RFC 3339).
+    #[arg(long, value_name = "RFC3339")]
+    pub from: String,
+    /// Last slot instant to include (RFC 3339, not in the future).
+    #[arg(long, value_name = "RFC3339")]
+    pub to: String,
+    /// List the slots that would be queued, change nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    #[command(flatten)]
+    pub store: StoreArgs,
 }
 
 pub fn print_completions(shell: Shell) {

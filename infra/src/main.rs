@@ -5,7 +5,9 @@
 //! translation that cannot be exact.
 
 mod cli;
+mod run_cmd;
 mod schedule_cmds;
+mod store_cmds;
 mod validate;
 
 use std::process::ExitCode;
@@ -40,6 +42,13 @@ fn main() -> ExitCode {
         Command::Explain(args) => schedule_cmds::explain(args),
         Command::Translate(args) => schedule_cmds::translate(args),
         Command::Validate(args) => validate::validate(args),
+        Command::Run(args) => run_cmd::run(args),
+        Command::Status(args) => store_cmds::status(args),
+        Command::Dlq(args) => store_cmds::dlq(args),
+        Command::Pause(args) => store_cmds::pause(args),
+        Command::Resume(args) => store_cmds::resume(args),
+        Command::Backfill(args) => store_cmds::backfill(args),
+        Command::Trigger(args) => store_cmds::trigger(args),
         Command::Completions { shell } => {
             cli::print_completions(shell);
             Ok(())

@@ -179,3 +179,70 @@ fn manual_trigger_runs_the_current_slot_once_even_for_a_new_job() {
         );
     });
 }
+
+#[test]
+fn a_dedicated_trigger_for_a_new_jobs_first_slot_runs_it() {
+    let c = coordinator();
+    let spec = job(
+        "first",
+        "dedicated",
+        "schedule = \"0 9 * * *\"\ntrigger = \"dedicated\"",
+    );
+    block_on(async {
+        // No record yet; the platform delivers the 09:00 slot a little late.
+        let now = at(9 * HOUR + 3);
+        let claim = c
+            .claim(&spec, now, Trigger::Slot(at(9 * HOUR)), "lambda")
+            .await;
+        let Ok(Claim::Claimed(lease)) = claim else {
+            panic!("the first slot must run, got {claim:?}");
+        };
+        assert_eq!(lease.slot, at(9 * HOUR));
+    });
+}
+
+#[test]
+fn an_oversized_record_sheds_then_pauses_instead_of_failing_to_write() {
+    use cronslot_core::coord::decide::fit_record;
+    use cronslot_core::coord::{JobState, PendingRun, encode_state};
+    let mut state = JobState::new("big", "h", t0(), false);
+    for i in 0..1000 {
+        state.pending.push(PendingRun {
+            slot: at(i * 60),
+            attempt: 2,
+            not_before: at(i * 60),
+            retry_until: None,
+            last_error: Some("e".repeat(1000)),
+            checkpoint: Some("c".repeat(4000)),
+            origin: cronslot_core::coord::Origin::Backfill,
+        });
+    }
+    assert!(fit_record(&mut state));
+    assert!(encode_state(&state).len() <= cronslot_core::coord::MAX_RECORD_BYTES);
+    assert!(!state.paused, "shedding checkpoints and errors was enough");
+    assert_eq!(state.pending.len(), 1000, "no pending run is lost");
+    // Far too many leases to shed: the job pauses and says why.
+    let mut state = JobState::new("big", "h", t0(), false);
+    for i in 0..3000 {
+        state.leases.push(cronslot_core::coord::Lease {
+            owner: "o".repeat(100),
+            slot: at(i),
+            fence: i as u64,
+            attempt: 1,
+            claimed_at: t0(),
+            expires_at: t0(),
+            checkpoint: Some("c".repeat(100)),
+            origin: cronslot_core::coord::Origin::Schedule,
+            retry_until: None,
+        });
+    }
+    fit_record(&mut state);
+    assert!(state.paused);
+    assert!(
+        state
+            .paused_reason
+            .as_deref()
+            .unwrap_or("")
+            .contains("outgrew")
+    );
+}

@@ -198,6 +198,13 @@ impl<S> CasCoordinator<S> {
         }
     }
 
+    /// The last record this coordinator read or wrote for `job`, with its
+    /// version (a store's transactional completion starts from it instead
+    /// of reading again). May be stale: a write conditioned on it tells.
+    pub fn known(&self, job: &str) -> Option<Versioned<JobState>> {
+        self.known.borrow().get(job).cloned()
+    }
+
     /// Conditional writes that lost to another writer so far: each one is a
     /// duplicate claim or a stale update that the store refused.
     pub fn conflicts(&self) -> u64 {
@@ -235,7 +242,7 @@ impl<S: StateStore> CasCoordinator<S> {
     async fn update<T, E>(
         &self,
         spec: &JobSpec,
-        now: Timestamp,
+        created: Timestamp,
         fresh: bool,
         mut op: impl FnMut(&mut JobState, &mut dyn RandomSource) -> Result<T, E>,
     ) -> Result<T, CoordError>
@@ -260,12 +267,13 @@ impl<S: StateStore> CasCoordinator<S> {
             let (mut next, expected) = match &current {
                 Some(v) => (v.value.clone(), Some(v.version)),
                 None => (
-                    JobState::new(job, &spec.spec_hash(), now, spec.paused),
+                    JobState::new(job, &spec.spec_hash(), created, spec.paused),
                     None,
                 ),
             };
             let mut rng = self.random();
             let out = op(&mut next, &mut rng)?;
+            decide::fit_record(&mut next);
             if let Some(v) = &current {
                 if v.value == next {
                     return Ok(out);
@@ -355,7 +363,8 @@ impl<S: StateStore + EffectLedger> Coordinator for CasCoordinator<S> {
         trigger: Trigger,
         owner: &str,
     ) -> Result<Claim, CoordError> {
-        self.update(spec, now, true, |state, rng| {
+        let created = decide::creation_instant(now, trigger);
+        self.update(spec, created, true, |state, rng| {
             decide::claim(spec, state, now, trigger, owner, rng)
         })
         .await

@@ -27,6 +27,11 @@ pub const MAX_ERROR_BYTES: usize = 1024;
 /// Largest result a completion may carry, in bytes.
 pub const MAX_RESULT_BYTES: usize = 1024;
 
+/// The most an encoded record may take. DynamoDB items stop at 400 KB; the
+/// rest is headroom for the item's other attributes. Every store enforces the
+/// same budget (see `decide::fit_record`), so a record that fits one fits all.
+pub const MAX_RECORD_BYTES: usize = 350 * 1024;
+
 /// Why a slot did not run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -259,6 +264,10 @@ pub struct JobState {
     pub counters: Counters,
     #[serde(default)]
     pub paused: bool,
+    /// Why cronslot paused the job itself (its record outgrew the budget);
+    /// `None` when an operator paused it or it runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub paused_reason: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_success: Option<RunRecord>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -282,6 +291,7 @@ impl JobState {
             history: Vec::new(),
             counters: Counters::default(),
             paused,
+            paused_reason: None,
             last_success: None,
             last_schedule_change: None,
         }

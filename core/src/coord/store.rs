@@ -217,6 +217,14 @@ pub fn decide_finish(
     now: Timestamp,
 ) -> (EffectFinish, Option<EffectRecord>) {
     match current {
+        // Finishing again what this fence already finished (an answer that
+        // was lost on the way back) is recorded, not refused.
+        Some(rec)
+            if rec.fence == fence
+                && matches!(&rec.state, EffectState::Done { result: r, .. } if r == result) =>
+        {
+            (EffectFinish::Recorded, None)
+        }
         Some(rec) if rec.fence == fence && matches!(rec.state, EffectState::InProgress { .. }) => (
             EffectFinish::Recorded,
             Some(EffectRecord {

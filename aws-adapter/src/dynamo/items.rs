@@ -1,0 +1,283 @@
+//! The item layout of the single table, and reading items back.
+//!
+//! | item | `pk` (S, the key) | attributes |
+//! |---|---|---|
+//! | job state | `job#<name>` | `ver` (N), `state` (S: JSON of `encode_state`), `updated_at` (S: RFC 3339, informational) |
+//! | effect | `effect#<key>` | `record` (S: JSON of `EffectRecord`), `rev` (N), `ttl` (N: epoch seconds) |
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use aws_sdk_dynamodb::types::AttributeValue;
+use cronslot_core::coord::{
+    EffectRecord, EffectState, JobState, StoreError, StoreErrorKind, Version, Versioned,
+    decode_state,
+};
+
+pub(crate) const PK: &str = "pk";
+pub(crate) const VER: &str = "ver";
+pub(crate) const STATE: &str = "state";
+pub(crate) const UPDATED_AT: &str = "updated_at";
+pub(crate) const RECORD: &str = "record";
+pub(crate) const REV: &str = "rev";
+/// The attribute the table's TTL is enabled on.
+pub const TTL_ATTRIBUTE: &str = "ttl";
+
+pub(crate) const JOB_PREFIX: &str = "job#";
+pub(crate) const EFFECT_PREFIX: &str = "effect#";
+
+/// DynamoDB's item size limit: 400 KB, attribute names included.
+pub const MAX_ITEM_BYTES: usize = 400 * 1024;
+
+/// DynamoDB's limit on a partition key value.
+pub(crate) const MAX_PARTITION_KEY_BYTES: usize = 2048;
+
+pub(crate) type Item = HashMap<String, AttributeValue>;
+
+pub(crate) fn job_pk(job: &str) -> String {
+    format!("{JOB_PREFIX}{job}")
+}
+
+pub(crate) fn effect_pk(key: &str) -> String {
+    format!("{EFFECT_PREFIX}{key}")
+}
+
+pub(crate) fn key_of(pk: String) -> Item {
+    HashMap::from([(PK.to_string(), AttributeValue::S(pk))])
+}
+
+/// A job item as stored: the version and the exact text, kept so a write
+/// can recognise its own record (a retried write that already landed).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct RawState {
+    pub version: Version,
+    pub text: String,
+}
+
+pub(crate) fn state_item(job: &str, version: Version, text: &str, updated_at: String) -> Item {
+    HashMap::from([
+        (PK.to_string(), AttributeValue::S(job_pk(job))),
+        (VER.to_string(), AttributeValue::N(version.to_string())),
+        (STATE.to_string(), AttributeValue::S(text.to_string())),
+        (UPDATED_AT.to_string(), AttributeValue::S(updated_at)),
+    ])
+}
+
+fn corrupt(table: &str, what: &str, message: impl std::fmt::Display) -> StoreError {
+    StoreError::new(
+        StoreErrorKind::Corrupt,
+        format!("DynamoDB table {table}: {what}: {message}"),
+    )
+}
+
+fn number(table: &str, what: &str, item: &Item, name: &str) -> Result<u64, StoreError> {
+    match item.get(name) {
+        Some(AttributeValue::N(n)) => n.parse::<u64>().map_err(|_| {
+            corrupt(
+                table,
+                what,
+                format!("attribute {name} holds {n:?}, not a whole number"),
+            )
+        }),
+        Some(_) => Err(corrupt(
+            table,
+            what,
+            format!("attribute {name} is not a number"),
+        )),
+        None => Err(corrupt(table, what, format!("attribute {name} is missing"))),
+    }
+}
+
+fn string<'a>(table: &str, what: &str, item: &'a Item, name: &str) -> Result<&'a str, StoreError> {
+    match item.get(name) {
+        Some(AttributeValue::S(s)) => Ok(s),
+        Some(_) => Err(corrupt(
+            table,
+            what,
+            format!("attribute {name} is not a string"),
+        )),
+        None => Err(corrupt(table, what, format!("attribute {name} is missing"))),
+    }
+}
+
+/// The version and text of a job item, without decoding the state.
+pub(crate) fn read_raw_state(table: &str, job: &str, item: &Item) -> Result<RawState, StoreError> {
+    let what = format!("the item of job {job:?}");
+    Ok(RawState {
+        version: number(table, &what, item, VER)?,
+        text: string(table, &what, item, STATE)?.to_string(),
+    })
+}
+
+pub(crate) fn decode_raw_state(
+    table: &str,
+    job: &str,
+    raw: RawState,
+) -> Result<Versioned<JobState>, StoreError> {
+    let value = decode_state(job, &raw.text).map_err(|e| {
+        // The decode error names the job.
+        StoreError::new(
+            StoreErrorKind::Corrupt,
+            format!("DynamoDB table {table}: {e}"),
+        )
+    })?;
+    Ok(Versioned {
+        value,
+        version: raw.version,
+    })
+}
+
+/// An effect item as stored: `rev` guards its conditional replacement, the
+/// text lets a retried write recognise its own record.
+#[derive(Debug, Clone)]
+pub(crate) struct StoredEffect {
+    pub rev: u64,
+    pub text: String,
+    pub record: EffectRecord,
+}
+
+pub(crate) fn read_effect_item(
+    table: &str,
+    key: &str,
+    item: &Item,
+) -> Result<StoredEffect, StoreError> {
+    let what = format!("effect {key:?}");
+    let rev = number(table, &what, item, REV)?;
+    let text = string(table, &what, item, RECORD)?.to_string();
+    let record: EffectRecord = serde_json::from_str(&text)
+        .map_err(|e| corrupt(table, &what, format!("the record cannot be read ({e})")))?;
+    if record.key != key {
+        return Err(corrupt(
+            table,
+            &what,
+            format!("the record belongs to effect {:?}", record.key),
+        ));
+    }
+    Ok(StoredEffect { rev, text, record })
+}
+
+pub(crate) fn effect_item(
+    record: &EffectRecord,
+    text: &str,
+    rev: u64,
+    retention: Duration,
+) -> Item {
+    HashMap::from([
+        (PK.to_string(), AttributeValue::S(effect_pk(&record.key))),
+        (RECORD.to_string(), AttributeValue::S(text.to_string())),
+        (REV.to_string(), AttributeValue::N(rev.to_string())),
+        (
+            TTL_ATTRIBUTE.to_string(),
+            AttributeValue::N(effect_ttl(record, retention).to_string()),
+        ),
+    ])
+}
+
+/// When DynamoDB may delete an effect item (epoch seconds): a hold when it
+/// lapses (a deleted hold reads as "no entry", which `decide_begin` treats
+/// like a lapsed one), a done entry after the retention period, long after
+/// any retry of its slot.
+pub(crate) fn effect_ttl(record: &EffectRecord, retention: Duration) -> i64 {
+    match &record.state {
+        EffectState::InProgress { expires_at } => {
+            let secs = expires_at.as_second();
+            if expires_at.subsec_nanosecond() > 0 {
+                secs.saturating_add(1)
+            } else {
+                secs
+            }
+        }
+        EffectState::Done { done_at, .. } => done_at
+            .as_second()
+            .saturating_add(i64::try_from(retention.as_secs()).unwrap_or(i64::MAX)),
+    }
+}
+
+/// The size DynamoDB counts for an item: attribute names plus values
+/// (strings and binaries by bytes; numbers at most 21 bytes).
+pub(crate) fn item_size(item: &Item) -> usize {
+    item.iter().map(|(k, v)| k.len() + value_size(v)).sum()
+}
+
+fn value_size(v: &AttributeValue) -> usize {
+    match v {
+        AttributeValue::S(s) => s.len(),
+        AttributeValue::N(_) => 21,
+        AttributeValue::B(b) => b.as_ref().len(),
+        AttributeValue::Bool(_) | AttributeValue::Null(_) => 1,
+        AttributeValue::Ss(l) => l.iter().map(String::len).sum(),
+        AttributeValue::Ns(l) => 21 * l.len(),
+        AttributeValue::Bs(l) => l.iter().map(|b| b.as_ref().len()).sum(),
+        AttributeValue::L(l) => 3 + l.iter().map(|v| 1 + value_size(v)).sum::<usize>(),
+        AttributeValue::M(m) => {
+            3 + m
+                .iter()
+                .map(|(k, v)| 1 + k.len() + value_size(v))
+                .sum::<usize>()
+        }
+        // A type this SDK does not know: count it as large as possible so
+        // the check stays on the safe side.
+        _ => MAX_ITEM_BYTES,
+    }
+}
+
+/// A short, readable form of an item's key attributes for messages.
+pub(crate) fn describe_key(key: &Item) -> String {
+    let mut parts: Vec<String> = key
+        .iter()
+        .map(|(k, v)| {
+            let value = match v {
+                AttributeValue::S(s) => format!("{s:?}"),
+                AttributeValue::N(n) => n.clone(),
+                AttributeValue::B(b) => format!("<{} bytes>", b.as_ref().len()),
+                other => format!("{other:?}"),
+            };
+            format!("{k}={value}")
+        })
+        .collect();
+    parts.sort();
+    parts.join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cronslot_core::coord::EffectState;
+
+    #[test]
+    fn hold_ttl_rounds_up_done_ttl_adds_retention() {
+        let at: jiff::Timestamp = "2026-01-05T00:00:00.5Z".parse().unwrap();
+        let mut record = EffectRecord {
+            key: "k".into(),
+            owner: "o".into(),
+            fence: 1,
+            state: EffectState::InProgress { expires_at: at },
+        };
+        let secs = at.as_second();
+        assert_eq!(effect_ttl(&record, Duration::from_secs(10)), secs + 1);
+        record.state = EffectState::Done {
+            result: "r".into(),
+            done_at: at,
+        };
+        assert_eq!(effect_ttl(&record, Duration::from_secs(10)), secs + 10);
+    }
+
+    #[test]
+    fn size_counts_names_and_values() {
+        let item = state_item("j", 7, "abc", "t".into());
+        // pk: 2 + 5, ver: 3 + 21, state: 5 + 3, updated_at: 10 + 1.
+        assert_eq!(item_size(&item), 7 + 24 + 8 + 11);
+    }
+
+    #[test]
+    fn corrupt_items_are_refused_with_the_job_named() {
+        let mut item = state_item("j", 7, "{}", "t".into());
+        item.insert(VER.into(), AttributeValue::S("7".into()));
+        let err = read_raw_state("tbl", "j", &item).unwrap_err();
+        assert_eq!(err.kind, StoreErrorKind::Corrupt);
+        assert!(
+            err.message.contains("\"j\"") && err.message.contains("ver"),
+            "{err}"
+        );
+    }
+}

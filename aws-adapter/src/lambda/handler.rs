@@ -1,0 +1,688 @@
+//! One invocation: decode the event, check it against the manifest, claim,
+//! run, record, report. Generic over the store, so tests drive it against
+//! memory with a fake clock and a fake deadline, without the Lambda runtime.
+
+use std::cell::Cell;
+use std::collections::BTreeMap;
+use std::rc::Rc;
+use std::time::Duration;
+
+use cronslot_core::coord::exec::join_all;
+use cronslot_core::coord::{
+    CasCoordinator, Claim, CoordError, Coordinator, EffectLedger, FailOutcome, Idle, Lease,
+    StateStore, Trigger, format_instant,
+};
+use cronslot_core::manifest::{Action, JobSpec, Manifest, Trigger as Mode, format_duration};
+use jiff::{SignedDuration, Timestamp};
+use serde_json::{Value, json};
+
+use super::error::{ErrorKind, HandlerError};
+use super::event::{self, EventError, Work};
+use super::http::{HttpCall, HttpRunner};
+use super::init::{self, InitError};
+use super::jobs::{JobError, Jobs, RunContext, RunFacts};
+use super::ledger::RunLedger;
+use super::log::{self, LogSink, RunEnd, RunReport};
+use super::observe::{Fates, Observed};
+
+/// Supplies `now`: the system clock in Lambda, a fake one in tests.
+pub type Clock = Rc<dyn Fn() -> Timestamp>;
+
+/// A run is cut this long before the invocation's deadline, so that its
+/// failure can still be written before Lambda stops the process.
+pub const RESERVE: Duration = Duration::from_secs(1);
+
+/// Another due slot is claimed only if the time left exceeds the longest
+/// run so far in this invocation by this much.
+pub const CATCH_UP_MARGIN: Duration = Duration::from_secs(2);
+
+/// A bound on the runs of one job in one invocation, whatever the clock
+/// says (the catch-up policies bound them already; this guards the loop).
+pub const MAX_RUNS: usize = 1000;
+
+/// What the handler takes from its surroundings.
+pub struct Host {
+    pub clock: Clock,
+    pub log: LogSink,
+    /// Seeds retry jitter.
+    pub seed: u64,
+}
+
+impl Host {
+    /// The system clock, stdout, a seed from the clock and process id.
+    pub fn system() -> Host {
+        let nanos = Timestamp::now().as_nanosecond();
+        let seed = (nanos as u64) ^ (u64::from(std::process::id()) << 32);
+        Host {
+            clock: Rc::new(Timestamp::now),
+            log: log::stdout(),
+            seed,
+        }
+    }
+}
+
+/// One Lambda invocation's identity and deadline.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Invocation {
+    /// The Lambda request id: the owner of every lease this invocation takes.
+    pub request_id: String,
+    /// When Lambda stops the invocation.
+    pub deadline: Timestamp,
+}
+
+/// The coordinator of one invocation.
+type Coord<S> = Rc<CasCoordinator<Observed<S>>>;
+
+/// Makes the store of one invocation (a DynamoDB store bounded by the
+/// invocation's deadline; a shared memory store in tests).
+pub type StoreFactory<S> = Box<dyn Fn(&Invocation) -> S>;
+
+/// The function's state across invocations: the manifest, the registered
+/// functions, the store factory, the HTTP client (and its connection pool).
+///
+/// Each invocation gets its own coordinator: its remembered records and
+/// observed counters never leak into the next invocation.
+pub struct Handler<S> {
+    manifest: Manifest,
+    specs: BTreeMap<String, Rc<JobSpec>>,
+    jobs: Jobs,
+    stores: StoreFactory<S>,
+    seed: Cell<u64>,
+    http: HttpRunner,
+    clock: Clock,
+    log: LogSink,
+}
+
+/// What serving one job in one invocation came to.
+struct JobReport {
+    runs: Vec<Value>,
+    idle: Vec<Value>,
+    errors: Vec<HandlerError>,
+}
+
+/// How one run went.
+struct RunResult {
+    summary: Value,
+    duration: Duration,
+    error: Option<HandlerError>,
+}
+
+impl<S: StateStore + EffectLedger + 'static> Handler<S> {
+    /// Checks the manifest against the registered functions (see
+    /// [`init::check`]) and builds the handler.
+    pub fn new(
+        manifest: Manifest,
+        jobs: Jobs,
+        stores: impl Fn(&Invocation) -> S + 'static,
+        host: Host,
+    ) -> Result<Handler<S>, InitError> {
+        let warnings = init::check(&manifest, &jobs)?;
+        for warning in warnings {
+            (host.log)(&json!({"level": "warn", "msg": "init", "warning": warning}).to_string());
+        }
+        let specs = manifest
+            .jobs
+            .iter()
+            .map(|s| (s.name.as_str().to_string(), Rc::new(s.clone())))
+            .collect();
+        Ok(Handler {
+            manifest,
+            specs,
+            jobs,
+            stores: Box::new(stores),
+            seed: Cell::new(host.seed),
+            http: HttpRunner::new(),
+            clock: host.clock,
+            log: host.log,
+        })
+    }
+
+    pub fn manifest(&self) -> &Manifest {
+        &self.manifest
+    }
+
+    /// A coordinator for one invocation, with its own jitter seed.
+    fn coordinator(&self, inv: &Invocation) -> Coord<S> {
+        let seed = self.seed.get().wrapping_add(0x9e37_79b9_7f4a_7c15);
+        self.seed.set(seed);
+        Rc::new(CasCoordinator::new(Observed::new((self.stores)(inv)), seed))
+    }
+
+    fn emit(&self, line: &Value) {
+        (self.log)(&line.to_string());
+    }
+
+    /// Handles one event. `Ok` carries a summary of what ran; every failure
+    /// is an `Err` (see [`ErrorKind`] for which ones a retry can fix).
+    pub async fn handle(&self, payload: &Value, inv: &Invocation) -> Result<Value, HandlerError> {
+        let event = match event::decode(payload) {
+            Ok(event) => event,
+            Err(e) => return Err(self.invalid(inv, None, &e)),
+        };
+        let work = match event::resolve(&event, &self.manifest) {
+            Ok(work) => work,
+            Err(e) => {
+                let known = event.job().filter(|j| self.manifest.job(j).is_some());
+                return Err(self.invalid(inv, known, &e));
+            }
+        };
+        let now = (self.clock)();
+        let coord = self.coordinator(inv);
+        let (reports, summary) = match work {
+            Work::Slot { spec, slot } => {
+                let spec = self.spec(spec)?;
+                if let Err(e) = self.check_lease(&spec, inv, now) {
+                    return Err(self.fail_with(inv, Some(spec.name.as_str()), e));
+                }
+                let report = self.serve(&coord, spec.clone(), Trigger::Slot(slot), inv).await;
+                let summary = json!({
+                    "trigger": "slot",
+                    "source": event.source_name(),
+                    "job": spec.name.as_str(),
+                    "slot": format_instant(slot),
+                });
+                (vec![report], summary)
+            }
+            Work::Tick { time } => {
+                let mut refused = Vec::new();
+                let mut serving = Vec::new();
+                for spec in self.specs.values().filter(|s| s.trigger == Mode::Tick) {
+                    match self.check_lease(spec, inv, now) {
+                        Ok(()) => serving.push(self.serve(&coord, spec.clone(), Trigger::Tick, inv)),
+                        Err(e) => refused.push(e),
+                    }
+                }
+                let mut reports = join_all(serving).await;
+                reports.push(JobReport {
+                    runs: Vec::new(),
+                    idle: Vec::new(),
+                    errors: refused,
+                });
+                let lag = now.as_millisecond() - time.as_millisecond();
+                let summary = json!({
+                    "trigger": "tick",
+                    "source": event.source_name(),
+                    "tick_time": format_instant(time),
+                    "tick_lag_ms": lag,
+                });
+                (reports, summary)
+            }
+        };
+        self.conclude(inv, reports, summary)
+    }
+
+    fn spec(&self, spec: &JobSpec) -> Result<Rc<JobSpec>, HandlerError> {
+        self.specs.get(spec.name.as_str()).cloned().ok_or_else(|| {
+            HandlerError::new(
+                ErrorKind::InvalidEvent,
+                format!("unknown job {:?}", spec.name.as_str()),
+            )
+        })
+    }
+
+    fn conclude(
+        &self,
+        inv: &Invocation,
+        reports: Vec<JobReport>,
+        mut summary: Value,
+    ) -> Result<Value, HandlerError> {
+        let mut runs = Vec::new();
+        let mut idle = Vec::new();
+        let mut errors = Vec::new();
+        for r in reports {
+            runs.extend(r.runs);
+            idle.extend(r.idle);
+            errors.extend(r.errors);
+        }
+        if let Some(error) = HandlerError::combine(errors) {
+            return Err(self.fail_with(inv, None, error));
+        }
+        if let Value::Object(map) = &mut summary {
+            map.insert("runs".into(), Value::Array(runs));
+            map.insert("idle".into(), Value::Array(idle));
+        }
+        Ok(summary)
+    }
+
+    fn invalid(&self, inv: &Invocation, job: Option<&str>, e: &EventError) -> HandlerError {
+        let error = HandlerError::new(ErrorKind::InvalidEvent, e.to_string());
+        let at = (self.clock)();
+        self.emit(&log::error_line(&inv.request_id, job, &error, Some(&e.path), at));
+        error
+    }
+
+    fn fail_with(&self, inv: &Invocation, job: Option<&str>, error: HandlerError) -> HandlerError {
+        let at = (self.clock)();
+        self.emit(&log::error_line(&inv.request_id, job, &error, None, at));
+        error
+    }
+
+    /// The lease must outlast the invocation (plus the skew margin): a run
+    /// cannot heartbeat inside Lambda, so a lease shorter than the time
+    /// Lambda may let it run would let a second copy start.
+    fn check_lease(&self, spec: &JobSpec, inv: &Invocation, now: Timestamp) -> Result<(), HandlerError> {
+        let remaining = until(now, inv.deadline);
+        let needed = remaining.saturating_add(spec.skew_margin);
+        if spec.lease >= needed {
+            return Ok(());
+        }
+        let up = |d: Duration| format_duration(Duration::from_secs(d.as_secs() + u64::from(d.subsec_nanos() > 0)));
+        let timeout_max = spec.lease.saturating_sub(spec.skew_margin);
+        Err(HandlerError::new(
+            ErrorKind::Misconfigured,
+            format!(
+                "job {:?}: its lease {} is shorter than the function's remaining time {} plus the skew margin {}, so a run could outlive its lease and a second copy could start; raise the job's lease to at least {}, or lower the function timeout to at most {} (lease − skew margin)",
+                spec.name.as_str(),
+                format_duration(spec.lease),
+                up(remaining),
+                format_duration(spec.skew_margin),
+                up(needed),
+                format_duration(timeout_max),
+            ),
+        ))
+    }
+
+    /// Claims and runs one job's slots: the first claim with `first`, then
+    /// (while slots are due and time allows) with a tick, so that
+    /// `catch_up = "all"` runs every kept late slot.
+    async fn serve(
+        &self,
+        coord: &Coord<S>,
+        spec: Rc<JobSpec>,
+        first: Trigger,
+        inv: &Invocation,
+    ) -> JobReport {
+        let job = spec.name.as_str();
+        let mut report = JobReport {
+            runs: Vec::new(),
+            idle: Vec::new(),
+            errors: Vec::new(),
+        };
+        let mut trigger = first;
+        let mut backfilled = false;
+        let mut longest = Duration::ZERO;
+        for _ in 0..MAX_RUNS {
+            let now = (self.clock)();
+            let claim = coord
+                .claim(&spec, now, trigger, &inv.request_id)
+                .await;
+            let fates = coord.store().take_fates(job);
+            match claim {
+                Err(e) => {
+                    self.fates(inv, job, fates);
+                    report.errors.push(coord_error(job, "claim", &e));
+                    break;
+                }
+                Ok(Claim::Idle(idle)) => {
+                    self.fates(inv, job, fates);
+                    if let (Trigger::Slot(slot), Idle::AlreadyResolved { .. }) = (trigger, &idle) {
+                        if !backfilled && self.first_delivery(coord, &spec, slot, now) {
+                            backfilled = true;
+                            match self.recover_first_slot(coord, &spec, slot, now).await {
+                                Ok(true) => continue,
+                                Ok(false) => {}
+                                Err(e) => {
+                                    report.errors.push(e);
+                                    break;
+                                }
+                            }
+                        }
+                    }
+                    self.idle(&mut report, &spec, trigger, idle, inv, now);
+                    break;
+                }
+                Ok(Claim::Claimed(lease)) => {
+                    let run = self.run(coord, &spec, lease, inv, fates).await;
+                    longest = longest.max(run.duration);
+                    report.runs.push(run.summary);
+                    if let Some(e) = run.error {
+                        report.errors.push(e);
+                        break;
+                    }
+                }
+            }
+            let now = (self.clock)();
+            if !self.more_due(coord, &spec, now) {
+                break;
+            }
+            let left = until(now, inv.deadline);
+            if left < longest.saturating_add(CATCH_UP_MARGIN).saturating_add(RESERVE) {
+                self.emit(&json!({
+                    "level": "warn",
+                    "msg": "catch_up_deferred",
+                    "request_id": inv.request_id,
+                    "job": job,
+                    "reason": format!(
+                        "{} left, the longest run took {}: the next trigger runs the rest",
+                        format_duration(left),
+                        format_duration(longest)
+                    ),
+                }));
+                break;
+            }
+            trigger = Trigger::Tick;
+        }
+        report
+    }
+
+    /// Did this very claim create the job's record, for a slot so recent
+    /// that the job must have existed when it came due? Then the slot was
+    /// judged "before the job's creation" only because its own delivery is
+    /// the first time any coordinator saw the job.
+    fn first_delivery(&self, coord: &Coord<S>, spec: &JobSpec, slot: Timestamp, now: Timestamp) -> bool {
+        let age = until(slot, now);
+        coord.store().created(spec.name.as_str()) && age <= spec.starting_deadline
+    }
+
+    /// Queues the slot again (a backfill of exactly that slot), so the next
+    /// claim runs it. Only the invocation whose conditional write created
+    /// the record does this, so the slot is queued once.
+    async fn recover_first_slot(
+        &self,
+        coord: &Coord<S>,
+        spec: &JobSpec,
+        slot: Timestamp,
+        now: Timestamp,
+    ) -> Result<bool, HandlerError> {
+        match coord.backfill(spec, slot, slot, now, false).await {
+            Ok(queued) => Ok(!queued.is_empty()),
+            Err(e) => Err(coord_error(spec.name.as_str(), "queue the first slot", &e)),
+        }
+    }
+
+    /// Is another slot or retry of the job due, judging by the record the
+    /// last write left? (Costs no request; a wrong guess costs one read.)
+    fn more_due(&self, coord: &Coord<S>, spec: &JobSpec, now: Timestamp) -> bool {
+        let Some(state) = coord.store().known(spec.name.as_str()) else {
+            return false;
+        };
+        if state.paused {
+            return false;
+        }
+        let retry = state.pending.iter().any(|p| p.not_before <= now);
+        let slot = spec
+            .schedule
+            .next_after(state.cursor)
+            .is_some_and(|s| s <= now && spec.in_window(s));
+        retry || slot
+    }
+
+    fn fates(&self, inv: &Invocation, job: &str, fates: Fates) {
+        if let Some(line) = log::fates_line(&inv.request_id, job, fates, (self.clock)()) {
+            self.emit(&line);
+        }
+    }
+
+    fn idle(
+        &self,
+        report: &mut JobReport,
+        spec: &JobSpec,
+        trigger: Trigger,
+        idle: Idle,
+        inv: &Invocation,
+        now: Timestamp,
+    ) {
+        let job = spec.name.as_str();
+        let dedicated = matches!(trigger, Trigger::Slot(_));
+        let error = match &idle {
+            Idle::RetryLater { slot, not_before } => Some(HandlerError::new(
+                ErrorKind::RetryLater,
+                format!(
+                    "slot {job}@{} failed and its retry waits until {}: this re-delivery came early; a later one will run it",
+                    format_instant(*slot),
+                    format_instant(*not_before)
+                ),
+            )),
+            Idle::NotYetDue { slot } => Some(HandlerError::new(
+                ErrorKind::NotReady,
+                format!(
+                    "slot {job}@{} is not due at {} (beyond the skew margin of {}): a clock is wrong, or the event was sent early",
+                    format_instant(*slot),
+                    format_instant(now),
+                    format_duration(spec.skew_margin)
+                ),
+            )),
+            Idle::Busy { live } if dedicated => Some(HandlerError::new(
+                ErrorKind::NotReady,
+                format!(
+                    "job {job:?} is busy: {live} run(s) hold its lease and overlap = {}; a re-delivery (or the running invocation's catch-up) runs the slot once it is free",
+                    spec.overlap
+                ),
+            )),
+            _ => None,
+        };
+        if let Some(e) = error {
+            report.errors.push(e);
+            return;
+        }
+        let (reason, detail) = idle_detail(&idle);
+        self.emit(&log::idle_line(&inv.request_id, job, reason, detail.clone()));
+        report.idle.push(json!({"job": job, "reason": reason, "detail": detail}));
+    }
+
+    /// Runs one claimed slot and records its outcome with the lease's fence.
+    async fn run(
+        &self,
+        coord: &Coord<S>,
+        spec: &Rc<JobSpec>,
+        lease: Lease,
+        inv: &Invocation,
+        claimed: Fates,
+    ) -> RunResult {
+        let job = spec.name.as_str();
+        let started = (self.clock)();
+        let cut_at = sub(inv.deadline, RESERVE);
+        let budget = until(started, cut_at);
+        let outcome = self.execute(coord, spec, &lease, cut_at, budget).await;
+        let ended = (self.clock)();
+        let duration = until(started, ended);
+        let fence = lease.fence;
+        let slot_id = format!("{job}@{}", format_instant(lease.slot));
+        let (end, error, retry_at) = match outcome {
+            Ok(result) => match coord
+                .complete(spec, fence, result.as_deref(), ended)
+                .await
+            {
+                Ok(()) => (RunEnd::Succeeded, None, None),
+                Err(CoordError::Refused(r)) => (
+                    RunEnd::LeaseLost,
+                    Some(HandlerError::new(
+                        ErrorKind::LeaseLost,
+                        format!("slot {slot_id} ran, but its completion was refused: {r}"),
+                    )),
+                    None,
+                ),
+                Err(e) => (
+                    RunEnd::Unrecorded,
+                    Some(coord_error(job, &format!("record the success of {slot_id}"), &e)),
+                    None,
+                ),
+            },
+            Err(job_error) => {
+                let failed = coord
+                    .fail(spec, fence, &job_error.message, job_error.permanent, ended)
+                    .await;
+                let kind = if job_error.permanent { "permanently" } else { "transiently" };
+                let what = format!(
+                    "slot {slot_id} attempt {} failed {kind}: {}",
+                    lease.attempt, job_error.message
+                );
+                match failed {
+                    Ok(FailOutcome::RetryAt(t)) => (
+                        RunEnd::Retrying,
+                        Some(HandlerError::new(
+                            ErrorKind::RunFailed,
+                            format!("{what}; its retry may start at {}", format_instant(t)),
+                        )),
+                        Some(t),
+                    ),
+                    Ok(FailOutcome::Dead) => (
+                        RunEnd::Dead,
+                        Some(HandlerError::new(
+                            ErrorKind::SlotDead,
+                            format!("{what}; the slot is a dead letter (redrive it with `cronslot dlq`)"),
+                        )),
+                        None,
+                    ),
+                    Err(CoordError::Refused(r)) => (
+                        RunEnd::LeaseLost,
+                        Some(HandlerError::new(
+                            ErrorKind::LeaseLost,
+                            format!("{what}; and its failure was refused: {r}"),
+                        )),
+                        None,
+                    ),
+                    Err(e) => (
+                        RunEnd::Unrecorded,
+                        Some(coord_error(job, &format!("record that {what}"), &e)),
+                        None,
+                    ),
+                }
+            }
+        };
+        let mut fates = coord.store().take_fates(job);
+        fates.missed += claimed.missed;
+        fates.dead += claimed.dead;
+        let report = RunReport {
+            request_id: inv.request_id.clone(),
+            job: job.to_string(),
+            slot: lease.slot,
+            attempt: lease.attempt,
+            fence,
+            lag_ms: started.as_millisecond() - lease.slot.as_millisecond(),
+            duration_ms: u64::try_from(duration.as_millis()).unwrap_or(u64::MAX),
+            end,
+            error: error.as_ref().map(|e| e.message.clone()),
+            retry_at,
+            fates,
+            at: ended,
+        };
+        self.emit(&log::run_line(&report));
+        RunResult {
+            summary: json!({
+                "job": job,
+                "slot": format_instant(lease.slot),
+                "attempt": lease.attempt,
+                "fence": fence,
+                "outcome": end.as_str(),
+            }),
+            duration,
+            error,
+        }
+    }
+
+    /// Runs the job's action within `budget`; `Ok` carries a short result.
+    async fn execute(
+        &self,
+        coord: &Coord<S>,
+        spec: &Rc<JobSpec>,
+        lease: &Lease,
+        cut_at: Timestamp,
+        budget: Duration,
+    ) -> Result<Option<String>, JobError> {
+        match &spec.action {
+            Action::Function => {
+                let Some(function) = self.jobs.get(spec.name.as_str()) else {
+                    return Err(JobError::permanent(format!(
+                        "no function is registered for job {:?}",
+                        spec.name.as_str()
+                    )));
+                };
+                let ledger = RunLedger::new(coord.clone(), spec.clone(), lease.clone(), self.clock.clone());
+                let ctx = RunContext::new(
+                    RunFacts {
+                        job: spec.name.as_str().to_string(),
+                        slot: lease.slot,
+                        fence: lease.fence,
+                        attempt: lease.attempt,
+                        lease_deadline: lease.expires_at,
+                        deadline: cut_at,
+                        checkpoint: lease.checkpoint.clone(),
+                    },
+                    Rc::new(ledger),
+                );
+                match tokio::time::timeout(budget, function(ctx)).await {
+                    Ok(result) => result.map(|()| None),
+                    Err(_) => Err(cut(budget)),
+                }
+            }
+            Action::Http {
+                url,
+                method,
+                headers,
+                timeout,
+            } => {
+                let call = HttpCall {
+                    url,
+                    method: *method,
+                    headers,
+                    idempotency_key: format!("{}@{}", spec.name.as_str(), format_instant(lease.slot)),
+                    fence: lease.fence,
+                    attempt: lease.attempt,
+                    scheduled_at: lease.slot,
+                    timeout: *timeout,
+                };
+                // Whichever ends first: the job's own timeout (inside
+                // `send`) or the invocation's deadline.
+                match tokio::time::timeout(budget, self.http.send(&call)).await {
+                    Ok(result) => result.map(Some),
+                    Err(_) => Err(cut(budget)),
+                }
+            }
+            Action::Command { .. } => Err(JobError::permanent(
+                "command jobs do not run in Lambda (refused when the function starts)",
+            )),
+        }
+    }
+}
+
+fn cut(budget: Duration) -> JobError {
+    JobError::transient(format!(
+        "the run was cut after {} to leave time to record it before the Lambda invocation's deadline; raise the function timeout (and the job's lease), or shorten the job",
+        format_duration(budget)
+    ))
+}
+
+fn idle_detail(idle: &Idle) -> (&'static str, Value) {
+    let at = |t: &Timestamp| Value::from(format_instant(*t));
+    match idle {
+        Idle::AlreadyResolved { slot } => ("already_resolved", json!({"slot": at(slot)})),
+        Idle::InProgress { slot, fence } => {
+            ("in_progress", json!({"slot": at(slot), "fence": fence}))
+        }
+        Idle::NothingDue {
+            next_slot,
+            next_retry,
+        } => (
+            "nothing_due",
+            json!({"next_slot": next_slot.as_ref().map(at), "next_retry": next_retry.as_ref().map(at)}),
+        ),
+        Idle::Busy { live } => ("busy", json!({"live": live})),
+        Idle::Paused => ("paused", Value::Null),
+        Idle::RetryLater { slot, not_before } => (
+            "retry_later",
+            json!({"slot": at(slot), "not_before": at(not_before)}),
+        ),
+        Idle::NotYetDue { slot } => ("not_yet_due", json!({"slot": at(slot)})),
+    }
+}
+
+fn coord_error(job: &str, doing: &str, e: &CoordError) -> HandlerError {
+    let kind = match e {
+        CoordError::Trigger(_) => ErrorKind::InvalidEvent,
+        CoordError::Refused(_) => ErrorKind::LeaseLost,
+        _ if e.is_transient() => ErrorKind::StoreUnavailable,
+        _ => ErrorKind::StoreFailed,
+    };
+    HandlerError::new(kind, format!("job {job:?}: could not {doing}: {e}"))
+}
+
+/// The time from `from` to `to`, zero if `to` is not later.
+fn until(from: Timestamp, to: Timestamp) -> Duration {
+    Duration::try_from(to.duration_since(from)).unwrap_or(Duration::ZERO)
+}
+
+fn sub(t: Timestamp, d: Duration) -> Timestamp {
+    let d = SignedDuration::try_from(d).unwrap_or(SignedDuration::MAX);
+    t.checked_sub(d).unwrap_or(Timestamp::MIN)
+}

@@ -1,0 +1,198 @@
+//! `run`: the manifest's command and http jobs on the embedded SQLite store,
+//! with N competing workers, until a time or Ctrl-C; then the summary.
+//!
+//! Every argument is checked before anything starts (exit 2 with the
+//! reason). Logs go to stderr, the summary to stdout. Exit 0 when the run
+//! ended normally, dead letters included (they are the jobs' failures, not
+//! the runner's); exit 1 if a slot ran more than once or a worker failed.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use cronslot_core::manifest::{Action, Manifest, parse_duration};
+use cronslot_local::{Clock, LogFormat, Runner, SqliteStore, init_logging, parse_sqlite_location};
+use jiff::{SignedDuration, Timestamp};
+
+use crate::Failure;
+use crate::cli::{self, RunArgs};
+use crate::validate::load_manifest;
+
+pub fn run(args: RunArgs) -> Result<(), Failure> {
+    let clock = clock(args.speed)?;
+    let until = args
+        .until
+        .as_deref()
+        .map(|text| parse_until(text, clock.now()))
+        .transpose()?;
+    let manifest = load_manifest(&args.manifest)?;
+    refuse_function_jobs(&manifest)?;
+    let path = store_path(&args.store)?;
+    let format = match args.log_format {
+        cli::LogFormat::Pretty => LogFormat::Pretty,
+        cli::LogFormat::Json => LogFormat::Json,
+    };
+    init_logging(format, &clock).map_err(|e| Failure::bad_input(format!("error: {e}")))?;
+    for warning in &manifest.warnings {
+        match format {
+            // As `validate` prints them, source line and caret included.
+            LogFormat::Pretty => eprintln!("{warning}"),
+            // Every stderr line stays one JSON object.
+            LogFormat::Json => tracing::warn!(warning = %warning, "manifest warning"),
+        }
+    }
+    let store = SqliteStore::open(&path).map_err(|e| {
+        Failure::bad_input(format!(
+            "error: cannot open the store {}: {e}",
+            path.display()
+        ))
+    })?;
+    let mut runner = Runner::new(store, manifest.jobs, clock)
+        .workers(args.workers)
+        .handle_ctrl_c(true);
+    match until {
+        Some(Until::After(d)) => runner = runner.run_for(d),
+        Some(Until::At(t)) => runner = runner.until(t),
+        None => {}
+    }
+    let summary = runner.run().map_err(|e| Failure {
+        code: 1,
+        message: format!("error: {e}"),
+    })?;
+    print!("{summary}");
+    if !summary.ok() {
+        let mut problems = Vec::new();
+        if !summary.slots_run_twice.is_empty() {
+            problems.push(format!(
+                "{} slot(s) ran more than once ({}): cronslot's guarantee failed; please report this",
+                summary.slots_run_twice.len(),
+                summary.slots_run_twice.join(", ")
+            ));
+        }
+        problems.extend(summary.worker_failures.iter().cloned());
+        return Err(Failure {
+            code: 1,
+            message: format!("error: {}", problems.join("; ")),
+        });
+    }
+    Ok(())
+}
+
+fn clock(speed: f64) -> Result<Clock, Failure> {
+    if speed == 1.0 {
+        return Ok(Clock::real());
+    }
+    Clock::accelerated(speed).map_err(|e| Failure::bad_input(format!("error: --speed: {e}")))
+}
+
+/// When to stop claiming.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Until {
+    /// `+DURATION`: this long (clock time) after the runner starts.
+    After(Duration),
+    At(Timestamp),
+}
+
+/// `+DURATION` (clock time), or an RFC 3339 instant in the future.
+fn parse_until(text: &str, now: Timestamp) -> Result<Until, Failure> {
+    let bad = |why: String| Failure::bad_input(format!("error: --until {text:?}: {why}"));
+    if let Some(rest) = text.strip_prefix('+') {
+        let duration = parse_duration(rest).map_err(|e| bad(e.to_string()))?;
+        if duration.is_zero() {
+            return Err(bad("the duration is zero: nothing would run".into()));
+        }
+        // Checked here so that the runner's own addition cannot saturate
+        // silently.
+        SignedDuration::try_from(duration)
+            .ok()
+            .and_then(|d| now.checked_add(d).ok())
+            .ok_or_else(|| bad("that is past the end of supported time".into()))?;
+        return Ok(Until::After(duration));
+    }
+    let until: Timestamp = text.parse().map_err(|e| {
+        bad(format!(
+            "neither an RFC 3339 instant (2026-03-08T07:00:00Z) nor +DURATION (+45m): {e}"
+        ))
+    })?;
+    if until <= now {
+        return Err(bad(format!(
+            "it has already passed (the clock reads {now:.0})"
+        )));
+    }
+    Ok(Until::At(until))
+}
+
+/// `cronslot run` has no Rust functions: a job that needs one would only
+/// fill the dead-letter list, so say so before starting.
+fn refuse_function_jobs(manifest: &Manifest) -> Result<(), Failure> {
+    let names: Vec<&str> = manifest
+        .jobs
+        .iter()
+        .filter(|j| j.action == Action::Function)
+        .map(|j| j.name.as_str())
+        .collect();
+    if names.is_empty() {
+        return Ok(());
+    }
+    Err(Failure::bad_input(format!(
+        "error: `cronslot run` runs command and http jobs only; these jobs have neither and \
+         need a Rust function registered by a program that embeds cronslot-local: {}",
+        names.join(", ")
+    )))
+}
+
+/// The store's file, its directory created if missing.
+fn store_path(store: &str) -> Result<PathBuf, Failure> {
+    let path = parse_sqlite_location(store)
+        .map_err(|e| Failure::bad_input(format!("error: --store: {e}")))?;
+    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent).map_err(|e| {
+            Failure::bad_input(format!(
+                "error: --store: cannot create the directory {}: {e}",
+                parent.display()
+            ))
+        })?;
+    }
+    Ok(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn now() -> Timestamp {
+        "2030-01-01T00:00:00Z".parse().unwrap()
+    }
+
+    #[test]
+    fn until_takes_a_duration_or_a_future_instant() {
+        assert_eq!(
+            parse_until("+45m", now()).unwrap(),
+            Until::After(Duration::from_secs(45 * 60))
+        );
+        assert_eq!(
+            parse_until("2030-01-02T00:00:00Z", now()).unwrap(),
+            Until::At("2030-01-02T00:00:00Z".parse().unwrap())
+        );
+        for bad in [
+            "+0s",
+            "+",
+            "+45",
+            "45m",
+            "tomorrow",
+            "2029-12-31T00:00:00Z",
+            "+-5m",
+        ] {
+            let failure = parse_until(bad, now()).unwrap_err();
+            assert_eq!(failure.code, Failure::BAD_INPUT, "{bad}");
+            assert!(failure.message.contains("--until"), "{}", failure.message);
+        }
+    }
+
+    #[test]
+    fn speed_must_be_positive_and_bounded() {
+        assert!(clock(60.0).is_ok());
+        for bad in [0.0, -1.0, 100_001.0, f64::NAN, f64::INFINITY] {
+            assert_eq!(clock(bad).unwrap_err().code, Failure::BAD_INPUT, "{bad}");
+        }
+    }
+}

@@ -1,0 +1,427 @@
+//! The local runner: N competing workers in one process over one SQLite
+//! store, each slot run once, until a time or Ctrl-C.
+//!
+//! Each worker is a thread with its own current-thread runtime, `LocalSet`,
+//! owner id (`host-pid-w1`…) and `CasCoordinator` over a clone of the store.
+//! Threads, not tasks on one thread, because the SQLite store's operations
+//! run inline (they never yield): workers on one thread would take turns
+//! and never actually compete, and one worker waiting on the file's lock
+//! would stall the others. On threads they race for the same slots exactly
+//! as separate processes do, and the store's compare-and-set decides.
+//!
+//! ```no_run
+//! use cronslot_local::{Clock, Jobs, Runner, SqliteStore};
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let text = std::fs::read_to_string("cronslot.toml")?;
+//! let manifest = cronslot_core::manifest::parse_manifest(&text, "cronslot.toml")?;
+//! let jobs = Jobs::new().register("report", |ctx| async move {
+//!     ctx.effect("send", || async { Ok("sent".to_string()) }).await?;
+//!     Ok(())
+//! });
+//! let summary = Runner::new(SqliteStore::open("cronslot.db")?, manifest.jobs, Clock::real())
+//!     .with_jobs(jobs)
+//!     .workers(2)
+//!     .handle_ctrl_c(true)
+//!     .run()?;
+//! println!("{summary}");
+//! # Ok(())
+//! # }
+//! ```
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use cronslot_core::coord::{JobState, StateStore, format_instant};
+use cronslot_core::manifest::{Action, JobSpec};
+use jiff::Timestamp;
+use tokio::sync::{mpsc, watch};
+
+use crate::SqliteStore;
+use crate::clock::{Clock, add};
+use crate::jobs::Jobs;
+use crate::summary::{Summary, SummaryInput, Tally, summarize};
+use crate::worker::{Shared, Stop, Worker};
+
+/// The most workers one runner starts.
+pub const MAX_WORKERS: u32 = 64;
+
+/// The runner could not start.
+#[derive(Debug)]
+pub struct RunError(pub String);
+
+impl fmt::Display for RunError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for RunError {}
+
+/// Stops a running [`Runner`] from another thread.
+#[derive(Debug, Clone)]
+pub struct StopHandle {
+    tx: Arc<watch::Sender<Stop>>,
+}
+
+impl StopHandle {
+    /// Claim nothing more and let the running jobs finish.
+    pub fn stop(&self) {
+        self.tx.send_if_modified(|s| {
+            let change = *s == Stop::Running;
+            if change {
+                *s = Stop::Graceful;
+            }
+            change
+        });
+    }
+
+    /// Stop the running jobs too; they are recorded as transient failures,
+    /// so their slots are retried by the next runner.
+    pub fn stop_now(&self) {
+        self.tx.send_replace(Stop::Now);
+    }
+}
+
+/// When the runner stops claiming.
+#[derive(Debug, Clone, Copy)]
+enum Until {
+    At(Timestamp),
+    /// This long (clock time) after the runner starts.
+    After(Duration),
+}
+
+/// Runs a manifest's jobs. Build it, then [`Runner::run`] blocks until
+/// `until`, a [`StopHandle`], or (with [`Runner::handle_ctrl_c`]) Ctrl-C.
+pub struct Runner {
+    store: SqliteStore,
+    specs: Vec<JobSpec>,
+    clock: Clock,
+    jobs: Jobs,
+    workers: u32,
+    until: Option<Until>,
+    ctrl_c: bool,
+    owner_prefix: String,
+    stop: Arc<watch::Sender<Stop>>,
+}
+
+impl Runner {
+    pub fn new(store: SqliteStore, specs: Vec<JobSpec>, clock: Clock) -> Runner {
+        Runner {
+            store,
+            specs,
+            clock,
+            jobs: Jobs::new(),
+            workers: 1,
+            until: None,
+            ctrl_c: false,
+            owner_prefix: default_owner_prefix(),
+            stop: Arc::new(watch::channel(Stop::Running).0),
+        }
+    }
+
+    /// The Rust functions of the manifest's function jobs.
+    pub fn with_jobs(mut self, jobs: Jobs) -> Runner {
+        self.jobs = jobs;
+        self
+    }
+
+    /// Competing workers (1 to [`MAX_WORKERS`]; other values are clamped).
+    pub fn workers(mut self, n: u32) -> Runner {
+        self.workers = n.clamp(1, MAX_WORKERS);
+        self
+    }
+
+    /// Stop claiming when the clock reaches `t`; running jobs finish.
+    pub fn until(mut self, t: Timestamp) -> Runner {
+        self.until = Some(Until::At(t));
+        self
+    }
+
+    /// Stop claiming after `clock_time` from the start of [`Runner::run`]
+    /// (measured from the instant the jobs are registered, so that the
+    /// number of slots in the window does not depend on start-up time).
+    pub fn run_for(mut self, clock_time: Duration) -> Runner {
+        self.until = Some(Until::After(clock_time));
+        self
+    }
+
+    /// Owner ids are `<prefix>-w<n>`; the default prefix is `host-pid`.
+    pub fn owner_prefix(mut self, prefix: impl Into<String>) -> Runner {
+        self.owner_prefix = prefix.into();
+        self
+    }
+
+    /// First Ctrl-C: claim nothing more, let running jobs finish (within
+    /// their time limits). Second: stop them too. Off by default: a library
+    /// should not take over a process's signals unasked.
+    pub fn handle_ctrl_c(mut self, on: bool) -> Runner {
+        self.ctrl_c = on;
+        self
+    }
+
+    pub fn stop_handle(&self) -> StopHandle {
+        StopHandle {
+            tx: Arc::clone(&self.stop),
+        }
+    }
+
+    /// Function jobs with no registered function: each of their runs would
+    /// fail permanently (the CLI, which has no Rust functions, refuses to
+    /// start on them).
+    pub fn unrunnable(&self) -> Vec<String> {
+        self.specs
+            .iter()
+            .filter(|s| s.action == Action::Function && !self.jobs.contains(s.name.as_str()))
+            .map(|s| s.name.as_str().to_string())
+            .collect()
+    }
+
+    /// Runs until stopped; returns what happened. Store errors never end
+    /// the run (they are logged and retried); only failing to start does.
+    pub fn run(self) -> Result<Summary, RunError> {
+        let started_at = self.clock.now();
+        let until = self.until.map(|u| match u {
+            Until::At(t) => t,
+            Until::After(d) => add(started_at, d),
+        });
+        let names: Vec<String> = self
+            .specs
+            .iter()
+            .map(|s| s.name.as_str().to_string())
+            .collect();
+        let before = read_records(&self.store, &names);
+        warn_if_ahead(&before, started_at);
+        register_new_jobs(&self.store, &self.specs, &before, started_at);
+        let shared = Arc::new(Shared {
+            specs: self.specs,
+            jobs: self.jobs,
+            clock: self.clock.clone(),
+            store: self.store.clone(),
+            until,
+            tally: Mutex::new(Tally::default()),
+        });
+        let main = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| RunError(format!("could not start the runtime: {e}")))?;
+        tracing::info!(
+            workers = self.workers,
+            speed = self.clock.speed(),
+            until = until.map(|t| tracing::field::display(format_instant(t))),
+            jobs = names.len(),
+            "runner started"
+        );
+        let mut worker_failures = Vec::new();
+        std::thread::scope(|scope| -> Result<(), RunError> {
+            let (done_tx, mut done_rx) = mpsc::unbounded_channel::<()>();
+            let mut handles = Vec::new();
+            for n in 1..=self.workers {
+                let owner = format!("{}-w{n}", self.owner_prefix);
+                let shared = Arc::clone(&shared);
+                let stop = self.stop.subscribe();
+                // Dropped when the thread ends, however it ends: the main
+                // thread counts the worker as done then.
+                let done = done_tx.clone();
+                let handle = std::thread::Builder::new()
+                    .name(format!("cronslot-w{n}"))
+                    .spawn_scoped(scope, move || {
+                        let result = worker_thread(owner, seed(n), shared, stop);
+                        drop(done);
+                        result
+                    })
+                    .map_err(|e| RunError(format!("could not start worker {n}: {e}")));
+                match handle {
+                    Ok(h) => handles.push((n, h)),
+                    Err(e) => {
+                        // Workers already started must not run unsupervised.
+                        self.stop.send_replace(Stop::Now);
+                        return Err(e);
+                    }
+                }
+            }
+            drop(done_tx);
+            main.block_on(supervise(&mut done_rx, &self.stop, self.ctrl_c));
+            for (n, handle) in handles {
+                match handle.join() {
+                    Ok(Ok(())) => {}
+                    Ok(Err(e)) => worker_failures.push(format!("worker {n}: {e}")),
+                    Err(_) => worker_failures.push(format!("worker {n} panicked")),
+                }
+            }
+            Ok(())
+        })?;
+        let stopped_at = self.clock.now();
+        let after = read_records(&self.store, &names);
+        let tally = std::mem::take(&mut *shared.tally());
+        Ok(summarize(
+            tally,
+            SummaryInput {
+                started_at,
+                stopped_at,
+                speed: self.clock.speed(),
+                workers: self.workers,
+                jobs: &names,
+                before: &before,
+                after: &after,
+                worker_failures,
+            },
+        ))
+    }
+}
+
+/// Waits for every worker to end, turning Ctrl-C into stop requests.
+async fn supervise(
+    done: &mut mpsc::UnboundedReceiver<()>,
+    stop: &watch::Sender<Stop>,
+    ctrl_c: bool,
+) {
+    let mut listen = ctrl_c;
+    loop {
+        tokio::select! {
+            msg = done.recv() => {
+                if msg.is_none() {
+                    return;
+                }
+            }
+            signal = tokio::signal::ctrl_c(), if listen => {
+                if let Err(e) = signal {
+                    tracing::warn!(error = %e, "cannot listen for Ctrl-C; stop with --until");
+                    listen = false;
+                    continue;
+                }
+                if *stop.borrow() == Stop::Running {
+                    tracing::warn!("Ctrl-C: claiming nothing more, waiting for running jobs (Ctrl-C again stops them)");
+                    stop.send_replace(Stop::Graceful);
+                } else {
+                    tracing::warn!("Ctrl-C again: stopping running jobs (each is recorded as a transient failure)");
+                    stop.send_replace(Stop::Now);
+                    listen = false;
+                }
+            }
+        }
+    }
+}
+
+/// One worker's thread: its runtime, its `LocalSet`, its loop.
+fn worker_thread(
+    owner: String,
+    seed: u64,
+    shared: Arc<Shared>,
+    stop: watch::Receiver<Stop>,
+) -> Result<(), String> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("could not start its runtime: {e}"))?;
+    let local = tokio::task::LocalSet::new();
+    let worker = std::rc::Rc::new(Worker::new(owner, seed, shared, stop));
+    local.block_on(&runtime, worker.run());
+    Ok(())
+}
+
+/// The job records as stored now (jobs without a record, or whose record
+/// cannot be read, are left out: the summary then counts from zero).
+fn read_records(store: &SqliteStore, jobs: &[String]) -> HashMap<String, JobState> {
+    let mut out = HashMap::new();
+    for job in jobs {
+        // The SQLite store's operations complete without waiting, so the
+        // core's minimal executor is enough here.
+        match cronslot_core::coord::exec::block_on(store.get(job)) {
+            Ok(Some(record)) => {
+                out.insert(job.clone(), record.value);
+            }
+            Ok(None) => {}
+            Err(e) => {
+                tracing::warn!(job, error = %e, "cannot read the job's record for the summary")
+            }
+        }
+    }
+    out
+}
+
+/// Writes the first record of every job the store does not know yet, as of
+/// the runner's start. A job's slots start after its creation; without
+/// this, creation would be whenever a worker first got round to the job,
+/// a few milliseconds later, which at a fast clock can be past its first
+/// slot. Put-if-absent: a record another process just wrote wins.
+fn register_new_jobs(
+    store: &SqliteStore,
+    specs: &[JobSpec],
+    known: &HashMap<String, JobState>,
+    now: Timestamp,
+) {
+    for spec in specs {
+        let job = spec.name.as_str();
+        if known.contains_key(job) {
+            continue;
+        }
+        let state = JobState::new(job, &spec.spec_hash(), now, spec.paused);
+        if let Err(e) = cronslot_core::coord::exec::block_on(store.put(job, &state, None)) {
+            // The workers' first claim creates it instead.
+            tracing::warn!(job, error = %e, "cannot register the job in the store");
+        }
+    }
+}
+
+/// A store last used by an accelerated clock may have resolved slots that
+/// this clock has not reached yet: those jobs wait until it does. Say so,
+/// or a demo run twice on one store looks idle for no reason.
+fn warn_if_ahead(records: &HashMap<String, JobState>, now: Timestamp) {
+    for (job, state) in records {
+        if state.cursor > now {
+            tracing::warn!(
+                job = %job,
+                resolved_until = %format_instant(state.cursor),
+                "the store has resolved this job's slots up to an instant the clock has not \
+                 reached (an earlier run with a faster clock?); its next run waits for it"
+            );
+        }
+    }
+}
+
+/// A jitter seed per worker: different across workers and processes.
+fn seed(worker: u32) -> u64 {
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0);
+    nanos
+        ^ (u64::from(std::process::id()) << 32)
+        ^ u64::from(worker).wrapping_mul(0x9E37_79B9_7F4A_7C15)
+}
+
+/// `host-pid`: unique per process on a machine, and says where a lease's
+/// owner runs.
+fn default_owner_prefix() -> String {
+    let host: String = hostname()
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '.' {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    let host = if host.is_empty() {
+        "localhost".to_string()
+    } else {
+        host
+    };
+    format!("{host}-{}", std::process::id())
+}
+
+#[cfg(unix)]
+fn hostname() -> String {
+    rustix::system::uname()
+        .nodename()
+        .to_string_lossy()
+        .into_owned()
+}
+
+#[cfg(not(unix))]
+fn hostname() -> String {
+    std::env::var("COMPUTERNAME").unwrap_or_default()
+}

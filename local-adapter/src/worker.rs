@@ -1,0 +1,510 @@
+//! One worker: a loop that claims due slots and runs each claimed lease in
+//! a task of its own, on one thread (a current-thread runtime and a
+//! `LocalSet`: the core's futures are not `Send`).
+//!
+//! The coordinator decides everything about slots (which is due, overlap,
+//! catch-up, retries); the worker only asks with `Trigger::Tick` at the
+//! clock's now, claims until told it is idle, and sleeps until the earliest
+//! instant it was told about (the next slot, the next retry), a short poll
+//! (for what other workers and processes change), or a stop request.
+
+use std::cell::Cell;
+use std::collections::HashMap;
+use std::rc::Rc;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use cronslot_core::coord::{
+    Claim, CoordError, Coordinator, FailOutcome, Idle, Lease, SlotId, Trigger,
+};
+use cronslot_core::manifest::JobSpec;
+use jiff::Timestamp;
+use tokio::sync::{Notify, watch};
+use tokio::task::JoinSet;
+
+use crate::SqliteStore;
+use crate::action::{self, HttpClient};
+use crate::clock::{Clock, add, millis_between};
+use crate::jobs::{JobCtx, JobError, Jobs, LocalCoordinator};
+use crate::log::RunLine;
+use crate::summary::{RunEnd, Tally};
+
+/// How often (clock time) a worker looks again at jobs whose next event it
+/// cannot know: a slot held by another worker's run, a paused job, a retry
+/// or a backfill queued by someone else.
+const POLL: Duration = Duration::from_secs(5);
+
+/// The shortest real pause between polls, so that a very fast clock does
+/// not turn polling into spinning.
+const MIN_REAL_POLL: Duration = Duration::from_millis(5);
+
+/// Claims one job may take in one round (an `allow` job takes up to its
+/// `max_concurrency`); a bound so that a bug cannot loop forever.
+const MAX_CLAIMS_PER_ROUND: usize = 128;
+
+/// Between tries of a store operation that failed (clock time).
+const STORE_RETRY: Duration = Duration::from_secs(5);
+
+/// The shortest real pause before a failed claim is tried again.
+const MIN_REAL_STORE_RETRY: Duration = Duration::from_millis(250);
+
+/// What the runner asks of its workers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Stop {
+    Running,
+    /// Claim nothing more; let the running jobs finish.
+    Graceful,
+    /// Stop the running jobs too (they are reported as transient failures,
+    /// so their slots are retried).
+    Now,
+}
+
+/// What every worker of a runner shares.
+pub(crate) struct Shared {
+    pub specs: Vec<JobSpec>,
+    pub jobs: Jobs,
+    pub clock: Clock,
+    pub store: SqliteStore,
+    pub until: Option<Timestamp>,
+    pub tally: Mutex<Tally>,
+}
+
+impl Shared {
+    pub(crate) fn tally(&self) -> MutexGuard<'_, Tally> {
+        // The tally holds plain counters: a panic elsewhere cannot leave it
+        // half-updated in a way that matters more than losing the summary.
+        self.tally.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+pub(crate) struct Worker {
+    owner: String,
+    coordinator: Rc<LocalCoordinator>,
+    specs: Vec<Rc<JobSpec>>,
+    shared: Arc<Shared>,
+    http: HttpClient,
+    /// A run of this worker ended: look again at once (its job may have a
+    /// retry or a waiting slot now).
+    wake: Notify,
+    stop: watch::Receiver<Stop>,
+}
+
+/// How a supervised run ended.
+enum Ended {
+    Finished(Result<Option<String>, JobError>),
+    TimedOut,
+    /// A heartbeat was refused: the slot is no longer ours.
+    LeaseLost(String),
+    Stopped,
+}
+
+impl Worker {
+    pub(crate) fn new(
+        owner: String,
+        seed: u64,
+        shared: Arc<Shared>,
+        stop: watch::Receiver<Stop>,
+    ) -> Worker {
+        Worker {
+            owner,
+            coordinator: Rc::new(LocalCoordinator::new(shared.store.clone(), seed)),
+            specs: shared.specs.iter().cloned().map(Rc::new).collect(),
+            shared,
+            http: HttpClient::new(),
+            wake: Notify::new(),
+            stop,
+        }
+    }
+
+    fn clock(&self) -> &Clock {
+        &self.shared.clock
+    }
+
+    fn stopping(&self) -> bool {
+        *self.stop.borrow() != Stop::Running
+    }
+
+    /// The worker's loop; returns when told to stop or at `until`, after
+    /// its running jobs have finished.
+    pub(crate) async fn run(self: Rc<Self>) {
+        let mut runs = JoinSet::new();
+        // Per job: the next slot the coordinator told us of, to notice when
+        // another worker takes it.
+        let mut expected: HashMap<usize, Timestamp> = HashMap::new();
+        let mut stop = self.stop.clone();
+        let mut stop_open = true;
+        loop {
+            let now = self.clock().now();
+            if self.stopping() || self.shared.until.is_some_and(|u| now >= u) {
+                break;
+            }
+            let poll = POLL.max(self.clock_time_of(MIN_REAL_POLL));
+            let mut wake_at = add(now, poll);
+            for (index, spec) in self.specs.iter().enumerate() {
+                if let Some(t) = self.claim_due(index, spec, &mut runs, &mut expected).await {
+                    wake_at = wake_at.min(t);
+                }
+            }
+            if let Some(until) = self.shared.until {
+                wake_at = wake_at.min(until);
+            }
+            while let Some(done) = runs.try_join_next() {
+                self.note_task_end(done);
+            }
+            tokio::select! {
+                () = self.clock().sleep_until(wake_at) => {}
+                () = self.wake.notified() => {}
+                changed = stop.changed(), if stop_open => stop_open = changed.is_ok(),
+            }
+        }
+        tracing::debug!(owner = %self.owner, running = runs.len(), "worker stopping");
+        while let Some(done) = runs.join_next().await {
+            self.note_task_end(done);
+        }
+    }
+
+    fn clock_time_of(&self, real: Duration) -> Duration {
+        Duration::try_from_secs_f64(real.as_secs_f64() * self.clock().speed()).unwrap_or(POLL)
+    }
+
+    fn note_task_end(&self, done: Result<(), tokio::task::JoinError>) {
+        if let Err(e) = done {
+            // Run tasks catch their jobs' panics; this would be our bug.
+            tracing::error!(owner = %self.owner, error = %e, "a run task ended abnormally");
+        }
+    }
+
+    /// Claims every due slot of one job; returns when to look again.
+    async fn claim_due(
+        self: &Rc<Self>,
+        index: usize,
+        spec: &Rc<JobSpec>,
+        runs: &mut JoinSet<()>,
+        expected: &mut HashMap<usize, Timestamp>,
+    ) -> Option<Timestamp> {
+        let job = spec.name.as_str();
+        let now = self.clock().now();
+        let due = expected.get(&index).copied().filter(|s| *s <= now);
+        let mut got_due = false;
+        let mut wake = None;
+        for _ in 0..MAX_CLAIMS_PER_ROUND {
+            let before = self.coordinator.conflicts();
+            let claim = self
+                .coordinator
+                .claim(spec, self.clock().now(), Trigger::Tick, &self.owner)
+                .await;
+            let conflicts = self.coordinator.conflicts().saturating_sub(before);
+            if conflicts > 0 {
+                self.shared.tally().claim_conflicts(conflicts);
+            }
+            match claim {
+                Ok(Claim::Claimed(lease)) => {
+                    got_due |= Some(lease.slot) == due;
+                    self.start_run(spec, lease, runs);
+                }
+                Ok(Claim::Idle(idle)) => {
+                    wake = self.note_idle(index, spec, idle, expected);
+                    break;
+                }
+                Err(e) => {
+                    self.shared.tally().store_error();
+                    tracing::warn!(job, owner = %self.owner, error = %e,
+                        "claim failed; trying again at the next tick");
+                    // At least a quarter of a real second: a store that is
+                    // down must not be hammered (nor the log flooded) by a
+                    // fast clock.
+                    let pause = STORE_RETRY.max(self.clock_time_of(MIN_REAL_STORE_RETRY));
+                    wake = Some(add(self.clock().now(), pause));
+                    break;
+                }
+            }
+        }
+        if let Some(slot) = due {
+            if expected.get(&index) == Some(&slot) {
+                expected.remove(&index);
+            }
+            if !got_due {
+                tracing::debug!(job, slot = %SlotId::new(&spec.name, slot), owner = %self.owner,
+                    "the slot went to another claimer");
+                self.shared.tally().lost(job, slot, &self.owner);
+            }
+        }
+        wake
+    }
+
+    fn note_idle(
+        &self,
+        index: usize,
+        spec: &JobSpec,
+        idle: Idle,
+        expected: &mut HashMap<usize, Timestamp>,
+    ) -> Option<Timestamp> {
+        match idle {
+            Idle::NothingDue {
+                next_slot,
+                next_retry,
+            } => {
+                if let Some(slot) = next_slot {
+                    expected.insert(index, slot);
+                }
+                match (next_slot, next_retry) {
+                    (Some(a), Some(b)) => Some(a.min(b)),
+                    (a, b) => a.or(b),
+                }
+            }
+            Idle::RetryLater { not_before, .. } => Some(not_before),
+            Idle::InProgress { .. } | Idle::AlreadyResolved { .. } => {
+                self.shared.tally().refused();
+                tracing::debug!(job = spec.name.as_str(), owner = %self.owner,
+                    "duplicate refused: {idle:?}");
+                None
+            }
+            // Another run holds the job, it is paused, or (dedicated
+            // triggers only) not due: nothing to wait for but the poll.
+            Idle::Busy { .. } | Idle::Paused | Idle::NotYetDue { .. } => None,
+        }
+    }
+
+    fn start_run(self: &Rc<Self>, spec: &Rc<JobSpec>, lease: Lease, runs: &mut JoinSet<()>) {
+        let job = spec.name.as_str();
+        if let Some(slot) = self.shared.tally().claimed(job, &lease) {
+            tracing::error!(job, slot = %slot, owner = %self.owner, fence = lease.fence,
+                "slot claimed while it is running or after it succeeded: it runs more than once");
+        }
+        tracing::debug!(job, slot = %SlotId::new(&spec.name, lease.slot), owner = %self.owner,
+            fence = lease.fence, attempt = lease.attempt, "claimed");
+        runs.spawn_local(Rc::clone(self).run_lease(Rc::clone(spec), lease));
+    }
+
+    /// Runs one lease to its end and records the outcome.
+    async fn run_lease(self: Rc<Self>, spec: Rc<JobSpec>, lease: Lease) {
+        let clock = self.clock().clone();
+        let started = clock.now();
+        let expires = Rc::new(Cell::new(lease.expires_at));
+        let ctx = JobCtx::new(
+            Rc::clone(&self.coordinator),
+            Rc::clone(&spec),
+            lease.clone(),
+            clock.clone(),
+            Rc::clone(&expires),
+        );
+        let limit = action::time_limit(&spec, &self.shared.jobs);
+        let work = action::execute(&spec, ctx, &self.shared.jobs, &self.http);
+        let ended = self
+            .supervise(&spec, &lease, &expires, add(started, limit), work)
+            .await;
+        let ran_until = clock.now();
+        self.shared
+            .tally()
+            .work_ended(spec.name.as_str(), lease.slot);
+        // Reports are tried until the lease (as the heartbeats left it) runs
+        // out.
+        let lease = Lease {
+            expires_at: expires.get(),
+            ..lease
+        };
+        let (end, error) = match ended {
+            Ended::Finished(Ok(result)) => self.complete(&spec, &lease, result.as_deref()).await,
+            Ended::Finished(Err(e)) => self.fail(&spec, &lease, &e).await,
+            Ended::TimedOut => {
+                let e = JobError::transient(format!(
+                    "timed out after {} (clock time) and was stopped",
+                    cronslot_core::manifest::format_duration(limit)
+                ));
+                self.fail(&spec, &lease, &e).await
+            }
+            Ended::Stopped => {
+                let e = JobError::transient("stopped by the runner's shutdown before it finished");
+                self.fail(&spec, &lease, &e).await
+            }
+            Ended::LeaseLost(why) => (RunEnd::Superseded, Some(why)),
+        };
+        let finished = clock.now();
+        let slot = SlotId::new(&spec.name, lease.slot).to_string();
+        RunLine {
+            job: spec.name.as_str(),
+            slot: &slot,
+            attempt: lease.attempt,
+            fence: lease.fence,
+            owner: &self.owner,
+            lag_ms: millis_between(lease.slot, started),
+            duration_ms: millis_between(started, ran_until),
+            end,
+            error: error.as_deref(),
+        }
+        .emit();
+        let twice = self
+            .shared
+            .tally()
+            .finished(spec.name.as_str(), &lease, end, finished);
+        if let Some(slot) = twice {
+            tracing::error!(slot = %slot, owner = %self.owner, "slot succeeded twice");
+        }
+        self.wake.notify_one();
+    }
+
+    /// Runs `work` until it ends, its time limit passes, its lease is lost,
+    /// or the runner stops now; heartbeats every third of the lease from
+    /// the first third on.
+    async fn supervise<F>(
+        &self,
+        spec: &JobSpec,
+        lease: &Lease,
+        expires: &Cell<Timestamp>,
+        deadline: Timestamp,
+        work: F,
+    ) -> Ended
+    where
+        F: Future<Output = Result<Option<String>, JobError>>,
+    {
+        let clock = self.clock();
+        let every = spec.lease / 3;
+        let mut next_beat = add(lease.claimed_at, every);
+        let mut work = std::pin::pin!(work);
+        let mut stop = self.stop.clone();
+        let mut stop_open = true;
+        if *stop.borrow() == Stop::Now {
+            return Ended::Stopped;
+        }
+        loop {
+            tokio::select! {
+                biased;
+                out = &mut work => return Ended::Finished(out),
+                () = clock.sleep_until(next_beat.min(deadline)) => {
+                    let now = clock.now();
+                    if now >= deadline {
+                        return Ended::TimedOut;
+                    }
+                    if now >= next_beat {
+                        match self.coordinator.heartbeat(spec, lease.fence, now).await {
+                            Ok(expiry) => {
+                                expires.set(expiry);
+                                next_beat = add(now, every);
+                                tracing::debug!(job = spec.name.as_str(), fence = lease.fence,
+                                    owner = %self.owner, expires_at = %expiry, "heartbeat");
+                            }
+                            Err(CoordError::Refused(refusal)) => {
+                                tracing::warn!(job = spec.name.as_str(), fence = lease.fence,
+                                    owner = %self.owner, error = %refusal,
+                                    "heartbeat refused: the run no longer holds its slot and is stopped");
+                                return Ended::LeaseLost(format!("heartbeat refused: {refusal}"));
+                            }
+                            Err(e) => {
+                                self.shared.tally().store_error();
+                                tracing::warn!(job = spec.name.as_str(), fence = lease.fence,
+                                    owner = %self.owner, error = %e, "heartbeat failed; trying again");
+                                next_beat = add(now, STORE_RETRY.min(every));
+                            }
+                        }
+                    }
+                }
+                changed = stop.changed(), if stop_open => {
+                    stop_open = changed.is_ok();
+                    if *stop.borrow() == Stop::Now {
+                        return Ended::Stopped;
+                    }
+                }
+            }
+        }
+    }
+
+    async fn complete(
+        &self,
+        spec: &JobSpec,
+        lease: &Lease,
+        result: Option<&str>,
+    ) -> (RunEnd, Option<String>) {
+        let outcome = self
+            .with_retries(spec, lease, async || {
+                self.coordinator
+                    .complete(spec, lease.fence, result, self.clock().now())
+                    .await
+            })
+            .await;
+        match outcome {
+            Ok(()) => (RunEnd::Succeeded, None),
+            Err(e) => self.unreported(spec, lease, "completion", e),
+        }
+    }
+
+    async fn fail(
+        &self,
+        spec: &JobSpec,
+        lease: &Lease,
+        error: &JobError,
+    ) -> (RunEnd, Option<String>) {
+        let outcome = self
+            .with_retries(spec, lease, async || {
+                self.coordinator
+                    .fail(
+                        spec,
+                        lease.fence,
+                        &error.message,
+                        error.permanent,
+                        self.clock().now(),
+                    )
+                    .await
+            })
+            .await;
+        let message = Some(error.message.clone());
+        match outcome {
+            Ok(FailOutcome::RetryAt(t)) => (RunEnd::RetryAt(t), message),
+            Ok(FailOutcome::Dead) => (RunEnd::Dead, message),
+            Err(e) => {
+                let (end, why) = self.unreported(spec, lease, "failure", e);
+                (
+                    end,
+                    Some(format!("{}; {}", error.message, why.unwrap_or_default())),
+                )
+            }
+        }
+    }
+
+    /// A refused report means the run was superseded; anything else means
+    /// the store did not take it.
+    fn unreported(
+        &self,
+        spec: &JobSpec,
+        lease: &Lease,
+        what: &str,
+        e: CoordError,
+    ) -> (RunEnd, Option<String>) {
+        let end = if matches!(e, CoordError::Refused(_)) {
+            RunEnd::Superseded
+        } else {
+            RunEnd::Unrecorded
+        };
+        tracing::debug!(job = spec.name.as_str(), fence = lease.fence, owner = %self.owner,
+            error = %e, "the {what} was not recorded");
+        (end, Some(format!("{what} not recorded: {e}")))
+    }
+
+    /// Tries a report until it is taken, refused, or the lease (plus skew)
+    /// has run out: past that, another worker may have taken the slot over
+    /// and the lease's expiry already counts this run as failed.
+    async fn with_retries<T>(
+        &self,
+        spec: &JobSpec,
+        lease: &Lease,
+        op: impl AsyncFn() -> Result<T, CoordError>,
+    ) -> Result<T, CoordError> {
+        loop {
+            match op().await {
+                Err(e) if e.is_transient() => {
+                    self.shared.tally().store_error();
+                    let give_up = add(lease.expires_at, spec.skew_margin);
+                    let now = self.clock().now();
+                    if now >= give_up {
+                        return Err(e);
+                    }
+                    tracing::warn!(job = spec.name.as_str(), fence = lease.fence,
+                        owner = %self.owner, error = %e, "recording the outcome failed; trying again");
+                    self.clock()
+                        .sleep_until(add(now, STORE_RETRY).min(give_up))
+                        .await;
+                }
+                other => return other,
+            }
+        }
+    }
+}
