@@ -41,3 +41,27 @@ mod on_file {
         "sqlite-file"
     );
 }
+
+/// A schema-1 record written straight into the file (as an older cronslot
+/// left it) loads, and the job runs on from it.
+#[test]
+fn schema_1_record_loads() {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("conformance-schema-1");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("old.db");
+    let coordinator = CasCoordinator::new(SqliteStore::open(&path).unwrap(), 7);
+    cronslot_core::coord::exec::block_on(cronslot_core::conformance::schema_1_record_loads(
+        &coordinator,
+        "sqlite",
+        |job, text| {
+            let raw = rusqlite::Connection::open(&path).unwrap();
+            raw.execute(
+                "INSERT INTO job_state (job, version, state, updated_at) VALUES (?1, 1, ?2, '2026-01-05T01:00:00Z')",
+                rusqlite::params![job, text],
+            )
+            .unwrap();
+            std::future::ready(())
+        },
+    ));
+}

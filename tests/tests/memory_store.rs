@@ -5,7 +5,7 @@ use cronslot_core::conformance::{HOUR, at, create, job, t0};
 use cronslot_core::coord::exec::block_on;
 use cronslot_core::coord::{
     CasCoordinator, Claim, CoordError, Coordinator, Fault, Idle, JobState, MemoryStore,
-    SCHEMA_VERSION, StateStore, StoreErrorKind, Trigger, decode_state,
+    SCHEMA_VERSION, StoreErrorKind, Trigger, decode_state,
 };
 
 fn coordinator() -> (MemoryStore, CasCoordinator<MemoryStore>) {
@@ -82,68 +82,27 @@ fn unavailable_store_is_a_transient_error_and_changes_nothing() {
     });
 }
 
-/// A record written by schema version 1 (the first layout). Every later
-/// cronslot must keep reading it: this fixture never changes.
-const SCHEMA_1_RECORD: &str = r#"{
-  "schema": 1,
-  "job": "legacy",
-  "spec_hash": "0000000000000000",
-  "created_at": "2026-01-05T00:00:00Z",
-  "cursor": "2026-01-05T01:00:00Z",
-  "fence": 4,
-  "leases": [],
-  "pending": [],
-  "dead": [{"slot": "2026-01-05T00:30:00Z", "attempts": 3, "last_error": "boom", "fence": 3, "died_at": "2026-01-05T00:40:00Z"}],
-  "history": [{"slot": "2026-01-05T01:00:00Z", "attempt": 1, "fence": 4, "owner": "w", "started_at": "2026-01-05T01:00:01Z", "finished_at": "2026-01-05T01:00:02Z", "outcome": "succeeded"}],
-  "counters": {"runs": 4, "succeeded": 1, "failed": 3, "dead": 1, "missed": {"downtime": 2}, "skipped": {}},
-  "paused": false
-}"#;
-
-/// The fixture's job, named exactly "legacy" (no namespace).
-fn legacy_spec() -> cronslot_core::manifest::JobSpec {
-    cronslot_core::manifest::parse_manifest(
-        "[[job]]\nname = \"legacy\"\nschedule = \"0 * * * *\"\n",
-        "legacy.toml",
-    )
-    .expect("manifest")
-    .jobs
-    .remove(0)
-}
-
 #[test]
 fn state_from_schema_1_loads_and_runs_on() {
     assert_eq!(
         SCHEMA_VERSION, 1,
-        "when the schema moves on, keep this fixture and add one"
+        "when the schema moves on, keep the schema-1 fixture and add one"
     );
     let (store, c) = coordinator();
-    store.put_raw("legacy", SCHEMA_1_RECORD);
-    let spec = legacy_spec();
-    block_on(async {
-        let state = c
-            .status(&spec, at(HOUR + 1))
-            .await
-            .expect("old record loads");
-        assert_eq!(state.dead.len(), 1);
-        assert_eq!(state.counters.missed.values().sum::<u64>(), 2);
-        let claim = c.claim(&spec, at(2 * HOUR + 1), Trigger::Tick, "a").await;
-        let Ok(Claim::Claimed(lease)) = claim else {
-            panic!("expected a claim, got {claim:?}");
-        };
-        assert_eq!(lease.slot, at(2 * HOUR));
-        assert_eq!(lease.fence, 5, "fences continue from the stored counter");
-        let stored = store.get("legacy").await.expect("get").expect("record");
-        assert_eq!(stored.value.schema, SCHEMA_VERSION);
-        assert!(
-            stored.value.last_schedule_change.is_some(),
-            "the spec hash changed"
-        );
-    });
+    block_on(cronslot_core::conformance::schema_1_record_loads(
+        &c,
+        "mem",
+        |job, text| {
+            store.put_raw(&job, &text);
+            std::future::ready(())
+        },
+    ));
 }
 
 #[test]
 fn records_from_a_newer_cronslot_or_garbage_are_refused_cleanly() {
-    let newer = SCHEMA_1_RECORD.replace("\"schema\": 1", "\"schema\": 99");
+    let fixture = cronslot_core::conformance::schema_1_record("legacy");
+    let newer = fixture.replace("\"schema\": 1", "\"schema\": 99");
     let err = decode_state("legacy", &newer).expect_err("newer schema");
     assert!(err.to_string().contains("newer cronslot"), "{err}");
     for bad in [
@@ -157,15 +116,15 @@ fn records_from_a_newer_cronslot_or_garbage_are_refused_cleanly() {
         let err = decode_state("legacy", bad).expect_err(bad);
         assert!(err.to_string().contains("legacy"), "{err}");
     }
-    let other_job = decode_state("someone-else", SCHEMA_1_RECORD).expect_err("wrong job");
+    let other_job = decode_state("someone-else", &fixture).expect_err("wrong job");
     assert!(
         other_job.to_string().contains("belongs to job"),
         "{other_job}"
     );
 
     let (store, c) = coordinator();
-    store.put_raw("legacy", "{not json");
-    let spec = legacy_spec();
+    let spec = job("corrupt", "legacy", "schedule = \"0 * * * *\"");
+    store.put_raw(spec.name.as_str(), "{not json");
     block_on(async {
         let err = c
             .claim(&spec, at(HOUR), Trigger::Tick, "a")
