@@ -200,9 +200,11 @@ pub enum LogFormat {
 }
 
 #[derive(Debug, Args)]
-#[command(after_help = "Example (three competing workers, a minute per second, 45 minutes):\n  \
+#[command(
+    after_help = "Example (three competing workers, a minute per second, 45 minutes):\n  \
                         cronslot run examples/cronslot.toml --store sqlite:demo-out/cronslot.db \
-                        --workers 3 --speed 60 --until +45m")]
+                        --workers 3 --speed 60 --until +45m"
+)]
 pub struct RunArgs {
     /// The manifest whose jobs to run.
     #[arg(value_name = "MANIFEST", default_value = "cronslot.toml")]
