@@ -9,7 +9,9 @@
 //! [`Backend`]; the commands themselves are generic over
 //! [`Coordinator`] + [`Records`], so a new kind of store (DynamoDB, the
 //! Worker's admin URL) is one more variant of each enum and one more arm in
-//! [`with_backend!`], nothing else. Today only `sqlite:PATH` exists.
+//! [`with_backend!`], nothing else. Today: `sqlite:PATH` and
+//! `dynamodb://TABLE?region=R[&endpoint=URL]` (credentials from the usual
+//! AWS environment).
 //!
 //! Every command requires the store to exist already: `cronslot run` creates
 //! it. A mistyped `--store` path therefore fails with a message instead of
@@ -32,9 +34,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, mpsc};
 use std::time::{Duration, Instant};
 
+use cronslot_aws::dynamo::{DynamoStore, parse_dynamodb_location};
 use cronslot_core::Zone;
 use cronslot_core::coord::Trigger as ClaimTrigger;
-use cronslot_core::coord::exec::block_on;
 use cronslot_core::coord::{
     CasCoordinator, Claim, CoordError, Coordinator, DeadLetter, FailOutcome, Idle, JobState, Lease,
     MissReason, Origin, SkipReason, SlotId, StateStore, format_instant,
@@ -82,9 +84,12 @@ fn problem(message: impl Into<String>) -> Failure {
 pub enum StoreTarget {
     /// `sqlite:PATH`: one SQLite file on this machine.
     Sqlite(PathBuf),
+    /// `dynamodb://TABLE?region=R[&endpoint=URL]`: the AWS adapter's table.
+    Dynamo(String),
 }
 
-const STORE_SYNTAX: &str = "expected sqlite:PATH (for example sqlite:cronslot.db)";
+const STORE_SYNTAX: &str = "expected sqlite:PATH (for example sqlite:cronslot.db) or \
+                            dynamodb://TABLE?region=REGION[&endpoint=URL]";
 
 impl StoreTarget {
     pub fn parse(url: &str) -> Result<StoreTarget, Failure> {
@@ -104,7 +109,10 @@ impl StoreTarget {
             "sqlite" => parse_sqlite_location(trimmed)
                 .map(StoreTarget::Sqlite)
                 .map_err(|e| Failure::bad_input(format!("error: --store: {e}"))),
-            "dynamodb" | "http" | "https" => Err(Failure::bad_input(format!(
+            "dynamodb" => parse_dynamodb_location(trimmed)
+                .map(|_| StoreTarget::Dynamo(trimmed.to_string()))
+                .map_err(|e| Failure::bad_input(format!("error: --store: {}", e.message))),
+            "http" | "https" => Err(Failure::bad_input(format!(
                 "error: --store: unsupported store URL {url:?}: {scheme} stores are not supported by this build yet; {STORE_SYNTAX}"
             ))),
             _ => Err(Failure::bad_input(format!(
@@ -117,6 +125,7 @@ impl StoreTarget {
     pub fn label(&self) -> String {
         match self {
             StoreTarget::Sqlite(path) => format!("sqlite:{}", path.display()),
+            StoreTarget::Dynamo(url) => url.clone(),
         }
     }
 
@@ -151,6 +160,14 @@ impl StoreTarget {
                 })?;
                 Ok(Backend::Sqlite(CasCoordinator::new(store, jitter_seed())))
             }
+            StoreTarget::Dynamo(url) => {
+                // The table must exist (the deployed template creates it);
+                // a missing one fails on first use with the store's hint.
+                let store = wait(DynamoStore::from_url(url)).map_err(|e| {
+                    Failure::bad_input(format!("error: store {}: {e}", self.label()))
+                })?;
+                Ok(Backend::Dynamo(CasCoordinator::new(store, jitter_seed())))
+            }
         }
     }
 }
@@ -158,6 +175,7 @@ impl StoreTarget {
 /// An opened store and the coordinator over it.
 enum Backend {
     Sqlite(CasCoordinator<SqliteStore>),
+    Dynamo(CasCoordinator<DynamoStore>),
 }
 
 /// Runs `$body` with `$c` bound to the backend's coordinator, whatever its
@@ -166,6 +184,7 @@ macro_rules! with_backend {
     ($backend:expr, $c:ident => $body:expr) => {
         match $backend {
             Backend::Sqlite($c) => $body,
+            Backend::Dynamo($c) => $body,
         }
     };
 }
@@ -189,10 +208,23 @@ impl<S: StateStore> Records for CasCoordinator<S> {
     }
 }
 
-/// Drives a store operation to its end. The SQLite store's futures finish
-/// on their first poll (each is one short transaction on this thread).
+thread_local! {
+    /// One current-thread runtime for the command: DynamoDB's client does
+    /// its I/O on it (the SQLite store's futures finish on their first poll).
+    static RUNTIME: Option<tokio::runtime::Runtime> = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .ok();
+}
+
+/// Drives a store operation to its end on the command's runtime.
 fn wait<F: Future>(future: F) -> F::Output {
-    block_on(future)
+    RUNTIME.with(|rt| match rt {
+        Some(rt) => rt.block_on(future),
+        // Without a runtime (the OS refused its resources) only futures that
+        // need none can finish: the SQLite store's.
+        None => cronslot_core::coord::exec::block_on(future),
+    })
 }
 
 fn jitter_seed() -> u64 {

@@ -1,3 +1,5 @@
 //! Cross-crate tests for cronslot: the store conformance suite on every
 //! store, simulations, and emulator end-to-end tests. The tests live in
 //! `tests/`; this library holds what they share.
+
+pub mod moto;
