@@ -86,8 +86,7 @@ fn start_moto() -> Moto {
         .and_then(|l| l.local_addr())
         .expect("a free port")
         .port();
-    let log_path = std::env::temp_dir()
-        .join(format!("moto-{}-{port}.log", std::process::id()));
+    let log_path = std::env::temp_dir().join(format!("moto-{}-{port}.log", std::process::id()));
     let log = std::fs::File::create(&log_path).expect("moto log file");
     let child = Command::new("sh")
         .arg("-c")
