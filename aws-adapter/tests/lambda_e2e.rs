@@ -4,7 +4,8 @@
 //! DynamoDB on moto, its webhooks hitting a server in this test.
 //!
 //! Never skipped: without cargo-lambda or moto the test fails and says to
-//! run scripts/setup.
+//! run scripts/setup. The table is per test run (moto is shared by the
+//! test binary).
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -21,12 +22,15 @@ use cronslot_core::coord::{JobState, StateStore, format_instant};
 use jiff::Timestamp;
 use serde_json::Value;
 
-const TABLE: &str = "cronslot-e2e";
+/// A table of this run's own (the moto server is the test binary's).
+fn table() -> String {
+    format!("cronslot-e2e-{}", std::process::id())
+}
 
 /// Runs `program` under `sh`, in a process group of its own; when this
 /// guard is dropped (or this test process dies, closing the pipe) the
 /// whole group is stopped: `cargo lambda watch` and the function it
-/// spawned, or moto.
+/// spawned.
 struct Guarded {
     name: String,
     child: Child,
@@ -41,8 +45,9 @@ while read -r _line; do :; done
 stop"#;
 
 impl Guarded {
-    fn start(name: &str, program: &Path, args: &[String], cwd: &Path, env: &[(&str, String)]) -> Guarded {
-        let log = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("e2e-{name}-{}.log", std::process::id()));
+    fn start(name: &str, program: &Path, args: &[String], cwd: &Path) -> Guarded {
+        let log = Path::new(env!("CARGO_TARGET_TMPDIR"))
+            .join(format!("e2e-{name}-{}.log", std::process::id()));
         let file = std::fs::File::create(&log).expect("log file");
         let mut command = Command::new("sh");
         command
@@ -57,9 +62,6 @@ impl Guarded {
             .stdout(file.try_clone().expect("log"))
             .stderr(file)
             .process_group(0);
-        for (k, v) in env {
-            command.env(k, v);
-        }
         let mut child = command
             .spawn()
             .unwrap_or_else(|e| panic!("starting {}: {e}", program.display()));
@@ -75,8 +77,15 @@ impl Guarded {
     fn log_tail(&self) -> String {
         let text = std::fs::read_to_string(&self.log).unwrap_or_default();
         let start = text.len().saturating_sub(6000);
-        let start = (start..text.len()).find(|i| text.is_char_boundary(*i)).unwrap_or(0);
-        format!("--- {} log ({}) ---\n{}", self.name, self.log.display(), &text[start..])
+        let start = (start..text.len())
+            .find(|i| text.is_char_boundary(*i))
+            .unwrap_or(0);
+        format!(
+            "--- {} log ({}) ---\n{}",
+            self.name,
+            self.log.display(),
+            &text[start..]
+        )
     }
 
     fn log(&self) -> String {
@@ -89,7 +98,11 @@ impl Guarded {
         let started = Instant::now();
         while TcpStream::connect(("127.0.0.1", port)).is_err() {
             if let Ok(Some(status)) = self.child.try_wait() {
-                panic!("{} exited with {status} before listening\n{}", self.name, self.log_tail());
+                panic!(
+                    "{} exited with {status} before listening\n{}",
+                    self.name,
+                    self.log_tail()
+                );
             }
             assert!(
                 started.elapsed() < limit,
@@ -134,16 +147,9 @@ fn search_path() -> std::ffi::OsString {
     std::env::join_paths(dirs).expect("PATH")
 }
 
-/// A tool from `override_var`, else `PATH` (virtualenv first). Panics with
-/// the fix when it is missing.
-fn tool(name: &str, override_var: Option<&str>) -> PathBuf {
-    if let Some(var) = override_var {
-        if let Some(path) = std::env::var_os(var).filter(|p| !p.is_empty()) {
-            let path = PathBuf::from(path);
-            assert!(path.is_file(), "{name} not found: {var}={} does not exist; run scripts/setup", path.display());
-            return path;
-        }
-    }
+/// A tool on `PATH` (virtualenv first). Panics with the fix when it is
+/// missing.
+fn tool(name: &str) -> PathBuf {
     for dir in std::env::split_paths(&search_path()) {
         let candidate = dir.join(name);
         if candidate.is_file() {
@@ -164,8 +170,11 @@ fn free_port() -> u16 {
 /// `/flaky` answers 503 to its first request and 200 after.
 #[derive(Clone, Default)]
 struct Hooks {
-    requests: Arc<Mutex<Vec<(String, BTreeMap<String, String>)>>>,
+    requests: Arc<Mutex<Vec<Request>>>,
 }
+
+/// A request's path and headers (names lowercased).
+type Request = (String, BTreeMap<String, String>);
 
 impl Hooks {
     fn start() -> (Hooks, String) {
@@ -204,7 +213,11 @@ impl Hooks {
             requests.push((path.clone(), headers));
             n
         };
-        let status = if path == "/flaky" && seen_before == 0 { 503 } else { 200 };
+        let status = if path == "/flaky" && seen_before == 0 {
+            503
+        } else {
+            200
+        };
         let body = format!("{path} {status}");
         let _ = write!(
             stream,
@@ -214,7 +227,12 @@ impl Hooks {
     }
 
     fn count(&self, path: &str) -> usize {
-        self.requests.lock().expect("lock").iter().filter(|(p, _)| p == path).count()
+        self.requests
+            .lock()
+            .expect("lock")
+            .iter()
+            .filter(|(p, _)| p == path)
+            .count()
     }
 
     fn headers(&self, path: &str) -> Vec<BTreeMap<String, String>> {
@@ -237,7 +255,9 @@ fn manifest(base: &str) -> String {
 [defaults]
 lease = "11m"
 starting_deadline = "1h"
-retry = {{ max_attempts = 3, backoff = "1s", max_backoff = "1s" }}
+# Retries may outlive the next slot: the test must not depend on which
+# second of the minute it runs in.
+retry = {{ max_attempts = 3, backoff = "1s", max_backoff = "1s", past_next_slot = true }}
 
 [[job]]
 name = "nightly-report"
@@ -281,6 +301,10 @@ fn this_minute() -> String {
     format_instant(minute)
 }
 
+/// What `cargo lambda watch` logs when the function process ends (a build
+/// error, a failed start).
+const FUNCTION_EXITED: &str = "command exited";
+
 struct Invoked {
     ok: bool,
     output: String,
@@ -312,14 +336,30 @@ impl Lambda {
             .spawn()
             .expect("cargo lambda invoke");
         let started = Instant::now();
+        let crashes = watch.log().matches(FUNCTION_EXITED).count();
         let status = loop {
             if let Some(status) = child.try_wait().expect("wait") {
                 break status;
             }
+            if watch.log().matches(FUNCTION_EXITED).count() > crashes {
+                // The function did not build or start: the invocation would
+                // wait for it forever.
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!(
+                    "the function exited while {} was pending\n{}",
+                    file.display(),
+                    watch.log_tail()
+                );
+            }
             if started.elapsed() > limit {
                 let _ = child.kill();
                 let _ = child.wait();
-                panic!("cargo lambda invoke {} took over {limit:?}\n{}", file.display(), watch.log_tail());
+                panic!(
+                    "cargo lambda invoke {} took over {limit:?}\n{}",
+                    file.display(),
+                    watch.log_tail()
+                );
             }
             std::thread::sleep(Duration::from_millis(50));
         };
@@ -344,7 +384,7 @@ fn store(endpoint: &str) -> DynamoStore {
         .credentials_provider(Credentials::new("test", "test", None, None, "e2e"))
         .endpoint_url(endpoint)
         .build();
-    DynamoStore::new(aws_sdk_dynamodb::Client::from_conf(config), TABLE)
+    DynamoStore::new(aws_sdk_dynamodb::Client::from_conf(config), table())
 }
 
 fn state(rt: &tokio::runtime::Runtime, store: &DynamoStore, job: &str) -> JobState {
@@ -363,22 +403,18 @@ fn scheduler_event(job: &str, slot: &str) -> Value {
 
 #[test]
 fn the_example_lambda_runs_each_slot_once_against_dynamodb() {
-    let cargo_lambda = tool("cargo-lambda", None);
-    let moto_server = tool("moto_server", Some("MOTO_SERVER"));
-    let work = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("lambda-e2e-{}", std::process::id()));
+    let cargo_lambda = tool("cargo-lambda");
+    let work =
+        Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("lambda-e2e-{}", std::process::id()));
     std::fs::create_dir_all(&work).expect("work dir");
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
 
-    let moto_port = free_port();
-    let mut moto = Guarded::start(
-        "moto",
-        &moto_server,
-        &["-H".into(), "127.0.0.1".into(), "-p".into(), moto_port.to_string()],
-        &work,
-        &[],
-    );
-    moto.wait_for_port(moto_port, Duration::from_secs(60));
-    let endpoint = format!("http://127.0.0.1:{moto_port}");
+    // The shared emulator of the test crates (MOTO_SERVER, PATH, or the
+    // virtualenv; a missing one fails the test).
+    let endpoint = cronslot_tests::moto::moto().endpoint.clone();
     let store = store(&endpoint);
     rt.block_on(store.create_table()).expect("create the table");
 
@@ -389,7 +425,7 @@ fn the_example_lambda_runs_each_slot_once_against_dynamodb() {
     let port = free_port();
     let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/aws-jobs");
     let env_vars = [
-        format!("CRONSLOT_TABLE={TABLE}"),
+        format!("CRONSLOT_TABLE={}", table()),
         format!("CRONSLOT_DYNAMODB_ENDPOINT={endpoint}"),
         format!("CRONSLOT_MANIFEST={}", manifest_path.display()),
         "AWS_REGION=us-east-1".to_string(),
@@ -397,16 +433,23 @@ fn the_example_lambda_runs_each_slot_once_against_dynamodb() {
         "AWS_SECRET_ACCESS_KEY=test".to_string(),
         "AWS_EC2_METADATA_DISABLED=true".to_string(),
     ];
-    let mut args: Vec<String> = ["lambda", "watch", "--ignore-changes", "-A", "127.0.0.1", "-P"]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
+    let mut args: Vec<String> = [
+        "lambda",
+        "watch",
+        "--ignore-changes",
+        "-A",
+        "127.0.0.1",
+        "-P",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
     args.push(port.to_string());
     for var in &env_vars {
         args.push("--env-var".into());
         args.push(var.clone());
     }
-    let mut watch = Guarded::start("watch", &cargo_lambda, &args, &example, &[]);
+    let mut watch = Guarded::start("watch", &cargo_lambda, &args, &example);
     watch.wait_for_port(port, Duration::from_secs(120));
     let mut lambda = Lambda {
         cargo_lambda,
@@ -424,19 +467,36 @@ fn the_example_lambda_runs_each_slot_once_against_dynamodb() {
     for i in 0..3 {
         let limit = if i == 0 { first_call } else { call };
         let r = lambda.invoke(&ping, limit, &watch);
-        assert!(r.ok, "delivery {i} of ping-webhook@{slot} failed:\n{}\n{}", r.output, watch.log_tail());
+        assert!(
+            r.ok,
+            "delivery {i} of ping-webhook@{slot} failed:\n{}\n{}",
+            r.output,
+            watch.log_tail()
+        );
     }
-    assert_eq!(hooks.count("/ping"), 1, "three deliveries, one request\n{}", watch.log_tail());
+    assert_eq!(
+        hooks.count("/ping"),
+        1,
+        "three deliveries, one request\n{}",
+        watch.log_tail()
+    );
     let sent = &hooks.headers("/ping")[0];
-    assert_eq!(sent.get("idempotency-key"), Some(&format!("ping-webhook@{slot}")));
+    assert_eq!(
+        sent.get("idempotency-key"),
+        Some(&format!("ping-webhook@{slot}"))
+    );
     assert!(sent.contains_key("cronslot-fence"));
     let ping_state = state(&rt, &store, "ping-webhook");
-    assert_eq!((ping_state.counters.runs, ping_state.counters.succeeded), (1, 1));
+    assert_eq!(
+        (ping_state.counters.runs, ping_state.counters.succeeded),
+        (1, 1)
+    );
 
     // A Rule event for the same slot is the same slot.
     let mut rule = fixture("rule.json");
     rule["time"] = Value::from(slot.clone());
-    rule["resources"] = serde_json::json!(["arn:aws:events:us-east-1:123456789012:rule/cronslot-ping-webhook"]);
+    rule["resources"] =
+        serde_json::json!(["arn:aws:events:us-east-1:123456789012:rule/cronslot-ping-webhook"]);
     let r = lambda.invoke(&rule, call, &watch);
     assert!(r.ok, "rule event: {}", r.output);
     assert_eq!(hooks.count("/ping"), 1);
@@ -457,7 +517,12 @@ fn the_example_lambda_runs_each_slot_once_against_dynamodb() {
     assert!(r.output.contains("cronslot.RunFailed"), "{}", r.output);
     std::thread::sleep(Duration::from_millis(1500));
     let r = lambda.invoke(&flaky, call, &watch);
-    assert!(r.ok, "the re-delivery must succeed:\n{}\n{}", r.output, watch.log_tail());
+    assert!(
+        r.ok,
+        "the re-delivery must succeed:\n{}\n{}",
+        r.output,
+        watch.log_tail()
+    );
     assert_eq!(hooks.count("/flaky"), 2);
     let attempts: Vec<String> = hooks
         .headers("/flaky")
@@ -466,13 +531,24 @@ fn the_example_lambda_runs_each_slot_once_against_dynamodb() {
         .collect();
     assert_eq!(attempts, ["1", "2"]);
     let flaky_state = state(&rt, &store, "flaky-hook");
-    assert_eq!((flaky_state.counters.failed, flaky_state.counters.succeeded), (1, 1));
+    assert_eq!(
+        (flaky_state.counters.failed, flaky_state.counters.succeeded),
+        (1, 1)
+    );
 
     // Malformed and unknown-job payloads: errors, refused as invalid.
-    for name in ["malformed-bad-time.json", "malformed-not-object.json", "unknown-job.json"] {
+    for name in [
+        "malformed-bad-time.json",
+        "malformed-not-object.json",
+        "unknown-job.json",
+    ] {
         let r = lambda.invoke(&fixture(name), call, &watch);
         assert!(!r.ok, "{name} must fail:\n{}", r.output);
-        assert!(r.output.contains("cronslot.InvalidEvent"), "{name}: {}", r.output);
+        assert!(
+            r.output.contains("cronslot.InvalidEvent"),
+            "{name}: {}",
+            r.output
+        );
     }
 
     // The function's log: one run line per run, with the EMF metadata.
@@ -482,8 +558,15 @@ fn the_example_lambda_runs_each_slot_once_against_dynamodb() {
         .filter_map(|l| serde_json::from_str::<Value>(l).ok())
         .filter(|v| v["msg"] == "run")
         .collect();
-    assert_eq!(runs.len(), 3, "ping once, flaky twice\n{}", watch.log_tail());
-    assert!(runs.iter().all(|r| r["_aws"]["CloudWatchMetrics"][0]["Namespace"] == "cronslot"));
+    assert_eq!(
+        runs.len(),
+        3,
+        "ping once, flaky twice\n{}",
+        watch.log_tail()
+    );
+    assert!(
+        runs.iter()
+            .all(|r| r["_aws"]["CloudWatchMetrics"][0]["Namespace"] == "cronslot")
+    );
     drop(watch);
-    drop(moto);
 }

@@ -13,7 +13,10 @@ fn fixture(name: &str) -> Value {
 }
 
 fn manifest() -> Manifest {
-    let path = format!("{}/tests/fixtures/cronslot.toml", env!("CARGO_MANIFEST_DIR"));
+    let path = format!(
+        "{}/tests/fixtures/cronslot.toml",
+        env!("CARGO_MANIFEST_DIR")
+    );
     let text = std::fs::read_to_string(&path).expect("manifest fixture");
     parse_manifest(&text, "cronslot.toml").expect("valid manifest")
 }
@@ -38,7 +41,11 @@ fn refused(name: &str) -> EventError {
 
 fn assert_refused(name: &str, path: &str, message: &str) {
     let e = refused(name);
-    assert_eq!((e.path.as_str(), e.message.as_str()), (path, message), "{name}");
+    assert_eq!(
+        (e.path.as_str(), e.message.as_str()),
+        (path, message),
+        "{name}"
+    );
 }
 
 #[test]
@@ -107,9 +114,8 @@ fn rule_time_is_cut_to_the_minute() {
 #[test]
 fn rules_on_a_custom_bus_are_named_by_their_last_segment() {
     let mut payload = fixture("rule.json");
-    payload["resources"] = serde_json::json!([
-        "arn:aws:events:eu-west-1:123456789012:rule/ops-bus/cronslot-report"
-    ]);
+    payload["resources"] =
+        serde_json::json!(["arn:aws:events:eu-west-1:123456789012:rule/ops-bus/cronslot-report"]);
     assert_eq!(
         event::decode(&payload).map(|e| e.target),
         Ok(Target::Job("report".into()))
@@ -225,18 +231,54 @@ const BAD_TIME: &str = "\"2026-03-08 14:00\" is not an RFC 3339 instant like 202
 #[test]
 fn more_malformed_shapes() {
     let cases: [(Value, &str, &str); 8] = [
-        (Value::Null, "$", "expected a JSON object (an EventBridge Scheduler input {\"cronslot\": {...}} or a Scheduled Event), found null"),
-        (serde_json::json!({}), "$", "not a cronslot event: expected {\"cronslot\": {...}} (an EventBridge Scheduler input) or an EventBridge Scheduled Event (\"source\": \"aws.events\")"),
-        (serde_json::json!({"cronslot": "report"}), "$.cronslot", "expected an object, found a string"),
-        (serde_json::json!({"cronslot": {"job": "report", "scheduled_time": "2026-03-08T14:00:00Z"}, "extra": 1}), "$.extra", "unexpected key: a Scheduler input holds only \"cronslot\""),
-        (serde_json::json!({"cronslot": {"job": "report", "tick": true, "scheduled_time": "2026-03-08T14:00:00Z"}}), "$.cronslot", "has both \"job\" and \"tick\": true; a trigger is either one job's or the tick"),
-        (serde_json::json!({"cronslot": {"job": "", "scheduled_time": "2026-03-08T14:00:00Z"}}), "$.cronslot.job", "is empty; expected a job name"),
-        (serde_json::json!({"source": "aws.events", "detail-type": "Scheduled Event", "time": "2026-03-08T14:00:00Z", "resources": "arn"}), "$.resources", "expected an array of rule ARNs, found a string"),
-        (serde_json::json!({"source": "aws.events", "detail-type": "Scheduled Event", "time": "2026-03-08T14:00:00Z", "resources": [], "detail": {"jobs": "x"}}), "$.detail.jobs", "unknown key; expected job, tick"),
+        (
+            Value::Null,
+            "$",
+            "expected a JSON object (an EventBridge Scheduler input {\"cronslot\": {...}} or a Scheduled Event), found null",
+        ),
+        (
+            serde_json::json!({}),
+            "$",
+            "not a cronslot event: expected {\"cronslot\": {...}} (an EventBridge Scheduler input) or an EventBridge Scheduled Event (\"source\": \"aws.events\")",
+        ),
+        (
+            serde_json::json!({"cronslot": "report"}),
+            "$.cronslot",
+            "expected an object, found a string",
+        ),
+        (
+            serde_json::json!({"cronslot": {"job": "report", "scheduled_time": "2026-03-08T14:00:00Z"}, "extra": 1}),
+            "$.extra",
+            "unexpected key: a Scheduler input holds only \"cronslot\"",
+        ),
+        (
+            serde_json::json!({"cronslot": {"job": "report", "tick": true, "scheduled_time": "2026-03-08T14:00:00Z"}}),
+            "$.cronslot",
+            "has both \"job\" and \"tick\": true; a trigger is either one job's or the tick",
+        ),
+        (
+            serde_json::json!({"cronslot": {"job": "", "scheduled_time": "2026-03-08T14:00:00Z"}}),
+            "$.cronslot.job",
+            "is empty; expected a job name",
+        ),
+        (
+            serde_json::json!({"source": "aws.events", "detail-type": "Scheduled Event", "time": "2026-03-08T14:00:00Z", "resources": "arn"}),
+            "$.resources",
+            "expected an array of rule ARNs, found a string",
+        ),
+        (
+            serde_json::json!({"source": "aws.events", "detail-type": "Scheduled Event", "time": "2026-03-08T14:00:00Z", "resources": [], "detail": {"jobs": "x"}}),
+            "$.detail.jobs",
+            "unknown key; expected job, tick",
+        ),
     ];
     for (payload, path, message) in cases {
         let e = event::decode(&payload).expect_err("refused");
-        assert_eq!((e.path.as_str(), e.message.as_str()), (path, message), "{payload}");
+        assert_eq!(
+            (e.path.as_str(), e.message.as_str()),
+            (path, message),
+            "{payload}"
+        );
     }
 }
 
@@ -244,7 +286,8 @@ fn more_malformed_shapes() {
 fn display_names_the_path() {
     let e = refused("unknown-job.json");
     assert!(
-        e.to_string().starts_with("event $.cronslot.job: unknown job \"nightly-invoices\""),
+        e.to_string()
+            .starts_with("event $.cronslot.job: unknown job \"nightly-invoices\""),
         "{e}"
     );
 }

@@ -117,10 +117,11 @@ impl HandlerError {
 
 impl fmt::Display for HandlerError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let hint = if self.kind.retryable() {
-            ""
-        } else {
-            " (not retryable: a re-delivery of this event fails the same way)"
+        let hint = match self.kind {
+            ErrorKind::InvalidEvent | ErrorKind::Misconfigured => {
+                " (not retryable: a re-delivery of this event fails the same way)"
+            }
+            _ => "",
         };
         write!(f, "{}{hint}", self.message)
     }

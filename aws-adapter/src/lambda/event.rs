@@ -70,7 +70,10 @@ pub enum Source {
         schedule_arn: Option<String>,
     },
     /// An EventBridge Rule's Scheduled Event.
-    Rule { rule: Option<String>, id: Option<String> },
+    Rule {
+        rule: Option<String>,
+        id: Option<String>,
+    },
 }
 
 /// What the event asks for.
@@ -223,10 +226,7 @@ fn decode_scheduler(root: &Map<String, Value>) -> Result<Event, EventError> {
         }
         None => return Err(EventError::at(path, "missing")),
     };
-    if let Some(extra) = input
-        .keys()
-        .find(|k| !SCHEDULER_KEYS.contains(&k.as_str()))
-    {
+    if let Some(extra) = input.keys().find(|k| !SCHEDULER_KEYS.contains(&k.as_str())) {
         return Err(EventError::at(
             &child(path, extra),
             format!("unknown key; expected {}", SCHEDULER_KEYS.join(", ")),
@@ -359,7 +359,12 @@ fn target_from_rules(rules: &[(String, String)]) -> Result<(Target, String), Eve
 fn rule_names(root: &Map<String, Value>) -> Result<Vec<(String, String)>, EventError> {
     let path = "$.resources";
     let items = match root.get("resources") {
-        None => return Err(EventError::at(path, "missing; a Scheduled Event lists its rule's ARN")),
+        None => {
+            return Err(EventError::at(
+                path,
+                "missing; a Scheduled Event lists its rule's ARN",
+            ));
+        }
         Some(Value::Array(items)) => items,
         Some(other) => {
             return Err(EventError::at(
@@ -435,7 +440,11 @@ fn optional_string<'v>(
     }
 }
 
-fn optional_bool(map: &Map<String, Value>, path: &str, key: &str) -> Result<Option<bool>, EventError> {
+fn optional_bool(
+    map: &Map<String, Value>,
+    path: &str,
+    key: &str,
+) -> Result<Option<bool>, EventError> {
     match map.get(key) {
         None => Ok(None),
         Some(Value::Bool(b)) => Ok(Some(*b)),
@@ -547,7 +556,12 @@ mod tests {
 
     #[test]
     fn minutes_are_cut() {
-        let t: Timestamp = "2026-03-08T07:00:59Z".parse().unwrap_or(Timestamp::UNIX_EPOCH);
-        assert_eq!(format_instant(truncate_to_minute(t)), "2026-03-08T07:00:00Z");
+        let t: Timestamp = "2026-03-08T07:00:59Z"
+            .parse()
+            .unwrap_or(Timestamp::UNIX_EPOCH);
+        assert_eq!(
+            format_instant(truncate_to_minute(t)),
+            "2026-03-08T07:00:00Z"
+        );
     }
 }

@@ -20,7 +20,7 @@ use super::error::{ErrorKind, HandlerError};
 use super::event::{self, EventError, Work};
 use super::http::{HttpCall, HttpRunner};
 use super::init::{self, InitError};
-use super::jobs::{JobError, Jobs, RunContext, RunFacts};
+use super::jobs::{JobError, Jobs, RunContext, RunFacts, run_catching};
 use super::ledger::RunLedger;
 use super::log::{self, LogSink, RunEnd, RunReport};
 use super::observe::{Fates, Observed};
@@ -170,11 +170,16 @@ impl<S: StateStore + EffectLedger + 'static> Handler<S> {
         let coord = self.coordinator(inv);
         let (reports, summary) = match work {
             Work::Slot { spec, slot } => {
-                let spec = self.spec(spec)?;
+                let spec = match self.spec(spec) {
+                    Ok(spec) => spec,
+                    Err(e) => return Err(self.fail_with(inv, None, e)),
+                };
                 if let Err(e) = self.check_lease(&spec, inv, now) {
                     return Err(self.fail_with(inv, Some(spec.name.as_str()), e));
                 }
-                let report = self.serve(&coord, spec.clone(), Trigger::Slot(slot), inv).await;
+                let report = self
+                    .serve(&coord, spec.clone(), Trigger::Slot(slot), inv)
+                    .await;
                 let summary = json!({
                     "trigger": "slot",
                     "source": event.source_name(),
@@ -188,7 +193,9 @@ impl<S: StateStore + EffectLedger + 'static> Handler<S> {
                 let mut serving = Vec::new();
                 for spec in self.specs.values().filter(|s| s.trigger == Mode::Tick) {
                     match self.check_lease(spec, inv, now) {
-                        Ok(()) => serving.push(self.serve(&coord, spec.clone(), Trigger::Tick, inv)),
+                        Ok(()) => {
+                            serving.push(self.serve(&coord, spec.clone(), Trigger::Tick, inv))
+                        }
                         Err(e) => refused.push(e),
                     }
                 }
@@ -247,7 +254,13 @@ impl<S: StateStore + EffectLedger + 'static> Handler<S> {
     fn invalid(&self, inv: &Invocation, job: Option<&str>, e: &EventError) -> HandlerError {
         let error = HandlerError::new(ErrorKind::InvalidEvent, e.to_string());
         let at = (self.clock)();
-        self.emit(&log::error_line(&inv.request_id, job, &error, Some(&e.path), at));
+        self.emit(&log::error_line(
+            &inv.request_id,
+            job,
+            &error,
+            Some(&e.path),
+            at,
+        ));
         error
     }
 
@@ -260,13 +273,22 @@ impl<S: StateStore + EffectLedger + 'static> Handler<S> {
     /// The lease must outlast the invocation (plus the skew margin): a run
     /// cannot heartbeat inside Lambda, so a lease shorter than the time
     /// Lambda may let it run would let a second copy start.
-    fn check_lease(&self, spec: &JobSpec, inv: &Invocation, now: Timestamp) -> Result<(), HandlerError> {
+    fn check_lease(
+        &self,
+        spec: &JobSpec,
+        inv: &Invocation,
+        now: Timestamp,
+    ) -> Result<(), HandlerError> {
         let remaining = until(now, inv.deadline);
         let needed = remaining.saturating_add(spec.skew_margin);
         if spec.lease >= needed {
             return Ok(());
         }
-        let up = |d: Duration| format_duration(Duration::from_secs(d.as_secs() + u64::from(d.subsec_nanos() > 0)));
+        let up = |d: Duration| {
+            format_duration(Duration::from_secs(
+                d.as_secs() + u64::from(d.subsec_nanos() > 0),
+            ))
+        };
         let timeout_max = spec.lease.saturating_sub(spec.skew_margin);
         Err(HandlerError::new(
             ErrorKind::Misconfigured,
@@ -299,13 +321,10 @@ impl<S: StateStore + EffectLedger + 'static> Handler<S> {
             errors: Vec::new(),
         };
         let mut trigger = first;
-        let mut backfilled = false;
         let mut longest = Duration::ZERO;
         for _ in 0..MAX_RUNS {
             let now = (self.clock)();
-            let claim = coord
-                .claim(&spec, now, trigger, &inv.request_id)
-                .await;
+            let claim = coord.claim(&spec, now, trigger, &inv.request_id).await;
             let fates = coord.store().take_fates(job);
             match claim {
                 Err(e) => {
@@ -315,19 +334,6 @@ impl<S: StateStore + EffectLedger + 'static> Handler<S> {
                 }
                 Ok(Claim::Idle(idle)) => {
                     self.fates(inv, job, fates);
-                    if let (Trigger::Slot(slot), Idle::AlreadyResolved { .. }) = (trigger, &idle) {
-                        if !backfilled && self.first_delivery(coord, &spec, slot, now) {
-                            backfilled = true;
-                            match self.recover_first_slot(coord, &spec, slot, now).await {
-                                Ok(true) => continue,
-                                Ok(false) => {}
-                                Err(e) => {
-                                    report.errors.push(e);
-                                    break;
-                                }
-                            }
-                        }
-                    }
                     self.idle(&mut report, &spec, trigger, idle, inv, now);
                     break;
                 }
@@ -346,7 +352,11 @@ impl<S: StateStore + EffectLedger + 'static> Handler<S> {
                 break;
             }
             let left = until(now, inv.deadline);
-            if left < longest.saturating_add(CATCH_UP_MARGIN).saturating_add(RESERVE) {
+            if left
+                < longest
+                    .saturating_add(CATCH_UP_MARGIN)
+                    .saturating_add(RESERVE)
+            {
                 self.emit(&json!({
                     "level": "warn",
                     "msg": "catch_up_deferred",
@@ -354,8 +364,8 @@ impl<S: StateStore + EffectLedger + 'static> Handler<S> {
                     "job": job,
                     "reason": format!(
                         "{} left, the longest run took {}: the next trigger runs the rest",
-                        format_duration(left),
-                        format_duration(longest)
+                        human(left),
+                        human(longest)
                     ),
                 }));
                 break;
@@ -363,31 +373,6 @@ impl<S: StateStore + EffectLedger + 'static> Handler<S> {
             trigger = Trigger::Tick;
         }
         report
-    }
-
-    /// Did this very claim create the job's record, for a slot so recent
-    /// that the job must have existed when it came due? Then the slot was
-    /// judged "before the job's creation" only because its own delivery is
-    /// the first time any coordinator saw the job.
-    fn first_delivery(&self, coord: &Coord<S>, spec: &JobSpec, slot: Timestamp, now: Timestamp) -> bool {
-        let age = until(slot, now);
-        coord.store().created(spec.name.as_str()) && age <= spec.starting_deadline
-    }
-
-    /// Queues the slot again (a backfill of exactly that slot), so the next
-    /// claim runs it. Only the invocation whose conditional write created
-    /// the record does this, so the slot is queued once.
-    async fn recover_first_slot(
-        &self,
-        coord: &Coord<S>,
-        spec: &JobSpec,
-        slot: Timestamp,
-        now: Timestamp,
-    ) -> Result<bool, HandlerError> {
-        match coord.backfill(spec, slot, slot, now, false).await {
-            Ok(queued) => Ok(!queued.is_empty()),
-            Err(e) => Err(coord_error(spec.name.as_str(), "queue the first slot", &e)),
-        }
     }
 
     /// Is another slot or retry of the job due, judging by the record the
@@ -456,8 +441,15 @@ impl<S: StateStore + EffectLedger + 'static> Handler<S> {
             return;
         }
         let (reason, detail) = idle_detail(&idle);
-        self.emit(&log::idle_line(&inv.request_id, job, reason, detail.clone()));
-        report.idle.push(json!({"job": job, "reason": reason, "detail": detail}));
+        self.emit(&log::idle_line(
+            &inv.request_id,
+            job,
+            reason,
+            detail.clone(),
+        ));
+        report
+            .idle
+            .push(json!({"job": job, "reason": reason, "detail": detail}));
     }
 
     /// Runs one claimed slot and records its outcome with the lease's fence.
@@ -479,10 +471,7 @@ impl<S: StateStore + EffectLedger + 'static> Handler<S> {
         let fence = lease.fence;
         let slot_id = format!("{job}@{}", format_instant(lease.slot));
         let (end, error, retry_at) = match outcome {
-            Ok(result) => match coord
-                .complete(spec, fence, result.as_deref(), ended)
-                .await
-            {
+            Ok(result) => match coord.complete(spec, fence, result.as_deref(), ended).await {
                 Ok(()) => (RunEnd::Succeeded, None, None),
                 Err(CoordError::Refused(r)) => (
                     RunEnd::LeaseLost,
@@ -494,7 +483,11 @@ impl<S: StateStore + EffectLedger + 'static> Handler<S> {
                 ),
                 Err(e) => (
                     RunEnd::Unrecorded,
-                    Some(coord_error(job, &format!("record the success of {slot_id}"), &e)),
+                    Some(coord_error(
+                        job,
+                        &format!("record the success of {slot_id}"),
+                        &e,
+                    )),
                     None,
                 ),
             },
@@ -502,7 +495,11 @@ impl<S: StateStore + EffectLedger + 'static> Handler<S> {
                 let failed = coord
                     .fail(spec, fence, &job_error.message, job_error.permanent, ended)
                     .await;
-                let kind = if job_error.permanent { "permanently" } else { "transiently" };
+                let kind = if job_error.permanent {
+                    "permanently"
+                } else {
+                    "transiently"
+                };
                 let what = format!(
                     "slot {slot_id} attempt {} failed {kind}: {}",
                     lease.attempt, job_error.message
@@ -520,7 +517,9 @@ impl<S: StateStore + EffectLedger + 'static> Handler<S> {
                         RunEnd::Dead,
                         Some(HandlerError::new(
                             ErrorKind::SlotDead,
-                            format!("{what}; the slot is a dead letter (redrive it with `cronslot dlq`)"),
+                            format!(
+                                "{what}; the slot is a dead letter (redrive it with `cronslot dlq`)"
+                            ),
                         )),
                         None,
                     ),
@@ -588,7 +587,12 @@ impl<S: StateStore + EffectLedger + 'static> Handler<S> {
                         spec.name.as_str()
                     )));
                 };
-                let ledger = RunLedger::new(coord.clone(), spec.clone(), lease.clone(), self.clock.clone());
+                let ledger = RunLedger::new(
+                    coord.clone(),
+                    spec.clone(),
+                    lease.clone(),
+                    self.clock.clone(),
+                );
                 let ctx = RunContext::new(
                     RunFacts {
                         job: spec.name.as_str().to_string(),
@@ -601,7 +605,7 @@ impl<S: StateStore + EffectLedger + 'static> Handler<S> {
                     },
                     Rc::new(ledger),
                 );
-                match tokio::time::timeout(budget, function(ctx)).await {
+                match tokio::time::timeout(budget, run_catching(function, ctx)).await {
                     Ok(result) => result.map(|()| None),
                     Err(_) => Err(cut(budget)),
                 }
@@ -616,7 +620,11 @@ impl<S: StateStore + EffectLedger + 'static> Handler<S> {
                     url,
                     method: *method,
                     headers,
-                    idempotency_key: format!("{}@{}", spec.name.as_str(), format_instant(lease.slot)),
+                    idempotency_key: format!(
+                        "{}@{}",
+                        spec.name.as_str(),
+                        format_instant(lease.slot)
+                    ),
                     fence: lease.fence,
                     attempt: lease.attempt,
                     scheduled_at: lease.slot,
@@ -639,8 +647,18 @@ impl<S: StateStore + EffectLedger + 'static> Handler<S> {
 fn cut(budget: Duration) -> JobError {
     JobError::transient(format!(
         "the run was cut after {} to leave time to record it before the Lambda invocation's deadline; raise the function timeout (and the job's lease), or shorten the job",
-        format_duration(budget)
+        human(budget)
     ))
+}
+
+/// A duration for messages: milliseconds below a second (where
+/// `format_duration`, which counts whole seconds, would say `0s`).
+fn human(d: Duration) -> String {
+    if d < Duration::from_secs(1) {
+        format!("{}ms", d.as_millis())
+    } else {
+        format_duration(d)
+    }
 }
 
 fn idle_detail(idle: &Idle) -> (&'static str, Value) {

@@ -6,77 +6,24 @@
 //! it does not name the store: the same functions run against DynamoDB in
 //! Lambda and against memory in tests.
 
+use std::any::Any;
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::future::Future;
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::pin::Pin;
 use std::rc::Rc;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
+pub use cronslot_core::coord::JobError;
 use cronslot_core::coord::{CoordError, EffectError, format_instant};
 use jiff::Timestamp;
 
 /// A boxed future that stays on the invocation's thread (core's futures are
 /// not `Send`).
 pub type LocalFuture<'a, T> = Pin<Box<dyn Future<Output = T> + 'a>>;
-
-/// Why a run failed: transient failures are retried on the same slot (with
-/// backoff, up to `max_attempts`), permanent ones make the slot dead.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct JobError {
-    pub permanent: bool,
-    pub message: String,
-}
-
-impl JobError {
-    pub fn transient(message: impl Into<String>) -> JobError {
-        JobError {
-            permanent: false,
-            message: message.into(),
-        }
-    }
-
-    pub fn permanent(message: impl Into<String>) -> JobError {
-        JobError {
-            permanent: true,
-            message: message.into(),
-        }
-    }
-}
-
-impl fmt::Display for JobError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.message)
-    }
-}
-
-impl std::error::Error for JobError {}
-
-impl From<EffectError> for JobError {
-    /// An effect that could not run now (held by another run, a store
-    /// hiccup, the effect's own failure) is worth another attempt; one too
-    /// large to record will be too large next time as well.
-    fn from(e: EffectError) -> Self {
-        match e {
-            EffectError::ResultTooLarge { .. } => JobError::permanent(e.to_string()),
-            EffectError::Coordinator(ref c) if !c.is_transient() => {
-                JobError::permanent(e.to_string())
-            }
-            _ => JobError::transient(e.to_string()),
-        }
-    }
-}
-
-impl From<CoordError> for JobError {
-    fn from(e: CoordError) -> Self {
-        if e.is_transient() {
-            JobError::transient(e.to_string())
-        } else {
-            JobError::permanent(e.to_string())
-        }
-    }
-}
 
 /// An effect's work, called only if the ledger grants the effect.
 pub(crate) type EffectWork<'a> = Box<dyn FnOnce() -> LocalFuture<'a, Result<String, String>> + 'a>;
@@ -260,4 +207,46 @@ impl fmt::Debug for Jobs {
             .field("functions", &self.functions.keys().collect::<Vec<_>>())
             .finish()
     }
+}
+
+/// Runs a registered function, turning a panic (while building its future
+/// or while polling it) into a transient failure: the run is then recorded
+/// as failed and retried like any other, instead of leaving its lease held
+/// until it expires.
+pub(crate) async fn run_catching(function: &JobFn, ctx: RunContext) -> Result<(), JobError> {
+    let future = match catch_unwind(AssertUnwindSafe(|| function(ctx))) {
+        Ok(future) => future,
+        Err(payload) => return Err(panicked(payload.as_ref())),
+    };
+    match (CatchPanic { inner: future }).await {
+        Ok(result) => result,
+        Err(payload) => Err(panicked(payload.as_ref())),
+    }
+}
+
+struct CatchPanic {
+    inner: LocalFuture<'static, Result<(), JobError>>,
+}
+
+impl Future for CatchPanic {
+    type Output = Result<Result<(), JobError>, Box<dyn Any + Send>>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let inner = &mut self.get_mut().inner;
+        match catch_unwind(AssertUnwindSafe(|| inner.as_mut().poll(cx))) {
+            Ok(Poll::Pending) => Poll::Pending,
+            Ok(Poll::Ready(result)) => Poll::Ready(Ok(result)),
+            // Never polled again: the caller stops at the first `Ready`.
+            Err(payload) => Poll::Ready(Err(payload)),
+        }
+    }
+}
+
+fn panicked(payload: &(dyn Any + Send)) -> JobError {
+    let message = payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic without a message".to_string());
+    JobError::transient(format!("the job panicked: {message}"))
 }

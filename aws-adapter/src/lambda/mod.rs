@@ -54,6 +54,18 @@
 //! Decoding is strict: an unknown key in `cronslot` or `detail` is an error
 //! (a typo in a template must not turn into a silently ignored field).
 //!
+//! # Jobs
+//!
+//! A function job is registered by name with [`Jobs::register`] and gets an
+//! owned [`RunContext`] (idempotency key, fence, attempt, deadlines, effect
+//! ledger); it fails with [`JobError::transient`] (retried) or
+//! [`JobError::permanent`] (dead letter), and a panic counts as a transient
+//! failure. `http` jobs need no Rust: the function sends the request (see
+//! [`http`]). `command` jobs are refused when the function starts:
+//! `provided.al2023` has no tools a command could rely on. The function
+//! starts only if every function job of the manifest is registered, and
+//! nothing else is.
+//!
 //! # Outcomes
 //!
 //! The function succeeds when every claimed slot ran and was recorded, and
@@ -83,6 +95,12 @@
 //! retries) run in the same invocation while the time left exceeds the
 //! longest run so far plus [`CATCH_UP_MARGIN`].
 
+// Events come from outside: nothing here may panic on them.
+#![cfg_attr(
+    not(test),
+    deny(clippy::unwrap_used, clippy::expect_used, clippy::panic)
+)]
+
 pub mod error;
 pub mod event;
 mod handler;
@@ -96,7 +114,9 @@ mod observe;
 mod runtime;
 
 pub use error::{ErrorKind, HandlerError};
-pub use handler::{CATCH_UP_MARGIN, Clock, Handler, Host, Invocation, MAX_RUNS, RESERVE, StoreFactory};
+pub use handler::{
+    CATCH_UP_MARGIN, Clock, Handler, Host, Invocation, MAX_RUNS, RESERVE, StoreFactory,
+};
 pub use init::{InitError, MANIFEST_ENV, ManifestSource, check};
 pub use jobs::{JobError, Jobs, LocalFuture, RunContext};
 pub use observe::{Fates, Observed};

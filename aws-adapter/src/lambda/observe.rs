@@ -25,8 +25,6 @@ struct Seen {
     stored: Option<JobState>,
     /// Counter increases made by this process's writes, not yet taken.
     fates: Fates,
-    /// The last write created the record (a conditional put on "absent").
-    created: bool,
 }
 
 /// `S` with every record read or written remembered per job.
@@ -61,11 +59,6 @@ impl<S> Observed<S> {
             .unwrap_or_default()
     }
 
-    /// True when the last write of `job` created its record.
-    pub fn created(&self, job: &str) -> bool {
-        self.seen.borrow().get(job).is_some_and(|s| s.created)
-    }
-
     /// The job's record as last seen, if any.
     pub fn known(&self, job: &str) -> Option<JobState> {
         self.seen.borrow().get(job).and_then(|s| s.stored.clone())
@@ -75,10 +68,9 @@ impl<S> Observed<S> {
         let mut seen = self.seen.borrow_mut();
         let entry = seen.entry(job.to_string()).or_default();
         entry.stored = stored;
-        entry.created = false;
     }
 
-    fn wrote(&self, job: &str, state: &JobState, created: bool) {
+    fn wrote(&self, job: &str, state: &JobState) {
         let mut seen = self.seen.borrow_mut();
         let entry = seen.entry(job.to_string()).or_default();
         let (missed_before, dead_before) = entry
@@ -88,7 +80,6 @@ impl<S> Observed<S> {
         entry.fates.missed += state.counters.missed_total().saturating_sub(missed_before);
         entry.fates.dead += state.counters.dead.saturating_sub(dead_before);
         entry.stored = Some(state.clone());
-        entry.created = created;
     }
 }
 
@@ -107,7 +98,7 @@ impl<S: StateStore> StateStore for Observed<S> {
     ) -> Result<PutResult, StoreError> {
         let result = self.inner.put(job, state, expected).await?;
         match &result {
-            PutResult::Written(_) => self.wrote(job, state, expected.is_none()),
+            PutResult::Written(_) => self.wrote(job, state),
             PutResult::Conflict(current) => {
                 self.saw(job, current.as_ref().map(|v| v.value.clone()));
             }

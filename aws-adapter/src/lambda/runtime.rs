@@ -51,7 +51,10 @@ pub async fn serve(jobs: Jobs, manifest: ManifestSource) -> Result<(), Error> {
         Err(e) => {
             // One JSON line for log queries; `main` returning the error
             // prints the plain text too (manifest diagnostics span lines).
-            log(&json!({"level": "error", "msg": "init_failed", "error": e.to_string()}).to_string());
+            log(
+                &json!({"level": "error", "msg": "init_failed", "error": e.to_string()})
+                    .to_string(),
+            );
             return Err(Box::new(e));
         }
     };
@@ -119,8 +122,13 @@ async fn store_from_env() -> Result<DynamoStore, InitError> {
         url.push_str(&encode(endpoint));
     }
     DynamoStore::from_url(&url).await.map_err(|e| {
-        let endpoint = endpoint.map(|e| format!(", {ENDPOINT_ENV}={e:?}")).unwrap_or_default();
-        InitError::one(format!("the state table ({TABLE_ENV}={table:?}{endpoint}): {}", e.message))
+        let endpoint = endpoint
+            .map(|e| format!(", {ENDPOINT_ENV}={e:?}"))
+            .unwrap_or_default();
+        InitError::one(format!(
+            "the state table ({TABLE_ENV}={table:?}{endpoint}): {}",
+            e.message
+        ))
     })
 }
 
@@ -128,11 +136,15 @@ async fn store_from_env() -> Result<DynamoStore, InitError> {
 fn table_name_problem(name: &str) -> Option<String> {
     let len = name.chars().count();
     if !(3..=255).contains(&len) {
-        return Some(format!("a DynamoDB table name has 3 to 255 characters, this one {len}"));
+        return Some(format!(
+            "a DynamoDB table name has 3 to 255 characters, this one {len}"
+        ));
     }
     name.chars()
         .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.')))
-        .map(|c| format!("{c:?} cannot appear in a DynamoDB table name (letters, digits, _ - . only)"))
+        .map(|c| {
+            format!("{c:?} cannot appear in a DynamoDB table name (letters, digits, _ - . only)")
+        })
 }
 
 /// Percent-encodes the characters that would end a `dynamodb://` query
@@ -177,7 +189,10 @@ mod tests {
 
     #[test]
     fn endpoints_survive_the_url() {
-        let url = format!("dynamodb://table?endpoint={}", encode("http://127.0.0.1:5000/?a=b&c"));
+        let url = format!(
+            "dynamodb://table?endpoint={}",
+            encode("http://127.0.0.1:5000/?a=b&c")
+        );
         let parsed = crate::dynamo::parse_dynamodb_location(&url);
         assert_eq!(
             parsed.map(|l| l.endpoint),
