@@ -13,17 +13,16 @@
 //! `time/jiff_impl.rs`): both engines use the same bundled tz data. Schedules,
 //! crons and start values are all built before the timed loops.
 
-use std::cmp::Ordering;
 use std::hint::black_box;
 use std::path::PathBuf;
 use std::time::{Instant, SystemTime};
 
 use criterion::{Criterion, Throughput};
+use croner::Cron;
 use croner::parser::CronParser;
-use croner::{CivilDate, CivilDateTime, CivilTime, Cron, CronDateTime, Resolution, Weekday};
 use cronslot_core::{CronExpr, DstPolicy, Schedule, Zone};
-use jiff::tz::{AmbiguousOffset, TimeZone};
-use jiff::{SignedDuration, Timestamp, ZonedDateTime};
+use jiff::Timestamp;
+use jiff::tz::TimeZone;
 
 const GROUP: &str = "next_after";
 
@@ -86,76 +85,9 @@ const STARTS: [&str; 8] = [
 
 // ------------------------------------------------------------ croner adapter
 
-#[derive(Clone, Debug)]
-struct Zt(ZonedDateTime);
-
-impl CronDateTime for Zt {
-    #[inline]
-    fn to_civil(&self) -> CivilDateTime {
-        let dt = self.0.datetime();
-        CivilDateTime::new(
-            CivilDate::from_parts_unchecked(
-                i32::from(dt.year()),
-                dt.month() as u32,
-                dt.day() as u32,
-            ),
-            CivilTime::from_parts_unchecked(
-                dt.hour() as u32,
-                dt.minute() as u32,
-                dt.second() as u32,
-            ),
-        )
-    }
-
-    #[inline]
-    fn civil_weekday(&self) -> Weekday {
-        Weekday::from_days_from_sunday(self.0.weekday().to_sunday_zero_offset() as u32)
-    }
-
-    #[inline]
-    fn resolve_civil(
-        &self,
-        civil: CivilDateTime,
-    ) -> Result<Resolution<Self>, croner::errors::CronError> {
-        use croner::errors::CronError as E;
-        let year = i16::try_from(civil.year()).map_err(|_| E::InvalidDate)?;
-        let dt = jiff::civil::DateTime::new(
-            year,
-            civil.month() as i8,
-            civil.day() as i8,
-            civil.hour() as i8,
-            civil.minute() as i8,
-            civil.second() as i8,
-            0,
-        )
-        .map_err(|_| E::InvalidDate)?;
-        let ambiguous = self.0.time_zone().to_ambiguous_zoned_datetime(dt);
-        Ok(match ambiguous.offset() {
-            AmbiguousOffset::Unambiguous { .. } => {
-                Resolution::Single(Zt(ambiguous.unambiguous().map_err(|_| E::InvalidTime)?))
-            }
-            AmbiguousOffset::Fold { .. } => {
-                let earlier = ambiguous.clone().earlier().map_err(|_| E::InvalidTime)?;
-                let later = ambiguous.later().map_err(|_| E::InvalidTime)?;
-                Resolution::Ambiguous(Zt(earlier), Zt(later))
-            }
-            AmbiguousOffset::Gap { .. } => Resolution::Gap,
-        })
-    }
-
-    #[inline]
-    fn checked_add_seconds(&self, seconds: i64) -> Option<Self> {
-        self.0
-            .checked_add(SignedDuration::from_secs(seconds))
-            .ok()
-            .map(Zt)
-    }
-
-    #[inline]
-    fn cmp_instant(&self, other: &Self) -> Ordering {
-        self.0.timestamp().cmp(&other.0.timestamp())
-    }
-}
+#[path = "../tests/common/croner_jiff.rs"]
+mod croner_jiff;
+use croner_jiff::Zt;
 
 // ------------------------------------------------------------ corpus
 

@@ -62,88 +62,21 @@
 //! W, L, `#n`, `#L`/`nL`, `?` and `+` otherwise have the same meaning in both
 //! and are compared in the random corpus.
 
-use std::cmp::Ordering;
 use std::collections::BTreeSet;
 
 use croner::parser::CronParser;
-use croner::{
-    CivilDate, CivilDateTime, CivilTime, Cron, CronDateTime, JobType, Resolution, Weekday,
-};
+use croner::{Cron, JobType};
 use cronslot_core::{
     CronExpr, DstGap, DstOverlap, DstPolicy, Occurrence, Schedule, SlotKind, Zone,
 };
-use jiff::tz::{AmbiguousOffset, TimeZone};
-use jiff::{SignedDuration, Timestamp, ZonedDateTime};
+use jiff::Timestamp;
+use jiff::tz::TimeZone;
 
 // ------------------------------------------------------------ croner adapter
 
-/// croner's `CronDateTime` for jiff 1.0, ported from croner's
-/// `time/jiff_impl.rs` (which implements it for jiff 0.2's `Zoned`).
-#[derive(Clone, Debug)]
-struct Zt(ZonedDateTime);
-
-impl CronDateTime for Zt {
-    fn to_civil(&self) -> CivilDateTime {
-        let dt = self.0.datetime();
-        CivilDateTime::new(
-            CivilDate::from_parts_unchecked(
-                i32::from(dt.year()),
-                dt.month() as u32,
-                dt.day() as u32,
-            ),
-            CivilTime::from_parts_unchecked(
-                dt.hour() as u32,
-                dt.minute() as u32,
-                dt.second() as u32,
-            ),
-        )
-    }
-
-    fn civil_weekday(&self) -> Weekday {
-        Weekday::from_days_from_sunday(self.0.weekday().to_sunday_zero_offset() as u32)
-    }
-
-    fn resolve_civil(
-        &self,
-        civil: CivilDateTime,
-    ) -> Result<Resolution<Self>, croner::errors::CronError> {
-        use croner::errors::CronError as E;
-        let year = i16::try_from(civil.year()).map_err(|_| E::InvalidDate)?;
-        let dt = jiff::civil::DateTime::new(
-            year,
-            civil.month() as i8,
-            civil.day() as i8,
-            civil.hour() as i8,
-            civil.minute() as i8,
-            civil.second() as i8,
-            0,
-        )
-        .map_err(|_| E::InvalidDate)?;
-        let ambiguous = self.0.time_zone().to_ambiguous_zoned_datetime(dt);
-        Ok(match ambiguous.offset() {
-            AmbiguousOffset::Unambiguous { .. } => {
-                Resolution::Single(Zt(ambiguous.unambiguous().map_err(|_| E::InvalidTime)?))
-            }
-            AmbiguousOffset::Fold { .. } => {
-                let earlier = ambiguous.clone().earlier().map_err(|_| E::InvalidTime)?;
-                let later = ambiguous.later().map_err(|_| E::InvalidTime)?;
-                Resolution::Ambiguous(Zt(earlier), Zt(later))
-            }
-            AmbiguousOffset::Gap { .. } => Resolution::Gap,
-        })
-    }
-
-    fn checked_add_seconds(&self, seconds: i64) -> Option<Self> {
-        self.0
-            .checked_add(SignedDuration::from_secs(seconds))
-            .ok()
-            .map(Zt)
-    }
-
-    fn cmp_instant(&self, other: &Self) -> Ordering {
-        self.0.timestamp().cmp(&other.0.timestamp())
-    }
-}
+#[path = "common/croner_jiff.rs"]
+mod croner_jiff;
+use croner_jiff::Zt;
 
 fn croner_parser(dom_and_dow: bool) -> CronParser {
     CronParser::builder()
