@@ -343,7 +343,7 @@ fn unknown_job_and_unknown_store_scheme_are_bad_input() {
     );
     let o = cronslot(
         &dir,
-        &["status", "--store", "dynamodb://jobs?region=eu-west-1"],
+        &["status", "--store", "https://worker.example/cronslot"],
     );
     assert_eq!(code(&o), 2);
     assert!(
@@ -351,6 +351,8 @@ fn unknown_job_and_unknown_store_scheme_are_bad_input() {
         "{}",
         stderr(&o)
     );
+    let o = cronslot(&dir, &["status", "--store", "dynamodb://"]);
+    assert_eq!(code(&o), 2, "a DynamoDB URL without a table is bad input");
     let o = cronslot(&dir, &["status", "--store", "cronslot.db"]);
     assert_eq!(code(&o), 2);
     assert!(
