@@ -14,7 +14,6 @@
 //! crons and start values are all built before the timed loops.
 
 use std::hint::black_box;
-use std::path::PathBuf;
 use std::time::{Instant, SystemTime};
 
 use criterion::{Criterion, Throughput};
@@ -23,6 +22,9 @@ use croner::parser::CronParser;
 use cronslot_core::{CronExpr, DstPolicy, Schedule, Zone};
 use jiff::Timestamp;
 use jiff::tz::TimeZone;
+
+#[path = "common/criterion_out.rs"]
+mod criterion_out;
 
 const GROUP: &str = "next_after";
 
@@ -193,43 +195,6 @@ impl Corpus {
 
 // ------------------------------------------------------------ the ratio
 
-/// Criterion's output directory, found the way criterion finds it.
-fn criterion_home() -> PathBuf {
-    if let Some(home) = std::env::var_os("CRITERION_HOME") {
-        return PathBuf::from(home);
-    }
-    if let Some(target) = std::env::var_os("CARGO_TARGET_DIR") {
-        return PathBuf::from(target).join("criterion");
-    }
-    let from_metadata = std::env::var_os("CARGO").and_then(|cargo| {
-        let out = std::process::Command::new(cargo)
-            .args(["metadata", "--format-version", "1", "--no-deps"])
-            .output()
-            .ok()?;
-        let v: serde_json::Value = serde_json::from_slice(&out.stdout).ok()?;
-        Some(PathBuf::from(v.get("target_directory")?.as_str()?))
-    });
-    from_metadata
-        .unwrap_or_else(|| PathBuf::from("target"))
-        .join("criterion")
-}
-
-/// The mean time per iteration (ns) that criterion estimated for `id` in
-/// this run (`None` if the file is missing or older than `since`).
-fn criterion_mean(id: &str, since: SystemTime) -> Option<f64> {
-    let path = criterion_home()
-        .join(GROUP)
-        .join(id)
-        .join("new")
-        .join("estimates.json");
-    let modified = std::fs::metadata(&path).ok()?.modified().ok()?;
-    if modified < since {
-        return None;
-    }
-    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).ok()?).ok()?;
-    v.get("mean")?.get("point_estimate")?.as_f64()
-}
-
 /// Fallback: alternate the two sweeps and keep the fastest of each.
 fn interleaved(corpus: &Corpus) -> (f64, f64) {
     let (mut best_a, mut best_b) = (f64::MAX, f64::MAX);
@@ -385,8 +350,8 @@ fn main() {
         STARTS.len()
     );
     let (ours, theirs, source) = match (
-        criterion_mean("cronslot", started),
-        criterion_mean("croner", started),
+        criterion_out::criterion_mean(GROUP, "cronslot", started),
+        criterion_out::criterion_mean(GROUP, "croner", started),
     ) {
         (Some(a), Some(b)) => (a, b, "criterion mean"),
         _ => {

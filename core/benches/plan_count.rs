@@ -12,12 +12,14 @@
 //! (`0 9 1,15 * *`), which the per-minute job's weekday shortcut skips.
 
 use std::hint::black_box;
-use std::path::PathBuf;
 use std::time::{Instant, SystemTime};
 
 use criterion::Criterion;
 use cronslot_core::{CronExpr, DstPolicy, Schedule, Zone};
 use jiff::Timestamp;
+
+#[path = "common/criterion_out.rs"]
+mod criterion_out;
 
 const GROUP: &str = "plan_count";
 
@@ -96,44 +98,6 @@ fn cases() -> Vec<Case> {
 
 // ------------------------------------------------------------ the ratio
 
-/// Criterion's output directory, found the way criterion finds it.
-fn criterion_home() -> PathBuf {
-    if let Some(home) = std::env::var_os("CRITERION_HOME") {
-        return PathBuf::from(home);
-    }
-    if let Some(target) = std::env::var_os("CARGO_TARGET_DIR") {
-        return PathBuf::from(target).join("criterion");
-    }
-    let from_metadata = std::env::var_os("CARGO").and_then(|cargo| {
-        let out = std::process::Command::new(cargo)
-            .args(["metadata", "--format-version", "1", "--no-deps"])
-            .output()
-            .ok()?;
-        let v: serde_json::Value = serde_json::from_slice(&out.stdout).ok()?;
-        Some(PathBuf::from(v.get("target_directory")?.as_str()?))
-    });
-    from_metadata
-        .unwrap_or_else(|| PathBuf::from("target"))
-        .join("criterion")
-}
-
-/// The mean time per iteration (ns) criterion estimated for `id` in this
-/// run (`None` if the file is missing or older than `since`).
-fn criterion_mean(id: &str, since: SystemTime) -> Option<f64> {
-    // Criterion writes `utc/1-minute` as the directory `utc_1-minute`.
-    let path = criterion_home()
-        .join(GROUP)
-        .join(id.replace('/', "_"))
-        .join("new")
-        .join("estimates.json");
-    let modified = std::fs::metadata(&path).ok()?.modified().ok()?;
-    if modified < since {
-        return None;
-    }
-    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).ok()?).ok()?;
-    v.get("mean")?.get("point_estimate")?.as_f64()
-}
-
 /// Fallback: time every case in turn, many rounds, keep the fastest of each.
 fn interleaved(cases: &[Case]) -> Vec<f64> {
     const CALLS: u32 = 2_000;
@@ -187,7 +151,7 @@ fn main() {
     }
     let from_criterion: Option<Vec<f64>> = cases
         .iter()
-        .map(|case| criterion_mean(case.id, started))
+        .map(|case| criterion_out::criterion_mean(GROUP, case.id, started))
         .collect();
     let (means, source) = match from_criterion {
         Some(means) => (means, "criterion mean"),
