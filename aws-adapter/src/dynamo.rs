@@ -113,6 +113,26 @@ pub struct DynamoStore {
 }
 
 impl DynamoStore {
+    /// A `PutItem` conditioned on `condition`, returning the current item
+    /// when the condition fails (`ALL_OLD`: a lost race costs no extra read).
+    /// State writes and ledger writes both go through it.
+    fn conditional_put(
+        &self,
+        item: &HashMap<String, AttributeValue>,
+        condition: &str,
+        names: &HashMap<String, String>,
+        values: &Option<HashMap<String, AttributeValue>>,
+    ) -> aws_sdk_dynamodb::operation::put_item::builders::PutItemFluentBuilder {
+        self.client
+            .put_item()
+            .table_name(&self.table)
+            .set_item(Some(item.clone()))
+            .condition_expression(condition)
+            .set_expression_attribute_names(Some(names.clone()))
+            .set_expression_attribute_values(values.clone())
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+    }
+
     /// A store on `table` through `client`. The client's own retries are
     /// turned off (its interceptors, credentials and endpoint are kept): the
     /// store retries itself, because only it knows whether a failed
@@ -680,16 +700,7 @@ impl DynamoStore {
             let item = effect_item(&record, &text, rev, self.effect_retention);
             let sent = (rev, text, decision.clone());
             let result = call(self.budget(), &what, Kind::Write, no_more, || {
-                self.client
-                    .put_item()
-                    .table_name(&self.table)
-                    .set_item(Some(item.clone()))
-                    .condition_expression(condition.clone())
-                    .set_expression_attribute_names(Some(names.clone()))
-                    .set_expression_attribute_values(values.clone())
-                    .return_values_on_condition_check_failure(
-                        ReturnValuesOnConditionCheckFailure::AllOld,
-                    )
+                self.conditional_put(&item, &condition, &names, &values)
                     .send()
             })
             .await;
@@ -848,16 +859,7 @@ impl StateStore for DynamoStore {
         let (condition, names, values) = state_condition(expected);
         let what = self.what(&format!("writing the state of job {job:?}"));
         let result = call(self.budget(), &what, Kind::Write, no_more, || {
-            self.client
-                .put_item()
-                .table_name(&self.table)
-                .set_item(Some(item.clone()))
-                .condition_expression(condition.clone())
-                .set_expression_attribute_names(Some(names.clone()))
-                .set_expression_attribute_values(values.clone())
-                .return_values_on_condition_check_failure(
-                    ReturnValuesOnConditionCheckFailure::AllOld,
-                )
+            self.conditional_put(&item, &condition, &names, &values)
                 .send()
         })
         .await;
