@@ -32,7 +32,7 @@ pub const MAX_BACKFILL: usize = 1000;
 pub const MAX_PENDING: usize = 1000;
 
 /// What started a claim.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Trigger {
     /// A frequent trigger serving every tick-mode job: run what is due.
     Tick,
@@ -43,7 +43,7 @@ pub enum Trigger {
 }
 
 /// Why a claim found nothing to run.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Idle {
     /// Nothing due; the next slot (if any) and the next retry (if any).
     NothingDue {
@@ -76,7 +76,7 @@ pub enum Idle {
 }
 
 /// A trigger that cannot be honoured at all (not a transient condition).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum TriggerError {
     /// The time is not a slot of the job's schedule.
     NotASlot { slot: Timestamp },
@@ -95,7 +95,7 @@ impl fmt::Display for TriggerError {
 impl std::error::Error for TriggerError {}
 
 /// The result of a claim.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Claim {
     Claimed(Lease),
     Idle(Idle),
@@ -136,7 +136,7 @@ impl fmt::Display for Refusal {
 impl std::error::Error for Refusal {}
 
 /// What happened to a failed run.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum FailOutcome {
     RetryAt(Timestamp),
     Dead,
@@ -895,7 +895,7 @@ pub fn fit_record(state: &mut JobState) -> bool {
 }
 
 /// A backfill request that cannot be honoured.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum BackfillError {
     EmptyRange,
     InFuture { to: Timestamp },

@@ -130,7 +130,7 @@ pub enum EffectState {
 }
 
 /// The answer to "may I do this effect?".
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum EffectBegin {
     /// Go ahead, then call `finish_effect`.
     Acquired,
@@ -202,7 +202,7 @@ pub fn decide_begin(
 }
 
 /// The answer to "I did it".
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum EffectFinish {
     Recorded,
     /// The entry is held by another fence (or missing): nothing written.

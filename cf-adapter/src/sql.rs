@@ -1,0 +1,54 @@
+//! The little SQL the job's object needs, over any SQLite: the Durable
+//! Object's `storage.sql` in workerd, `rusqlite` in native tests. Keeping
+//! the statements here (not under `cfg(wasm32)`) is what lets them be
+//! tested against a real SQLite without a Worker runtime.
+
+use std::fmt;
+
+/// A value bound to or read from a statement.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SqlValue {
+    Null,
+    Integer(i64),
+    Real(f64),
+    Text(String),
+    Blob(Vec<u8>),
+}
+
+/// A failed statement.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SqlError(pub String);
+
+impl fmt::Display for SqlError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// Runs one statement synchronously and returns its rows. Synchronous on
+/// purpose: in a Durable Object, code that never awaits between a read and
+/// a write cannot be interleaved with another request, and the writes of
+/// one request are committed together.
+pub trait Sql {
+    fn exec(&self, sql: &str, params: &[SqlValue]) -> Result<Vec<Vec<SqlValue>>, SqlError>;
+}
+
+impl SqlValue {
+    pub fn as_text(&self) -> Option<&str> {
+        match self {
+            SqlValue::Text(t) => Some(t),
+            _ => None,
+        }
+    }
+
+    pub fn as_integer(&self) -> Option<i64> {
+        match self {
+            SqlValue::Integer(i) => Some(*i),
+            // JavaScript numbers: workerd may hand integers back as floats.
+            SqlValue::Real(r) if r.fract() == 0.0 && r.abs() < 9.007_199_254_740_992e15 => {
+                Some(*r as i64)
+            }
+            _ => None,
+        }
+    }
+}

@@ -1,0 +1,115 @@
+//! The job object and its client, natively: the core conformance suite
+//! through the real wire protocol, object code and SQL, on a real SQLite
+//! per object (what a SQLite-backed Durable Object is), with the transport
+//! calling the object in-process instead of through workerd. The same suite
+//! runs in workerd in `tests/tests/cf_workerd.rs`.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::rc::Rc;
+
+use cronslot_cf::sql::{Sql, SqlError, SqlValue};
+use cronslot_cf::{JobObject, ObjectClient, Transport};
+use cronslot_core::coord::StoreError;
+use cronslot_core::coord::exec::block_on;
+use rusqlite::Connection;
+use rusqlite::types::{Value, ValueRef};
+
+struct Sqlite(Connection);
+
+impl Sql for Sqlite {
+    fn exec(&self, sql: &str, params: &[SqlValue]) -> Result<Vec<Vec<SqlValue>>, SqlError> {
+        let err = |e: rusqlite::Error| SqlError(e.to_string());
+        let mut stmt = self.0.prepare(sql).map_err(err)?;
+        let values: Vec<Value> = params
+            .iter()
+            .map(|p| match p {
+                SqlValue::Null => Value::Null,
+                SqlValue::Integer(i) => Value::Integer(*i),
+                SqlValue::Real(r) => Value::Real(*r),
+                SqlValue::Text(t) => Value::Text(t.clone()),
+                SqlValue::Blob(b) => Value::Blob(b.clone()),
+            })
+            .collect();
+        let columns = stmt.column_count();
+        let mut rows = stmt
+            .query(rusqlite::params_from_iter(values))
+            .map_err(err)?;
+        let mut out = Vec::new();
+        while let Some(row) = rows.next().map_err(err)? {
+            let mut cells = Vec::with_capacity(columns);
+            for i in 0..columns {
+                cells.push(match row.get_ref(i).map_err(err)? {
+                    ValueRef::Null => SqlValue::Null,
+                    ValueRef::Integer(i) => SqlValue::Integer(i),
+                    ValueRef::Real(r) => SqlValue::Real(r),
+                    ValueRef::Text(t) => SqlValue::Text(String::from_utf8_lossy(t).into_owned()),
+                    ValueRef::Blob(b) => SqlValue::Blob(b.to_vec()),
+                });
+            }
+            out.push(cells);
+        }
+        Ok(out)
+    }
+}
+
+/// One object per job name, as `id_from_name(job)` gives in workerd.
+#[derive(Default, Clone)]
+struct Objects(Rc<RefCell<HashMap<String, Rc<JobObject<Sqlite>>>>>);
+
+impl Objects {
+    fn object(&self, job: &str) -> Rc<JobObject<Sqlite>> {
+        self.0
+            .borrow_mut()
+            .entry(job.to_string())
+            .or_insert_with(|| {
+                let conn = Connection::open_in_memory().expect("in-memory sqlite");
+                Rc::new(JobObject::new(Sqlite(conn), 7))
+            })
+            .clone()
+    }
+}
+
+impl Transport for Objects {
+    async fn call(&self, job: &str, body: String) -> Result<String, StoreError> {
+        let object = self.object(job);
+        Ok(object.handle_text(&body).await)
+    }
+}
+
+fn client() -> ObjectClient<Objects> {
+    ObjectClient::new(Objects::default())
+}
+
+cronslot_core::conformance_suite!(client(), block_on, "cf-native");
+
+#[test]
+fn schema_1_record_loads() {
+    let c = client();
+    let objects = c.transport().clone();
+    block_on(cronslot_core::conformance::schema_1_record_loads(
+        &c,
+        "cf-native-schema",
+        |job: String, text: String| {
+            let objects = objects.clone();
+            async move { objects.object(&job).store().put_raw(&job, &text).unwrap() }
+        },
+    ));
+}
+
+#[test]
+fn garbage_requests_get_errors_not_panics() {
+    let objects = Objects::default();
+    let object = objects.object("a");
+    for body in [
+        "",
+        "{",
+        "null",
+        r#"{"job":"a","spec":"x","op":{"op":"status","now":"2026-01-01T00:00:00Z"}}"#,
+        r#"{"job":"b","spec":"[[job]]\nname = \"a\"\nschedule = \"* * * * *\"\n","op":{"op":"record"}}"#,
+        r#"{"job":"a","spec":"[[job]]\nname = \"a\"\nschedule = \"* * * * *\"\n","op":{"op":"launch"}}"#,
+    ] {
+        let answer = block_on(object.handle_text(body));
+        assert!(answer.starts_with(r#"{"Err":{"error":"bad_request""#), "{body:?} → {answer}");
+    }
+}
