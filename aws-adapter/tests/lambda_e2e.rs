@@ -19,6 +19,7 @@ use std::time::{Duration, Instant};
 use aws_sdk_dynamodb::config::{BehaviorVersion, Credentials, Region};
 use cronslot_aws::dynamo::DynamoStore;
 use cronslot_core::coord::{JobState, StateStore, format_instant};
+use cronslot_core::manifest::parse_manifest;
 use jiff::Timestamp;
 use serde_json::Value;
 
@@ -249,7 +250,17 @@ impl Hooks {
 /// The manifest the function reads instead of its embedded one
 /// (`CRONSLOT_MANIFEST`): the same function job, webhooks pointing here,
 /// every minute, with a lease covering the emulator's 10-minute timeout.
+/// The example is built without a TOML parser, so the file it reads is
+/// precompiled, as its build script precompiles its own manifest.
 fn manifest(base: &str) -> String {
+    let text = manifest_toml(base);
+    match parse_manifest(&text, "cronslot.toml") {
+        Ok(m) => m.to_precompiled("cronslot.toml"),
+        Err(e) => panic!("the test's manifest is invalid:\n{e}"),
+    }
+}
+
+fn manifest_toml(base: &str) -> String {
     format!(
         r#"
 [defaults]
@@ -430,7 +441,7 @@ fn the_example_lambda_runs_each_slot_once_against_dynamodb() {
     rt.block_on(store.create_table()).expect("create the table");
 
     let (hooks, base) = Hooks::start();
-    let manifest_path = work.join("cronslot.toml");
+    let manifest_path = work.join("cronslot.json");
     std::fs::write(&manifest_path, manifest(&base)).expect("manifest");
 
     let port = free_port();

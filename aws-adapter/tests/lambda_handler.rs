@@ -871,6 +871,88 @@ fn manifests_come_embedded_or_from_a_file() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+#[test]
+fn precompiled_manifests_load_like_embedded_ones() {
+    let parsed = manifest(MANIFEST);
+    let json = parsed.to_precompiled("cronslot.toml");
+    let precompiled = ManifestSource::precompiled(&json);
+    let loaded = precompiled.load(None).expect("precompiled");
+    assert_eq!(loaded, parsed);
+    let embedded = ManifestSource::embedded("cronslot.toml", MANIFEST)
+        .load(None)
+        .expect("embedded");
+    assert_eq!(loaded, embedded);
+    // The spec hash is stored in every job's record: it must not depend on
+    // the form the manifest came in.
+    for (l, e) in loaded.jobs.iter().zip(&embedded.jobs) {
+        assert_eq!(l.spec_hash(), e.spec_hash(), "{}", e.name.as_str());
+    }
+
+    // A bad one fails the start with a sentence per problem, no panic.
+    let bad = json.replacen("\"max_attempts\": 3", "\"max_attempts\": 0", 1);
+    assert_ne!(bad, json, "the fixture has max_attempts = 3");
+    let e = ManifestSource::precompiled(&bad)
+        .load(None)
+        .expect_err("bad precompiled manifest");
+    let text = e.to_string();
+    assert!(
+        text.starts_with(
+            "cronslot cannot start: the manifest has errors:\ninvalid precompiled manifest"
+        ),
+        "{text}"
+    );
+    assert!(text.contains("max_attempts must be at least 1"), "{text}");
+    let cut = ManifestSource::precompiled(&json[..json.len() / 3])
+        .load(None)
+        .expect_err("truncated");
+    assert!(cut.to_string().contains("not valid JSON"), "{cut}");
+
+    // CRONSLOT_MANIFEST overrides it with a file of either form; a file
+    // beginning with `{` is precompiled.
+    let dir = std::env::temp_dir().join(format!("cronslot-precompiled-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let only = manifest("[[job]]\nname = \"only\"\nschedule = \"* * * * *\"\n");
+    let json_file = dir.join("override.json");
+    std::fs::write(&json_file, only.to_precompiled("override.toml")).expect("write");
+    let toml_file = dir.join("override.toml");
+    std::fs::write(
+        &toml_file,
+        "[[job]]\nname = \"only\"\nschedule = \"* * * * *\"\n",
+    )
+    .expect("write");
+    for source in [
+        precompiled.clone(),
+        ManifestSource::embedded("cronslot.toml", MANIFEST),
+        ManifestSource::from_env(),
+    ] {
+        for file in [&json_file, &toml_file] {
+            let path = file.to_string_lossy().to_string();
+            // The same jobs (the warnings name the file they were found in).
+            let loaded = source.load(Some(&path)).map(|m| m.jobs);
+            assert_eq!(loaded, Ok(only.jobs.clone()), "{path}");
+        }
+    }
+    assert_eq!(
+        ManifestSource::path(&json_file).load(None),
+        Ok(only.clone())
+    );
+    let bad_file = dir.join("bad.json");
+    std::fs::write(
+        &bad_file,
+        "{\"format\": \"cronslot-manifest\", \"version\": 7}",
+    )
+    .expect("write");
+    let e = ManifestSource::path(&bad_file)
+        .load(None)
+        .expect_err("version");
+    let text = e.to_string();
+    assert!(
+        text.contains("bad.json has errors:\ninvalid precompiled manifest: the precompiled manifest has version 7"),
+        "{text}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[tokio::test]
 async fn a_panicking_job_is_a_failed_run() {
     let jobs = Jobs::new()

@@ -7,7 +7,7 @@
 use std::fmt;
 use std::path::PathBuf;
 
-use cronslot_core::manifest::{Action, Manifest, Trigger, parse_manifest};
+use cronslot_core::manifest::{Action, Manifest, Trigger, load_precompiled};
 
 use super::event::TICK_RULE;
 use super::http;
@@ -56,6 +56,14 @@ impl fmt::Debug for InitError {
 impl std::error::Error for InitError {}
 
 /// Where the manifest comes from.
+///
+/// A manifest is TOML (`cronslot.toml`, parsed and validated at cold
+/// start; needs this crate's `toml` feature, on by default) or its
+/// precompiled form: the JSON of `Manifest::to_precompiled`, validated when
+/// it was written (by a build script, see `examples/aws-jobs/build.rs`) and
+/// checked again when loaded, which spares the function the TOML parser. A
+/// file is taken for a precompiled manifest when it begins with `{` (no
+/// TOML document can).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ManifestSource {
     kind: Kind,
@@ -63,7 +71,12 @@ pub struct ManifestSource {
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Kind {
-    Embedded { name: String, text: String },
+    #[cfg(feature = "toml")]
+    Embedded {
+        name: String,
+        text: String,
+    },
+    Precompiled(String),
     Path(PathBuf),
     Env,
 }
@@ -74,12 +87,26 @@ impl ManifestSource {
     /// If `CRONSLOT_MANIFEST` is set when the function starts, the file it
     /// names is read instead (a schedule can then change without a
     /// rebuild; the registered functions must still match it).
+    #[cfg(feature = "toml")]
     pub fn embedded(name: &str, text: &str) -> ManifestSource {
         ManifestSource {
             kind: Kind::Embedded {
                 name: name.to_string(),
                 text: text.to_string(),
             },
+        }
+    }
+
+    /// A precompiled manifest compiled into the binary, as a build script
+    /// wrote it:
+    /// `ManifestSource::precompiled(include_str!(concat!(env!("OUT_DIR"), "/manifest.json")))`.
+    /// It needs no TOML parser, so it works without this crate's `toml`
+    /// feature, and the function is smaller. `CRONSLOT_MANIFEST` overrides
+    /// it as it does an embedded manifest; without the `toml` feature, the
+    /// file it names must be precompiled too.
+    pub fn precompiled(json: &str) -> ManifestSource {
+        ManifestSource {
+            kind: Kind::Precompiled(json.to_string()),
         }
     }
 
@@ -100,20 +127,46 @@ impl ManifestSource {
     /// `CRONSLOT_MANIFEST`, if set.
     pub fn load(&self, env: Option<&str>) -> Result<Manifest, InitError> {
         let env = env.filter(|v| !v.is_empty());
-        let (name, text) = match (&self.kind, env) {
-            (Kind::Embedded { .. } | Kind::Env, Some(path)) => read(PathBuf::from(path))?,
-            (Kind::Embedded { name, text }, None) => (name.clone(), text.clone()),
-            (Kind::Path(path), _) => read(path.clone())?,
+        let path = match (&self.kind, env) {
+            (Kind::Path(path), _) => path.clone(),
+            (_, Some(path)) => PathBuf::from(path),
+            #[cfg(feature = "toml")]
+            (Kind::Embedded { name, text }, None) => return parse_toml(name, text),
+            (Kind::Precompiled(json), None) => {
+                return load_precompiled(json).map_err(|e| InitError {
+                    problems: vec![format!("the manifest has errors:\n{e}")],
+                });
+            }
             (Kind::Env, None) => {
                 return Err(InitError::one(format!(
-                    "{MANIFEST_ENV} is not set: set it to the manifest's path, or embed the manifest with ManifestSource::embedded"
+                    "{MANIFEST_ENV} is not set: set it to the manifest's path, or embed the manifest with ManifestSource::precompiled or ManifestSource::embedded"
                 )));
             }
         };
-        parse_manifest(&text, &name).map_err(|e| InitError {
-            problems: vec![format!("the manifest has errors:\n{e}")],
-        })
+        let (name, text) = read(path)?;
+        // No TOML document begins with `{`.
+        if text.trim_start().starts_with('{') {
+            load_precompiled(&text).map_err(|e| InitError {
+                problems: vec![format!("the manifest {name} has errors:\n{e}")],
+            })
+        } else {
+            parse_toml(&name, &text)
+        }
     }
+}
+
+#[cfg(feature = "toml")]
+fn parse_toml(name: &str, text: &str) -> Result<Manifest, InitError> {
+    cronslot_core::manifest::parse_manifest(text, name).map_err(|e| InitError {
+        problems: vec![format!("the manifest has errors:\n{e}")],
+    })
+}
+
+#[cfg(not(feature = "toml"))]
+fn parse_toml(name: &str, _text: &str) -> Result<Manifest, InitError> {
+    Err(InitError::one(format!(
+        "the manifest {name} is TOML, and this function was built without a TOML parser (cronslot-aws without its `toml` feature): give it a precompiled manifest (Manifest::to_precompiled, as examples/aws-jobs/build.rs writes one), or build with the feature"
+    )))
 }
 
 fn read(path: PathBuf) -> Result<(String, String), InitError> {
@@ -209,4 +262,49 @@ fn quoted(names: &[&str]) -> String {
         .map(|n| format!("{n:?}"))
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Without the `toml` feature (`cargo test -p cronslot-aws
+    /// --no-default-features --lib`) a TOML manifest is refused at start,
+    /// saying why and what to do.
+    #[cfg(not(feature = "toml"))]
+    #[test]
+    fn without_the_toml_feature_a_toml_file_is_refused() {
+        let dir = std::env::temp_dir().join(format!("cronslot-no-toml-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let file = dir.join("cronslot.toml");
+        std::fs::write(&file, "[[job]]\nname = \"x\"\nschedule = \"* * * * *\"\n").expect("write");
+        let e = ManifestSource::path(&file).load(None).expect_err("toml");
+        let text = e.to_string();
+        assert!(
+            text.contains(
+                "cronslot.toml is TOML, and this function was built without a TOML parser"
+            ),
+            "{text}"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn an_unset_variable_is_reported() {
+        let e = ManifestSource::from_env()
+            .load(Some(""))
+            .expect_err("unset");
+        assert!(
+            e.to_string().contains("CRONSLOT_MANIFEST is not set"),
+            "{e}"
+        );
+        let e = ManifestSource::precompiled("[[job]]")
+            .load(None)
+            .expect_err("not json");
+        assert!(
+            e.to_string()
+                .contains("not a precompiled cronslot manifest"),
+            "{e}"
+        );
+    }
 }

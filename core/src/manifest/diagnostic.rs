@@ -80,6 +80,7 @@ impl fmt::Display for ManifestErrors {
 impl std::error::Error for ManifestErrors {}
 
 /// Turns byte offsets into lines and columns, and collects diagnostics.
+#[cfg(feature = "toml")]
 pub(super) struct Sink<'a> {
     text: &'a str,
     file: &'a str,
@@ -88,6 +89,7 @@ pub(super) struct Sink<'a> {
     pub warnings: Vec<Diagnostic>,
 }
 
+#[cfg(feature = "toml")]
 impl<'a> Sink<'a> {
     pub fn new(text: &'a str, file: &'a str) -> Sink<'a> {
         let mut line_starts = vec![0];
@@ -192,7 +194,7 @@ impl<'a> Sink<'a> {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "toml"))]
 mod tests {
     use super::*;
 

@@ -12,6 +12,7 @@ use jiff::Timestamp;
 use crate::schedule::Schedule;
 
 /// 2026-01-01T00:00:00Z: where the warnings start measuring.
+#[cfg(feature = "toml")]
 pub(super) const REFERENCE_SECOND: i64 = 1_767_225_600;
 
 const YEAR: i64 = 365 * 86_400;
@@ -21,17 +22,20 @@ const DAY: i64 = 86_400;
 /// Slots looked at for the shortest gap, unless a year passes first: a
 /// day of a five-minute schedule, years of a weekly one. Denser schedules
 /// stop at their first one-minute gap.
+#[cfg(feature = "toml")]
 const SHORTEST_GAP_SLOTS: usize = 512;
 
 fn at(second: i64) -> Option<Timestamp> {
     Timestamp::from_second(second).ok()
 }
 
+#[cfg(feature = "toml")]
 fn secs(from: Timestamp, to: Timestamp) -> u64 {
     u64::try_from(to.as_second().saturating_sub(from.as_second())).unwrap_or(0)
 }
 
 /// The reference instant for warnings: `start_at`, else 2026-01-01.
+#[cfg(feature = "toml")]
 pub(super) fn reference(start_at: Option<Timestamp>) -> Timestamp {
     start_at
         .or_else(|| at(REFERENCE_SECOND))
@@ -40,6 +44,7 @@ pub(super) fn reference(start_at: Option<Timestamp>) -> Timestamp {
 
 /// The shortest gap between consecutive slots after `from`, over at most
 /// [`SHORTEST_GAP_SLOTS`] slots or a year. `None` with fewer than two slots.
+#[cfg(feature = "toml")]
 pub(super) fn shortest_gap(schedule: &Schedule, from: Timestamp) -> Option<Duration> {
     let limit = from.as_second().saturating_add(YEAR);
     let mut previous = schedule.next_after(from)?;
@@ -60,6 +65,7 @@ pub(super) fn shortest_gap(schedule: &Schedule, from: Timestamp) -> Option<Durat
 }
 
 /// Whether the schedule has a slot in `[start, end)`.
+#[cfg(feature = "toml")]
 pub(super) fn fires_within(schedule: &Schedule, start: Timestamp, end: Timestamp) -> bool {
     start
         .checked_sub(jiff::SignedDuration::from_nanos(1))

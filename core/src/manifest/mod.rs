@@ -15,9 +15,15 @@ mod duration;
 mod gaps;
 mod hash;
 mod name;
+mod precompiled;
+#[cfg(feature = "toml")]
 mod raw;
+#[cfg(feature = "toml")]
 mod resolve;
+mod rules;
+#[cfg(feature = "toml")]
 mod table;
+#[cfg(feature = "toml")]
 mod validate;
 
 use std::collections::BTreeMap;
@@ -33,6 +39,9 @@ pub use diagnostic::{Diagnostic, ManifestErrors, Severity};
 pub use duration::{DurationError, MAX_DURATION, format_duration, parse_duration};
 pub use hash::spec_hash;
 pub use name::{JobName, JobNameError, JobNameErrorKind, validate_job_name};
+pub use precompiled::{
+    PRECOMPILED_FORMAT, PRECOMPILED_VERSION, PrecompiledError, load_precompiled,
+};
 
 /// Built-in defaults (DESIGN.md §5) and limits.
 pub mod defaults {
@@ -388,6 +397,10 @@ impl Manifest {
 }
 
 /// Parses and validates a manifest. `file` is only used in messages.
+///
+/// Needs the `toml` feature (on by default); without it, a manifest is
+/// loaded from its precompiled form ([`load_precompiled`]).
+#[cfg(feature = "toml")]
 pub fn parse_manifest(text: &str, file: &str) -> Result<Manifest, ManifestErrors> {
     validate::parse(text, file)
 }

@@ -12,6 +12,9 @@ use toml::de::DeTable;
 use super::diagnostic::Sink;
 use super::duration::format_duration;
 use super::raw::{self, JOB_ONLY_KEYS, RawTable};
+use super::rules::{
+    env_name_problem, env_value_problem, header_name_problem, header_value_problem, url_problem,
+};
 use super::{HttpMethod, JobName, defaults};
 use crate::cron::CronExpr;
 use crate::schedule::Zone;
@@ -358,52 +361,6 @@ fn check_command(sink: &mut Sink<'_>, c: &mut Checked) {
     }
 }
 
-/// Headers cronslot sets on every request itself.
-const RESERVED_HEADERS: [&str; 2] = ["Idempotency-Key", "Cronslot-Fence"];
-
-fn is_token(name: &str) -> bool {
-    !name.is_empty()
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "!#$%&'*+-.^_`|~".contains(c))
-}
-
-/// Why `url` is not an absolute http(s) URL with a host, if it is not.
-fn url_problem(url: &str) -> Option<&'static str> {
-    let lower = url.to_ascii_lowercase();
-    let Some(rest) = lower
-        .strip_prefix("https://")
-        .or_else(|| lower.strip_prefix("http://"))
-    else {
-        return Some("is not an http:// or https:// URL");
-    };
-    if url.chars().any(|c| c.is_whitespace() || c.is_control()) {
-        return Some("contains spaces or control characters; percent-encode them");
-    }
-    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
-    let host_port = authority.rsplit('@').next().unwrap_or("");
-    let (host, port) = if let Some(v6) = host_port.strip_prefix('[') {
-        match v6.split_once(']') {
-            Some((h, p)) => (h, p.strip_prefix(':')),
-            None => return Some("has an unclosed [ in its host"),
-        }
-    } else {
-        match host_port.split_once(':') {
-            Some((h, p)) => (h, Some(p)),
-            None => (host_port, None),
-        }
-    };
-    if host.is_empty() {
-        return Some("has no host");
-    }
-    if let Some(p) = port {
-        if p.parse::<u16>().map_or(true, |n| n == 0) {
-            return Some("has an invalid port");
-        }
-    }
-    None
-}
-
 fn check_http(sink: &mut Sink<'_>, c: &mut Checked) {
     let Some(http) = &c.raw.http else { return };
     let h = http.get_ref();
@@ -446,27 +403,13 @@ fn check_http(sink: &mut Sink<'_>, c: &mut Checked) {
     if let Some(hs) = &h.headers {
         for (name, value) in hs.get_ref() {
             let n = name.get_ref();
-            if !is_token(n) {
-                sink.error(
-                    name.span(),
-                    format!("{n:?} is not a valid HTTP header name"),
-                );
-                ok = false;
-            } else if let Some(reserved) =
-                RESERVED_HEADERS.iter().find(|r| r.eq_ignore_ascii_case(n))
-            {
-                sink.error(
-                    name.span(),
-                    format!("header {reserved} is set by cronslot on every request"),
-                );
+            if let Some(problem) = header_name_problem(n) {
+                sink.error(name.span(), problem);
                 ok = false;
             }
             let v = value.get_ref();
-            if v.chars().any(|ch| ch.is_control() && ch != '\t') {
-                sink.error(
-                    value.span(),
-                    format!("the value of header {n:?} contains a line break or control character"),
-                );
+            if let Some(problem) = header_value_problem(n, v) {
+                sink.error(value.span(), problem);
                 ok = false;
             }
             headers.insert(n.clone(), v.clone());
@@ -489,26 +432,12 @@ fn check_env(sink: &mut Sink<'_>, c: &mut Checked) {
     let mut vars = BTreeMap::new();
     for (name, value) in env.get_ref() {
         let n = name.get_ref();
-        if n.is_empty() || n.contains(['=', '\0']) {
-            sink.error(
-                name.span(),
-                format!("{n:?} is not a valid environment variable name"),
-            );
-            ok = false;
-        } else if n.to_ascii_uppercase().starts_with("CRONSLOT_") {
-            sink.error(
-                name.span(),
-                format!(
-                    "environment variable {n} is reserved: cronslot sets the CRONSLOT_ variables"
-                ),
-            );
+        if let Some(problem) = env_name_problem(n) {
+            sink.error(name.span(), problem);
             ok = false;
         }
-        if value.get_ref().contains('\0') {
-            sink.error(
-                value.span(),
-                format!("the value of environment variable {n:?} contains a NUL character"),
-            );
+        if let Some(problem) = env_value_problem(n, value.get_ref()) {
+            sink.error(value.span(), problem);
             ok = false;
         }
         vars.insert(n.clone(), value.get_ref().clone());

@@ -2,6 +2,10 @@
 //! a webhook (`ping-webhook`, declared in the manifest only). EventBridge
 //! Scheduler invokes the function once per slot; cronslot makes each slot
 //! run once in effect, with its state in DynamoDB (`CRONSLOT_TABLE`).
+//!
+//! The manifest, `cronslot.toml`, is validated by `build.rs` and embedded
+//! precompiled: a manifest error fails the build, and the function carries
+//! no TOML parser.
 
 use cronslot_aws::{JobError, Jobs, ManifestSource, RunContext};
 
@@ -9,7 +13,7 @@ fn main() -> Result<(), cronslot_aws::lambda::Error> {
     let jobs = Jobs::new().register("nightly-report", nightly_report);
     cronslot_aws::run(
         jobs,
-        ManifestSource::embedded("cronslot.toml", include_str!("../cronslot.toml")),
+        ManifestSource::precompiled(include_str!(concat!(env!("OUT_DIR"), "/manifest.json"))),
     )
 }
 

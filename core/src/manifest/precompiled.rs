@@ -1,0 +1,1148 @@
+//! The precompiled manifest: a validated [`Manifest`] written as JSON, to
+//! load where the TOML parser is not worth its size (a Lambda function
+//! reads its manifest once per cold start; the TOML parser would add about
+//! 200 KB to it).
+//!
+//! A build script parses and validates `cronslot.toml` with
+//! [`super::parse_manifest`] (errors with file, line and column stay where
+//! they help: at build time), writes [`Manifest::to_precompiled`], and the
+//! program embeds the result and loads it with [`load_precompiled`]. The
+//! JSON holds the *resolved* jobs (every policy with its value), so loading
+//! merges nothing; it checks everything again, though, with the rules the
+//! TOML path applies to single values and across keys (a hand-edited or
+//! truncated file is refused with a sentence per problem, never a panic),
+//! and gives the same [`Manifest`], [`JobSpec::spec_hash`] included.
+//!
+//! The format is versioned (`"format"`, `"version"`): a file written by an
+//! incompatible cronslot is refused with a message saying so.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+use std::ops::Range;
+use std::time::Duration;
+
+use jiff::Timestamp;
+use serde::{Deserialize, Serialize};
+
+use super::duration::{format_duration, parse_duration};
+use super::rules::{
+    env_name_problem, env_value_problem, header_name_problem, header_value_problem, url_problem,
+};
+use super::{
+    Action, CatchUp, Defaults, Delivery, Diagnostic, HistoryLimits, HttpMethod, JobName, JobSpec,
+    Manifest, Overlap, RetryPolicy, Severity, Trigger, defaults,
+};
+use crate::cron::CronExpr;
+use crate::schedule::{DstGap, DstOverlap, DstPolicy, Schedule, Zone};
+
+/// The value of the `"format"` key.
+pub const PRECOMPILED_FORMAT: &str = "cronslot-manifest";
+/// The version of the layout below; a change of meaning needs a new one.
+pub const PRECOMPILED_VERSION: u32 = 1;
+
+/// Why a precompiled manifest was refused: one sentence per problem.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PrecompiledError {
+    pub problems: Vec<String>,
+}
+
+impl fmt::Display for PrecompiledError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("invalid precompiled manifest")?;
+        match self.problems.as_slice() {
+            [one] => write!(f, ": {one}"),
+            many => {
+                for p in many {
+                    write!(f, "\n- {p}")?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+impl std::error::Error for PrecompiledError {}
+
+impl Manifest {
+    /// The manifest as precompiled JSON (see the module documentation);
+    /// `source` names where it came from (the TOML file), for messages.
+    pub fn to_precompiled(&self, source: &str) -> String {
+        let doc = Doc {
+            format: PRECOMPILED_FORMAT.into(),
+            version: PRECOMPILED_VERSION,
+            source: source.into(),
+            defaults: DefaultsDoc::from(&self.defaults),
+            jobs: self.jobs.iter().map(JobDoc::from).collect(),
+            warnings: self.warnings.iter().map(DiagnosticDoc::from).collect(),
+        };
+        // Plain structs, maps with string keys: serialising cannot fail.
+        serde_json::to_string_pretty(&doc).unwrap_or_default()
+    }
+}
+
+/// Loads a manifest written by [`Manifest::to_precompiled`], checking it
+/// again (see the module documentation).
+pub fn load_precompiled(json: &str) -> Result<Manifest, PrecompiledError> {
+    let fail = |problem: String| PrecompiledError {
+        problems: vec![problem],
+    };
+    if !json.trim_start().starts_with('{') {
+        return Err(fail(
+            "not a precompiled cronslot manifest, which is a JSON object written by Manifest::to_precompiled (a TOML manifest is read by parse_manifest)".into(),
+        ));
+    }
+    // The header first, so a file of another version says so instead of
+    // failing on whichever key changed.
+    let header: Header = serde_json::from_str(json)
+        .map_err(|e| fail(format!("the precompiled manifest is not valid JSON: {e}")))?;
+    if header.format.as_deref() != Some(PRECOMPILED_FORMAT) {
+        return Err(fail(format!(
+            "not a precompiled cronslot manifest: \"format\" is {}, expected {PRECOMPILED_FORMAT:?}",
+            header
+                .format
+                .map_or_else(|| "missing".into(), |f| format!("{f:?}"))
+        )));
+    }
+    if header.version != Some(PRECOMPILED_VERSION) {
+        return Err(fail(format!(
+            "the precompiled manifest has version {}, and this cronslot reads version {PRECOMPILED_VERSION}; precompile the manifest again with this cronslot",
+            header
+                .version
+                .map_or_else(|| "missing".into(), |v| v.to_string())
+        )));
+    }
+    let doc: Doc = serde_json::from_str(json).map_err(|e| fail(e.to_string()))?;
+
+    let mut problems = Problems::default();
+    let defaults = doc.defaults.resolve(&mut problems);
+    let mut jobs = Vec::new();
+    let mut names = BTreeSet::new();
+    for (i, job) in doc.jobs.iter().enumerate() {
+        if !names.insert(job.name.as_str()) {
+            problems.push(
+                format!("jobs[{i}]"),
+                format!("duplicate job name {:?}", job.name),
+            );
+        }
+        if let Some(spec) = job.resolve(i, &mut problems) {
+            jobs.push(spec);
+        }
+    }
+    if doc.jobs.is_empty() {
+        problems.push("jobs".into(), "there is no job".into());
+    }
+    let warnings = doc
+        .warnings
+        .into_iter()
+        .map(DiagnosticDoc::into_diagnostic)
+        .collect();
+    if !problems.0.is_empty() {
+        return Err(PrecompiledError {
+            problems: problems.0,
+        });
+    }
+    match defaults {
+        Some(defaults) => Ok(Manifest {
+            defaults,
+            jobs,
+            warnings,
+        }),
+        // Not reached: a defaults table that does not resolve reports a
+        // problem.
+        None => Err(fail("[defaults] cannot be resolved".into())),
+    }
+}
+
+#[derive(Default)]
+struct Problems(Vec<String>);
+
+impl Problems {
+    fn push(&mut self, place: String, message: String) {
+        self.0.push(format!("{place}: {message}"));
+    }
+}
+
+#[derive(Deserialize)]
+struct Header {
+    format: Option<String>,
+    version: Option<u32>,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Doc {
+    format: String,
+    version: u32,
+    /// The TOML file the manifest was precompiled from.
+    source: String,
+    defaults: DefaultsDoc,
+    jobs: Vec<JobDoc>,
+    warnings: Vec<DiagnosticDoc>,
+}
+
+/// A duration as the manifest writes it (`"15m"`), whole seconds.
+type DurationText = String;
+
+fn duration(
+    problems: &mut Problems,
+    place: &str,
+    key: &str,
+    text: &DurationText,
+) -> Option<Duration> {
+    match parse_duration(text) {
+        Ok(d) => Some(d),
+        Err(e) => {
+            problems.push(place.into(), format!("{key}: {e}"));
+            None
+        }
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum OverlapMode {
+    Forbid,
+    Allow,
+    Replace,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RetryDoc {
+    max_attempts: u32,
+    backoff: DurationText,
+    max_backoff: DurationText,
+    past_next_slot: bool,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct HistoryDoc {
+    succeeded: u32,
+    failed: u32,
+}
+
+/// The policies a job and `[defaults]` share, resolved.
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PolicyDoc {
+    timezone: String,
+    trigger: Trigger,
+    lease: DurationText,
+    starting_deadline: DurationText,
+    catch_up: CatchUp,
+    max_catch_up: u32,
+    overlap: OverlapMode,
+    /// Only with `overlap = "allow"`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    max_concurrency: Option<u32>,
+    retry: RetryDoc,
+    delivery: Delivery,
+    dst_gap: DstGap,
+    dst_overlap: DstOverlap,
+    skew_margin: DurationText,
+    paused: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    stale_after: Option<DurationText>,
+    history: HistoryDoc,
+}
+
+/// [`PolicyDoc`] checked.
+struct Policy {
+    zone: Zone,
+    trigger: Trigger,
+    lease: Duration,
+    starting_deadline: Duration,
+    catch_up: CatchUp,
+    max_catch_up: u32,
+    overlap: Overlap,
+    retry: RetryPolicy,
+    delivery: Delivery,
+    dst: DstPolicy,
+    skew_margin: Duration,
+    paused: bool,
+    stale_after: Option<Duration>,
+    history: HistoryLimits,
+}
+
+#[allow(clippy::too_many_arguments)]
+impl PolicyDoc {
+    fn new(
+        timezone: &str,
+        trigger: Trigger,
+        lease: Duration,
+        starting_deadline: Duration,
+        catch_up: CatchUp,
+        max_catch_up: u32,
+        overlap: Overlap,
+        retry: &RetryPolicy,
+        delivery: Delivery,
+        dst: DstPolicy,
+        skew_margin: Duration,
+        paused: bool,
+        stale_after: Option<Duration>,
+        history: HistoryLimits,
+    ) -> PolicyDoc {
+        let (overlap, max_concurrency) = match overlap {
+            Overlap::Forbid => (OverlapMode::Forbid, None),
+            Overlap::Allow { max_concurrency } => (OverlapMode::Allow, Some(max_concurrency)),
+            Overlap::Replace => (OverlapMode::Replace, None),
+        };
+        PolicyDoc {
+            timezone: timezone.into(),
+            trigger,
+            lease: format_duration(lease),
+            starting_deadline: format_duration(starting_deadline),
+            catch_up,
+            max_catch_up,
+            overlap,
+            max_concurrency,
+            retry: RetryDoc {
+                max_attempts: retry.max_attempts,
+                backoff: format_duration(retry.backoff),
+                max_backoff: format_duration(retry.max_backoff),
+                past_next_slot: retry.past_next_slot,
+            },
+            delivery,
+            dst_gap: dst.gap,
+            dst_overlap: dst.overlap,
+            skew_margin: format_duration(skew_margin),
+            paused,
+            stale_after: stale_after.map(format_duration),
+            history: HistoryDoc {
+                succeeded: history.succeeded,
+                failed: history.failed,
+            },
+        }
+    }
+
+    /// Checks the values on their own and across keys, as the TOML path
+    /// does; `None` when a value is bad (reported under `place`).
+    fn resolve(&self, place: &str, problems: &mut Problems) -> Option<Policy> {
+        let before = problems.0.len();
+        let mut report = |message: String| problems.push(place.into(), message);
+        let zone = match Zone::get(&self.timezone) {
+            Ok(zone) if zone.name() == self.timezone => Some(zone),
+            Ok(zone) => {
+                report(format!(
+                    "timezone {:?} is not written by its canonical name {:?}",
+                    self.timezone,
+                    zone.name()
+                ));
+                None
+            }
+            Err(e) => {
+                report(format!("unknown time zone: {e}"));
+                None
+            }
+        };
+        let lease = duration(problems, place, "lease", &self.lease);
+        let starting_deadline = duration(
+            problems,
+            place,
+            "starting_deadline",
+            &self.starting_deadline,
+        );
+        let backoff = duration(problems, place, "retry.backoff", &self.retry.backoff);
+        let max_backoff = duration(
+            problems,
+            place,
+            "retry.max_backoff",
+            &self.retry.max_backoff,
+        );
+        let skew_margin = duration(problems, place, "skew_margin", &self.skew_margin);
+        let stale_after = self
+            .stale_after
+            .as_ref()
+            .map(|text| duration(problems, place, "stale_after", text));
+        let mut report = |message: String| problems.push(place.into(), message);
+        if let Some(lease) = lease.filter(|l| *l < defaults::MIN_LEASE) {
+            report(format!(
+                "lease {} is shorter than the minimum of {}",
+                format_duration(lease),
+                format_duration(defaults::MIN_LEASE)
+            ));
+        }
+        if starting_deadline == Some(Duration::ZERO) {
+            report("starting_deadline must be longer than 0s".into());
+        }
+        if stale_after == Some(Some(Duration::ZERO)) {
+            report("stale_after must be longer than 0s".into());
+        }
+        let overlap = match (self.overlap, self.max_concurrency) {
+            (OverlapMode::Forbid, None) => Overlap::Forbid,
+            (OverlapMode::Replace, None) => Overlap::Replace,
+            (OverlapMode::Allow, Some(n)) if (1..=defaults::MAX_CONCURRENCY_LIMIT).contains(&n) => {
+                Overlap::Allow { max_concurrency: n }
+            }
+            (OverlapMode::Allow, Some(n)) => {
+                report(format!(
+                    "max_concurrency {n} is outside 1 to {}",
+                    defaults::MAX_CONCURRENCY_LIMIT
+                ));
+                Overlap::Forbid
+            }
+            (OverlapMode::Allow, None) => {
+                report("overlap \"allow\" needs its max_concurrency".into());
+                Overlap::Forbid
+            }
+            (_, Some(_)) => {
+                report("max_concurrency applies only to overlap \"allow\"".into());
+                Overlap::Forbid
+            }
+        };
+        if self.retry.max_attempts == 0 {
+            report("retry.max_attempts must be at least 1 (the first attempt counts)".into());
+        }
+        if let (Some(b), Some(m)) = (backoff, max_backoff) {
+            if b > m {
+                report(format!(
+                    "retry.backoff {} is longer than retry.max_backoff {}",
+                    format_duration(b),
+                    format_duration(m)
+                ));
+            }
+        }
+        if let (Some(s), Some(l)) = (skew_margin, lease) {
+            if s >= l {
+                report(format!(
+                    "skew_margin {} must be shorter than the lease {}",
+                    format_duration(s),
+                    format_duration(l)
+                ));
+            }
+        }
+        if self.catch_up == CatchUp::All && self.max_catch_up == 0 {
+            report("max_catch_up = 0 with catch_up = \"all\" catches up nothing".into());
+        }
+        for (key, n) in [
+            ("history.succeeded", self.history.succeeded),
+            ("history.failed", self.history.failed),
+        ] {
+            if n > defaults::HISTORY_LIMIT {
+                report(format!(
+                    "{key} {n} is above the limit of {}",
+                    defaults::HISTORY_LIMIT
+                ));
+            }
+        }
+        if problems.0.len() > before {
+            return None;
+        }
+        Some(Policy {
+            zone: zone?,
+            trigger: self.trigger,
+            lease: lease?,
+            starting_deadline: starting_deadline?,
+            catch_up: self.catch_up,
+            max_catch_up: self.max_catch_up,
+            overlap,
+            retry: RetryPolicy {
+                max_attempts: self.retry.max_attempts,
+                backoff: backoff?,
+                max_backoff: max_backoff?,
+                past_next_slot: self.retry.past_next_slot,
+            },
+            delivery: self.delivery,
+            dst: DstPolicy {
+                gap: self.dst_gap,
+                overlap: self.dst_overlap,
+            },
+            skew_margin: skew_margin?,
+            paused: self.paused,
+            stale_after: stale_after.flatten(),
+            history: HistoryLimits {
+                succeeded: self.history.succeeded,
+                failed: self.history.failed,
+            },
+        })
+    }
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct DefaultsDoc {
+    policy: PolicyDoc,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    timeout: Option<DurationText>,
+}
+
+impl From<&Defaults> for DefaultsDoc {
+    fn from(d: &Defaults) -> DefaultsDoc {
+        DefaultsDoc {
+            policy: PolicyDoc::new(
+                &d.timezone,
+                d.trigger,
+                d.lease,
+                d.starting_deadline,
+                d.catch_up,
+                d.max_catch_up,
+                d.overlap,
+                &d.retry,
+                d.delivery,
+                d.dst,
+                d.skew_margin,
+                d.paused,
+                d.stale_after,
+                d.history,
+            ),
+            timeout: d.timeout.map(format_duration),
+        }
+    }
+}
+
+impl DefaultsDoc {
+    fn resolve(&self, problems: &mut Problems) -> Option<Defaults> {
+        let place = "[defaults]";
+        let timeout = self
+            .timeout
+            .as_ref()
+            .map(|text| duration(problems, place, "timeout", text));
+        if timeout == Some(Some(Duration::ZERO)) {
+            problems.push(place.into(), "timeout must be longer than 0s".into());
+        }
+        let p = self.policy.resolve(place, problems)?;
+        // A bad timeout was reported above.
+        let timeout = match timeout {
+            Some(None) => return None,
+            t => t.flatten(),
+        };
+        if let Some(t) = timeout.filter(|t| *t > p.lease) {
+            problems.push(
+                place.into(),
+                format!(
+                    "timeout {} is longer than the lease {}",
+                    format_duration(t),
+                    format_duration(p.lease)
+                ),
+            );
+        }
+        Some(Defaults {
+            timezone: p.zone.name().to_string(),
+            trigger: p.trigger,
+            lease: p.lease,
+            starting_deadline: p.starting_deadline,
+            catch_up: p.catch_up,
+            max_catch_up: p.max_catch_up,
+            overlap: p.overlap,
+            retry: p.retry,
+            delivery: p.delivery,
+            dst: p.dst,
+            skew_margin: p.skew_margin,
+            paused: p.paused,
+            stale_after: p.stale_after,
+            history: p.history,
+            timeout,
+        })
+    }
+}
+
+/// What runs for a slot; `"function"`, `{"command": {…}}` or
+/// `{"http": {…}}`.
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+enum ActionDoc {
+    Function,
+    Command {
+        argv: Vec<String>,
+        timeout: DurationText,
+        env: BTreeMap<String, String>,
+    },
+    Http {
+        url: String,
+        method: String,
+        headers: BTreeMap<String, String>,
+        timeout: DurationText,
+    },
+}
+
+impl From<&Action> for ActionDoc {
+    fn from(a: &Action) -> ActionDoc {
+        match a {
+            Action::Function => ActionDoc::Function,
+            Action::Command { argv, timeout, env } => ActionDoc::Command {
+                argv: argv.clone(),
+                timeout: format_duration(*timeout),
+                env: env.clone(),
+            },
+            Action::Http {
+                url,
+                method,
+                headers,
+                timeout,
+            } => ActionDoc::Http {
+                url: url.clone(),
+                method: method.as_str().into(),
+                headers: headers.clone(),
+                timeout: format_duration(*timeout),
+            },
+        }
+    }
+}
+
+impl ActionDoc {
+    /// The action, checked with the rules of the TOML path.
+    fn resolve(&self, place: &str, lease: Duration, problems: &mut Problems) -> Option<Action> {
+        let before = problems.0.len();
+        let timeout_of = |text: &DurationText, problems: &mut Problems| {
+            let t = duration(problems, place, "timeout", text)?;
+            if t.is_zero() {
+                problems.push(place.into(), "timeout must be longer than 0s".into());
+            } else if t > lease {
+                problems.push(
+                    place.into(),
+                    format!(
+                        "timeout {} is longer than the lease {}",
+                        format_duration(t),
+                        format_duration(lease)
+                    ),
+                );
+            }
+            Some(t)
+        };
+        let action = match self {
+            ActionDoc::Function => Action::Function,
+            ActionDoc::Command { argv, timeout, env } => {
+                let timeout = timeout_of(timeout, problems);
+                let mut report = |message: String| problems.push(place.into(), message);
+                match argv.first() {
+                    None => report("command is empty".into()),
+                    Some(program) if program.is_empty() => {
+                        report("command[0], the program to run, is empty".into())
+                    }
+                    Some(_) => {}
+                }
+                for (i, arg) in argv.iter().enumerate() {
+                    if arg.contains('\0') {
+                        report(format!("command[{i}] contains a NUL character"));
+                    }
+                }
+                for (name, value) in env {
+                    if let Some(p) =
+                        env_name_problem(name).or_else(|| env_value_problem(name, value))
+                    {
+                        report(p);
+                    }
+                }
+                Action::Command {
+                    argv: argv.clone(),
+                    timeout: timeout?,
+                    env: env.clone(),
+                }
+            }
+            ActionDoc::Http {
+                url,
+                method,
+                headers,
+                timeout,
+            } => {
+                let timeout = timeout_of(timeout, problems);
+                let mut report = |message: String| problems.push(place.into(), message);
+                if let Some(problem) = url_problem(url) {
+                    report(format!("http.url {url:?} {problem}"));
+                }
+                let parsed = HttpMethod::parse(method);
+                if parsed.is_none() {
+                    let known: Vec<&str> = HttpMethod::ALL.iter().map(|m| m.as_str()).collect();
+                    report(format!(
+                        "unknown HTTP method {method:?}; expected one of {}",
+                        known.join(", ")
+                    ));
+                }
+                for (name, value) in headers {
+                    if let Some(p) =
+                        header_name_problem(name).or_else(|| header_value_problem(name, value))
+                    {
+                        report(p);
+                    }
+                }
+                Action::Http {
+                    url: url.clone(),
+                    method: parsed?,
+                    headers: headers.clone(),
+                    timeout: timeout?,
+                }
+            }
+        };
+        (problems.0.len() == before).then_some(action)
+    }
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct JobDoc {
+    name: String,
+    /// As written in the manifest (the spec hash reads it).
+    schedule: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    start_at: Option<Timestamp>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    end_at: Option<Timestamp>,
+    action: ActionDoc,
+    policy: PolicyDoc,
+}
+
+impl From<&JobSpec> for JobDoc {
+    fn from(j: &JobSpec) -> JobDoc {
+        JobDoc {
+            name: j.name.as_str().into(),
+            schedule: j.schedule_text.clone(),
+            start_at: j.start_at,
+            end_at: j.end_at,
+            action: ActionDoc::from(&j.action),
+            policy: PolicyDoc::new(
+                &j.timezone,
+                j.trigger,
+                j.lease,
+                j.starting_deadline,
+                j.catch_up,
+                j.max_catch_up,
+                j.overlap,
+                &j.retry,
+                j.delivery,
+                j.schedule.policy(),
+                j.skew_margin,
+                j.paused,
+                j.stale_after,
+                j.history,
+            ),
+        }
+    }
+}
+
+impl JobDoc {
+    fn resolve(&self, index: usize, problems: &mut Problems) -> Option<JobSpec> {
+        let place = format!("job {:?} (jobs[{index}])", self.name);
+        let before = problems.0.len();
+        let name = JobName::new(self.name.as_str())
+            .map_err(|e| problems.push(place.clone(), e.to_string()))
+            .ok();
+        let cron = match CronExpr::parse(&self.schedule) {
+            Ok(expr) if expr.never_fires() => {
+                problems.push(
+                    place.clone(),
+                    format!(
+                        "schedule {:?} never fires: no date matches it",
+                        self.schedule
+                    ),
+                );
+                None
+            }
+            Ok(expr) => Some(expr),
+            Err(e) => {
+                problems.push(
+                    place.clone(),
+                    format!("invalid schedule {:?}: {e}", self.schedule),
+                );
+                None
+            }
+        };
+        if let (Some(s), Some(e)) = (self.start_at, self.end_at) {
+            if s >= e {
+                problems.push(
+                    place.clone(),
+                    format!("start_at {s} is not before end_at {e}"),
+                );
+            }
+        }
+        let p = self.policy.resolve(&place, problems);
+        let action = match &p {
+            Some(p) => self.action.resolve(&place, p.lease, problems),
+            None => None,
+        };
+        if problems.0.len() > before {
+            return None;
+        }
+        let p = p?;
+        Some(JobSpec {
+            name: name?,
+            schedule: Schedule::new(cron?, p.zone.clone(), p.dst),
+            schedule_text: self.schedule.clone(),
+            timezone: p.zone.name().to_string(),
+            trigger: p.trigger,
+            lease: p.lease,
+            starting_deadline: p.starting_deadline,
+            catch_up: p.catch_up,
+            max_catch_up: p.max_catch_up,
+            overlap: p.overlap,
+            retry: p.retry,
+            delivery: p.delivery,
+            skew_margin: p.skew_margin,
+            paused: p.paused,
+            start_at: self.start_at,
+            end_at: self.end_at,
+            stale_after: p.stale_after,
+            history: p.history,
+            action: action?,
+        })
+    }
+}
+
+/// A warning found when the manifest was validated, kept so the loaded
+/// manifest is the validated one.
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct DiagnosticDoc {
+    warning: bool,
+    line: usize,
+    column: usize,
+    message: String,
+    source_line: String,
+    span: Range<usize>,
+    file: String,
+}
+
+impl From<&Diagnostic> for DiagnosticDoc {
+    fn from(d: &Diagnostic) -> DiagnosticDoc {
+        DiagnosticDoc {
+            warning: d.severity == Severity::Warning,
+            line: d.line,
+            column: d.column,
+            message: d.message.clone(),
+            source_line: d.source_line.clone(),
+            span: d.span.clone(),
+            file: d.file.clone(),
+        }
+    }
+}
+
+impl DiagnosticDoc {
+    fn into_diagnostic(self) -> Diagnostic {
+        Diagnostic {
+            severity: if self.warning {
+                Severity::Warning
+            } else {
+                Severity::Error
+            },
+            file: self.file,
+            line: self.line,
+            column: self.column,
+            message: self.message,
+            source_line: self.source_line,
+            span: self.span,
+        }
+    }
+}
+
+#[cfg(all(test, feature = "toml"))]
+mod tests {
+    use super::*;
+    use crate::manifest::parse_manifest;
+
+    /// Every kind of value the manifest has, warnings included.
+    const RICH: &str = r#"[defaults]
+timezone = "Europe/Berlin"
+trigger = "dedicated"
+lease = "20m"
+starting_deadline = "1h30m"
+catch_up = "all"
+max_catch_up = 500
+overlap = "allow"
+max_concurrency = 4
+retry = { max_attempts = 5, backoff = "10s", max_backoff = "2m", past_next_slot = true }
+delivery = "at_most_once"
+dst_gap = "skip"
+dst_overlap = "twice"
+skew_margin = "7s"
+paused = true
+stale_after = "2d"
+history = { succeeded = 9, failed = 0 }
+timeout = "3m"
+
+[[job]]
+name = "night-batch"
+schedule = "30  2 * * mon-FRI"
+start_at = 2026-01-01T00:00:00.5Z
+end_at = "2027-06-30T12:00:00+02:00"
+command = ["./batch.sh", "--fast", "ünïcode"]
+env = { REGION = "eu", EMPTY = "" }
+
+[[job]]
+name = "ping"
+schedule = "* * * * *"
+trigger = "dedicated"
+timezone = "America/New_York"
+overlap = "replace"
+retry = { max_attempts = 1 }
+http = { url = "https://example.com/hook?x=1", method = "put", headers = { "X-Source" = "cronslot", Authorization = "Bearer t" } }
+
+[[job]]
+name = "report"
+schedule = "0 0 L * *"
+timezone = "UTC"
+overlap = "forbid"
+catch_up = "latest"
+paused = false
+"#;
+
+    const DESIGN: &str = r#"[defaults]
+timezone = "UTC"
+lease = "15m"
+starting_deadline = "10m"
+catch_up = "latest"
+max_catch_up = 10
+overlap = "forbid"
+retry = { max_attempts = 3, backoff = "30s", max_backoff = "10m" }
+
+[[job]]
+name = "daily-report"
+schedule = "0 9 * * MON-FRI"
+timezone = "America/New_York"
+trigger = "dedicated"
+
+[[job]]
+name = "invoice-run"
+schedule = "0 0 L * *"
+catch_up = "all"
+
+[[job]]
+name = "cleanup"
+schedule = "*/5 * * * *"
+command = ["./scripts/cleanup.sh", "--fast"]
+
+[[job]]
+name = "ping"
+schedule = "0 * * * *"
+http = { url = "https://example.com/hook", method = "POST" }
+"#;
+
+    fn manifests() -> Vec<(&'static str, &'static str)> {
+        vec![
+            ("rich.toml", RICH),
+            ("design.toml", DESIGN),
+            (
+                "examples/cronslot.toml",
+                include_str!("../../../examples/cronslot.toml"),
+            ),
+            (
+                "examples/aws-jobs/cronslot.toml",
+                include_str!("../../../examples/aws-jobs/cronslot.toml"),
+            ),
+        ]
+    }
+
+    fn parse(file: &str, text: &str) -> Manifest {
+        parse_manifest(text, file).unwrap_or_else(|e| panic!("{file}:\n{e}"))
+    }
+
+    fn rich_json() -> String {
+        parse("rich.toml", RICH).to_precompiled("rich.toml")
+    }
+
+    fn problems(json: &str) -> Vec<String> {
+        match load_precompiled(json) {
+            Ok(m) => panic!("accepted: {m:?}\n{json}"),
+            Err(e) => {
+                // Display never panics and names the file kind.
+                assert!(e.to_string().starts_with("invalid precompiled manifest"));
+                e.problems
+            }
+        }
+    }
+
+    fn assert_problem(json: &str, needle: &str) {
+        let found = problems(json);
+        assert!(
+            found.iter().any(|p| p.contains(needle)),
+            "no problem mentions {needle:?}: {found:#?}"
+        );
+    }
+
+    #[test]
+    fn round_trip_gives_the_parsed_manifest_and_its_spec_hashes() {
+        for (file, text) in manifests() {
+            let parsed = parse(file, text);
+            let json = parsed.to_precompiled(file);
+            let loaded = load_precompiled(&json).unwrap_or_else(|e| panic!("{file}: {e}"));
+            assert_eq!(loaded, parsed, "{file}");
+            assert_eq!(loaded.jobs.len(), parsed.jobs.len());
+            for (l, p) in loaded.jobs.iter().zip(&parsed.jobs) {
+                assert_eq!(l.spec_hash(), p.spec_hash(), "{file}: {}", p.name.as_str());
+                assert_eq!(l.schedule_text, p.schedule_text);
+                assert_eq!(l.action, p.action);
+            }
+            // Writing the loaded manifest again gives the same text.
+            assert_eq!(loaded.to_precompiled(file), json, "{file}");
+        }
+    }
+
+    #[test]
+    fn rich_manifest_keeps_every_value() {
+        let parsed = parse("rich.toml", RICH);
+        assert!(!parsed.warnings.is_empty(), "RICH is meant to warn");
+        let loaded = load_precompiled(&rich_json()).expect("loads");
+        let batch = loaded.job("night-batch").expect("job");
+        assert_eq!(batch.schedule_text, "30  2 * * mon-FRI");
+        assert_eq!(
+            batch.start_at.map(|t| t.subsec_nanosecond()),
+            Some(500_000_000)
+        );
+        assert_eq!(batch.overlap, Overlap::Allow { max_concurrency: 4 });
+        assert_eq!(
+            batch.dst_policy(),
+            DstPolicy {
+                gap: DstGap::Skip,
+                overlap: DstOverlap::Twice,
+            }
+        );
+        assert_eq!(loaded.defaults, parsed.defaults);
+        assert_eq!(loaded.warnings, parsed.warnings);
+        let ping = loaded.job("ping").expect("job");
+        assert_eq!(ping.schedule.zone().name(), "America/New_York");
+        assert!(matches!(
+            &ping.action,
+            Action::Http { method: HttpMethod::Put, headers, .. } if headers.len() == 2
+        ));
+        // Pinned: the spec hash of a job does not depend on the form it was
+        // loaded from (it is stored in every job's state record).
+        let report = loaded.job("report").expect("job");
+        let reparsed = parse("rich.toml", RICH);
+        assert_eq!(
+            report.spec_hash(),
+            reparsed.job("report").expect("job").spec_hash()
+        );
+    }
+
+    #[test]
+    fn not_a_precompiled_manifest() {
+        assert_problem(RICH, "not a precompiled cronslot manifest");
+        assert_problem("", "not a precompiled cronslot manifest");
+        assert_problem("[1, 2]", "not a precompiled cronslot manifest");
+        assert_problem("{}", "\"format\" is missing");
+        assert_problem(r#"{"format": "other"}"#, "\"format\" is \"other\"");
+        let json = rich_json().replace("\"version\": 1", "\"version\": 99");
+        assert_problem(&json, "version 99, and this cronslot reads version 1");
+    }
+
+    #[test]
+    fn damaged_json_is_refused_with_its_position() {
+        let json = rich_json();
+        assert_problem(
+            &json[..json.len() / 2],
+            "is not valid JSON: EOF while parsing",
+        );
+        let renamed = json.replacen("\"lease\"", "\"leese\"", 1);
+        assert_problem(&renamed, "unknown field `leese`");
+        let typed = json.replacen("\"max_catch_up\": 500", "\"max_catch_up\": \"500\"", 1);
+        assert_problem(&typed, "line ");
+        // Every prefix is refused, none panics.
+        for end in (0..json.len()).filter(|i| json.is_char_boundary(*i)) {
+            assert!(load_precompiled(&json[..end]).is_err());
+        }
+    }
+
+    #[test]
+    fn values_the_toml_path_refuses_are_refused() {
+        let json = rich_json();
+        let cases = [
+            (
+                "\"30  2 * * mon-FRI\"",
+                "\"61 2 * * *\"",
+                "invalid schedule \"61 2 * * *\"",
+            ),
+            ("\"30  2 * * mon-FRI\"", "\"0 0 31 2 *\"", "never fires"),
+            (
+                "\"name\": \"ping\"",
+                "\"name\": \"Ping\"",
+                "invalid job name \"Ping\"",
+            ),
+            (
+                "\"name\": \"ping\"",
+                "\"name\": \"night-batch\"",
+                "duplicate job name",
+            ),
+            (
+                "\"America/New_York\"",
+                "\"Mars/Olympus\"",
+                "unknown time zone",
+            ),
+            (
+                "\"America/New_York\"",
+                "\"america/new_york\"",
+                "canonical name",
+            ),
+            (
+                "\"lease\": \"20m\"",
+                "\"lease\": \"30s\"",
+                "shorter than the minimum",
+            ),
+            ("\"lease\": \"20m\"", "\"lease\": \"20 minutes\"", "lease:"),
+            (
+                "\"max_concurrency\": 4",
+                "\"max_concurrency\": 0",
+                "max_concurrency 0",
+            ),
+            (
+                "\"max_attempts\": 5",
+                "\"max_attempts\": 0",
+                "max_attempts must be at least 1",
+            ),
+            (
+                "\"backoff\": \"10s\"",
+                "\"backoff\": \"1h\"",
+                "longer than retry.max_backoff",
+            ),
+            (
+                "\"skew_margin\": \"7s\"",
+                "\"skew_margin\": \"1h\"",
+                "shorter than the lease",
+            ),
+            ("\"succeeded\": 9", "\"succeeded\": 101", "above the limit"),
+            (
+                "\"max_catch_up\": 500",
+                "\"max_catch_up\": 0",
+                "catches up nothing",
+            ),
+            (
+                "\"stale_after\": \"2d\"",
+                "\"stale_after\": \"0s\"",
+                "stale_after must be longer",
+            ),
+            (
+                "\"timeout\": \"3m\"",
+                "\"timeout\": \"3h\"",
+                "longer than the lease",
+            ),
+            (
+                "\"method\": \"PUT\"",
+                "\"method\": \"FETCH\"",
+                "unknown HTTP method \"FETCH\"",
+            ),
+            (
+                "https://example.com/hook?x=1",
+                "ftp://example.com",
+                "is not an http:// or https:// URL",
+            ),
+            ("\"X-Source\"", "\"Idempotency-Key\"", "set by cronslot"),
+            ("\"REGION\"", "\"CRONSLOT_REGION\"", "is reserved"),
+            ("\"./batch.sh\"", "\"\"", "the program to run, is empty"),
+            (
+                "2027-06-30T10:00:00Z",
+                "2025-01-01T00:00:00Z",
+                "is not before end_at",
+            ),
+            ("\"Europe/Berlin\"", "\"EST\"", "unknown time zone"),
+        ];
+        for (from, to, needle) in cases {
+            assert!(json.contains(from), "the fixture has no {from}:\n{json}");
+            assert_problem(&json.replacen(from, to, 1), needle);
+        }
+        let no_jobs = {
+            let mut doc: serde_json::Value = serde_json::from_str(&json).expect("json");
+            doc["jobs"] = serde_json::json!([]);
+            doc.to_string()
+        };
+        assert_problem(&no_jobs, "there is no job");
+    }
+
+    #[test]
+    fn every_problem_is_reported_with_its_job() {
+        let json = rich_json()
+            .replacen("\"30  2 * * mon-FRI\"", "\"61 2 * * *\"", 1)
+            .replacen("\"America/New_York\"", "\"Nowhere\"", 1);
+        let found = problems(&json);
+        assert_eq!(found.len(), 2, "{found:#?}");
+        assert!(found[0].starts_with("job \"night-batch\" (jobs[0]): invalid schedule"));
+        assert!(found[1].starts_with("job \"ping\" (jobs[1]): unknown time zone"));
+    }
+}
