@@ -65,8 +65,34 @@ pub enum Command {
     /// before anything is claimed (their runner runs them). Exits 0 when the
     /// run succeeded; 1 when nothing ran (the slot already ran, is running,
     /// or the job is paused) or the run failed (retried or dead-lettered as
-    /// usual); 2 on bad input.
+    /// usual); 2 on bad input. With an https:// store (a Cloudflare
+    /// Worker's admin URL) the Worker claims, runs and records the slot
+    /// itself, whatever kind of job it is, and this prints what happened.
     Trigger(JobArgs),
+    /// Write an infrastructure template (or an operations table) from the manifest.
+    ///
+    /// `sam` and `cloudformation`: the DynamoDB table, the Lambda function,
+    /// a least-privilege role, one EventBridge Scheduler schedule per
+    /// dedicated job (its exact translation) and one tick for the rest, a
+    /// dead-letter queue and a staleness alarm per job. `wrangler`: the
+    /// Worker's crons (the tick, then dedicated jobs' exact UTC crons within
+    /// --cron-limit), its Durable Object binding and migration. `markdown`:
+    /// every job for the people who operate it. The output is deterministic
+    /// and says what it was generated from. A dedicated job without an
+    /// exact translation runs on the tick, with a note (on stderr too).
+    /// Exit 0, or 2 on bad input.
+    Render(RenderArgs),
+    /// Compare a template's schedules with the manifest, by fire times.
+    ///
+    /// Reads a SAM/CloudFormation template (YAML with !Ref/!Sub/... tags, or
+    /// JSON) or a wrangler.toml, evaluates every schedule in its platform's
+    /// dialect (EventBridge counts weekdays 1-7 from Sunday, Cloudflare runs
+    /// in UTC) and compares the instants it fires at over the next year with
+    /// the manifest's slots: missing, extra and different schedules, wrong
+    /// zones, retry policies that outlive the next slot, crons written with
+    /// POSIX weekday numbers. Exits 0 when consistent, 1 with the
+    /// differences, 2 on bad input.
+    Check(CheckArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     Completions {
         #[arg(value_enum)]
@@ -185,9 +211,17 @@ pub struct ValidateArgs {
 /// Where job state lives, and the manifest that defines the jobs.
 #[derive(Debug, Args)]
 pub struct StoreArgs {
-    /// The store: sqlite:PATH (the embedded default).
+    /// The store: sqlite:PATH (the embedded default),
+    /// dynamodb://TABLE?region=R[&endpoint=URL], or https://HOST/PREFIX (a
+    /// Cloudflare Worker's admin routes, e.g. https://jobs.example.com/cronslot;
+    /// needs --token-env).
     #[arg(long, value_name = "URL", default_value = "sqlite:cronslot.db")]
     pub store: String,
+    /// With an https:// store: the environment variable that holds the
+    /// Worker's admin token (its CRONSLOT_ADMIN_TOKEN secret). The token is
+    /// read from the environment, never from the command line.
+    #[arg(long, value_name = "VAR")]
+    pub token_env: Option<String>,
     /// The manifest that defines the jobs.
     #[arg(long, value_name = "FILE", default_value = "cronslot.toml")]
     pub manifest: PathBuf,
@@ -293,6 +327,71 @@ pub struct BackfillArgs {
     pub dry_run: bool,
     #[command(flatten)]
     pub store: StoreArgs,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum RenderFormat {
+    /// AWS SAM template (AWS::Serverless::Function, built by cargo-lambda).
+    Sam,
+    /// Plain CloudFormation (no SAM transform; code from S3).
+    Cloudformation,
+    /// wrangler.toml for the Cloudflare Worker.
+    Wrangler,
+    /// A table of every job for the people who operate them.
+    Markdown,
+}
+
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  cronslot render sam examples/aws-jobs/cronslot.toml --out template.yaml\n  \
+                        cronslot render wrangler cronslot.toml --name my-jobs --cron-limit 250\n  \
+                        cronslot render markdown cronslot.toml > JOBS.md"
+)]
+pub struct RenderArgs {
+    /// What to write.
+    #[arg(value_enum, value_name = "FORMAT")]
+    pub format: RenderFormat,
+    /// The manifest to render.
+    #[arg(value_name = "MANIFEST", default_value = "cronslot.toml")]
+    pub manifest: PathBuf,
+    /// Write here instead of stdout (parent directories are created).
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+    /// wrangler: the Worker's name (default: the manifest's directory name, or "cronslot").
+    #[arg(long, value_name = "NAME")]
+    pub name: Option<String>,
+    /// wrangler: the account's cron trigger limit, counting the tick (5 on Free, 250 on Paid).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub cron_limit: Option<u32>,
+    /// sam: the function's CodeUri (default: the manifest's directory, relative to --out's).
+    #[arg(long, value_name = "DIR")]
+    pub code_uri: Option<String>,
+    /// sam, cloudformation: the binary cargo-lambda builds (default: from the Cargo.toml beside the manifest).
+    #[arg(long, value_name = "NAME")]
+    pub binary: Option<String>,
+    /// markdown: list the next runs after this RFC 3339 instant (default: now).
+    #[arg(long, value_name = "RFC3339")]
+    pub after: Option<String>,
+}
+
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  cronslot check template.yaml --manifest cronslot.toml\n  \
+                        cronslot check wrangler.toml --manifest cronslot.toml --cron-limit 250"
+)]
+pub struct CheckArgs {
+    /// A SAM/CloudFormation template (.yaml, .yml, .json, .template) or a wrangler.toml.
+    #[arg(value_name = "TEMPLATE")]
+    pub template: PathBuf,
+    /// The manifest the template should match.
+    #[arg(long, value_name = "FILE", default_value = "cronslot.toml")]
+    pub manifest: PathBuf,
+    /// Compare fire times over the year after this RFC 3339 instant (default: now).
+    #[arg(long, value_name = "RFC3339")]
+    pub after: Option<String>,
+    /// wrangler: the account's cron trigger limit, counting the tick (5 on Free, 250 on Paid).
+    #[arg(long, value_name = "N", default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub cron_limit: u32,
 }
 
 pub fn print_completions(shell: Shell) {

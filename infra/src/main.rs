@@ -4,7 +4,9 @@
 //! problem, 2 bad input (expression, zone, manifest, argument), 3 a
 //! translation that cannot be exact.
 
+mod check;
 mod cli;
+mod render;
 mod run_cmd;
 mod schedule_cmds;
 mod store_cmds;
@@ -24,6 +26,7 @@ pub struct Failure {
 }
 
 impl Failure {
+    pub const PROBLEM: u8 = 1;
     pub const BAD_INPUT: u8 = 2;
     pub const INEXACT: u8 = 3;
 
@@ -49,6 +52,8 @@ fn main() -> ExitCode {
         Command::Resume(args) => store_cmds::resume(args),
         Command::Backfill(args) => store_cmds::backfill(args),
         Command::Trigger(args) => store_cmds::trigger(args),
+        Command::Render(args) => render::render(args),
+        Command::Check(args) => check::check(args),
         Command::Completions { shell } => {
             cli::print_completions(shell);
             Ok(())
