@@ -9,8 +9,8 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use cronslot_core::coord::{
-    Claim, CoordError, Coordinator, EffectBegin, EffectFinish, EffectRecord, FailOutcome,
-    JobState, StoreError, StoreErrorKind, Trigger,
+    Claim, CoordError, Coordinator, EffectBegin, EffectFinish, EffectRecord, FailOutcome, JobState,
+    StoreError, StoreErrorKind, Trigger,
 };
 use cronslot_core::manifest::JobSpec;
 use jiff::Timestamp;
@@ -77,7 +77,8 @@ impl<T: Transport> ObjectClient<T> {
     }
 
     async fn op(&self, spec: &JobSpec, op: Op) -> Result<Answer, CoordError> {
-        self.send(spec.name.as_str(), self.spec_text(spec), op).await
+        self.send(spec.name.as_str(), self.spec_text(spec), op)
+            .await
     }
 
     /// The record as stored (not brought up to now); `None` before the

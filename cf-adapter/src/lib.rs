@@ -11,8 +11,10 @@
 //! outside a JavaScript runtime.
 
 pub mod admin;
+pub mod check;
 pub mod client;
 pub mod dispatch;
+pub mod http_job;
 pub mod object;
 pub mod object_store;
 pub mod protocol;
@@ -21,6 +23,16 @@ pub mod spec_text;
 pub mod sql;
 
 pub use client::{ObjectClient, Transport};
+pub use cronslot_core::coord::JobError;
 pub use object::JobObject;
 pub use object_store::ObjectStore;
 pub use run::{Jobs, RunContext};
+
+#[cfg(target_arch = "wasm32")]
+mod wasm;
+#[cfg(target_arch = "wasm32")]
+pub use wasm::{Cronslot, CronslotJob, OBJECT_BINDING};
+
+/// `worker`, re-exported so a user's Worker uses the same version.
+#[cfg(target_arch = "wasm32")]
+pub use worker;

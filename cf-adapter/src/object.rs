@@ -17,8 +17,8 @@ use cronslot_core::manifest::JobSpec;
 
 use crate::object_store::ObjectStore;
 use crate::protocol::{Answer, ObjectReply, ObjectRequest, Op, WireError};
-use crate::sql::Sql;
 use crate::spec_text::parse_job_table;
+use crate::sql::Sql;
 
 /// Largest request body the object reads: a spec and a few fields; a
 /// checkpoint or effect result is bounded by the core far below this.
@@ -70,7 +70,9 @@ impl<S: Sql> JobObject<S> {
 
     pub async fn handle(&self, request: &ObjectRequest) -> ObjectReply {
         let spec = self.spec(request)?;
-        self.apply(&spec, &request.op).await.map_err(|e| WireError::from(&e))
+        self.apply(&spec, &request.op)
+            .await
+            .map_err(|e| WireError::from(&e))
     }
 
     fn spec(&self, request: &ObjectRequest) -> Result<Rc<JobSpec>, WireError> {
@@ -148,8 +150,15 @@ impl<S: Sql> JobObject<S> {
                 now,
                 hold_ms,
             } => Answer::EffectBegin(
-                c.begin_effect(spec, key, owner, *fence, *now, Duration::from_millis(*hold_ms))
-                    .await?,
+                c.begin_effect(
+                    spec,
+                    key,
+                    owner,
+                    *fence,
+                    *now,
+                    Duration::from_millis(*hold_ms),
+                )
+                .await?,
             ),
             Op::FinishEffect {
                 key,

@@ -40,7 +40,12 @@ impl<S: Sql> ObjectStore<S> {
         }
     }
 
-    fn exec(&self, doing: &str, sql: &str, params: &[SqlValue]) -> Result<Vec<Vec<SqlValue>>, StoreError> {
+    fn exec(
+        &self,
+        doing: &str,
+        sql: &str,
+        params: &[SqlValue],
+    ) -> Result<Vec<Vec<SqlValue>>, StoreError> {
         if !self.ready.get() {
             for statement in SCHEMA {
                 self.sql
@@ -165,7 +170,10 @@ impl<S: Sql> StateStore for ObjectStore<S> {
                 )?;
                 (!rows.is_empty()).then_some(1)
             }
-            Some(expected) => match i64::try_from(expected).ok().and_then(|e| e.checked_add(1).map(|n| (e, n))) {
+            Some(expected) => match i64::try_from(expected)
+                .ok()
+                .and_then(|e| e.checked_add(1).map(|n| (e, n)))
+            {
                 // A version this store never issued cannot match.
                 None => None,
                 Some((expected_sql, next)) => {
@@ -173,7 +181,12 @@ impl<S: Sql> StateStore for ObjectStore<S> {
                         &doing,
                         "UPDATE cronslot_state SET version = ?, state = ? \
                          WHERE job = ? AND version = ? RETURNING version",
-                        &[SqlValue::Integer(next), text, name, SqlValue::Integer(expected_sql)],
+                        &[
+                            SqlValue::Integer(next),
+                            text,
+                            name,
+                            SqlValue::Integer(expected_sql),
+                        ],
                     )?;
                     (!rows.is_empty()).then(|| expected.saturating_add(1))
                 }
@@ -186,7 +199,11 @@ impl<S: Sql> StateStore for ObjectStore<S> {
     }
 
     async fn jobs(&self) -> Result<Vec<String>, StoreError> {
-        let rows = self.exec("listing jobs", "SELECT job FROM cronslot_state ORDER BY job", &[])?;
+        let rows = self.exec(
+            "listing jobs",
+            "SELECT job FROM cronslot_state ORDER BY job",
+            &[],
+        )?;
         rows.into_iter()
             .map(|row| {
                 row.first()
@@ -246,7 +263,10 @@ impl<S: Sql> ObjectStore<S> {
             &format!("writing a raw record for job {job:?}"),
             "INSERT INTO cronslot_state (job, version, state) VALUES (?, 1, ?) \
              ON CONFLICT (job) DO UPDATE SET state = excluded.state, version = version + 1",
-            &[SqlValue::Text(job.to_string()), SqlValue::Text(text.to_string())],
+            &[
+                SqlValue::Text(job.to_string()),
+                SqlValue::Text(text.to_string()),
+            ],
         )?;
         Ok(())
     }

@@ -135,16 +135,35 @@ pub type ObjectReply = Result<Answer, WireError>;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "error", rename_all = "snake_case")]
 pub enum WireError {
-    Store { kind: WireStoreKind, message: String },
-    Superseded { fence: u64, latest: u64 },
-    Expired { fence: u64, expired_at: Timestamp },
-    TooLarge { what: String, bytes: usize, max: usize },
-    NotASlot { slot: Timestamp },
+    Store {
+        kind: WireStoreKind,
+        message: String,
+    },
+    Superseded {
+        fence: u64,
+        latest: u64,
+    },
+    Expired {
+        fence: u64,
+        expired_at: Timestamp,
+    },
+    TooLarge {
+        what: String,
+        bytes: usize,
+        max: usize,
+    },
+    NotASlot {
+        slot: Timestamp,
+    },
     Backfill(BackfillError),
-    Contention { attempts: u32 },
+    Contention {
+        attempts: u32,
+    },
     /// The request itself was wrong: bad JSON, a spec that does not parse,
     /// a job that is not the object's.
-    BadRequest { message: String },
+    BadRequest {
+        message: String,
+    },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -245,7 +264,10 @@ mod tests {
         let t: Timestamp = "2026-01-05T00:00:00Z".parse().unwrap();
         let errors = [
             CoordError::Store(StoreError::new(StoreErrorKind::Ambiguous, "timeout")),
-            CoordError::Refused(Refusal::Superseded { fence: 3, latest: 4 }),
+            CoordError::Refused(Refusal::Superseded {
+                fence: 3,
+                latest: 4,
+            }),
             CoordError::Refused(Refusal::Expired {
                 fence: 3,
                 expired_at: t,

@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use std::future::Future;
 use std::pin::Pin;
 use std::rc::Rc;
+use std::time::Duration;
 
 use cronslot_core::coord::{
     Claim, CoordError, Coordinator, EffectError, FailOutcome, Idle, JobContext, JobError, Lease,
@@ -25,7 +26,11 @@ pub type Clock = Rc<dyn Fn() -> Timestamp>;
 
 /// Runs the job's action for one claimed slot.
 pub trait Executor {
-    fn execute(&self, spec: Rc<JobSpec>, ctx: RunContext) -> LocalFuture<'static, Result<(), JobError>>;
+    fn execute(
+        &self,
+        spec: Rc<JobSpec>,
+        ctx: RunContext,
+    ) -> LocalFuture<'static, Result<(), JobError>>;
 }
 
 /// What a run of a job gets: the slot's identity, fence, attempt, deadline,
@@ -160,21 +165,49 @@ impl RunContext {
 /// catch-up policy bounds them already; this guards the loop).
 pub const MAX_RUNS_PER_EVENT: usize = 100;
 
+/// Waits a while (a timer of the runtime; a virtual clock in tests).
+pub type Sleep = Rc<dyn Fn(Duration) -> LocalFuture<'static, ()>>;
+
+/// How one event serves its jobs.
+#[derive(Clone)]
+pub struct Serving<'a> {
+    /// The owner of every lease this event takes.
+    pub owner: &'a str,
+    pub clock: Clock,
+    pub executor: &'a dyn Executor,
+    pub sleep: Sleep,
+    /// A retry due within this long is waited for and run in the same
+    /// event; a later one is left to the tick at or after its not-before
+    /// time. Ticks come once a minute, and a retry may not outlive the
+    /// job's next slot: without this, a per-minute job could never retry.
+    pub retry_within: Duration,
+}
+
+/// The default of [`Serving::retry_within`]: long enough for the first
+/// retries of the default backoff (30 s), short enough that an event does
+/// not idle for minutes (wall time, not CPU time, while it waits).
+pub const RETRY_WITHIN_EVENT: Duration = Duration::from_secs(30);
+
 /// Serves one job for one event: claims and runs until nothing is due (or
-/// the bound). Returns one JSON line per run or idle answer, for the log.
+/// the bound), waiting for retries due soon. Returns one JSON line per run
+/// or idle answer, for the log.
 pub async fn serve<C: Coordinator + 'static>(
     coordinator: Rc<C>,
     spec: Rc<JobSpec>,
     trigger: Trigger,
-    owner: &str,
-    clock: Clock,
-    executor: &dyn Executor,
+    how: Serving<'_>,
 ) -> Vec<Value> {
     let mut lines = Vec::new();
     let job = spec.name.as_str();
-    for _ in 0..MAX_RUNS_PER_EVENT.min(spec.max_catch_up as usize + 1) {
-        let now = clock();
-        match coordinator.claim(&spec, now, trigger, owner).await {
+    let runs_allowed =
+        MAX_RUNS_PER_EVENT.min(spec.max_catch_up as usize + spec.retry.max_attempts as usize + 1);
+    let mut runs = 0;
+    // Waits count too, so a retry that never becomes claimable cannot loop.
+    let mut rounds = 0;
+    while runs < runs_allowed && rounds < 2 * runs_allowed + 2 {
+        rounds += 1;
+        let now = (how.clock)();
+        match coordinator.claim(&spec, now, trigger, how.owner).await {
             Err(e) => {
                 lines.push(json!({
                     "msg": "claim failed", "job": job, "error": e.to_string(),
@@ -183,11 +216,27 @@ pub async fn serve<C: Coordinator + 'static>(
                 break;
             }
             Ok(Claim::Idle(idle)) => {
-                lines.push(idle_line(job, &idle));
-                break;
+                let retry_at = match &idle {
+                    Idle::RetryLater { not_before, .. } => Some(*not_before),
+                    Idle::NothingDue { next_retry, .. } => *next_retry,
+                    _ => None,
+                };
+                let wait = retry_at.map(|at| at.duration_since(now));
+                match wait.and_then(|w| Duration::try_from(w).ok()) {
+                    Some(wait)
+                        if wait <= how.retry_within && !matches!(trigger, Trigger::Manual) =>
+                    {
+                        (how.sleep)(wait).await;
+                    }
+                    _ => {
+                        lines.push(idle_line(job, &idle));
+                        break;
+                    }
+                }
             }
             Ok(Claim::Claimed(lease)) => {
-                let line = run_one(&coordinator, &spec, lease, &clock, executor).await;
+                runs += 1;
+                let line = run_one(&coordinator, &spec, lease, &how.clock, how.executor).await;
                 lines.push(line);
                 if matches!(trigger, Trigger::Manual) {
                     break;
@@ -196,6 +245,24 @@ pub async fn serve<C: Coordinator + 'static>(
         }
     }
     lines
+}
+
+/// The context of a run of `lease`, for callers that claim themselves (the
+/// admin route's manual trigger).
+pub fn context<C: Coordinator + 'static>(
+    coordinator: Rc<C>,
+    spec: Rc<JobSpec>,
+    lease: Lease,
+    clock: Clock,
+) -> RunContext {
+    RunContext {
+        inner: Rc::new(Services {
+            coordinator,
+            spec,
+            lease: RefCell::new(lease),
+            clock,
+        }),
+    }
 }
 
 async fn run_one<C: Coordinator + 'static>(
@@ -230,22 +297,31 @@ async fn run_one<C: Coordinator + 'static>(
     let (outcome, error) = match result {
         Ok(()) => match coordinator.complete(spec, fence, None, finished).await {
             Ok(()) => ("succeeded", None),
-            Err(CoordError::Refused(r @ (Refusal::Superseded { .. } | Refusal::Expired { .. }))) => {
-                ("lease_lost", Some(r.to_string()))
-            }
-            Err(e) => ("unrecorded", Some(format!("the run succeeded but recording it failed: {e}"))),
+            Err(CoordError::Refused(
+                r @ (Refusal::Superseded { .. } | Refusal::Expired { .. }),
+            )) => ("lease_lost", Some(r.to_string())),
+            Err(e) => (
+                "unrecorded",
+                Some(format!("the run succeeded but recording it failed: {e}")),
+            ),
         },
         Err(job_error) => {
             let permanent = job_error.permanent;
             let text = job_error.message;
-            match coordinator.fail(spec, fence, &text, permanent, finished).await {
+            match coordinator
+                .fail(spec, fence, &text, permanent, finished)
+                .await
+            {
                 Ok(FailOutcome::RetryAt(at)) => {
                     line["retry_at"] = Value::String(format_instant(at));
                     ("failed", Some(text))
                 }
                 Ok(FailOutcome::Dead) => ("dead", Some(text)),
                 Err(CoordError::Refused(r)) => ("lease_lost", Some(format!("{text}; {r}"))),
-                Err(e) => ("unrecorded", Some(format!("{text}; recording the failure failed: {e}"))),
+                Err(e) => (
+                    "unrecorded",
+                    Some(format!("{text}; recording the failure failed: {e}")),
+                ),
             }
         }
     };
@@ -271,7 +347,9 @@ fn idle_line(job: &str, idle: &Idle) -> Value {
         ),
         Idle::Busy { live } => ("busy", json!({"live": live})),
         Idle::Paused => ("paused", Value::Null),
-        Idle::AlreadyResolved { slot } => ("already_resolved", json!({"slot": format_instant(*slot)})),
+        Idle::AlreadyResolved { slot } => {
+            ("already_resolved", json!({"slot": format_instant(*slot)}))
+        }
         Idle::InProgress { slot, fence } => (
             "in_progress",
             json!({"slot": format_instant(*slot), "fence": fence}),

@@ -138,7 +138,9 @@ pub fn parse_job_table(text: &str) -> Result<JobSpec, String> {
     let mut jobs = manifest.jobs.into_iter();
     match (jobs.next(), count) {
         (Some(spec), 1) => Ok(spec),
-        _ => Err(format!("a job spec holds exactly one [[job]] table, not {count}")),
+        _ => Err(format!(
+            "a job spec holds exactly one [[job]] table, not {count}"
+        )),
     }
 }
 

@@ -110,6 +110,9 @@ fn garbage_requests_get_errors_not_panics() {
         r#"{"job":"a","spec":"[[job]]\nname = \"a\"\nschedule = \"* * * * *\"\n","op":{"op":"launch"}}"#,
     ] {
         let answer = block_on(object.handle_text(body));
-        assert!(answer.starts_with(r#"{"Err":{"error":"bad_request""#), "{body:?} → {answer}");
+        assert!(
+            answer.starts_with(r#"{"Err":{"error":"bad_request""#),
+            "{body:?} → {answer}"
+        );
     }
 }

@@ -34,6 +34,7 @@ pub const TESTS: &[&str] = &[
     "overlap_allow",
     "overlap_replace",
     "lease_expiry_takeover_with_higher_fence",
+    "redelivery_after_lease_expiry_retries",
     "superseded_completion_refused",
     "transient_failure_retries_same_slot",
     "exhausted_retries_dead_then_redrive",
@@ -79,6 +80,9 @@ pub async fn run<C: Coordinator>(name: &str, c: &C, ns: &str) -> bool {
         }
         "backfill_runs_past_slots" => backfill_runs_past_slots(c, ns).await,
         "heartbeat_extends_lease" => heartbeat_extends_lease(c, ns).await,
+        "redelivery_after_lease_expiry_retries" => {
+            redelivery_after_lease_expiry_retries(c, ns).await
+        }
         _ => return false,
     }
     true
@@ -329,6 +333,46 @@ pub async fn lease_expiry_takeover_with_higher_fence<C: Coordinator>(c: &C, ns: 
         state.counters.failed, 1,
         "the expired attempt counts as failed"
     );
+}
+
+/// A run that crashed holds a lease nobody renews: once it has expired, a
+/// redelivery of the same slot (dedicated trigger) or an operator's manual
+/// trigger retries the slot with a higher fence instead of answering "in
+/// progress" forever. Before expiry both are duplicates.
+pub async fn redelivery_after_lease_expiry_retries<C: Coordinator>(c: &C, ns: &str) {
+    let spec = job(
+        ns,
+        "redelivery",
+        "schedule = \"0 * * * *\"\nlease = \"1m\"\ntrigger = \"dedicated\"\nretry = { max_attempts = 3, backoff = \"1s\", max_backoff = \"1s\" }",
+    );
+    let slot = at(HOUR);
+    let a = claimed(c, &spec, at(HOUR + 1), Trigger::Slot(slot), "a").await;
+    let early = idle(c, &spec, at(HOUR + MIN), Trigger::Slot(slot), "b").await;
+    assert!(matches!(early, Idle::InProgress { .. }), "{early:?}");
+    let early = idle(c, &spec, at(HOUR + MIN), Trigger::Manual, "b").await;
+    assert!(matches!(early, Idle::InProgress { .. }), "{early:?}");
+    // Past expiry plus the skew margin (5 s): the redelivery runs it again,
+    // at once or after the retry's backoff (at most 1 s).
+    let b = match c
+        .claim(&spec, at(HOUR + 2 * MIN), Trigger::Slot(slot), "b")
+        .await
+    {
+        Ok(Claim::Claimed(lease)) => lease,
+        Ok(Claim::Idle(Idle::RetryLater { not_before, .. })) => {
+            assert!(not_before <= at(HOUR + 2 * MIN + 1), "{not_before}");
+            claimed(c, &spec, not_before, Trigger::Slot(slot), "b").await
+        }
+        other => panic!("the redelivery after expiry must retry the slot: {other:?}"),
+    };
+    assert_eq!((b.slot, b.attempt), (slot, 2));
+    assert!(b.fence > a.fence);
+    // The same through a manual trigger once b's lease has expired too.
+    let m = claimed(c, &spec, at(HOUR + 4 * MIN), Trigger::Manual, "m").await;
+    assert_eq!((m.slot, m.attempt), (slot, 3));
+    assert!(m.fence > b.fence);
+    c.complete(&spec, m.fence, None, at(HOUR + 4 * MIN + 1))
+        .await
+        .expect("complete");
 }
 
 /// Completion, heartbeat and checkpoint from a superseded fence are refused.
@@ -767,6 +811,7 @@ macro_rules! conformance_suite {
         $crate::conformance_suite!(@each $make, $block_on, $ns;
             first_claim_wins, concurrent_claimers_run_each_slot_once, overlap_forbid,
             overlap_allow, overlap_replace, lease_expiry_takeover_with_higher_fence,
+            redelivery_after_lease_expiry_retries,
             superseded_completion_refused, transient_failure_retries_same_slot,
             exhausted_retries_dead_then_redrive, catch_up_latest_after_outage,
             catch_up_all_after_outage, catch_up_none_after_outage, pause_and_resume,

@@ -14,6 +14,7 @@ pub mod conformance;
 pub mod coord;
 pub mod cron;
 pub mod explain;
+pub mod health;
 pub mod manifest;
 pub mod schedule;
 pub mod translate;

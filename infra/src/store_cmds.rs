@@ -9,9 +9,12 @@
 //! [`Backend`]; the commands themselves are generic over
 //! [`Coordinator`] + [`Records`], so a new kind of store (DynamoDB, the
 //! Worker's admin URL) is one more variant of each enum and one more arm in
-//! [`with_backend!`], nothing else. Today: `sqlite:PATH` and
+//! [`with_backend!`], nothing else. Today: `sqlite:PATH`,
 //! `dynamodb://TABLE?region=R[&endpoint=URL]` (credentials from the usual
-//! AWS environment).
+//! AWS environment) and `https://HOST/PREFIX --token-env VAR`: a Cloudflare
+//! Worker's admin routes (see [`admin`]), where the Worker's clock, not
+//! this machine's, decides what is due, and `trigger` asks the Worker to
+//! run the job.
 //!
 //! Every command requires the store to exist already: `cronslot run` creates
 //! it. A mistyped `--store` path therefore fails with a message instead of
@@ -41,6 +44,7 @@ use cronslot_core::coord::{
     CasCoordinator, Claim, CoordError, Coordinator, DeadLetter, FailOutcome, Idle, JobState, Lease,
     MissReason, Origin, SkipReason, SlotId, StateStore, format_instant,
 };
+use cronslot_core::health::{self, Health};
 use cronslot_core::manifest::{Action, JobSpec, Manifest, format_duration};
 use cronslot_local::{SqliteStore, parse_sqlite_location};
 use jiff::{SignedDuration, Timestamp};
@@ -50,6 +54,8 @@ use crate::Failure;
 use crate::cli::{BackfillArgs, DlqAction, DlqArgs, Format, JobArgs, StatusArgs, StoreArgs};
 use crate::schedule_cmds::{local, utc};
 use crate::validate::load_manifest;
+
+mod admin;
 
 /// Exit code of an operation that could not be done as asked.
 const PROBLEM: u8 = 1;
@@ -86,13 +92,35 @@ pub enum StoreTarget {
     Sqlite(PathBuf),
     /// `dynamodb://TABLE?region=R[&endpoint=URL]`: the AWS adapter's table.
     Dynamo(String),
+    /// `https://HOST/PREFIX`: a Cloudflare Worker's admin routes, with the
+    /// token from the environment variable named by `--token-env`.
+    Admin {
+        base_url: String,
+        token_env: String,
+        token: admin::Token,
+    },
 }
 
-const STORE_SYNTAX: &str = "expected sqlite:PATH (for example sqlite:cronslot.db) or \
-                            dynamodb://TABLE?region=REGION[&endpoint=URL]";
+const STORE_SYNTAX: &str = "expected sqlite:PATH (for example sqlite:cronslot.db), \
+                            dynamodb://TABLE?region=REGION[&endpoint=URL] or \
+                            https://HOST/PREFIX --token-env VAR (a Cloudflare Worker's admin URL)";
 
 impl StoreTarget {
-    pub fn parse(url: &str) -> Result<StoreTarget, Failure> {
+    /// Parses `--store` (with `--token-env`, which only an https:// store
+    /// takes). Reads the token from the environment; touches nothing else.
+    pub fn parse(url: &str, token_env: Option<&str>) -> Result<StoreTarget, Failure> {
+        let target = StoreTarget::parse_url(url, token_env)?;
+        if let (Some(var), StoreTarget::Sqlite(_) | StoreTarget::Dynamo(_)) = (token_env, &target) {
+            return Err(Failure::bad_input(format!(
+                "error: --token-env {var}: only an https:// store (a Worker's admin URL) takes a token; \
+                 store {} does not",
+                target.label()
+            )));
+        }
+        Ok(target)
+    }
+
+    fn parse_url(url: &str, token_env: Option<&str>) -> Result<StoreTarget, Failure> {
         let trimmed = url.trim();
         let Some((scheme, _)) = trimmed.split_once(':') else {
             let hint = if trimmed.is_empty() {
@@ -112,9 +140,7 @@ impl StoreTarget {
             "dynamodb" => parse_dynamodb_location(trimmed)
                 .map(|_| StoreTarget::Dynamo(trimmed.to_string()))
                 .map_err(|e| Failure::bad_input(format!("error: --store: {}", e.message))),
-            "http" | "https" => Err(Failure::bad_input(format!(
-                "error: --store: unsupported store URL {url:?}: {scheme} stores are not supported by this build yet; {STORE_SYNTAX}"
-            ))),
+            "http" | "https" => admin::parse_target(trimmed, token_env),
             _ => Err(Failure::bad_input(format!(
                 "error: --store: unsupported store URL {url:?} (scheme {scheme:?}); {STORE_SYNTAX}"
             ))),
@@ -126,6 +152,7 @@ impl StoreTarget {
         match self {
             StoreTarget::Sqlite(path) => format!("sqlite:{}", path.display()),
             StoreTarget::Dynamo(url) => url.clone(),
+            StoreTarget::Admin { base_url, .. } => base_url.clone(),
         }
     }
 
@@ -168,6 +195,13 @@ impl StoreTarget {
                 })?;
                 Ok(Backend::Dynamo(CasCoordinator::new(store, jitter_seed())))
             }
+            StoreTarget::Admin {
+                base_url,
+                token_env,
+                token,
+            } => admin::AdminStore::new(base_url, token_env, token)
+                .map(Backend::Admin)
+                .map_err(|e| problem(format!("error: store {base_url}: {e}"))),
         }
     }
 }
@@ -176,6 +210,7 @@ impl StoreTarget {
 enum Backend {
     Sqlite(CasCoordinator<SqliteStore>),
     Dynamo(CasCoordinator<DynamoStore>),
+    Admin(admin::AdminStore),
 }
 
 /// Runs `$body` with `$c` bound to the backend's coordinator, whatever its
@@ -185,6 +220,7 @@ macro_rules! with_backend {
         match $backend {
             Backend::Sqlite($c) => $body,
             Backend::Dynamo($c) => $body,
+            Backend::Admin($c) => $body,
         }
     };
 }
@@ -215,6 +251,12 @@ thread_local! {
         .enable_all()
         .build()
         .ok();
+}
+
+/// Whether the command's runtime could be started (the HTTP client needs
+/// it; the fallback executor of [`wait`] cannot drive network I/O).
+fn runtime_available() -> bool {
+    RUNTIME.with(Option::is_some)
 }
 
 /// Drives a store operation to its end on the command's runtime.
@@ -259,7 +301,7 @@ impl Session {
     /// Parses `--store`, reads the manifest, checks `job` (when given), and
     /// only then opens the store: bad input never touches a file.
     fn open(args: &StoreArgs, job: Option<&str>) -> Result<Session, Failure> {
-        let target = StoreTarget::parse(&args.store)?;
+        let target = StoreTarget::parse(&args.store, args.token_env.as_deref())?;
         let manifest = load_manifest(&args.manifest)?;
         if let Some(name) = job {
             find_job(&manifest, &args.manifest, name)?;
@@ -457,23 +499,6 @@ struct StatusReport {
     not_in_manifest: Vec<String>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-enum Health {
-    /// A success within the staleness bound.
-    Ok,
-    /// No success within the bound (since the last one, or since the first
-    /// slot for a job that never succeeded).
-    Stale,
-    /// No success yet, and its first slot plus the bound has not passed
-    /// (text: "never ran", or "never succeeded" when runs failed).
-    NeverSucceeded,
-    /// Paused jobs are not checked: their silence is intended.
-    Paused,
-    /// No bound: fewer than two slots remain (the job ended or never fires).
-    NoBound,
-}
-
 #[derive(Serialize)]
 struct JobStatus {
     job: String,
@@ -604,59 +629,13 @@ fn dead_view(spec: &JobSpec, d: &DeadLetter) -> DeadView {
 
 /// The job's next slot strictly after `after` inside its active window.
 fn next_slot(spec: &JobSpec, after: Timestamp) -> Option<Timestamp> {
-    let mut from = after;
-    if let Some(start) = spec.start_at {
-        if start > after {
-            from = start
-                .checked_sub(SignedDuration::from_nanos(1))
-                .unwrap_or(start);
-        }
-    }
-    spec.schedule
-        .next_after(from)
-        .filter(|s| spec.end_at.is_none_or(|end| *s < end))
-}
-
-fn add_std(t: Timestamp, d: Duration) -> Timestamp {
-    SignedDuration::try_from(d)
-        .ok()
-        .and_then(|d| t.checked_add(d).ok())
-        .unwrap_or(Timestamp::MAX)
-}
-
-/// Staleness: the bound, when the job is (or will be) stale, and its health.
-fn health(
-    spec: &JobSpec,
-    state: &JobState,
-    now: Timestamp,
-) -> (Health, Option<Duration>, Option<Timestamp>) {
-    let bound = spec.stale_after_at(now);
-    let since = match &state.last_success {
-        Some(s) => Some(s.finished_at),
-        // Never succeeded: counted from its first slot, so a new job is
-        // "never ran", not stale, until that slot plus the bound has passed.
-        None => next_slot(spec, state.created_at),
-    };
-    let stale_at = match (bound, since) {
-        (Some(b), Some(since)) => Some(add_std(since, b)),
-        _ => None,
-    };
-    let health = if state.paused {
-        Health::Paused
-    } else if bound.is_none() {
-        Health::NoBound
-    } else if stale_at.is_some_and(|at| now > at) {
-        Health::Stale
-    } else if state.last_success.is_none() {
-        Health::NeverSucceeded
-    } else {
-        Health::Ok
-    };
-    (health, bound, stale_at)
+    health::next_slot(spec, after)
 }
 
 fn job_status(spec: &JobSpec, state: &JobState, recorded: bool, now: Timestamp) -> JobStatus {
-    let (health, bound, stale_at) = health(spec, state, now);
+    // The same rule as the Worker's health route and stale gauge.
+    let verdict = health::assess(spec, state, now);
+    let (health, bound, stale_at) = (verdict.health, verdict.bound, verdict.stale_at);
     let due = spec
         .schedule
         .next_after(state.cursor)
@@ -1364,6 +1343,10 @@ fn owner_id() -> String {
 pub fn trigger(args: JobArgs) -> Result<(), Failure> {
     let session = Session::open(&args.store, Some(&args.job))?;
     let spec = session.job(&args.job)?;
+    if let Backend::Admin(worker) = &session.backend {
+        // The Worker runs the job (it has the functions and the fetch).
+        return admin::trigger(worker, &session.store, spec);
+    }
     // Refuse what this command cannot run before claiming anything: a
     // claimed slot that nobody runs would wait for its lease to expire.
     let command = match &spec.action {

@@ -345,12 +345,8 @@ fn unknown_job_and_unknown_store_scheme_are_bad_input() {
         &dir,
         &["status", "--store", "https://worker.example/cronslot"],
     );
-    assert_eq!(code(&o), 2);
-    assert!(
-        stderr(&o).contains("not supported by this build yet"),
-        "{}",
-        stderr(&o)
-    );
+    assert_eq!(code(&o), 2, "a Worker's admin URL without --token-env");
+    assert!(stderr(&o).contains("needs --token-env"), "{}", stderr(&o));
     let o = cronslot(&dir, &["status", "--store", "dynamodb://"]);
     assert_eq!(code(&o), 2, "a DynamoDB URL without a table is bad input");
     let o = cronslot(&dir, &["status", "--store", "cronslot.db"]);

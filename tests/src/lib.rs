@@ -3,3 +3,4 @@
 //! `tests/`; this library holds what they share.
 
 pub mod moto;
+pub mod workerd;

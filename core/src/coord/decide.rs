@@ -496,7 +496,7 @@ pub fn claim(
             }
             // Duplicates are answered before anything else, and without a
             // write: a redelivery must not even touch the record.
-            if let Some(idle) = duplicate(state, slot, now) {
+            if let Some(idle) = duplicate(spec, state, slot, now) {
                 return Ok(Claim::Idle(idle));
             }
             effective_now = now.max(slot);
@@ -506,7 +506,7 @@ pub fn claim(
             let Some(slot) = spec.schedule.prev_before(add_nanos(now)) else {
                 return Ok(Claim::Idle(nothing_due(spec, state)));
             };
-            match duplicate(state, slot, now) {
+            match duplicate(spec, state, slot, now) {
                 Some(Idle::AlreadyResolved { .. }) if state.fence == 0 && state.dead.is_empty() => {
                     // A job that never ran: its current slot predates the
                     // record (created just now), yet it certainly did not
@@ -605,8 +605,16 @@ pub fn claim(
 }
 
 /// The answer to a redelivered slot, if it is one.
-fn duplicate(state: &JobState, slot: Timestamp, now: Timestamp) -> Option<Idle> {
-    if let Some(l) = state.leases.iter().find(|l| l.slot == slot) {
+/// A delivery of `slot` that must not run it: the slot is running under a
+/// live lease, waits for its retry, or is resolved. A lease past its expiry
+/// does not count: its run crashed or stalled, and the claim that follows
+/// (after `advance` expires it) retries the slot with a higher fence.
+fn duplicate(spec: &JobSpec, state: &JobState, slot: Timestamp, now: Timestamp) -> Option<Idle> {
+    if let Some(l) = state
+        .leases
+        .iter()
+        .find(|l| l.slot == slot && !lease_expired(spec, l, now))
+    {
         return Some(Idle::InProgress {
             slot,
             fence: l.fence,

@@ -1,0 +1,267 @@
+//! The JSON bodies of the admin routes. Each derives `Deserialize` too, so
+//! a client (the `cronslot` CLI) reads exactly what the Worker writes.
+//! Instants are RFC 3339 strings in UTC; field names are stable; fields
+//! may be added (clients must ignore unknown ones).
+
+use std::collections::BTreeMap;
+
+use cronslot_core::coord::{BackfillError, DeadLetter, FailOutcome, Idle, JobState, TriggerError};
+use cronslot_core::health::Health;
+use jiff::Timestamp;
+use serde::{Deserialize, Serialize};
+
+/// `GET {p}/status`: every job of the manifest (or the `job` one), in
+/// manifest order.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StatusDoc {
+    /// The instant the status was computed at (the Worker's clock).
+    pub now: Timestamp,
+    pub jobs: Vec<JobReport>,
+}
+
+/// One job in [`StatusDoc`]: a summary, and the record it is computed from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JobReport {
+    pub job: String,
+    /// False when the store has no record of the job yet (no tick has
+    /// planned it); `record` is then the record a first tick would create.
+    pub recorded: bool,
+    pub paused: bool,
+    /// `ok | stale | never_succeeded | paused | no_bound` (the rule of
+    /// `cronslot_core::health::assess`, as `cronslot status` uses it).
+    pub health: Health,
+    pub stale: bool,
+    /// The staleness bound (`stale_after`, or derived from the schedule);
+    /// `null`: the job has none (fewer than two slots remain).
+    pub stale_after_seconds: Option<u64>,
+    /// When the job is (or was) stale without a success; `null`: never.
+    pub stale_at: Option<Timestamp>,
+    /// When the last successful run finished, and its slot.
+    pub last_success: Option<Timestamp>,
+    pub last_success_slot: Option<Timestamp>,
+    /// The next slot after `now` in the job's active window.
+    pub next_slot: Option<Timestamp>,
+    pub live_leases: usize,
+    /// The highest fence issued.
+    pub fence: u64,
+    /// Runs waiting for a runner: retries, backfills, redrives.
+    pub pending: usize,
+    pub runs: u64,
+    pub succeeded: u64,
+    pub failed: u64,
+    /// Missed slots by reason; every reason is present (0 when none).
+    pub missed: BTreeMap<String, u64>,
+    /// Skipped slots by reason; every reason is present.
+    pub skipped: BTreeMap<String, u64>,
+    /// Dead letters held now.
+    pub dead_letters: usize,
+    /// The record as the coordinator's `status` returns it: brought up to
+    /// `now` (expired leases and late slots given their fates), not written.
+    pub record: JobState,
+}
+
+/// `GET {p}/health`: 200 with `status: "ok"`, or 503 with the stale jobs
+/// (or the jobs whose state could not be read).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HealthDoc {
+    pub status: HealthState,
+    pub now: Timestamp,
+    /// Jobs whose staleness was checked.
+    pub checked: usize,
+    pub stale: Vec<StaleJob>,
+    /// Jobs not checked: paused, without a bound, never recorded.
+    pub unchecked: Vec<UncheckedJob>,
+    /// Jobs whose state could not be read (then the status is `unknown`).
+    pub errors: Vec<JobErrorDoc>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HealthState {
+    Ok,
+    Stale,
+    /// A job's state could not be read: health cannot be vouched for.
+    Unknown,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StaleJob {
+    pub job: String,
+    /// `null`: the job never succeeded.
+    pub last_success: Option<Timestamp>,
+    pub stale_after_seconds: Option<u64>,
+    pub stale_at: Option<Timestamp>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UncheckedJob {
+    pub job: String,
+    /// `paused | no_bound | not_recorded`.
+    pub reason: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JobErrorDoc {
+    pub job: String,
+    pub message: String,
+}
+
+/// `GET {p}/dlq`: dead letters sorted by job, then slot.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DlqDoc {
+    pub now: Timestamp,
+    pub dead_letters: Vec<DlqEntry>,
+    /// Per job, dead letters dropped from the capped list (jobs with none
+    /// omitted).
+    pub dropped: BTreeMap<String, u64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DlqEntry {
+    pub job: String,
+    /// `job@slot`: the idempotency key the runs had.
+    pub slot_id: String,
+    /// `slot`, `attempts`, `last_error`, `fence`, `died_at`, `checkpoint`.
+    #[serde(flatten)]
+    pub letter: DeadLetter,
+}
+
+/// `POST {p}/jobs/{job}/redrive`: the slots sent back to run (empty when
+/// there was nothing to redrive).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RedriveDoc {
+    pub job: String,
+    pub redriven: Vec<Timestamp>,
+}
+
+/// `POST {p}/jobs/{job}/pause` and `/resume`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PauseDoc {
+    pub job: String,
+    /// The state after the request.
+    pub paused: bool,
+    /// False when the job already was in that state.
+    pub changed: bool,
+}
+
+/// `POST {p}/jobs/{job}/backfill`: the slots queued (or, with `dry_run`,
+/// that would be).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BackfillDoc {
+    pub job: String,
+    pub dry_run: bool,
+    pub slots: Vec<Timestamp>,
+}
+
+/// `POST {p}/jobs/{job}/trigger`: what the manual run did.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TriggerDoc {
+    pub job: String,
+    pub outcome: TriggerKind,
+    /// One sentence for a person.
+    pub message: String,
+    /// The claimed slot (absent when nothing was claimed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slot: Option<Timestamp>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slot_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attempt: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fence: Option<u64>,
+    /// The run's error (`failed`), or the store's (`claim_failed`,
+    /// `not_recorded`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub permanent: Option<bool>,
+    /// What became of a failed run: retried at an instant, or dead.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fate: Option<FailOutcome>,
+    /// Why nothing was claimed (`not_claimed`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idle: Option<Idle>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TriggerKind {
+    /// Ran and succeeded; recorded. HTTP 200.
+    Succeeded,
+    /// Ran and failed; recorded (retried or dead). HTTP 500.
+    Failed,
+    /// Nothing to run (paused, already ran, running, …). HTTP 409.
+    NotClaimed,
+    /// The Worker cannot run this kind of job; nothing claimed. HTTP 422.
+    CannotRun,
+    /// The claim itself failed. HTTP 503 (transient) or 500.
+    ClaimFailed,
+    /// The run ended but its outcome could not be recorded. HTTP 503 or 500.
+    NotRecorded,
+    /// A kind this build does not know (a newer Worker).
+    #[serde(other)]
+    Unknown,
+}
+
+/// Every error reply.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ErrorDoc {
+    /// The HTTP status, repeated.
+    pub status: u16,
+    pub error: ErrorKind,
+    pub message: String,
+    /// The query parameter at fault (400).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parameter: Option<String>,
+    /// The methods the route takes (405).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allow: Option<String>,
+    /// The core's refusal of a backfill (400), for clients to rebuild it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backfill: Option<BackfillError>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trigger: Option<TriggerError>,
+}
+
+impl ErrorDoc {
+    pub fn new(status: u16, error: ErrorKind, message: impl Into<String>) -> ErrorDoc {
+        ErrorDoc {
+            status,
+            error,
+            message: message.into(),
+            parameter: None,
+            allow: None,
+            backfill: None,
+            trigger: None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorKind {
+    /// 401: no token, or not the Worker's.
+    Unauthorized,
+    /// 503: the Worker has no admin token configured.
+    NotConfigured,
+    /// 404: no such route or job.
+    NotFound,
+    /// 405.
+    MethodNotAllowed,
+    /// 400: a bad query.
+    BadRequest,
+    /// 400: the core refused the backfill (see `backfill`).
+    Backfill,
+    /// 400: the core refused the trigger (see `trigger`).
+    Trigger,
+    /// 409: the store refused a write (a superseded fence, a record too
+    /// large).
+    Refused,
+    /// 503: the store is unavailable or contended; try again.
+    Unavailable,
+    /// 500.
+    Internal,
+    /// A kind this build does not know (a newer Worker).
+    #[serde(other)]
+    Unknown,
+}

@@ -1,0 +1,334 @@
+//! Runs a route against a coordinator.
+
+use std::collections::BTreeMap;
+
+use cronslot_core::coord::{
+    CoordError, Coordinator, DeadLetter, JobState, MissReason, SkipReason, SlotId, StoreErrorKind,
+};
+use cronslot_core::health::{self, Health};
+use cronslot_core::manifest::{JobName, JobSpec, Manifest};
+use jiff::Timestamp;
+
+use super::metrics::prometheus_text;
+use super::{
+    AdminRoute, BackfillDoc, DlqDoc, DlqEntry, ErrorDoc, ErrorKind, HealthDoc, HealthState,
+    JobErrorDoc, JobReport, PROMETHEUS, PauseDoc, RedriveDoc, Reply, StaleJob, StatusDoc,
+    StatusFormat, UncheckedJob,
+};
+
+/// Runs every route but [`AdminRoute::Trigger`] (the Worker runs the job
+/// itself: [`trigger_run`](super::trigger_run), then
+/// [`trigger_reply`](super::trigger_reply); given a trigger, this answers
+/// 500 and touches nothing). `now` is the Worker's clock; every job of the
+/// route must be in `manifest` (a route from [`route`](super::route) over
+/// the same manifest always is; otherwise 404).
+///
+/// `recorded` in the status is inferred from what `status` returns: a job
+/// without a record gets exactly the record a first tick at `now` would
+/// create, so the coordinator's `status` must honour the `now` it is given.
+pub async fn execute<C: Coordinator>(
+    route: &AdminRoute,
+    manifest: &Manifest,
+    coord: &C,
+    now: Timestamp,
+) -> Reply {
+    match run(route, manifest, coord, now).await {
+        Ok(reply) | Err(reply) => reply,
+    }
+}
+
+async fn run<C: Coordinator>(
+    route: &AdminRoute,
+    manifest: &Manifest,
+    coord: &C,
+    now: Timestamp,
+) -> Result<Reply, Reply> {
+    match route {
+        AdminRoute::Health => Ok(health_reply(manifest, coord, now).await),
+        AdminRoute::Status { job, format } => {
+            let specs = select(manifest, job.as_ref())?;
+            let mut jobs = Vec::with_capacity(specs.len());
+            for spec in specs {
+                let state = status(coord, spec, now).await?;
+                jobs.push(job_report(spec, state, now));
+            }
+            let doc = StatusDoc { now, jobs };
+            Ok(match format {
+                StatusFormat::Json => Reply::json(200, &doc),
+                StatusFormat::Prometheus => Reply {
+                    status: 200,
+                    content_type: PROMETHEUS,
+                    headers: vec![("Cache-Control".to_string(), "no-store".to_string())],
+                    body: prometheus_text(&doc),
+                },
+            })
+        }
+        AdminRoute::Dlq { job } => {
+            let specs = select(manifest, job.as_ref())?;
+            let mut doc = DlqDoc {
+                now,
+                dead_letters: Vec::new(),
+                dropped: BTreeMap::new(),
+            };
+            for spec in specs {
+                let state = status(coord, spec, now).await?;
+                let name = spec.name.as_str();
+                let mut dead: Vec<DeadLetter> = state.dead;
+                dead.sort_by_key(|d| d.slot);
+                doc.dead_letters
+                    .extend(dead.into_iter().map(|letter| DlqEntry {
+                        job: name.to_string(),
+                        slot_id: SlotId::new(&spec.name, letter.slot).to_string(),
+                        letter,
+                    }));
+                if state.counters.dead_dropped > 0 {
+                    doc.dropped
+                        .insert(name.to_string(), state.counters.dead_dropped);
+                }
+            }
+            doc.dead_letters
+                .sort_by(|a, b| (&a.job, a.letter.slot).cmp(&(&b.job, b.letter.slot)));
+            Ok(Reply::json(200, &doc))
+        }
+        AdminRoute::Redrive { job, slot } => {
+            let spec = one(manifest, job)?;
+            let redriven = coord
+                .redrive(spec, *slot, now)
+                .await
+                .map_err(|e| coord_error(spec, "redriving", &e))?;
+            Ok(Reply::json(
+                200,
+                &RedriveDoc {
+                    job: job.as_str().to_string(),
+                    redriven,
+                },
+            ))
+        }
+        AdminRoute::Pause { job } | AdminRoute::Resume { job } => {
+            let spec = one(manifest, job)?;
+            let pause = matches!(route, AdminRoute::Pause { .. });
+            let before = status(coord, spec, now).await?;
+            let changed = before.paused != pause;
+            if changed {
+                let done = if pause {
+                    coord.pause(spec, now).await
+                } else {
+                    coord.resume(spec, now).await
+                };
+                done.map_err(|e| {
+                    coord_error(spec, if pause { "pausing" } else { "resuming" }, &e)
+                })?;
+            }
+            Ok(Reply::json(
+                200,
+                &PauseDoc {
+                    job: job.as_str().to_string(),
+                    paused: pause,
+                    changed,
+                },
+            ))
+        }
+        AdminRoute::Backfill {
+            job,
+            from,
+            to,
+            dry_run,
+        } => {
+            let spec = one(manifest, job)?;
+            let slots = coord
+                .backfill(spec, *from, *to, now, *dry_run)
+                .await
+                .map_err(|e| coord_error(spec, "backfilling", &e))?;
+            Ok(Reply::json(
+                200,
+                &BackfillDoc {
+                    job: job.as_str().to_string(),
+                    dry_run: *dry_run,
+                    slots,
+                },
+            ))
+        }
+        AdminRoute::Trigger { job } => Err(Reply::error(
+            500,
+            ErrorKind::Internal,
+            format!(
+                "the trigger of job {:?} was not run: the Worker runs triggers itself \
+                 (admin::trigger_run, then admin::trigger_reply)",
+                job.as_str()
+            ),
+        )),
+    }
+}
+
+/// The summary of one job from its record (as `Coordinator::status`
+/// returns it at `now`).
+pub fn job_report(spec: &JobSpec, state: JobState, now: Timestamp) -> JobReport {
+    let verdict = health::assess(spec, &state, now);
+    let c = &state.counters;
+    JobReport {
+        job: spec.name.as_str().to_string(),
+        recorded: recorded(spec, &state, now),
+        paused: state.paused,
+        health: verdict.health,
+        stale: verdict.is_stale(),
+        stale_after_seconds: verdict.bound.map(|b| b.as_secs()),
+        stale_at: verdict.stale_at,
+        last_success: state.last_success.as_ref().map(|r| r.finished_at),
+        last_success_slot: state.last_success.as_ref().map(|r| r.slot),
+        next_slot: health::next_slot(spec, now),
+        live_leases: state.leases.len(),
+        fence: state.fence,
+        pending: state.pending.len(),
+        runs: c.runs,
+        succeeded: c.succeeded,
+        failed: c.failed,
+        missed: MissReason::ALL
+            .iter()
+            .map(|r| {
+                (
+                    r.as_str().to_string(),
+                    c.missed.get(r).copied().unwrap_or(0),
+                )
+            })
+            .collect(),
+        skipped: [SkipReason::Paused, SkipReason::OutsideWindow]
+            .iter()
+            .map(|r| {
+                (
+                    r.as_str().to_string(),
+                    c.skipped.get(r).copied().unwrap_or(0),
+                )
+            })
+            .collect(),
+        dead_letters: state.dead.len(),
+        record: state,
+    }
+}
+
+/// A job without a record gets, from `status`, exactly the record a first
+/// tick at `now` would create; any stored record differs from it (it was
+/// created before `now`, or has run, or moved its cursor).
+fn recorded(spec: &JobSpec, state: &JobState, now: Timestamp) -> bool {
+    *state != JobState::new(spec.name.as_str(), &spec.spec_hash(), now, spec.paused)
+}
+
+async fn health_reply<C: Coordinator>(manifest: &Manifest, coord: &C, now: Timestamp) -> Reply {
+    let mut doc = HealthDoc {
+        status: HealthState::Ok,
+        now,
+        checked: 0,
+        stale: Vec::new(),
+        unchecked: Vec::new(),
+        errors: Vec::new(),
+    };
+    for spec in &manifest.jobs {
+        let job = spec.name.as_str().to_string();
+        let state = match coord.status(spec, now).await {
+            Ok(state) => state,
+            Err(e) => {
+                doc.errors.push(JobErrorDoc {
+                    job,
+                    message: format!("cannot read the job's state: {e}"),
+                });
+                continue;
+            }
+        };
+        if !recorded(spec, &state, now) {
+            doc.unchecked.push(UncheckedJob {
+                job,
+                reason: "not_recorded".to_string(),
+            });
+            continue;
+        }
+        let verdict = health::assess(spec, &state, now);
+        match verdict.health {
+            Health::Paused | Health::NoBound => doc.unchecked.push(UncheckedJob {
+                job,
+                reason: verdict.health.as_str().to_string(),
+            }),
+            Health::Stale => {
+                doc.checked += 1;
+                doc.stale.push(StaleJob {
+                    job,
+                    last_success: state.last_success.as_ref().map(|r| r.finished_at),
+                    stale_after_seconds: verdict.bound.map(|b| b.as_secs()),
+                    stale_at: verdict.stale_at,
+                });
+            }
+            Health::Ok | Health::NeverSucceeded => doc.checked += 1,
+        }
+    }
+    let status = if !doc.errors.is_empty() {
+        doc.status = HealthState::Unknown;
+        503
+    } else if !doc.stale.is_empty() {
+        doc.status = HealthState::Stale;
+        503
+    } else {
+        200
+    };
+    Reply::json(status, &doc)
+}
+
+fn select<'m>(manifest: &'m Manifest, job: Option<&JobName>) -> Result<Vec<&'m JobSpec>, Reply> {
+    match job {
+        Some(name) => Ok(vec![one(manifest, name)?]),
+        None => Ok(manifest.jobs.iter().collect()),
+    }
+}
+
+fn one<'m>(manifest: &'m Manifest, job: &JobName) -> Result<&'m JobSpec, Reply> {
+    manifest.job(job.as_str()).ok_or_else(|| {
+        Reply::error(
+            404,
+            ErrorKind::NotFound,
+            format!("no job {:?} in the Worker's manifest", job.as_str()),
+        )
+    })
+}
+
+async fn status<C: Coordinator>(
+    coord: &C,
+    spec: &JobSpec,
+    now: Timestamp,
+) -> Result<JobState, Reply> {
+    coord
+        .status(spec, now)
+        .await
+        .map_err(|e| coord_error(spec, "reading", &e))
+}
+
+/// A coordinator error as a reply: the core's refusals of what was asked
+/// are 400 (with the refusal for clients to rebuild), a refused write 409,
+/// an unavailable or contended store 503, anything else 500.
+pub(crate) fn coord_error(spec: &JobSpec, doing: &str, e: &CoordError) -> Reply {
+    let message = format!("{doing} job {:?}: {e}", spec.name.as_str());
+    let doc = match e {
+        CoordError::Backfill(b) => {
+            let mut doc = ErrorDoc::new(400, ErrorKind::Backfill, message);
+            doc.backfill = Some(b.clone());
+            doc
+        }
+        CoordError::Trigger(t) => {
+            let mut doc = ErrorDoc::new(400, ErrorKind::Trigger, message);
+            doc.trigger = Some(t.clone());
+            doc
+        }
+        CoordError::Refused(_) => ErrorDoc::new(409, ErrorKind::Refused, message),
+        CoordError::Contention { .. } => ErrorDoc::new(503, ErrorKind::Unavailable, message),
+        CoordError::Store(s) => match s.kind {
+            StoreErrorKind::Unavailable | StoreErrorKind::Ambiguous => {
+                ErrorDoc::new(503, ErrorKind::Unavailable, message)
+            }
+            StoreErrorKind::Corrupt | StoreErrorKind::Other => {
+                ErrorDoc::new(500, ErrorKind::Internal, message)
+            }
+        },
+    };
+    let reply = Reply::error_doc(doc);
+    if reply.status == 503 {
+        reply.with_header("Retry-After", "5")
+    } else {
+        reply
+    }
+}

@@ -1,0 +1,219 @@
+//! The Worker's admin routes, platform-neutral: [`route`] turns a request
+//! into an [`AdminRoute`] (or an error [`Reply`]), [`execute`] runs it
+//! against any [`Coordinator`](cronslot_core::coord::Coordinator), and
+//! [`trigger_run`] + [`trigger_reply`] serve a manual run, which the Worker
+//! performs itself. Nothing here touches `worker`, a clock or a runtime, so
+//! every route is tested natively over the core's memory store.
+//!
+//! # Routes
+//!
+//! Under a configurable prefix `{p}` ([`DEFAULT_PREFIX`]: `/cronslot`):
+//!
+//! | method | path | query | reply |
+//! |---|---|---|---|
+//! | GET | `{p}/health` | — | 200 / 503 [`HealthDoc`] (no token needed) |
+//! | GET | `{p}/status` | `job` | 200 [`StatusDoc`] |
+//! | GET | `{p}/metrics` | `job` | 200 Prometheus text ([`PROMETHEUS`]) |
+//! | GET | `{p}/dlq` | `job` | 200 [`DlqDoc`] |
+//! | POST | `{p}/jobs/{job}/redrive` | `slot` | 200 [`RedriveDoc`] |
+//! | POST | `{p}/jobs/{job}/pause` | — | 200 [`PauseDoc`] |
+//! | POST | `{p}/jobs/{job}/resume` | — | 200 [`PauseDoc`] |
+//! | POST | `{p}/jobs/{job}/backfill` | `from`, `to`, `dry_run` | 200 [`BackfillDoc`] |
+//! | POST | `{p}/jobs/{job}/trigger` | — | [`TriggerDoc`] (see [`trigger_reply`]) |
+//!
+//! Instants (`slot`, `from`, `to`) are RFC 3339 (`2026-03-08T07:00:00Z`);
+//! `slot` may also be a slot id of the job (`job@2026-03-08T07:00:00Z`).
+//! `dry_run` is `true`/`false` (`1`/`0`, or bare `dry_run` for true).
+//! Query values are percent-decoded; `+` stays a plus sign (it is part of
+//! offsets such as `+01:00`, not a space).
+//!
+//! # Errors
+//!
+//! Every error is JSON ([`ErrorDoc`]): `401` without a matching
+//! `Authorization: Bearer` token (with `WWW-Authenticate: Bearer`), `503`
+//! when the Worker has no token configured (secret [`TOKEN_SECRET`]: every
+//! route but health is refused, fail closed), `404` for an unknown route or
+//! job, `405` with `Allow` for a wrong method, `400` naming the parameter
+//! for a bad query (an unparseable instant, `from` after `to`, an unknown
+//! or repeated parameter), `409` when the store refused a write, `503` when
+//! the store is unavailable. The token is checked before the path is
+//! looked at: without it nothing, not even which jobs exist, is revealed.
+//! Nothing panics on any input.
+
+mod auth;
+mod docs;
+mod execute;
+mod metrics;
+mod query;
+mod route;
+mod trigger;
+
+use cronslot_core::manifest::JobName;
+use jiff::Timestamp;
+use serde::Serialize;
+
+pub use auth::token_matches;
+pub use docs::{
+    BackfillDoc, DlqDoc, DlqEntry, ErrorDoc, ErrorKind, HealthDoc, HealthState, JobErrorDoc,
+    JobReport, PauseDoc, RedriveDoc, StaleJob, StatusDoc, TriggerDoc, TriggerKind, UncheckedJob,
+};
+pub use execute::{execute, job_report};
+pub use metrics::prometheus_text;
+pub use route::route;
+pub use trigger::{TriggerOutcome, trigger_reply, trigger_run};
+
+/// Where the routes live unless the Worker says otherwise.
+pub const DEFAULT_PREFIX: &str = "/cronslot";
+
+/// The Worker secret holding the admin token.
+pub const TOKEN_SECRET: &str = "CRONSLOT_ADMIN_TOKEN";
+
+/// Content type of every JSON reply.
+pub const JSON: &str = "application/json";
+
+/// Content type of the Prometheus text exposition format.
+pub const PROMETHEUS: &str = "text/plain; version=0.0.4; charset=utf-8";
+
+/// Content type of a reply without a meaningful body.
+pub const TEXT: &str = "text/plain; charset=utf-8";
+
+/// What the routes need of an HTTP request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AdminRequest<'a> {
+    /// As sent; methods are case-sensitive (`GET`, `POST`).
+    pub method: &'a str,
+    /// The URL's path, not decoded (a `?query` left on it is split off).
+    pub path: &'a str,
+    /// The URL's query without the `?`, not decoded.
+    pub query: Option<&'a str>,
+    /// The `Authorization` header's value.
+    pub authorization: Option<&'a str>,
+}
+
+/// An HTTP reply for the Worker to send as is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reply {
+    pub status: u16,
+    pub content_type: &'static str,
+    /// Headers besides `Content-Type` (`Allow`, `WWW-Authenticate`,
+    /// `Cache-Control`).
+    pub headers: Vec<(String, String)>,
+    pub body: String,
+}
+
+impl Reply {
+    /// The first header of that name (case-insensitive), if any.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// A JSON reply. Admin answers are live state: never cached.
+    pub(crate) fn json<T: Serialize>(status: u16, value: &T) -> Reply {
+        match serde_json::to_string(value) {
+            Ok(body) => Reply {
+                status,
+                content_type: JSON,
+                headers: vec![no_store()],
+                body,
+            },
+            // Plain data with string keys always serialises; never panic
+            // if serde ever says otherwise.
+            Err(e) => Reply::error(
+                500,
+                ErrorKind::Internal,
+                format!("cannot encode the reply as JSON: {e}"),
+            ),
+        }
+    }
+
+    pub(crate) fn error(status: u16, error: ErrorKind, message: impl Into<String>) -> Reply {
+        Reply::error_doc(ErrorDoc::new(status, error, message))
+    }
+
+    pub(crate) fn error_doc(doc: ErrorDoc) -> Reply {
+        let body = serde_json::to_string(&doc).unwrap_or_else(|_| {
+            format!(
+                "{{\"status\":{},\"error\":\"internal\",\"message\":\"cannot encode the error\"}}",
+                doc.status
+            )
+        });
+        Reply {
+            status: doc.status,
+            content_type: JSON,
+            headers: vec![no_store()],
+            body,
+        }
+    }
+
+    pub(crate) fn with_header(mut self, name: &str, value: impl Into<String>) -> Reply {
+        self.headers.push((name.to_string(), value.into()));
+        self
+    }
+}
+
+fn no_store() -> (String, String) {
+    ("Cache-Control".to_string(), "no-store".to_string())
+}
+
+/// The body format of the status routes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StatusFormat {
+    /// `{p}/status`: [`StatusDoc`].
+    Json,
+    /// `{p}/metrics`: the Prometheus text exposition format.
+    Prometheus,
+}
+
+/// A recognised, authorised, well-formed admin request. Jobs are known to
+/// the manifest [`route`] was given.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AdminRoute {
+    Health,
+    Status {
+        job: Option<JobName>,
+        format: StatusFormat,
+    },
+    Dlq {
+        job: Option<JobName>,
+    },
+    Redrive {
+        job: JobName,
+        slot: Option<Timestamp>,
+    },
+    Pause {
+        job: JobName,
+    },
+    Resume {
+        job: JobName,
+    },
+    Backfill {
+        job: JobName,
+        from: Timestamp,
+        to: Timestamp,
+        dry_run: bool,
+    },
+    /// Run the job's current slot now: the Worker claims it with
+    /// `Trigger::Manual`, runs it and records the outcome ([`trigger_run`]),
+    /// then answers with [`trigger_reply`]. [`execute`] does not run jobs.
+    Trigger {
+        job: JobName,
+    },
+}
+
+impl AdminRoute {
+    /// The job the route is about, if it names one.
+    pub fn job(&self) -> Option<&JobName> {
+        match self {
+            AdminRoute::Health => None,
+            AdminRoute::Status { job, .. } | AdminRoute::Dlq { job } => job.as_ref(),
+            AdminRoute::Redrive { job, .. }
+            | AdminRoute::Pause { job }
+            | AdminRoute::Resume { job }
+            | AdminRoute::Backfill { job, .. }
+            | AdminRoute::Trigger { job } => Some(job),
+        }
+    }
+}

@@ -1,0 +1,286 @@
+//! Request → [`AdminRoute`]: prefix, token, path, method, job, query.
+
+use std::collections::BTreeMap;
+
+use cronslot_core::coord::{BackfillError, SlotId};
+use cronslot_core::manifest::{JobName, Manifest};
+use jiff::Timestamp;
+
+use super::auth::authorize;
+use super::query::{bad_parameter, parse_query, percent_decode, printable};
+use super::{AdminRequest, AdminRoute, ErrorDoc, ErrorKind, Reply, StatusFormat};
+
+/// Recognises an admin request.
+///
+/// `None`: the path is not under `prefix`, the request is not the admin
+/// routes' (the Worker serves it otherwise). `Some(Err(reply))`: refused,
+/// send the reply. `Some(Ok(route))`: authorised and well-formed; run it
+/// with [`execute`](super::execute) (or, for a trigger, run the job and
+/// answer with [`trigger_reply`](super::trigger_reply)).
+///
+/// `prefix` is a path such as `/cronslot` (a missing leading `/` is added,
+/// a trailing one ignored; `""` or `/` puts the routes at the root).
+/// `token` is the configured admin token: `None` or blank refuses every
+/// route but health (fail closed). The token is checked before the rest of
+/// the path, so an unauthorised caller learns nothing about routes or jobs.
+pub fn route(
+    prefix: &str,
+    manifest: &Manifest,
+    req: &AdminRequest<'_>,
+    token: Option<&str>,
+) -> Option<Result<AdminRoute, Reply>> {
+    let (path, inline_query) = match req.path.split_once('?') {
+        Some((p, q)) => (p, Some(q)),
+        None => (req.path, None),
+    };
+    let query = req.query.or(inline_query);
+    let prefix = prefix.trim().trim_end_matches('/');
+    let rest = if prefix.is_empty() {
+        path
+    } else if prefix.starts_with('/') {
+        path.strip_prefix(prefix)?
+    } else {
+        path.strip_prefix('/')?.strip_prefix(prefix)?
+    };
+    if !(rest.is_empty() || rest.starts_with('/')) {
+        // `/cronslotx`: not under the prefix.
+        return None;
+    }
+    let rest = rest.strip_prefix('/').unwrap_or(rest);
+    let rest = rest.strip_suffix('/').unwrap_or(rest);
+    let segments: Vec<&str> = if rest.is_empty() {
+        Vec::new()
+    } else {
+        rest.split('/').collect()
+    };
+    Some(recognise(manifest, req, &segments, query, token))
+}
+
+/// The routes' paths, for 404 messages.
+const ROUTES: &str = "GET health, GET status, GET metrics, GET dlq, \
+                      POST jobs/{job}/redrive|pause|resume|backfill|trigger";
+
+fn recognise(
+    manifest: &Manifest,
+    req: &AdminRequest<'_>,
+    segments: &[&str],
+    query: Option<&str>,
+    token: Option<&str>,
+) -> Result<AdminRoute, Reply> {
+    if segments == ["health"] {
+        allow(req.method, "GET")?;
+        parse_query(query, &[])?;
+        return Ok(AdminRoute::Health);
+    }
+    authorize(req.authorization, token)?;
+    match segments {
+        ["status"] | ["metrics"] => {
+            allow(req.method, "GET")?;
+            let params = parse_query(query, &["job"])?;
+            let format = if segments == ["status"] {
+                StatusFormat::Json
+            } else {
+                StatusFormat::Prometheus
+            };
+            Ok(AdminRoute::Status {
+                job: job_param(manifest, &params)?,
+                format,
+            })
+        }
+        ["dlq"] => {
+            allow(req.method, "GET")?;
+            let params = parse_query(query, &["job"])?;
+            Ok(AdminRoute::Dlq {
+                job: job_param(manifest, &params)?,
+            })
+        }
+        ["jobs", raw_job, action] => {
+            let allowed: &[&str] = match *action {
+                "redrive" => &["slot"],
+                "backfill" => &["from", "to", "dry_run"],
+                "pause" | "resume" | "trigger" => &[],
+                _ => return Err(not_found_route(segments)),
+            };
+            allow(req.method, "POST")?;
+            let job = job_segment(manifest, raw_job)?;
+            let params = parse_query(query, allowed)?;
+            Ok(match *action {
+                "redrive" => AdminRoute::Redrive {
+                    slot: params
+                        .get("slot")
+                        .map(|s| slot_param(&job, s))
+                        .transpose()?,
+                    job,
+                },
+                "pause" => AdminRoute::Pause { job },
+                "resume" => AdminRoute::Resume { job },
+                "trigger" => AdminRoute::Trigger { job },
+                _ => {
+                    let from = required_instant(&params, "from")?;
+                    let to = required_instant(&params, "to")?;
+                    if from > to {
+                        // The core's refusal rides along, so that a client
+                        // tells it apart from a malformed request.
+                        let mut doc = ErrorDoc::new(
+                            400,
+                            ErrorKind::BadRequest,
+                            format!(
+                                "from ({from}) is after to ({to}): the range is empty; \
+                                 from must be at or before to"
+                            ),
+                        );
+                        doc.parameter = Some("from".to_string());
+                        doc.backfill = Some(BackfillError::EmptyRange);
+                        return Err(Reply::error_doc(doc));
+                    }
+                    let dry_run = match params.get("dry_run") {
+                        None => false,
+                        Some(v) => bool_param("dry_run", v)?,
+                    };
+                    AdminRoute::Backfill {
+                        job,
+                        from,
+                        to,
+                        dry_run,
+                    }
+                }
+            })
+        }
+        _ => Err(not_found_route(segments)),
+    }
+}
+
+/// 405 with `Allow` unless the method is the route's.
+fn allow(method: &str, expected: &'static str) -> Result<(), Reply> {
+    if method == expected {
+        return Ok(());
+    }
+    let mut doc = ErrorDoc::new(
+        405,
+        ErrorKind::MethodNotAllowed,
+        format!(
+            "method {:?} is not allowed here; this route takes {expected}",
+            printable(method)
+        ),
+    );
+    doc.allow = Some(expected.to_string());
+    Err(Reply::error_doc(doc).with_header("Allow", expected))
+}
+
+fn not_found_route(segments: &[&str]) -> Reply {
+    let path = printable(&segments.join("/"));
+    Reply::error(
+        404,
+        ErrorKind::NotFound,
+        format!("no admin route {path:?}; the routes are: {ROUTES}"),
+    )
+}
+
+fn unknown_job(manifest: &Manifest, name: &str) -> Reply {
+    let known: Vec<&str> = manifest.jobs.iter().map(|j| j.name.as_str()).collect();
+    let known = if known.is_empty() {
+        "the Worker's manifest defines no jobs".to_string()
+    } else {
+        format!("known jobs: {}", known.join(", "))
+    };
+    Reply::error(
+        404,
+        ErrorKind::NotFound,
+        format!(
+            "no job {:?} in the Worker's manifest; {known}",
+            printable(name)
+        ),
+    )
+}
+
+fn find_job(manifest: &Manifest, name: &str) -> Result<JobName, Reply> {
+    manifest
+        .job(name)
+        .map(|spec| spec.name.clone())
+        .ok_or_else(|| unknown_job(manifest, name))
+}
+
+fn job_segment(manifest: &Manifest, raw: &str) -> Result<JobName, Reply> {
+    match percent_decode(raw) {
+        Some(name) => find_job(manifest, &name),
+        None => Err(unknown_job(manifest, raw)),
+    }
+}
+
+fn job_param(
+    manifest: &Manifest,
+    params: &BTreeMap<String, String>,
+) -> Result<Option<JobName>, Reply> {
+    params
+        .get("job")
+        .map(|name| find_job(manifest, name))
+        .transpose()
+}
+
+fn instant(parameter: &str, text: &str) -> Result<Timestamp, Reply> {
+    text.trim().parse::<Timestamp>().map_err(|e| {
+        bad_parameter(
+            parameter,
+            format!(
+                "parameter {parameter:?}: {:?} is not an RFC 3339 instant \
+                 (write 2026-03-08T07:00:00Z, percent-encoded in a URL): {e}",
+                printable(text)
+            ),
+        )
+    })
+}
+
+fn required_instant(
+    params: &BTreeMap<String, String>,
+    parameter: &str,
+) -> Result<Timestamp, Reply> {
+    match params.get(parameter) {
+        Some(text) => instant(parameter, text),
+        None => Err(bad_parameter(
+            parameter,
+            format!("parameter {parameter:?} is required (an RFC 3339 instant)"),
+        )),
+    }
+}
+
+/// RFC 3339, or a slot id `job@RFC3339` of this job.
+fn slot_param(job: &JobName, text: &str) -> Result<Timestamp, Reply> {
+    if !text.contains('@') {
+        return instant("slot", text);
+    }
+    let id: SlotId = text.trim().parse().map_err(|e| {
+        bad_parameter(
+            "slot",
+            format!(
+                "parameter \"slot\": {:?} is not a slot id: {e}",
+                printable(text)
+            ),
+        )
+    })?;
+    if id.job() != job.as_str() {
+        return Err(bad_parameter(
+            "slot",
+            format!(
+                "parameter \"slot\": {:?} is a slot of job {:?}, not of {:?}",
+                printable(text),
+                id.job(),
+                job.as_str()
+            ),
+        ));
+    }
+    Ok(id.at())
+}
+
+fn bool_param(parameter: &str, text: &str) -> Result<bool, Reply> {
+    match text.trim() {
+        "" | "true" | "1" => Ok(true),
+        "false" | "0" => Ok(false),
+        other => Err(bad_parameter(
+            parameter,
+            format!(
+                "parameter {parameter:?}: {:?} is not a boolean (write true or false)",
+                printable(other)
+            ),
+        )),
+    }
+}

@@ -1,0 +1,229 @@
+//! A manual run: the Worker claims the job's current slot, runs it and
+//! records the outcome; the admin route reports what happened.
+
+use std::future::Future;
+
+use cronslot_core::coord::{
+    Claim, CoordError, Coordinator, FailOutcome, Idle, JobResult, Lease, SlotId, Trigger,
+};
+use cronslot_core::manifest::JobSpec;
+use jiff::Timestamp;
+
+use super::execute::coord_error;
+use super::{Reply, TriggerDoc, TriggerKind};
+
+/// What a manual run did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TriggerOutcome {
+    /// The Worker cannot run this job (a `command` job, a function it does
+    /// not have); nothing was claimed.
+    CannotRun { reason: String },
+    /// Nothing to run: paused, already ran, running, waiting for a retry…
+    NotClaimed(Idle),
+    /// The claim failed.
+    ClaimFailed(CoordError),
+    /// Ran, succeeded, recorded.
+    Succeeded { lease: Lease },
+    /// Ran, failed, recorded: retried later or dead.
+    Failed {
+        lease: Lease,
+        error: String,
+        permanent: bool,
+        fate: FailOutcome,
+    },
+    /// Ran, but the outcome could not be recorded (the lease was
+    /// superseded or expired, or the store failed).
+    NotRecorded {
+        lease: Lease,
+        succeeded: bool,
+        error: CoordError,
+    },
+}
+
+/// Claims the job's current slot with `Trigger::Manual` as `owner`, runs
+/// `run` with the lease, and records the outcome at `clock()` (read after
+/// the run). A convenience for the Worker; it may do the same steps itself.
+pub async fn trigger_run<C, F, Fut>(
+    spec: &JobSpec,
+    coord: &C,
+    owner: &str,
+    clock: impl Fn() -> Timestamp,
+    run: F,
+) -> TriggerOutcome
+where
+    C: Coordinator,
+    F: FnOnce(Lease) -> Fut,
+    Fut: Future<Output = JobResult>,
+{
+    let lease = match coord.claim(spec, clock(), Trigger::Manual, owner).await {
+        Ok(Claim::Claimed(lease)) => lease,
+        Ok(Claim::Idle(idle)) => return TriggerOutcome::NotClaimed(idle),
+        Err(e) => return TriggerOutcome::ClaimFailed(e),
+    };
+    let result = run(lease.clone()).await;
+    let now = clock();
+    match result {
+        Ok(()) => match coord.complete(spec, lease.fence, None, now).await {
+            Ok(()) => TriggerOutcome::Succeeded { lease },
+            Err(error) => TriggerOutcome::NotRecorded {
+                lease,
+                succeeded: true,
+                error,
+            },
+        },
+        Err(e) => match coord
+            .fail(spec, lease.fence, &e.message, e.permanent, now)
+            .await
+        {
+            Ok(fate) => TriggerOutcome::Failed {
+                lease,
+                error: e.message,
+                permanent: e.permanent,
+                fate,
+            },
+            Err(error) => TriggerOutcome::NotRecorded {
+                lease,
+                succeeded: false,
+                error,
+            },
+        },
+    }
+}
+
+/// The reply to `POST {p}/jobs/{job}/trigger` (a [`TriggerDoc`]): 200 when
+/// the run succeeded, 500 when it failed (recorded: retried or dead), 409
+/// when nothing was claimed, 422 when the Worker cannot run the job, 503
+/// (transient) or 500 when the store failed.
+pub fn trigger_reply(spec: &JobSpec, outcome: &TriggerOutcome) -> Reply {
+    let job = spec.name.as_str();
+    let mut doc = TriggerDoc {
+        job: job.to_string(),
+        outcome: TriggerKind::Succeeded,
+        message: String::new(),
+        slot: None,
+        slot_id: None,
+        attempt: None,
+        fence: None,
+        error: None,
+        permanent: None,
+        fate: None,
+        idle: None,
+    };
+    let with_lease = |doc: &mut TriggerDoc, lease: &Lease| {
+        doc.slot = Some(lease.slot);
+        doc.slot_id = Some(SlotId::new(&spec.name, lease.slot).to_string());
+        doc.attempt = Some(lease.attempt);
+        doc.fence = Some(lease.fence);
+    };
+    let status = match outcome {
+        TriggerOutcome::CannotRun { reason } => {
+            doc.outcome = TriggerKind::CannotRun;
+            doc.message =
+                format!("job {job} cannot be triggered here: {reason}; nothing was claimed");
+            422
+        }
+        TriggerOutcome::NotClaimed(idle) => {
+            doc.outcome = TriggerKind::NotClaimed;
+            doc.message = idle_text(spec, idle);
+            doc.idle = Some(idle.clone());
+            409
+        }
+        TriggerOutcome::ClaimFailed(e) => {
+            doc.outcome = TriggerKind::ClaimFailed;
+            doc.message = format!("claiming a slot of job {job} failed: {e}; nothing ran");
+            doc.error = Some(e.to_string());
+            store_status(spec, e)
+        }
+        TriggerOutcome::Succeeded { lease } => {
+            with_lease(&mut doc, lease);
+            doc.message = format!(
+                "{} succeeded (attempt {}, fence {})",
+                SlotId::new(&spec.name, lease.slot),
+                lease.attempt,
+                lease.fence
+            );
+            200
+        }
+        TriggerOutcome::Failed {
+            lease,
+            error,
+            permanent,
+            fate,
+        } => {
+            with_lease(&mut doc, lease);
+            doc.outcome = TriggerKind::Failed;
+            let kind = if *permanent { "permanent" } else { "transient" };
+            let next = match fate {
+                FailOutcome::RetryAt(at) => {
+                    format!("attempt {} is due at {at}", lease.attempt + 1)
+                }
+                FailOutcome::Dead => "the slot is now a dead letter".to_string(),
+            };
+            doc.message = format!(
+                "{} failed ({kind}): {error}; {next}",
+                SlotId::new(&spec.name, lease.slot)
+            );
+            doc.error = Some(error.clone());
+            doc.permanent = Some(*permanent);
+            doc.fate = Some(fate.clone());
+            500
+        }
+        TriggerOutcome::NotRecorded {
+            lease,
+            succeeded,
+            error,
+        } => {
+            with_lease(&mut doc, lease);
+            doc.outcome = TriggerKind::NotRecorded;
+            let how = if *succeeded { "succeeded" } else { "failed" };
+            doc.message = format!(
+                "{} {how}, but its outcome could not be recorded: {error}",
+                SlotId::new(&spec.name, lease.slot)
+            );
+            doc.error = Some(error.to_string());
+            store_status(spec, error)
+        }
+    };
+    Reply::json(status, &doc)
+}
+
+fn store_status(spec: &JobSpec, e: &CoordError) -> u16 {
+    match coord_error(spec, "", e).status {
+        503 => 503,
+        _ => 500,
+    }
+}
+
+fn idle_text(spec: &JobSpec, idle: &Idle) -> String {
+    let job = spec.name.as_str();
+    let id = |slot| SlotId::new(&spec.name, slot);
+    match idle {
+        Idle::Paused => format!("job {job} is paused; nothing ran (resume it first)"),
+        Idle::Busy { live } => format!(
+            "job {job} already has {live} run{} in progress and its overlap policy ({}) allows no more; nothing ran",
+            if *live == 1 { "" } else { "s" },
+            spec.overlap
+        ),
+        Idle::InProgress { slot, fence } => {
+            format!(
+                "the current slot {} is running now (fence {fence}); nothing ran",
+                id(*slot)
+            )
+        }
+        Idle::RetryLater { slot, not_before } => format!(
+            "the current slot {} waits for its retry at {not_before}; nothing ran",
+            id(*slot)
+        ),
+        Idle::NotYetDue { slot } => format!("slot {} is not due yet; nothing ran", id(*slot)),
+        Idle::NothingDue { next_slot, .. } => match next_slot {
+            Some(t) => {
+                format!("job {job} has no slot at or before now to run; its next slot is {t}")
+            }
+            None => format!("job {job} has no slot to run: its schedule has none left"),
+        },
+        Idle::AlreadyResolved { slot } => format!(
+            "the current slot {} is already resolved (it ran, or was missed or skipped); nothing ran",
+            id(*slot)
+        ),
+    }
+}

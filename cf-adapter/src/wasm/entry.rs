@@ -1,0 +1,302 @@
+//! The Worker's entry points: a user's Worker builds one [`Cronslot`] (the
+//! embedded manifest and the job functions) and forwards `scheduled` and
+//! `fetch` to it.
+
+use std::rc::Rc;
+
+use cronslot_core::coord::exec::join_all;
+use cronslot_core::coord::{JobError, format_instant};
+use cronslot_core::manifest::{Action, JobSpec, Manifest, parse_manifest};
+use jiff::{SignedDuration, Timestamp};
+use serde_json::{Value, json};
+use worker::{
+    Context, Env, Fetch, Headers, Method, Request, RequestInit, RequestRedirect, Response,
+    ScheduleContext, ScheduledEvent, console_error, console_log,
+};
+
+use super::transport::StubTransport;
+use super::{OBJECT_BINDING, now, random_seed};
+use crate::admin::{self, AdminRequest, AdminRoute};
+use crate::client::ObjectClient;
+use crate::dispatch::dispatch;
+use crate::http_job;
+use crate::run::{
+    Clock, Executor, Jobs, LocalFuture, RETRY_WITHIN_EVENT, RunContext, Serving, context, serve,
+};
+
+type Client = ObjectClient<StubTransport>;
+
+/// A cronslot Worker: the manifest, the registered job functions, and the
+/// admin prefix.
+pub struct Cronslot {
+    manifest: Result<Manifest, String>,
+    jobs: Jobs,
+    prefix: String,
+    retry_within: std::time::Duration,
+}
+
+impl Cronslot {
+    /// `manifest` is the text of `cronslot.toml`, embedded with
+    /// `include_str!`; `file` names it in errors. A bad manifest does not
+    /// panic: every event reports it until it is fixed.
+    pub fn new(file: &str, manifest: &str) -> Cronslot {
+        Cronslot {
+            manifest: parse_manifest(manifest, file).map_err(|e| e.to_string()),
+            jobs: Jobs::new(),
+            prefix: admin::DEFAULT_PREFIX.to_string(),
+            retry_within: RETRY_WITHIN_EVENT,
+        }
+    }
+
+    /// Registers the function that runs the manifest's job `name`.
+    pub fn register<F, Fut>(mut self, name: &str, function: F) -> Cronslot
+    where
+        F: Fn(RunContext) -> Fut + 'static,
+        Fut: std::future::Future<Output = Result<(), JobError>> + 'static,
+    {
+        self.jobs = self.jobs.register(name, function);
+        self
+    }
+
+    /// Moves the admin routes (default `/cronslot`).
+    pub fn admin_prefix(mut self, prefix: &str) -> Cronslot {
+        self.prefix = prefix.to_string();
+        self
+    }
+
+    /// How soon a retry must be due to be waited for within the event that
+    /// failed (default 30 s); later retries wait for a tick. Zero leaves
+    /// every retry to a later tick.
+    pub fn retry_within_event(mut self, wait: std::time::Duration) -> Cronslot {
+        self.retry_within = wait;
+        self
+    }
+
+    /// The manifest, checked against the registered functions.
+    fn checked(&self) -> Result<&Manifest, String> {
+        let manifest = self.manifest.as_ref().map_err(Clone::clone)?;
+        let problems = crate::check::check(manifest, self.jobs.names());
+        if problems.is_empty() {
+            Ok(manifest)
+        } else {
+            Err(problems.join("; "))
+        }
+    }
+
+    fn client(env: &Env) -> worker::Result<Rc<Client>> {
+        let namespace = env.durable_object(OBJECT_BINDING)?;
+        Ok(Rc::new(ObjectClient::new(StubTransport::new(namespace))))
+    }
+
+    /// Serves a Cron Trigger event: the jobs it is for, concurrently, each
+    /// claimed through its object and run here.
+    pub async fn scheduled(&self, event: ScheduledEvent, env: Env, _ctx: ScheduleContext) {
+        let manifest = match self.checked() {
+            Ok(m) => m,
+            Err(e) => {
+                log(&json!({"msg": "manifest refused: nothing runs", "error": e}));
+                return;
+            }
+        };
+        let client = match Cronslot::client(&env) {
+            Ok(c) => c,
+            Err(e) => {
+                log(
+                    &json!({"msg": "no Durable Object binding", "binding": OBJECT_BINDING, "error": e.to_string()}),
+                );
+                return;
+            }
+        };
+        let scheduled =
+            Timestamp::from_millisecond(event.schedule() as i64).unwrap_or_else(|_| now());
+        let cron = event.cron();
+        let plan = dispatch(manifest, &cron, scheduled);
+        if plan.unknown_cron {
+            log(&json!({
+                "msg": "cron matches no job of the manifest: served as a tick; re-render wrangler.toml",
+                "cron": cron,
+            }));
+        }
+        // The event's scheduled time is the trigger time; the run's clock
+        // advances from it with the runtime's.
+        let started = now();
+        let clock: Clock = Rc::new(move || {
+            scheduled
+                .checked_add(now().duration_since(started).max(SignedDuration::ZERO))
+                .unwrap_or(Timestamp::MAX)
+        });
+        let owner = format!("cf:{}:{:016x}", format_instant(scheduled), random_seed());
+        let executor = WorkerExecutor { jobs: &self.jobs };
+        let how = Serving {
+            owner: &owner,
+            clock,
+            executor: &executor,
+            sleep: Rc::new(|d| Box::pin(worker::Delay::from(d))),
+            retry_within: self.retry_within,
+        };
+        let runs = plan.jobs.iter().map(|(spec, trigger)| {
+            serve(
+                client.clone(),
+                Rc::new((*spec).clone()),
+                *trigger,
+                how.clone(),
+            )
+        });
+        for lines in join_all(runs.collect()).await {
+            for line in lines {
+                log(&line);
+            }
+        }
+    }
+
+    /// Serves the admin routes; anything else is 404.
+    pub async fn fetch(&self, req: Request, env: Env, _ctx: Context) -> worker::Result<Response> {
+        let manifest = match self.checked() {
+            Ok(m) => m,
+            Err(e) => {
+                return reply(admin::Reply::error(
+                    500,
+                    admin::ErrorKind::Internal,
+                    format!("manifest refused: {e}"),
+                ));
+            }
+        };
+        let url = req.url()?;
+        let authorization = req.headers().get("Authorization")?;
+        let method = req.method().to_string();
+        let request = AdminRequest {
+            method: &method,
+            path: url.path(),
+            query: url.query(),
+            authorization: authorization.as_deref(),
+        };
+        let token = env.secret(admin::TOKEN_SECRET).ok().map(|s| s.to_string());
+        let route = match admin::route(&self.prefix, manifest, &request, token.as_deref()) {
+            None => return Response::error("not found", 404),
+            Some(Err(reply_)) => return reply(reply_),
+            Some(Ok(route)) => route,
+        };
+        let client = Cronslot::client(&env)?;
+        if let AdminRoute::Trigger { job } = &route {
+            let Some(spec) = manifest.jobs.iter().find(|j| j.name == *job) else {
+                return Response::error("not found", 404);
+            };
+            let spec = Rc::new(spec.clone());
+            let clock: Clock = Rc::new(now);
+            let owner = format!("cf:manual:{:016x}", random_seed());
+            let executor = WorkerExecutor { jobs: &self.jobs };
+            let outcome = admin::trigger_run(&spec, &*client, &owner, now, |lease| {
+                let ctx = context(client.clone(), spec.clone(), lease, clock.clone());
+                executor.execute(spec.clone(), ctx)
+            })
+            .await;
+            return reply(admin::trigger_reply(&spec, &outcome));
+        }
+        reply(admin::execute(&route, manifest, &*client, now()).await)
+    }
+}
+
+fn reply(r: admin::Reply) -> worker::Result<Response> {
+    let headers = Headers::new();
+    headers.set("Content-Type", r.content_type)?;
+    for (name, value) in &r.headers {
+        headers.append(name, value)?;
+    }
+    Ok(Response::ok(r.body)?
+        .with_status(r.status)
+        .with_headers(headers))
+}
+
+fn log(line: &Value) {
+    if line.get("error").is_some() && line.get("outcome").is_none_or(|o| o != "failed") {
+        console_error!("{line}");
+    } else {
+        console_log!("{line}");
+    }
+}
+
+/// Runs a job's action in the Worker: a registered function, or an `http`
+/// request through the Worker's `fetch`.
+struct WorkerExecutor<'a> {
+    jobs: &'a Jobs,
+}
+
+impl Executor for WorkerExecutor<'_> {
+    fn execute(
+        &self,
+        spec: Rc<JobSpec>,
+        ctx: RunContext,
+    ) -> LocalFuture<'static, Result<(), JobError>> {
+        match &spec.action {
+            Action::Function => match self.jobs.get(spec.name.as_str()) {
+                Some(function) => function(ctx),
+                None => Box::pin(async move {
+                    Err(JobError::permanent(format!(
+                        "no function is registered for job {}",
+                        spec.name.as_str()
+                    )))
+                }),
+            },
+            Action::Http { .. } => Box::pin(http(spec, ctx)),
+            Action::Command { .. } => Box::pin(async move {
+                Err(JobError::permanent(
+                    "command jobs cannot run in a Worker (there are no processes)",
+                ))
+            }),
+        }
+    }
+}
+
+async fn http(spec: Rc<JobSpec>, ctx: RunContext) -> Result<(), JobError> {
+    let Action::Http {
+        url,
+        method,
+        headers,
+        timeout,
+    } = &spec.action
+    else {
+        return Err(JobError::permanent("not an http job"));
+    };
+    let permanent = |what: &str, e: worker::Error| JobError::permanent(format!("{what}: {e}"));
+    let request_headers = Headers::new();
+    for (name, value) in http_job::request_headers(headers, &ctx) {
+        request_headers
+            .set(&name, &value)
+            .map_err(|e| permanent(&format!("header {name:?}"), e))?;
+    }
+    let method = Method::from(method.as_str().to_string());
+    let controller = worker::AbortController::default();
+    let mut init = RequestInit::new();
+    init.with_method(method)
+        .with_headers(request_headers)
+        .with_redirect(RequestRedirect::Manual);
+    let request = Request::new_with_init(url, &init)
+        .map_err(|e| permanent(&format!("request to {url}"), e))?;
+    let signal = controller.signal();
+    let fetch = Fetch::Request(request);
+    let send = fetch.send_with_signal(&signal);
+    let limit = worker::Delay::from(*timeout);
+    futures_util::pin_mut!(send);
+    futures_util::pin_mut!(limit);
+    match futures_util::future::select(send, limit).await {
+        futures_util::future::Either::Left((Ok(mut response), _)) => {
+            let status = response.status_code();
+            let body = if (200..300).contains(&status) {
+                String::new()
+            } else {
+                response.text().await.unwrap_or_default()
+            };
+            http_job::outcome(url, status, &body)
+        }
+        futures_util::future::Either::Left((Err(e), _)) => {
+            Err(JobError::transient(format!("request to {url} failed: {e}")))
+        }
+        futures_util::future::Either::Right(((), _)) => {
+            controller.abort();
+            Err(JobError::transient(format!(
+                "request to {url} timed out after {}s",
+                timeout.as_secs()
+            )))
+        }
+    }
+}

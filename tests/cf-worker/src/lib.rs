@@ -1,0 +1,62 @@
+//! The Worker of the Cloudflare tests. Besides cronslot's own routes it has
+//! one test-only route, `POST /__object/<job>`, that hands a raw object
+//! request to the job's Durable Object: the conformance suite drives the
+//! objects through it from Rust. The example Worker has no such route.
+#![cfg(target_arch = "wasm32")]
+
+use cronslot_cf::{Cronslot, JobError, RunContext};
+use worker::{Context, Env, Request, Response, Result, ScheduleContext, ScheduledEvent, event};
+
+pub use cronslot_cf::CronslotJob;
+
+fn app() -> Cronslot {
+    Cronslot::new("cronslot.toml", include_str!("../cronslot.toml"))
+        .register("quick", quick)
+        .register("flaky", flaky)
+        .register("slow", slow)
+        // Every retry waits for a later tick, which the tests fire.
+        .retry_within_event(std::time::Duration::ZERO)
+}
+
+async fn quick(ctx: RunContext) -> std::result::Result<(), JobError> {
+    let key = ctx.idempotency_key();
+    ctx.effect("note", || async move { Ok(format!("noted {key}")) })
+        .await?;
+    Ok(())
+}
+
+async fn flaky(ctx: RunContext) -> std::result::Result<(), JobError> {
+    if ctx.attempt() == 1 {
+        return Err(JobError::transient("first attempts always fail"));
+    }
+    Ok(())
+}
+
+async fn slow(ctx: RunContext) -> std::result::Result<(), JobError> {
+    if ctx.attempt() == 1 {
+        worker::Delay::from(std::time::Duration::from_secs(600)).await;
+    }
+    Ok(())
+}
+
+#[event(scheduled)]
+async fn scheduled(event: ScheduledEvent, env: Env, ctx: ScheduleContext) {
+    app().scheduled(event, env, ctx).await;
+}
+
+#[event(fetch)]
+async fn fetch(mut req: Request, env: Env, ctx: Context) -> Result<Response> {
+    if let Some(job) = req.path().strip_prefix("/__object/").map(str::to_string) {
+        let body = req.text().await?;
+        let stub = env
+            .durable_object(cronslot_cf::OBJECT_BINDING)?
+            .id_from_name(&job)?
+            .get_stub()?;
+        let mut init = worker::RequestInit::new();
+        init.with_method(worker::Method::Post)
+            .with_body(Some(body.into()));
+        let forward = Request::new_with_init("https://cronslot.object/op", &init)?;
+        return stub.fetch_with_request(forward).await;
+    }
+    app().fetch(req, env, ctx).await
+}

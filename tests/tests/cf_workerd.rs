@@ -1,0 +1,245 @@
+//! The Cloudflare adapter in workerd (`wrangler dev` serving
+//! `tests/cf-worker`, built by `scripts/build-workers`): the core
+//! conformance suite against the Durable Object coordinator, and the
+//! Worker end to end through Cron Trigger events and the admin routes.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use cronslot_cf::{ObjectClient, Transport};
+use cronslot_core::conformance::run_all_blocking;
+use cronslot_core::coord::{StoreError, StoreErrorKind};
+use cronslot_tests::workerd::Wrangler;
+use serde_json::Value;
+
+const WORKER: &str = "tests/cf-worker";
+const TOKEN: &str = "test-admin-token-0123456789";
+
+/// Object requests through the test Worker's `/__object/<job>` route, which
+/// hands them to the job's Durable Object unchanged.
+struct ViaWorker<'a>(&'a Wrangler);
+
+impl Transport for ViaWorker<'_> {
+    async fn call(&self, job: &str, body: String) -> Result<String, StoreError> {
+        let (status, answer) = self
+            .0
+            .request("POST", &format!("/__object/{job}"), None, &body);
+        if status != 200 {
+            return Err(StoreError::new(
+                StoreErrorKind::Unavailable,
+                format!("the Worker answered {status}: {answer}"),
+            ));
+        }
+        Ok(answer)
+    }
+}
+
+fn state_dir(name: &str) -> tempdir::Dir {
+    tempdir::Dir::new(name)
+}
+
+#[test]
+fn conformance_suite_against_durable_objects_in_workerd() {
+    let state = state_dir("cf-conformance");
+    let wrangler = Wrangler::start(WORKER, state.path(), &[]);
+    run_all_blocking(|| ObjectClient::new(ViaWorker(&wrangler)), "cfw");
+}
+
+/// A ten-minute boundary 10 to 20 minutes ago, in ms since the epoch: a
+/// slot of every job but `slow`, recent enough for the starting deadline.
+fn base() -> i64 {
+    let now = jiff::Timestamp::now().as_millisecond();
+    (now / 600_000 - 1) * 600_000
+}
+
+fn status(w: &Wrangler) -> Value {
+    let (code, body) = w.request("GET", "/cronslot/status", Some(TOKEN), "");
+    assert_eq!(code, 200, "{body}");
+    serde_json::from_str(&body).unwrap()
+}
+
+fn job<'a>(status: &'a Value, name: &str) -> &'a Value {
+    status["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|j| j["job"] == name)
+        .unwrap_or_else(|| panic!("no job {name} in {status}"))
+}
+
+fn history(job: &Value) -> Vec<(String, u64, String)> {
+    job["record"]["history"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["slot"].as_str().unwrap().to_string(),
+                r["attempt"].as_u64().unwrap(),
+                r["outcome"].as_str().unwrap_or("?").to_string(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn worker_end_to_end() {
+    let state = state_dir("cf-e2e");
+    let w = Wrangler::start(WORKER, state.path(), &[("CRONSLOT_ADMIN_TOKEN", TOKEN)]);
+    let tick = "* * * * *";
+
+    // The admin routes refuse requests without the token (health aside).
+    for token in [None, Some("wrong-token")] {
+        let (code, body) = w.request("GET", "/cronslot/status", token, "");
+        assert_eq!(code, 401, "{token:?}: {body}");
+        let (code, _) = w.request("POST", "/cronslot/jobs/quick/pause", token, "");
+        assert_eq!(code, 401);
+    }
+    let (code, body) = w.request("GET", "/cronslot/health", None, "");
+    assert!(code == 200 || code == 503, "{code} {body}");
+
+    // The first tick creates the records; the next runs both jobs (`flaky`
+    // fails). Times are the events' scheduled times; the claims use them.
+    let b = base();
+    let (t0, t1, t2) = (b - 60_000, b, b + 60_000);
+    assert_eq!(w.fire(tick, t0).0, 200);
+    assert_eq!(w.fire(tick, t1).0, 200);
+    // The same scheduled time delivered again: nothing runs twice.
+    assert_eq!(w.fire(tick, t1).0, 200);
+    let s = status(&w);
+    let quick = job(&s, "quick");
+    assert_eq!(quick["runs"], 1, "{quick}");
+    assert_eq!(quick["succeeded"], 1, "{quick}");
+    let flaky = job(&s, "flaky");
+    assert_eq!(flaky["runs"], 1, "two jobs ran on one tick: {flaky}");
+    assert_eq!(flaky["failed"], 1, "{flaky}");
+
+    // The failed slot is retried by a later tick (at or after its
+    // not-before), with a higher fence, and succeeds.
+    assert_eq!(w.fire(tick, t2).0, 200);
+    let s = status(&w);
+    let flaky = job(&s, "flaky");
+    let slot_t1 = jiff::Timestamp::from_millisecond(t1).unwrap();
+    let slot_t1 = cronslot_core::coord::format_instant(slot_t1);
+    let h = history(flaky);
+    assert!(
+        h.contains(&(slot_t1.clone(), 2, "succeeded".into())),
+        "the retry of {slot_t1} succeeded on attempt 2: {h:?}"
+    );
+    assert_eq!(job(&s, "quick")["runs"], 2);
+
+    // Pause through the admin route: the next tick does not run the job.
+    let (code, body) = w.request("POST", "/cronslot/jobs/quick/pause", Some(TOKEN), "");
+    assert_eq!(code, 200, "{body}");
+    assert_eq!(w.fire(tick, b + 120_000).0, 200);
+    assert_eq!(job(&status(&w), "quick")["runs"], 2, "paused");
+    let (code, _) = w.request("POST", "/cronslot/jobs/quick/resume", Some(TOKEN), "");
+    assert_eq!(code, 200);
+
+    // Prometheus text.
+    let (code, text) = w.request("GET", "/cronslot/metrics", Some(TOKEN), "");
+    assert_eq!(code, 200);
+    assert!(
+        text.contains("cronslot_runs_total{job=\"quick\"} 2"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_run_killed_with_the_runtime_is_retried_with_a_higher_fence() {
+    let state = state_dir("cf-restart");
+    let mut w = Wrangler::start(WORKER, state.path(), &[("CRONSLOT_ADMIN_TOKEN", TOKEN)]);
+    // `slow`'s first attempt never ends. Run its current slot now through
+    // the admin route; the request does not return while the run goes on,
+    // so it is sent from a thread, and the runtime killed once the object
+    // holds the lease.
+    let port = w.port;
+    let firing = std::thread::spawn(move || {
+        use std::io::{Read, Write};
+        if let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", port)) {
+            let _ = write!(
+                s,
+                "POST /cronslot/jobs/slow/trigger HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {TOKEN}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+            );
+            let mut sink = Vec::new();
+            let _ = s.read_to_end(&mut sink);
+        }
+    });
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let first_fence = loop {
+        let s = status(&w);
+        let slow = job(&s, "slow");
+        if let Some(lease) = slow["record"]["leases"].as_array().and_then(|l| l.first()) {
+            break lease["fence"].as_u64().unwrap();
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "slow never claimed: {slow}\n{}",
+            w.log_text()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    };
+    w.restart();
+    let _ = firing.join();
+    // The state survived the restart: the lease is still held.
+    let s = status(&w);
+    assert_eq!(
+        job(&s, "slow")["record"]["leases"][0]["fence"],
+        first_fence,
+        "{s}"
+    );
+    // Once the lease (1 min + 1 s margin) has expired, the slot runs again
+    // with a higher fence, and this second attempt succeeds.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(150);
+    loop {
+        let (code, body) = w.request("POST", "/cronslot/jobs/slow/trigger", Some(TOKEN), "");
+        if code == 200 {
+            break;
+        }
+        assert_eq!(
+            code, 409,
+            "only 'nothing claimed' while the lease lives: {body}"
+        );
+        assert!(
+            std::time::Instant::now() < deadline,
+            "never retried: {body}"
+        );
+        std::thread::sleep(std::time::Duration::from_secs(2));
+    }
+    let s = status(&w);
+    let slow = job(&s, "slow");
+    let h = history(slow);
+    assert!(
+        h.iter()
+            .any(|(_, attempt, outcome)| *attempt >= 2 && outcome == "succeeded"),
+        "{h:?}\n{slow}"
+    );
+    assert!(slow["fence"].as_u64().unwrap() > first_fence, "{slow}");
+}
+
+/// A directory removed when dropped.
+mod tempdir {
+    use std::path::{Path, PathBuf};
+
+    pub struct Dir(PathBuf);
+
+    impl Dir {
+        pub fn new(name: &str) -> Dir {
+            let path = std::env::temp_dir().join(format!(
+                "cronslot-{name}-{}-{}",
+                std::process::id(),
+                jiff::Timestamp::now().as_nanosecond()
+            ));
+            std::fs::create_dir_all(&path).unwrap();
+            Dir(path)
+        }
+
+        pub fn path(&self) -> &Path {
+            &self.0
+        }
+    }
+
+    impl Drop for Dir {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+}
