@@ -13,7 +13,7 @@ use cronslot_aws::lambda::{
 use cronslot_core::coord::{CasCoordinator, Claim, Coordinator, JobState, MemoryStore, Trigger};
 use cronslot_core::manifest::{Manifest, parse_manifest};
 use jiff::{SignedDuration, Timestamp};
-use serde_json::Value;
+use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 
@@ -275,6 +275,63 @@ async fn a_tick_runs_every_due_tick_mode_job_concurrently() {
     let out = w.deliver(&fixture("tick-rule.json")).await.expect("tick");
     assert_eq!(out["runs"], Value::Array(vec![]));
     assert_eq!(out["idle"][0]["reason"], "nothing_due");
+}
+
+/// A dedicated job whose schedule EventBridge cannot express exactly gets no
+/// schedule of its own (`cronslot render` puts it on the tick): the tick
+/// must serve it, or it would never run.
+#[tokio::test]
+async fn the_tick_serves_a_dedicated_job_without_an_exact_translation() {
+    let text = r#"
+[[job]]
+name = "berlin-nightly"
+schedule = "*/5 * * * *"
+trigger = "dedicated"
+timezone = "Europe/Berlin"
+dst_gap = "shift"
+[[job]]
+name = "utc-dedicated"
+schedule = "*/5 * * * *"
+trigger = "dedicated"
+"#;
+    // `*/5` is interval-like and follows real time in Berlin, exactly like
+    // EventBridge; a fixed-time Berlin job with `shift` is not: check that
+    // the first is exact and make the second the inexact one.
+    let text = text.replacen("*/5 * * * *", "30 2 * * *", 1);
+    let m = manifest(&text);
+    assert!(
+        cronslot_core::translate::translate(
+            &m.jobs[0].schedule,
+            cronslot_core::translate::Platform::EventBridge
+        )
+        .is_err()
+    );
+    assert!(
+        cronslot_core::translate::translate(
+            &m.jobs[1].schedule,
+            cronslot_core::translate::Platform::EventBridge
+        )
+        .is_ok()
+    );
+    let ran = Rc::new(Cell::new(0));
+    let other = Rc::new(Cell::new(0));
+    let jobs = Jobs::new()
+        .register("berlin-nightly", counting(&ran))
+        .register("utc-dedicated", counting(&other));
+    let w = World::new(&text, jobs, "2026-03-08T01:00:00Z");
+    let tick = |t: &str| json!({"cronslot": {"tick": true, "scheduled_time": t}});
+    w.deliver(&tick("2026-03-08T01:00:00Z"))
+        .await
+        .expect("tick");
+    // 02:30 in Berlin (CET, UTC+1) is 01:30 UTC.
+    w.set("2026-03-08T01:30:20Z");
+    let out = w
+        .deliver(&tick("2026-03-08T01:30:00Z"))
+        .await
+        .expect("tick");
+    assert_eq!(ran.get(), 1, "{out}");
+    // The exact dedicated job has its own schedule: the tick leaves it alone.
+    assert_eq!(other.get(), 0, "{out}");
 }
 
 #[tokio::test]

@@ -13,6 +13,7 @@ use cronslot_core::coord::{
     StateStore, Trigger, format_instant,
 };
 use cronslot_core::manifest::{Action, JobSpec, Manifest, Trigger as Mode, format_duration};
+use cronslot_core::translate::{Platform, translate};
 use jiff::{SignedDuration, Timestamp};
 use serde_json::{Value, json};
 
@@ -85,6 +86,10 @@ pub type StoreFactory<S> = Box<dyn Fn(&Invocation) -> S>;
 pub struct Handler<S> {
     manifest: Manifest,
     specs: BTreeMap<String, Rc<JobSpec>>,
+    /// The jobs a tick plans: tick-mode jobs, and dedicated jobs whose
+    /// schedule has no exact EventBridge translation (`cronslot render`
+    /// deploys no schedule of their own for them, so the tick serves them).
+    on_tick: Vec<Rc<JobSpec>>,
     jobs: Jobs,
     stores: StoreFactory<S>,
     seed: Cell<u64>,
@@ -120,14 +125,22 @@ impl<S: StateStore + EffectLedger + 'static> Handler<S> {
         for warning in warnings {
             (host.log)(&json!({"level": "warn", "msg": "init", "warning": warning}).to_string());
         }
-        let specs = manifest
+        let specs: BTreeMap<String, Rc<JobSpec>> = manifest
             .jobs
             .iter()
             .map(|s| (s.name.as_str().to_string(), Rc::new(s.clone())))
             .collect();
+        let on_tick = specs
+            .values()
+            .filter(|s| {
+                s.trigger == Mode::Tick || translate(&s.schedule, Platform::EventBridge).is_err()
+            })
+            .cloned()
+            .collect();
         Ok(Handler {
             manifest,
             specs,
+            on_tick,
             jobs,
             stores: Box::new(stores),
             seed: Cell::new(host.seed),
@@ -191,7 +204,7 @@ impl<S: StateStore + EffectLedger + 'static> Handler<S> {
             Work::Tick { time } => {
                 let mut refused = Vec::new();
                 let mut serving = Vec::new();
-                for spec in self.specs.values().filter(|s| s.trigger == Mode::Tick) {
+                for spec in &self.on_tick {
                     match self.check_lease(spec, inv, now) {
                         Ok(()) => {
                             serving.push(self.serve(&coord, spec.clone(), Trigger::Tick, inv))
