@@ -16,7 +16,7 @@ use cronslot_core::manifest::JobSpec;
 use jiff::Timestamp;
 
 use crate::protocol::{Answer, ObjectReply, ObjectRequest, Op};
-use crate::spec_text::job_table;
+use crate::spec_text::encode_spec;
 
 /// Carries one request body to the object named `job` and returns its
 /// answer body. A transport error is a store error (the object was not
@@ -48,7 +48,7 @@ impl<T: Transport> ObjectClient<T> {
     /// Rendered on every call (a few microseconds): the same job name may
     /// carry a changed spec, and the object must plan with the new one.
     fn spec_text(&self, spec: &JobSpec) -> String {
-        let text = job_table(spec);
+        let text = encode_spec(spec);
         self.specs
             .borrow_mut()
             .insert(spec.name.as_str().to_string(), text.clone());

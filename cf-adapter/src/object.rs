@@ -17,7 +17,7 @@ use cronslot_core::manifest::JobSpec;
 
 use crate::object_store::ObjectStore;
 use crate::protocol::{Answer, ObjectReply, ObjectRequest, Op, WireError};
-use crate::spec_text::parse_job_table;
+use crate::spec_text::decode_spec;
 use crate::sql::Sql;
 
 /// Largest request body the object reads: a spec and a few fields; a
@@ -81,7 +81,7 @@ impl<S: Sql> JobObject<S> {
         {
             return Ok(spec.clone());
         }
-        let spec = parse_job_table(&request.spec).map_err(|e| WireError::BadRequest {
+        let spec = decode_spec(&request.spec).map_err(|e| WireError::BadRequest {
             message: format!("the job spec does not parse: {e}"),
         })?;
         if spec.name.as_str() != request.job {

@@ -101,13 +101,25 @@ fn schema_1_record_loads() {
 fn garbage_requests_get_errors_not_panics() {
     let objects = Objects::default();
     let object = objects.object("a");
+    let spec = cronslot_core::manifest::parse_manifest(
+        "[[job]]\nname = \"a\"\nschedule = \"* * * * *\"\n",
+        "t.toml",
+    )
+    .unwrap()
+    .jobs
+    .remove(0);
+    let spec = serde_json::to_string(&cronslot_cf::spec_text::encode_spec(&spec)).unwrap();
+    let wrong_job = format!(r#"{{"job":"b","spec":{spec},"op":{{"op":"record"}}}}"#);
+    let unknown_op = format!(r#"{{"job":"a","spec":{spec},"op":{{"op":"launch"}}}}"#);
+    let toml_spec = r#"{"job":"a","spec":"[[job]]\nname = \"a\"\nschedule = \"* * * * *\"\n","op":{"op":"record"}}"#;
     for body in [
         "",
         "{",
         "null",
         r#"{"job":"a","spec":"x","op":{"op":"status","now":"2026-01-01T00:00:00Z"}}"#,
-        r#"{"job":"b","spec":"[[job]]\nname = \"a\"\nschedule = \"* * * * *\"\n","op":{"op":"record"}}"#,
-        r#"{"job":"a","spec":"[[job]]\nname = \"a\"\nschedule = \"* * * * *\"\n","op":{"op":"launch"}}"#,
+        &wrong_job,
+        &unknown_op,
+        toml_spec,
     ] {
         let answer = block_on(object.handle_text(body));
         assert!(

@@ -353,3 +353,18 @@ fn bad_input_exits_2() {
         stderr(&o)
     );
 }
+
+/// The example Worker deploys the rendered wrangler config itself, not a
+/// hand-kept copy that could drift from it.
+#[test]
+fn the_cf_example_uses_the_rendered_wrangler_config() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let rendered = std::fs::read_to_string(root.join("infra/templates/cf-jobs.wrangler.toml"))
+        .expect("rendered template");
+    let deployed = std::fs::read_to_string(root.join("examples/cf-jobs/wrangler.toml"))
+        .expect("example config");
+    assert!(
+        rendered == deployed,
+        "examples/cf-jobs/wrangler.toml differs from infra/templates/cf-jobs.wrangler.toml: copy the rendered file over it"
+    );
+}

@@ -6,7 +6,7 @@ use std::rc::Rc;
 
 use cronslot_core::coord::exec::join_all;
 use cronslot_core::coord::{JobError, format_instant};
-use cronslot_core::manifest::{Action, JobSpec, Manifest, parse_manifest};
+use cronslot_core::manifest::{Action, JobSpec, Manifest, load_precompiled};
 use jiff::{SignedDuration, Timestamp};
 use serde_json::{Value, json};
 use worker::{
@@ -39,9 +39,23 @@ impl Cronslot {
     /// `manifest` is the text of `cronslot.toml`, embedded with
     /// `include_str!`; `file` names it in errors. A bad manifest does not
     /// panic: every event reports it until it is fixed.
+    #[cfg(feature = "toml")]
     pub fn new(file: &str, manifest: &str) -> Cronslot {
+        Cronslot::with(
+            cronslot_core::manifest::parse_manifest(manifest, file).map_err(|e| e.to_string()),
+        )
+    }
+
+    /// The manifest in its precompiled form (`Manifest::to_precompiled`,
+    /// written by a build script that validated `cronslot.toml`): the
+    /// Worker then carries no TOML parser.
+    pub fn precompiled(json: &str) -> Cronslot {
+        Cronslot::with(load_precompiled(json).map_err(|e| e.to_string()))
+    }
+
+    fn with(manifest: Result<Manifest, String>) -> Cronslot {
         Cronslot {
-            manifest: parse_manifest(manifest, file).map_err(|e| e.to_string()),
+            manifest,
             jobs: Jobs::new(),
             prefix: admin::DEFAULT_PREFIX.to_string(),
             retry_within: RETRY_WITHIN_EVENT,
@@ -161,13 +175,21 @@ impl Cronslot {
                 ));
             }
         };
-        let url = req.url()?;
+        // The path and query are cut from the serialised URL by hand: the
+        // `url` crate (and its IDNA tables) would add ~100 KB to the module.
+        let path = req.path();
+        let full = req.inner().url();
+        let query = full
+            .split('#')
+            .next()
+            .and_then(|u| u.split_once('?'))
+            .map(|(_, q)| q.to_string());
         let authorization = req.headers().get("Authorization")?;
         let method = req.method().to_string();
         let request = AdminRequest {
             method: &method,
-            path: url.path(),
-            query: url.query(),
+            path: &path,
+            query: query.as_deref(),
             authorization: authorization.as_deref(),
         };
         let token = env.secret(admin::TOKEN_SECRET).ok().map(|s| s.to_string());

@@ -12,7 +12,7 @@ use worker::{Context, Env, Request, Response, Result, ScheduleContext, Scheduled
 pub use cronslot_cf::CronslotJob;
 
 fn app() -> Cronslot {
-    Cronslot::new("cronslot.toml", include_str!("../cronslot.toml"))
+    Cronslot::precompiled(include_str!(concat!(env!("OUT_DIR"), "/manifest.json")))
         .register("nightly-report", nightly_report)
 }
 

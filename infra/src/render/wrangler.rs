@@ -13,7 +13,12 @@ pub const DEFAULT_CRON_LIMIT: u32 = 5;
 /// The Worker entry that `worker-build` writes.
 pub const MAIN: &str = "build/index.js";
 pub const COMPATIBILITY_DATE: &str = "2026-08-01";
-pub const BUILD_COMMAND: &str = "worker-build --release";
+/// The release profile built for size (the Worker's upload limit), not for
+/// speed: opt-level "z" and fat LTO cut the gzip upload by about a sixth
+/// (docs/performance.md, "Worker size"). Set here, not in Cargo.toml, so the
+/// workspace's other release builds keep their own settings.
+pub const BUILD_COMMAND: &str =
+    "CARGO_PROFILE_RELEASE_OPT_LEVEL=z CARGO_PROFILE_RELEASE_LTO=fat worker-build --release";
 /// The Durable Object binding and class the cf adapter uses.
 pub const DO_BINDING: &str = "CRONSLOT_JOBS";
 pub const DO_CLASS: &str = "CronslotJob";

@@ -10,7 +10,7 @@ use worker::{Context, Env, Request, Response, Result, ScheduleContext, Scheduled
 pub use cronslot_cf::CronslotJob;
 
 fn app() -> Cronslot {
-    Cronslot::new("cronslot.toml", include_str!("../cronslot.toml"))
+    Cronslot::precompiled(include_str!(concat!(env!("OUT_DIR"), "/manifest.json")))
         .register("quick", quick)
         .register("flaky", flaky)
         .register("slow", slow)
