@@ -90,9 +90,23 @@ pub enum Command {
     /// in UTC) and compares the instants it fires at over the next year with
     /// the manifest's slots: missing, extra and different schedules, wrong
     /// zones, retry policies that outlive the next slot, crons written with
-    /// POSIX weekday numbers. Exits 0 when consistent, 1 with the
+    /// POSIX weekday numbers. With --live aws instead of a template, the
+    /// same comparison on the EventBridge Scheduler schedules deployed in a
+    /// schedule group (see `sync`). Exits 0 when consistent, 1 with the
     /// differences, 2 on bad input.
     Check(CheckArgs),
+    /// Make the account's EventBridge Scheduler schedules match the manifest.
+    ///
+    /// For schedules managed by API rather than templates: creates, updates
+    /// and deletes the schedules of the manifest's dedicated jobs (and the
+    /// tick for tick-mode jobs), as `render sam` would write them, in one
+    /// schedule group (default `cronslot`, created when missing) and under
+    /// an optional name prefix. A job's schedule is named PREFIX+JOB, the
+    /// tick PREFIX+_tick. Only schedules of that group and prefix whose
+    /// Input is a cronslot one are ever deleted. Idempotent, and safe when
+    /// two syncs run at once. Exits 0 when in sync or synced, 1 on AWS
+    /// errors, 2 on bad input.
+    Sync(SyncArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     Completions {
         #[arg(value_enum)]
@@ -377,12 +391,33 @@ pub struct RenderArgs {
 #[derive(Debug, Args)]
 #[command(
     after_help = "Examples:\n  cronslot check template.yaml --manifest cronslot.toml\n  \
-                        cronslot check wrangler.toml --manifest cronslot.toml --cron-limit 250"
+                        cronslot check wrangler.toml --manifest cronslot.toml --cron-limit 250\n  \
+                        cronslot check --live aws --manifest cronslot.toml --group cronslot"
 )]
 pub struct CheckArgs {
     /// A SAM/CloudFormation template (.yaml, .yml, .json, .template) or a wrangler.toml.
-    #[arg(value_name = "TEMPLATE")]
-    pub template: PathBuf,
+    #[arg(
+        value_name = "TEMPLATE",
+        required_unless_present = "live",
+        conflicts_with = "live"
+    )]
+    pub template: Option<PathBuf>,
+    /// Compare what is deployed instead of a template: the EventBridge
+    /// Scheduler schedules of --group (and --prefix) in the account.
+    #[arg(long, value_enum, value_name = "PLATFORM")]
+    pub live: Option<ApiPlatform>,
+    /// --live: the schedule group [default: cronslot].
+    #[arg(long, value_name = "GROUP", requires = "live")]
+    pub group: Option<String>,
+    /// --live: only schedules whose names start with this.
+    #[arg(long, value_name = "PREFIX", requires = "live")]
+    pub prefix: Option<String>,
+    /// --live: the AWS region (default: AWS_REGION or the profile's).
+    #[arg(long, value_name = "REGION", requires = "live")]
+    pub region: Option<String>,
+    /// --live: the API endpoint (default: AWS_ENDPOINT_URL, else AWS's).
+    #[arg(long, value_name = "URL", requires = "live")]
+    pub endpoint_url: Option<String>,
     /// The manifest the template should match.
     #[arg(long, value_name = "FILE", default_value = "cronslot.toml")]
     pub manifest: PathBuf,
@@ -392,6 +427,56 @@ pub struct CheckArgs {
     /// wrangler: the account's cron trigger limit, counting the tick (5 on Free, 250 on Paid).
     #[arg(long, value_name = "N", default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub cron_limit: u32,
+}
+
+/// A platform whose schedules `sync` and `check --live` manage by API.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ApiPlatform {
+    /// EventBridge Scheduler.
+    Aws,
+}
+
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  cronslot sync aws cronslot.toml --dry-run \\\n    \
+                        --target-arn arn:aws:lambda:us-east-1:123456789012:function:jobs \\\n    \
+                        --role-arn arn:aws:iam::123456789012:role/jobs-scheduler\n  \
+                        cronslot check --live aws --manifest cronslot.toml"
+)]
+pub struct SyncArgs {
+    /// Where the schedules live.
+    #[arg(value_enum, value_name = "PLATFORM")]
+    pub platform: ApiPlatform,
+    /// The manifest the schedules should match.
+    #[arg(value_name = "MANIFEST", default_value = "cronslot.toml")]
+    pub manifest: PathBuf,
+    /// The schedule group that holds the manifest's schedules (created when missing).
+    #[arg(long, value_name = "GROUP", default_value = "cronslot")]
+    pub group: String,
+    /// Name every schedule PREFIX+JOB; only schedules with the prefix are touched.
+    #[arg(long, value_name = "PREFIX", default_value = "")]
+    pub prefix: String,
+    /// Print the plan (create, update, delete, unchanged per schedule) and change nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// The function every schedule invokes (its ARN). Needed by the first
+    /// sync; afterwards, when left out, each schedule keeps its own and a
+    /// new one takes the group's.
+    #[arg(long, value_name = "ARN")]
+    pub target_arn: Option<String>,
+    /// The role Scheduler assumes to invoke it (lambda:InvokeFunction,
+    /// sqs:SendMessage). Like --target-arn, kept when left out.
+    #[arg(long, value_name = "ARN")]
+    pub role_arn: Option<String>,
+    /// The SQS queue undeliverable events go to (recommended). Kept when left out.
+    #[arg(long, value_name = "ARN")]
+    pub dead_letter_arn: Option<String>,
+    /// The AWS region (default: AWS_REGION or the profile's).
+    #[arg(long, value_name = "REGION")]
+    pub region: Option<String>,
+    /// The API endpoint (default: AWS_ENDPOINT_URL, else AWS's).
+    #[arg(long, value_name = "URL")]
+    pub endpoint_url: Option<String>,
 }
 
 pub fn print_completions(shell: Shell) {

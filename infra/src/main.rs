@@ -10,6 +10,7 @@ mod render;
 mod run_cmd;
 mod schedule_cmds;
 mod store_cmds;
+mod sync;
 mod validate;
 
 use std::process::ExitCode;
@@ -54,6 +55,7 @@ fn main() -> ExitCode {
         Command::Trigger(args) => store_cmds::trigger(args),
         Command::Render(args) => render::render(args),
         Command::Check(args) => check::check(args),
+        Command::Sync(args) => sync::sync(args),
         Command::Completions { shell } => {
             cli::print_completions(shell);
             Ok(())

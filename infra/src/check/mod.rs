@@ -8,6 +8,7 @@
 mod cfn;
 mod fires;
 mod input;
+mod live;
 mod wrangler;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -63,7 +64,7 @@ impl Report {
 }
 
 fn bad_template(file: &str, line: Option<usize>, message: &str) -> Failure {
-    match line {
+    match line.filter(|l| *l > 0) {
         Some(line) => Failure::bad_input(format!("error: {file}:{line}: {message}")),
         None => Failure::bad_input(format!("error: {file}: {message}")),
     }
@@ -76,13 +77,21 @@ fn is_wrangler(path: &Path) -> bool {
 }
 
 pub fn check(args: CheckArgs) -> Result<(), Failure> {
+    if let Some(platform) = args.live {
+        return live::check(&args, platform);
+    }
+    let Some(template) = &args.template else {
+        return Err(Failure::bad_input(
+            "error: pass a TEMPLATE, or --live aws to check what is deployed",
+        ));
+    };
     let (manifest_text, manifest) = read_manifest(&args.manifest)?;
     let after = parse_instant("--after", args.after.as_deref())?;
     let span = Span::year_after(after);
-    let file = args.template.display().to_string();
-    let text = std::fs::read_to_string(&args.template)
+    let file = template.display().to_string();
+    let text = std::fs::read_to_string(template)
         .map_err(|e| Failure::bad_input(format!("error: cannot read template {file}: {e}")))?;
-    let report = if is_wrangler(&args.template) {
+    let report = if is_wrangler(template) {
         let w = wrangler::read(&text)
             .map_err(|e| bad_template(&file, e.line, &format!("not valid TOML: {}", e.message)))?;
         cloudflare(&file, &w, &manifest, &manifest_text, span, args.cron_limit)?
@@ -90,7 +99,12 @@ pub fn check(args: CheckArgs) -> Result<(), Failure> {
         let entries = cfn::read(&text).map_err(|e| bad_template(&file, e.line, &e.message))?;
         aws(&file, &entries, &manifest, span)?
     };
-    print_report(&file, &args.manifest.display().to_string(), &report, span);
+    conclude(&file, &args.manifest, &report, span)
+}
+
+/// Prints the report; exit 1 when it found differences.
+fn conclude(file: &str, manifest: &Path, report: &Report, span: Span) -> Result<(), Failure> {
+    print_report(file, &manifest.display().to_string(), report, span);
     if report.problems.is_empty() {
         Ok(())
     } else {
@@ -99,7 +113,7 @@ pub fn check(args: CheckArgs) -> Result<(), Failure> {
             code: Failure::PROBLEM,
             message: format!(
                 "check: {file} differs from {}: {n} difference{}",
-                args.manifest.display(),
+                manifest.display(),
                 if n == 1 { "" } else { "s" }
             ),
         })
@@ -122,7 +136,7 @@ fn print_report(file: &str, manifest: &str, report: &Report, span: Span) {
             if n == 1 { "" } else { "s" }
         ));
     }
-    let place = |line: Option<usize>| match line {
+    let place = |line: Option<usize>| match line.filter(|l| *l > 0) {
         Some(l) => format!("{file}:{l}"),
         None => file.to_string(),
     };

@@ -6,7 +6,7 @@
 //! templates checked into the repository can be compared byte for byte
 //! with a fresh render.
 
-mod aws;
+pub mod aws;
 mod markdown;
 pub mod plan;
 pub mod wrangler;
