@@ -131,7 +131,10 @@ fn without_the_wait_the_retry_is_left_to_a_later_tick() {
         "{lines:?}"
     );
     let idle = lines.last().unwrap();
-    assert_eq!(idle["detail"]["next_retry"], lines[0]["retry_at"], "{lines:?}");
+    assert_eq!(
+        idle["detail"]["next_retry"], lines[0]["retry_at"],
+        "{lines:?}"
+    );
     assert_eq!(w.slept.get(), Duration::ZERO);
     // The next tick runs the retry of 00:01 (and the new slot 00:02).
     w.now.set("2026-01-05T00:02:00Z".parse().unwrap());

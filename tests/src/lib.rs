@@ -3,4 +3,5 @@
 //! `tests/`; this library holds what they share.
 
 pub mod moto;
+pub mod sim;
 pub mod workerd;

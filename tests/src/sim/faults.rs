@@ -1,0 +1,209 @@
+//! A fault-injecting wrapper over any store: every operation yields once to
+//! the simulation (an await point where a worker can crash or be paused),
+//! then may fail without effect (`Unavailable`) or apply and report a lost
+//! response (`Ambiguous`), as `MemoryStore`'s `Fault` kinds do, drawn from
+//! the simulation's seeded random source so that a seed replays.
+
+use std::cell::RefCell;
+use std::future::Future;
+use std::pin::Pin;
+use std::rc::Rc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use cronslot_core::coord::{
+    EffectBegin, EffectFinish, EffectLedger, EffectRecord, JobState, PutResult, RandomSource,
+    SplitMix64, StateStore, StoreError, StoreErrorKind, Version, Versioned,
+};
+use jiff::Timestamp;
+
+/// Counts of injected faults, by kind.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FaultCounts {
+    /// Operations that failed without effect.
+    pub unavailable: u64,
+    /// Writes applied and then reported as timeouts.
+    pub ambiguous: u64,
+    /// Store operations attempted (each an await point).
+    pub operations: u64,
+    /// Of which writes.
+    pub writes: u64,
+}
+
+/// The fault plan shared by every connection of one simulation.
+#[derive(Debug)]
+pub struct FaultPlan {
+    rng: SplitMix64,
+    /// Chance per operation, in parts per million.
+    pub unavailable_ppm: u64,
+    pub ambiguous_ppm: u64,
+    pub enabled: bool,
+    pub counts: FaultCounts,
+    /// Faults forced on the next operations, in order (`None`: no fault),
+    /// before any random one: for crash-point tests.
+    pub forced: std::collections::VecDeque<Option<StoreErrorKind>>,
+    /// Jobs whose record a write may have changed since the last `take`.
+    pub dirty: std::collections::BTreeSet<String>,
+}
+
+impl FaultPlan {
+    pub fn new(seed: u64, unavailable_ppm: u64, ambiguous_ppm: u64) -> FaultPlan {
+        FaultPlan {
+            rng: SplitMix64::new(seed),
+            unavailable_ppm,
+            ambiguous_ppm,
+            enabled: true,
+            counts: FaultCounts::default(),
+            forced: std::collections::VecDeque::new(),
+            dirty: std::collections::BTreeSet::new(),
+        }
+    }
+
+    /// A plan without random faults (only forced ones).
+    pub fn quiet() -> FaultPlan {
+        FaultPlan::new(0, 0, 0)
+    }
+
+    fn draw(&mut self, write: bool) -> Option<StoreErrorKind> {
+        self.counts.operations += 1;
+        self.counts.writes += u64::from(write);
+        if let Some(forced) = self.forced.pop_front() {
+            match forced {
+                Some(StoreErrorKind::Ambiguous) if write => self.counts.ambiguous += 1,
+                Some(StoreErrorKind::Ambiguous) | None => return None,
+                Some(_) => self.counts.unavailable += 1,
+            }
+            return forced;
+        }
+        if !self.enabled {
+            return None;
+        }
+        let r = self.rng.next_u64() % 1_000_000;
+        if r < self.unavailable_ppm {
+            self.counts.unavailable += 1;
+            Some(StoreErrorKind::Unavailable)
+        } else if write && r < self.unavailable_ppm + self.ambiguous_ppm {
+            self.counts.ambiguous += 1;
+            Some(StoreErrorKind::Ambiguous)
+        } else {
+            None
+        }
+    }
+}
+
+/// A store connection with faults; clones share the plan and the data.
+#[derive(Clone)]
+pub struct FaultStore<S> {
+    pub inner: S,
+    pub plan: Rc<RefCell<FaultPlan>>,
+}
+
+/// Returns `Pending` once: the await point of every store operation.
+struct YieldOnce(bool);
+
+impl Future for YieldOnce {
+    type Output = ();
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        if self.0 {
+            Poll::Ready(())
+        } else {
+            self.0 = true;
+            cx.waker().wake_by_ref();
+            Poll::Pending
+        }
+    }
+}
+
+fn unavailable() -> StoreError {
+    StoreError::unavailable("simulated fault: store unavailable")
+}
+
+fn ambiguous() -> StoreError {
+    StoreError::new(
+        StoreErrorKind::Ambiguous,
+        "simulated fault: write applied, response lost",
+    )
+}
+
+impl<S> FaultStore<S> {
+    async fn gate(&self, write: bool) -> Option<StoreErrorKind> {
+        YieldOnce(false).await;
+        self.plan.borrow_mut().draw(write)
+    }
+}
+
+impl<S: StateStore> StateStore for FaultStore<S> {
+    async fn get(&self, job: &str) -> Result<Option<Versioned<JobState>>, StoreError> {
+        match self.gate(false).await {
+            Some(_) => Err(unavailable()),
+            None => self.inner.get(job).await,
+        }
+    }
+
+    async fn put(
+        &self,
+        job: &str,
+        state: &JobState,
+        expected: Option<Version>,
+    ) -> Result<PutResult, StoreError> {
+        let gate = self.gate(true).await;
+        self.plan.borrow_mut().dirty.insert(job.to_string());
+        match gate {
+            Some(StoreErrorKind::Ambiguous) => {
+                // Applied if the version matched, either way unknown.
+                let _ = self.inner.put(job, state, expected).await;
+                Err(ambiguous())
+            }
+            Some(_) => Err(unavailable()),
+            None => self.inner.put(job, state, expected).await,
+        }
+    }
+
+    async fn jobs(&self) -> Result<Vec<String>, StoreError> {
+        self.inner.jobs().await
+    }
+}
+
+impl<S: EffectLedger> EffectLedger for FaultStore<S> {
+    async fn begin_effect(
+        &self,
+        key: &str,
+        owner: &str,
+        fence: u64,
+        now: Timestamp,
+        hold: Duration,
+    ) -> Result<EffectBegin, StoreError> {
+        match self.gate(true).await {
+            Some(StoreErrorKind::Ambiguous) => {
+                let _ = self.inner.begin_effect(key, owner, fence, now, hold).await;
+                Err(ambiguous())
+            }
+            Some(_) => Err(unavailable()),
+            None => self.inner.begin_effect(key, owner, fence, now, hold).await,
+        }
+    }
+
+    async fn finish_effect(
+        &self,
+        key: &str,
+        fence: u64,
+        result: &str,
+        now: Timestamp,
+    ) -> Result<EffectFinish, StoreError> {
+        match self.gate(true).await {
+            Some(StoreErrorKind::Ambiguous) => {
+                let _ = self.inner.finish_effect(key, fence, result, now).await;
+                Err(ambiguous())
+            }
+            Some(_) => Err(unavailable()),
+            None => self.inner.finish_effect(key, fence, result, now).await,
+        }
+    }
+
+    async fn read_effect(&self, key: &str) -> Result<Option<EffectRecord>, StoreError> {
+        match self.gate(false).await {
+            Some(_) => Err(unavailable()),
+            None => self.inner.read_effect(key).await,
+        }
+    }
+}
