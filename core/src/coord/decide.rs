@@ -691,6 +691,12 @@ pub fn complete(
             });
         }
     }
+    if !state.leases.iter().any(|l| l.fence == fence) && succeeded_with(state, fence) {
+        // This fence's completion is recorded already: its answer was lost
+        // and the run asks again. Completion is idempotent per fence; the
+        // record is left as it is.
+        return Ok(());
+    }
     let lease = take_lease(state, fence)?;
     state.counters.succeeded += 1;
     let record = RunRecord {
@@ -707,6 +713,15 @@ pub fn complete(
     state.last_success = Some(record.clone());
     record_history(spec, state, record);
     Ok(())
+}
+
+/// True when a run with this fence is recorded as succeeded.
+fn succeeded_with(state: &JobState, fence: u64) -> bool {
+    state
+        .last_success
+        .iter()
+        .chain(state.history.iter())
+        .any(|r| r.fence == fence && r.outcome.succeeded())
 }
 
 /// Records a failed run: a retry of the same slot, or a dead letter.
