@@ -57,3 +57,25 @@ pub async fn join_all<F: Future>(futures: Vec<F>) -> Vec<F::Output> {
     })
     .await
 }
+
+/// Returns `Pending` once, waking itself: a cooperative yield with no
+/// runtime. Stores without I/O await it so that every store operation is an
+/// await point where other futures (and simulated crashes) can come in.
+pub async fn yield_now() {
+    YieldOnce(false).await
+}
+
+struct YieldOnce(bool);
+
+impl Future for YieldOnce {
+    type Output = ();
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        if self.0 {
+            Poll::Ready(())
+        } else {
+            self.0 = true;
+            cx.waker().wake_by_ref();
+            Poll::Pending
+        }
+    }
+}

@@ -4,14 +4,12 @@
 //! be told to fail (fault injection on top of the real contract).
 
 use std::collections::BTreeMap;
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::task::{Context, Poll};
 use std::time::Duration;
 
 use jiff::Timestamp;
 
+use super::exec::yield_now;
 use super::state::{JobState, decode_state, encode_state};
 use super::store::{
     EffectBegin, EffectFinish, EffectLedger, EffectRecord, PutResult, StateStore, StoreError,
@@ -101,23 +99,7 @@ impl MemoryStore {
 
     async fn pause_point(&self) {
         if self.yielding {
-            YieldOnce(false).await;
-        }
-    }
-}
-
-/// Returns `Pending` once, waking itself: a cooperative yield with no runtime.
-struct YieldOnce(bool);
-
-impl Future for YieldOnce {
-    type Output = ();
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-        if self.0 {
-            Poll::Ready(())
-        } else {
-            self.0 = true;
-            cx.waker().wake_by_ref();
-            Poll::Pending
+            yield_now().await;
         }
     }
 }

@@ -5,12 +5,10 @@
 //! the simulation's seeded random source so that a seed replays.
 
 use std::cell::RefCell;
-use std::future::Future;
-use std::pin::Pin;
 use std::rc::Rc;
-use std::task::{Context, Poll};
 use std::time::Duration;
 
+use cronslot_core::coord::exec::yield_now;
 use cronslot_core::coord::{
     EffectBegin, EffectFinish, EffectLedger, EffectRecord, JobState, PutResult, RandomSource,
     SplitMix64, StateStore, StoreError, StoreErrorKind, Version, Versioned,
@@ -98,22 +96,6 @@ pub struct FaultStore<S> {
     pub plan: Rc<RefCell<FaultPlan>>,
 }
 
-/// Returns `Pending` once: the await point of every store operation.
-struct YieldOnce(bool);
-
-impl Future for YieldOnce {
-    type Output = ();
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-        if self.0 {
-            Poll::Ready(())
-        } else {
-            self.0 = true;
-            cx.waker().wake_by_ref();
-            Poll::Pending
-        }
-    }
-}
-
 fn unavailable() -> StoreError {
     StoreError::unavailable("simulated fault: store unavailable")
 }
@@ -127,7 +109,7 @@ fn ambiguous() -> StoreError {
 
 impl<S> FaultStore<S> {
     async fn gate(&self, write: bool) -> Option<StoreErrorKind> {
-        YieldOnce(false).await;
+        yield_now().await;
         self.plan.borrow_mut().draw(write)
     }
 }
