@@ -10,8 +10,8 @@
 //! like a tick and reported, so nothing stops running while it is fixed.
 
 use cronslot_core::coord::Trigger;
-use cronslot_core::manifest::{JobSpec, Manifest, Trigger as Mode};
-use cronslot_core::translate::{Platform, translate};
+use cronslot_core::manifest::{JobSpec, Manifest};
+use cronslot_core::translate::{Platform, dedicated};
 use jiff::Timestamp;
 
 /// The tick cron every cronslot Worker has.
@@ -20,11 +20,8 @@ pub const TICK_CRON: &str = "* * * * *";
 /// The Cloudflare cron of a dedicated job, when its translation is exact
 /// (UTC, the platform's day rules); `None` means the job runs on the tick.
 pub fn dedicated_cron(spec: &JobSpec) -> Option<String> {
-    if spec.trigger != Mode::Dedicated {
-        return None;
-    }
-    translate(&spec.schedule, Platform::Cloudflare)
-        .ok()
+    dedicated(spec, Platform::Cloudflare)
+        .and_then(Result::ok)
         .map(|t| t.expression)
 }
 

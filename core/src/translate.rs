@@ -787,3 +787,15 @@ fn wall_clock_mismatches(
     }
     reasons
 }
+
+/// The one rule of every adapter and template for how a job is triggered
+/// on `platform`: `None` for a tick-mode job; for a dedicated job, its exact
+/// translation (`Ok`: it gets a platform trigger of its own), or why there
+/// is none (`Err`: it falls back to the tick, which must then serve it).
+pub fn dedicated(
+    spec: &crate::manifest::JobSpec,
+    platform: Platform,
+) -> Option<Result<Translation, Vec<Inexact>>> {
+    (spec.trigger == crate::manifest::Trigger::Dedicated)
+        .then(|| translate(&spec.schedule, platform))
+}

@@ -12,8 +12,8 @@ use cronslot_core::coord::{
     CasCoordinator, Claim, CoordError, Coordinator, EffectLedger, FailOutcome, Idle, Lease,
     StateStore, Trigger, format_instant,
 };
-use cronslot_core::manifest::{Action, JobSpec, Manifest, Trigger as Mode, format_duration};
-use cronslot_core::translate::{Platform, translate};
+use cronslot_core::manifest::{Action, JobSpec, Manifest, format_duration};
+use cronslot_core::translate::{Platform, dedicated};
 use jiff::{SignedDuration, Timestamp};
 use serde_json::{Value, json};
 
@@ -132,9 +132,7 @@ impl<S: StateStore + EffectLedger + 'static> Handler<S> {
             .collect();
         let on_tick = specs
             .values()
-            .filter(|s| {
-                s.trigger == Mode::Tick || translate(&s.schedule, Platform::EventBridge).is_err()
-            })
+            .filter(|s| !matches!(dedicated(s, Platform::EventBridge), Some(Ok(_))))
             .cloned()
             .collect();
         Ok(Handler {

@@ -5,9 +5,9 @@
 
 use std::time::Duration;
 
-use cronslot_core::manifest::{JobSpec, Manifest, Trigger, format_duration};
+use cronslot_core::manifest::{JobSpec, Manifest, format_duration};
 use cronslot_core::schedule::Schedule;
-use cronslot_core::translate::{Platform, translate};
+use cronslot_core::translate::{Platform, dedicated};
 use jiff::Timestamp;
 
 /// 2026-01-01T00:00:00Z: where rendering measures schedules (gaps, the
@@ -132,15 +132,13 @@ impl Plan {
 /// The job's trigger on `platform`: dedicated when the manifest asks for
 /// it and the translation is exact, else the tick (with the reasons).
 pub fn plan(spec: &JobSpec, platform: Platform) -> Plan {
-    if spec.trigger == Trigger::Tick {
-        return Plan::Tick { note: None };
-    }
-    match translate(&spec.schedule, platform) {
-        Ok(t) => Plan::Dedicated {
+    match dedicated(spec, platform) {
+        None => Plan::Tick { note: None },
+        Some(Ok(t)) => Plan::Dedicated {
             expression: t.expression,
             timezone: t.timezone,
         },
-        Err(reasons) => {
+        Some(Err(reasons)) => {
             let reasons: Vec<String> = reasons.iter().map(ToString::to_string).collect();
             Plan::Tick {
                 note: Some(format!(
