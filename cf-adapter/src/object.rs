@@ -64,7 +64,7 @@ impl<S: Sql> JobObject<S> {
             }
         };
         serde_json::to_string(&reply).unwrap_or_else(|e| {
-            format!(r#"{{"Err":{{"error":"bad_request","message":"encoding the answer: {e}"}}}}"#)
+            format!(r#"{{"Err":{{"bad_request":{{"message":"encoding the answer: {e}"}}}}}}"#)
         })
     }
 

@@ -5,6 +5,11 @@
 //! caller's `now`: the object has no manifest and no clock of its own, so
 //! it applies exactly the transitions the caller's spec and time imply,
 //! like every other store of the conformance suite.
+//!
+//! Enums travel in serde's default, externally tagged form
+//! (`{"claim": {…}}`, `"record"`): internally and adjacently tagged enums
+//! are read through serde's generic `Content` buffer, which was ≈ 100 KB of
+//! the Worker (docs/performance.md, "Worker size").
 
 use cronslot_core::coord::{
     BackfillError, Claim, CoordError, EffectBegin, EffectFinish, EffectRecord, FailOutcome,
@@ -24,7 +29,7 @@ pub struct ObjectRequest {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "op", rename_all = "snake_case")]
+#[serde(rename_all = "snake_case")]
 pub enum Op {
     Claim {
         now: Timestamp,
@@ -114,7 +119,7 @@ impl Op {
 
 /// A successful answer; which variant depends on the operation.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "answer", content = "value", rename_all = "snake_case")]
+#[serde(rename_all = "snake_case")]
 pub enum Answer {
     Claim(Claim),
     Done,
@@ -133,7 +138,7 @@ pub type ObjectReply = Result<Answer, WireError>;
 
 /// A [`CoordError`] on the wire (its `&'static str` parts become text).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "error", rename_all = "snake_case")]
+#[serde(rename_all = "snake_case")]
 pub enum WireError {
     Store {
         kind: WireStoreKind,

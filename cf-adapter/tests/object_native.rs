@@ -109,21 +109,21 @@ fn garbage_requests_get_errors_not_panics() {
     .jobs
     .remove(0);
     let spec = serde_json::to_string(&cronslot_cf::spec_text::encode_spec(&spec)).unwrap();
-    let wrong_job = format!(r#"{{"job":"b","spec":{spec},"op":{{"op":"record"}}}}"#);
-    let unknown_op = format!(r#"{{"job":"a","spec":{spec},"op":{{"op":"launch"}}}}"#);
-    let toml_spec = r#"{"job":"a","spec":"[[job]]\nname = \"a\"\nschedule = \"* * * * *\"\n","op":{"op":"record"}}"#;
+    let wrong_job = format!(r#"{{"job":"b","spec":{spec},"op":"record"}}"#);
+    let unknown_op = format!(r#"{{"job":"a","spec":{spec},"op":"launch"}}"#);
+    let toml_spec = r#"{"job":"a","spec":"[[job]]\nname = \"a\"\nschedule = \"* * * * *\"\n","op":"record"}"#;
     for body in [
         "",
         "{",
         "null",
-        r#"{"job":"a","spec":"x","op":{"op":"status","now":"2026-01-01T00:00:00Z"}}"#,
+        r#"{"job":"a","spec":"x","op":{"status":{"now":"2026-01-01T00:00:00Z"}}}"#,
         &wrong_job,
         &unknown_op,
         toml_spec,
     ] {
         let answer = block_on(object.handle_text(body));
         assert!(
-            answer.starts_with(r#"{"Err":{"error":"bad_request""#),
+            answer.starts_with(r#"{"Err":{"bad_request":{"message":"#),
             "{body:?} → {answer}"
         );
     }

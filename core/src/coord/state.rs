@@ -149,7 +149,8 @@ pub struct DeadLetter {
 }
 
 /// How one run ended.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// Written inside [`RunRecord`] (read back through `StoredRun`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "outcome", rename_all = "snake_case")]
 pub enum RunOutcome {
     Succeeded {
@@ -174,6 +175,7 @@ impl RunOutcome {
 
 /// One finished run, kept in the bounded history.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "StoredRun")]
 pub struct RunRecord {
     pub slot: Timestamp,
     pub attempt: u32,
@@ -183,6 +185,62 @@ pub struct RunRecord {
     pub finished_at: Timestamp,
     #[serde(flatten)]
     pub outcome: RunOutcome,
+}
+
+/// [`RunRecord`] as stored: the outcome's fields sit beside the run's
+/// (`"outcome": "failed", "error": …`). Read through this plain struct
+/// rather than serde's `flatten` and `tag`, whose deserialisers buffer the
+/// record in serde's generic `Content` (with the effect ledger's record,
+/// ≈ 100 KB of a Worker). The layout written is the same.
+#[derive(Deserialize)]
+struct StoredRun {
+    slot: Timestamp,
+    attempt: u32,
+    fence: u64,
+    owner: String,
+    started_at: Timestamp,
+    finished_at: Timestamp,
+    outcome: OutcomeKind,
+    #[serde(default)]
+    result: Option<String>,
+    #[serde(default)]
+    error: Option<String>,
+    #[serde(default)]
+    permanent: Option<bool>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum OutcomeKind {
+    Succeeded,
+    Failed,
+    LeaseExpired,
+    Superseded,
+}
+
+impl TryFrom<StoredRun> for RunRecord {
+    type Error = String;
+    fn try_from(run: StoredRun) -> Result<RunRecord, String> {
+        let outcome = match run.outcome {
+            OutcomeKind::Succeeded => RunOutcome::Succeeded { result: run.result },
+            OutcomeKind::Failed => match (run.error, run.permanent) {
+                (Some(error), Some(permanent)) => RunOutcome::Failed { error, permanent },
+                (None, _) => return Err("a failed run without its \"error\"".into()),
+                (_, None) => return Err("a failed run without \"permanent\"".into()),
+            },
+            OutcomeKind::LeaseExpired => RunOutcome::LeaseExpired,
+            OutcomeKind::Superseded => RunOutcome::Superseded,
+        };
+        Ok(RunRecord {
+            slot: run.slot,
+            attempt: run.attempt,
+            fence: run.fence,
+            owner: run.owner,
+            started_at: run.started_at,
+            finished_at: run.finished_at,
+            outcome,
+        })
+    }
 }
 
 /// Running totals: what `status` shows for slots no longer listed one by one.
@@ -357,12 +415,20 @@ pub fn decode_state(job: &str, text: &str) -> Result<JobState, DecodeError> {
         job: job.to_string(),
         message,
     };
-    let value: serde_json::Value =
-        serde_json::from_str(text).map_err(|e| err(format!("not JSON ({e})")))?;
-    let schema = value
-        .get("schema")
-        .and_then(serde_json::Value::as_u64)
-        .ok_or_else(|| err("no schema version".into()))?;
+    // The schema first, so that a record of a newer cronslot says so
+    // instead of failing on whichever key changed. (Read into a struct of
+    // its own rather than a `serde_json::Value`, whose deserialiser would
+    // add ≈ 30 KB to a Worker.)
+    #[derive(Deserialize)]
+    struct Schema {
+        schema: Option<u64>,
+    }
+    let schema = match serde_json::from_str::<Schema>(text) {
+        Ok(Schema { schema }) => schema,
+        Err(e) if e.is_data() => None,
+        Err(e) => return Err(err(format!("not JSON ({e})"))),
+    };
+    let schema = schema.ok_or_else(|| err("no schema version".into()))?;
     if schema > u64::from(SCHEMA_VERSION) {
         return Err(err(format!(
             "written by a newer cronslot (schema {schema}, this build reads up to {SCHEMA_VERSION}); upgrade cronslot"
@@ -372,7 +438,7 @@ pub fn decode_state(job: &str, text: &str) -> Result<JobState, DecodeError> {
         return Err(err("schema 0 does not exist".into()));
     }
     let state: JobState =
-        serde_json::from_value(value).map_err(|e| err(format!("malformed record ({e})")))?;
+        serde_json::from_str(text).map_err(|e| err(format!("malformed record ({e})")))?;
     if state.job != job {
         return Err(err(format!("the record belongs to job {:?}", state.job)));
     }
@@ -392,4 +458,83 @@ pub(crate) fn truncate(text: &str, max: usize) -> String {
         end -= 1;
     }
     format!("{}…", &text[..end])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(outcome: RunOutcome) -> RunRecord {
+        let t: Timestamp = "2026-03-08T07:00:00Z".parse().expect("valid");
+        RunRecord {
+            slot: t,
+            attempt: 2,
+            fence: 9,
+            owner: "w1".into(),
+            started_at: t,
+            finished_at: t,
+            outcome,
+        }
+    }
+
+    /// The stored layout is pinned (records outlive builds), and reads back
+    /// through `StoredRun` to the same value.
+    #[test]
+    fn run_records_keep_their_flat_layout_and_round_trip() {
+        let cases = [
+            (
+                RunOutcome::Succeeded {
+                    result: Some("ok".into()),
+                },
+                r#""outcome":"succeeded","result":"ok"}"#,
+            ),
+            (
+                RunOutcome::Succeeded { result: None },
+                r#""outcome":"succeeded"}"#,
+            ),
+            (
+                RunOutcome::Failed {
+                    error: "boom".into(),
+                    permanent: true,
+                },
+                r#""outcome":"failed","error":"boom","permanent":true}"#,
+            ),
+            (RunOutcome::LeaseExpired, r#""outcome":"lease_expired"}"#),
+            (RunOutcome::Superseded, r#""outcome":"superseded"}"#),
+        ];
+        for (outcome, tail) in cases {
+            let record = run(outcome);
+            let text = serde_json::to_string(&record).expect("serialises");
+            assert!(
+                text.starts_with(
+                    r#"{"slot":"2026-03-08T07:00:00Z","attempt":2,"fence":9,"owner":"w1","#
+                ),
+                "{text}"
+            );
+            assert!(text.ends_with(tail), "{text}");
+            let back: RunRecord = serde_json::from_str(&text).expect("reads back");
+            assert_eq!(back, record);
+        }
+    }
+
+    #[test]
+    fn a_failed_run_without_its_error_is_refused() {
+        let head = r#"{"slot":"2026-03-08T07:00:00Z","attempt":1,"fence":1,"owner":"w","started_at":"2026-03-08T07:00:00Z","finished_at":"2026-03-08T07:00:00Z","#;
+        for (tail, expected) in [
+            (
+                r#""outcome":"failed","permanent":false}"#,
+                "without its \"error\"",
+            ),
+            (
+                r#""outcome":"failed","error":"x"}"#,
+                "without \"permanent\"",
+            ),
+            (r#""outcome":"exploded"}"#, "unknown variant `exploded`"),
+        ] {
+            let e = serde_json::from_str::<RunRecord>(&format!("{head}{tail}"))
+                .expect_err(tail)
+                .to_string();
+            assert!(e.contains(expected), "{tail}: {e}");
+        }
+    }
 }

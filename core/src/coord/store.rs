@@ -112,6 +112,7 @@ pub trait StateStore {
 
 /// One entry of the effect ledger.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "StoredEffect")]
 pub struct EffectRecord {
     pub key: String,
     pub owner: String,
@@ -120,13 +121,60 @@ pub struct EffectRecord {
     pub state: EffectState,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// Written inside [`EffectRecord`] (read back through `StoredEffect`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "state", rename_all = "snake_case")]
 pub enum EffectState {
     /// Someone is doing it; the hold lapses at `expires_at`.
     InProgress { expires_at: Timestamp },
     /// Done: never again for this key.
     Done { result: String, done_at: Timestamp },
+}
+
+/// [`EffectRecord`] as stored, with the state's fields beside the key's
+/// (`"state": "done", "result": …`): a plain struct, for the reason given at
+/// `StoredRun` (serde's `flatten` and `tag` buffer through `Content`).
+#[derive(Deserialize)]
+struct StoredEffect {
+    key: String,
+    owner: String,
+    fence: u64,
+    state: EffectStateKind,
+    #[serde(default)]
+    expires_at: Option<Timestamp>,
+    #[serde(default)]
+    result: Option<String>,
+    #[serde(default)]
+    done_at: Option<Timestamp>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum EffectStateKind {
+    InProgress,
+    Done,
+}
+
+impl TryFrom<StoredEffect> for EffectRecord {
+    type Error = String;
+    fn try_from(e: StoredEffect) -> Result<EffectRecord, String> {
+        let missing = |field: &str| format!("a ledger entry without {field:?}");
+        let state = match e.state {
+            EffectStateKind::InProgress => EffectState::InProgress {
+                expires_at: e.expires_at.ok_or_else(|| missing("expires_at"))?,
+            },
+            EffectStateKind::Done => EffectState::Done {
+                result: e.result.ok_or_else(|| missing("result"))?,
+                done_at: e.done_at.ok_or_else(|| missing("done_at"))?,
+            },
+        };
+        Ok(EffectRecord {
+            key: e.key,
+            owner: e.owner,
+            fence: e.fence,
+            state,
+        })
+    }
 }
 
 /// The answer to "may I do this effect?".
@@ -263,4 +311,44 @@ pub trait EffectLedger {
     ) -> Result<EffectFinish, StoreError>;
 
     async fn read_effect(&self, key: &str) -> Result<Option<EffectRecord>, StoreError>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ledger_entries_keep_their_flat_layout_and_round_trip() {
+        let t: Timestamp = "2026-03-08T07:00:00Z".parse().expect("valid");
+        let cases = [
+            (
+                EffectState::InProgress { expires_at: t },
+                r#"{"key":"k","owner":"w","fence":3,"state":"in_progress","expires_at":"2026-03-08T07:00:00Z"}"#,
+            ),
+            (
+                EffectState::Done {
+                    result: "r".into(),
+                    done_at: t,
+                },
+                r#"{"key":"k","owner":"w","fence":3,"state":"done","result":"r","done_at":"2026-03-08T07:00:00Z"}"#,
+            ),
+        ];
+        for (state, text) in cases {
+            let record = EffectRecord {
+                key: "k".into(),
+                owner: "w".into(),
+                fence: 3,
+                state,
+            };
+            assert_eq!(serde_json::to_string(&record).expect("serialises"), text);
+            let back: EffectRecord = serde_json::from_str(text).expect("reads back");
+            assert_eq!(back, record);
+        }
+        let e = serde_json::from_str::<EffectRecord>(
+            r#"{"key":"k","owner":"w","fence":3,"state":"done","result":"r"}"#,
+        )
+        .expect_err("no done_at")
+        .to_string();
+        assert!(e.contains("a ledger entry without \"done_at\""), "{e}");
+    }
 }

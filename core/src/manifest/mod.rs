@@ -10,6 +10,7 @@
 //! key by key, so a job that writes `retry = { max_attempts = 5 }` keeps the
 //! backoff of `[defaults]`.
 
+mod base64;
 mod diagnostic;
 mod duration;
 mod gaps;

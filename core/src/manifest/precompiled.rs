@@ -24,6 +24,7 @@ use std::time::Duration;
 use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
 
+use super::base64;
 use super::duration::{format_duration, parse_duration};
 use super::rules::{
     env_name_problem, env_value_problem, header_name_problem, header_value_problem, url_problem,
@@ -74,9 +75,33 @@ impl Manifest {
             defaults: DefaultsDoc::from(&self.defaults),
             jobs: self.jobs.iter().map(JobDoc::from).collect(),
             warnings: self.warnings.iter().map(DiagnosticDoc::from).collect(),
+            zones: self.zone_data(),
         };
         // Plain structs, maps with string keys: serialising cannot fail.
         serde_json::to_string_pretty(&doc).unwrap_or_default()
+    }
+}
+
+impl Manifest {
+    /// The TZif data (base64) of every zone the manifest names, so that a
+    /// program built without the tz database (core's feature `tzdb`) knows
+    /// them when it loads the precompiled form. UTC needs none.
+    fn zone_data(&self) -> BTreeMap<String, String> {
+        let mut zones = BTreeMap::new();
+        for zone in self.jobs.iter().map(|j| j.schedule.zone()) {
+            if let Some(data) = zone.tzif() {
+                zones.insert(zone.name().to_string(), base64::encode(data));
+            }
+        }
+        if !zones.contains_key(&self.defaults.timezone) {
+            if let Some(data) = Zone::get(&self.defaults.timezone)
+                .ok()
+                .and_then(|z| z.tzif().map(base64::encode))
+            {
+                zones.insert(self.defaults.timezone.clone(), data);
+            }
+        }
+        zones
     }
 }
 
@@ -114,7 +139,8 @@ pub fn load_precompiled(json: &str) -> Result<Manifest, PrecompiledError> {
     let doc: Doc = serde_json::from_str(json).map_err(|e| fail(e.to_string()))?;
 
     let mut problems = Problems::default();
-    let defaults = doc.defaults.resolve(&mut problems);
+    let zones = embedded_zones(&doc.zones, &mut problems);
+    let defaults = doc.defaults.resolve(&zones, &mut problems);
     let mut jobs = Vec::new();
     let mut names = BTreeSet::new();
     for (i, job) in doc.jobs.iter().enumerate() {
@@ -124,7 +150,7 @@ pub fn load_precompiled(json: &str) -> Result<Manifest, PrecompiledError> {
                 format!("duplicate job name {:?}", job.name),
             );
         }
-        if let Some(spec) = job.resolve(i, &mut problems) {
+        if let Some(spec) = job.resolve(i, &zones, &mut problems) {
             jobs.push(spec);
         }
     }
@@ -153,6 +179,27 @@ pub fn load_precompiled(json: &str) -> Result<Manifest, PrecompiledError> {
     }
 }
 
+/// The zones carried as TZif data, by name; a bad entry is a problem.
+fn embedded_zones(
+    data: &BTreeMap<String, String>,
+    problems: &mut Problems,
+) -> BTreeMap<String, Zone> {
+    let mut zones = BTreeMap::new();
+    for (name, text) in data {
+        let place = format!("zones.{name:?}");
+        match base64::decode(text) {
+            Ok(bytes) => match Zone::from_tzif(name, &bytes) {
+                Ok(zone) => {
+                    zones.insert(name.clone(), zone);
+                }
+                Err(e) => problems.push(place, e.to_string()),
+            },
+            Err(e) => problems.push(place, format!("not base64 TZif data: {e}")),
+        }
+    }
+    zones
+}
+
 #[derive(Default)]
 struct Problems(Vec<String>);
 
@@ -178,6 +225,11 @@ struct Doc {
     defaults: DefaultsDoc,
     jobs: Vec<JobDoc>,
     warnings: Vec<DiagnosticDoc>,
+    /// TZif data (base64) of the zones named above ([`Manifest::zone_data`]).
+    /// Optional: a file without it still loads where the tz database is
+    /// linked.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    zones: BTreeMap<String, String>,
 }
 
 /// A duration as the manifest writes it (`"15m"`), whole seconds.
@@ -318,10 +370,18 @@ impl PolicyDoc {
 
     /// Checks the values on their own and across keys, as the TOML path
     /// does; `None` when a value is bad (reported under `place`).
-    fn resolve(&self, place: &str, problems: &mut Problems) -> Option<Policy> {
+    fn resolve(
+        &self,
+        place: &str,
+        zones: &BTreeMap<String, Zone>,
+        problems: &mut Problems,
+    ) -> Option<Policy> {
         let before = problems.0.len();
         let mut report = |message: String| problems.push(place.into(), message);
-        let zone = match Zone::get(&self.timezone) {
+        let zone = match zones
+            .get(&self.timezone)
+            .map_or_else(|| Zone::get(&self.timezone), |zone| Ok(zone.clone()))
+        {
             Ok(zone) if zone.name() == self.timezone => Some(zone),
             Ok(zone) => {
                 report(format!(
@@ -492,7 +552,7 @@ impl From<&Defaults> for DefaultsDoc {
 }
 
 impl DefaultsDoc {
-    fn resolve(&self, problems: &mut Problems) -> Option<Defaults> {
+    fn resolve(&self, zones: &BTreeMap<String, Zone>, problems: &mut Problems) -> Option<Defaults> {
         let place = "[defaults]";
         let timeout = self
             .timeout
@@ -501,7 +561,7 @@ impl DefaultsDoc {
         if timeout == Some(Some(Duration::ZERO)) {
             problems.push(place.into(), "timeout must be longer than 0s".into());
         }
-        let p = self.policy.resolve(place, problems)?;
+        let p = self.policy.resolve(place, zones, problems)?;
         // A bad timeout was reported above.
         let timeout = match timeout {
             Some(None) => return None,
@@ -711,7 +771,12 @@ impl From<&JobSpec> for JobDoc {
 }
 
 impl JobDoc {
-    fn resolve(&self, index: usize, problems: &mut Problems) -> Option<JobSpec> {
+    fn resolve(
+        &self,
+        index: usize,
+        zones: &BTreeMap<String, Zone>,
+        problems: &mut Problems,
+    ) -> Option<JobSpec> {
         let place = format!("job {:?} (jobs[{index}])", self.name);
         let before = problems.0.len();
         let name = JobName::new(self.name.as_str())
@@ -745,7 +810,7 @@ impl JobDoc {
                 );
             }
         }
-        let p = self.policy.resolve(&place, problems);
+        let p = self.policy.resolve(&place, zones, problems);
         let action = match &p {
             Some(p) => self.action.resolve(&place, p.lease, problems),
             None => None,
@@ -963,6 +1028,52 @@ http = { url = "https://example.com/hook", method = "POST" }
             }
             // Writing the loaded manifest again gives the same text.
             assert_eq!(loaded.to_precompiled(file), json, "{file}");
+        }
+    }
+
+    /// The zones travel with the file: a program without the tz database
+    /// (a Worker) builds them from the file's TZif data, not by name.
+    #[test]
+    fn zones_are_carried_as_tzif_data_and_used_when_loading() {
+        let json = rich_json();
+        let doc: serde_json::Value = serde_json::from_str(&json).expect("json");
+        let zones = doc["zones"].as_object().expect("a zones table");
+        let names: Vec<&str> = zones.keys().map(String::as_str).collect();
+        assert_eq!(
+            names,
+            ["America/New_York", "Europe/Berlin"],
+            "UTC needs none"
+        );
+        let data = base64::decode(zones["America/New_York"].as_str().expect("text")).expect("b64");
+        assert_eq!(&data[..4], b"TZif");
+
+        // Proof that loading uses the carried data: give New York Tokyo's
+        // rules under New York's name, and the job's offsets are Tokyo's.
+        let tokyo = Zone::get("Asia/Tokyo").expect("zone");
+        let mut swapped = doc.clone();
+        swapped["zones"]["America/New_York"] = base64::encode(tokyo.tzif().expect("data")).into();
+        let loaded = load_precompiled(&swapped.to_string()).expect("loads");
+        let ping = loaded.job("ping").expect("job");
+        assert_eq!(ping.schedule.zone().name(), "America/New_York");
+        assert_eq!(ping.schedule.zone().offset_at(1_780_000_000), 9 * 3600);
+
+        for (bad, expected) in [
+            (
+                "not base64!",
+                "zones.\"America/New_York\": not base64 TZif data",
+            ),
+            (
+                "VFppZg==",
+                "zones.\"America/New_York\": \"America/New_York\" is not an IANA time zone; its TZif data does not parse",
+            ),
+        ] {
+            let mut broken = doc.clone();
+            broken["zones"]["America/New_York"] = bad.into();
+            let e = load_precompiled(&broken.to_string()).expect_err(bad);
+            assert!(
+                e.problems.iter().any(|p| p.starts_with(expected)),
+                "{bad}: {e}"
+            );
         }
     }
 
