@@ -215,6 +215,127 @@ fn a_run_killed_with_the_runtime_is_retried_with_a_higher_fence() {
     assert!(slow["fence"].as_u64().unwrap() > first_fence, "{slow}");
 }
 
+/// The requests an HTTP server received (request line, headers with
+/// lower-case names), answering each with the next status of a list.
+struct Hook {
+    seen: std::sync::Arc<std::sync::Mutex<Vec<(String, Vec<(String, String)>)>>>,
+}
+
+impl Hook {
+    fn serve(port: u16, statuses: Vec<u16>) -> Hook {
+        use std::io::{BufRead, BufReader, Write};
+        let listener = std::net::TcpListener::bind(("127.0.0.1", port)).unwrap_or_else(|e| {
+            panic!("the hook's port {port} (tests/cf-worker/cronslot.toml): {e}")
+        });
+        let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let record = seen.clone();
+        std::thread::spawn(move || {
+            for (stream, status) in listener.incoming().zip(statuses) {
+                let Ok(mut stream) = stream else { continue };
+                let mut reader = BufReader::new(stream.try_clone().unwrap());
+                let mut line = String::new();
+                reader.read_line(&mut line).unwrap();
+                let mut headers = Vec::new();
+                loop {
+                    let mut h = String::new();
+                    if reader.read_line(&mut h).unwrap() == 0 || h.trim().is_empty() {
+                        break;
+                    }
+                    if let Some((name, value)) = h.trim_end().split_once(':') {
+                        headers.push((name.to_ascii_lowercase(), value.trim().to_string()));
+                    }
+                }
+                record
+                    .lock()
+                    .unwrap()
+                    .push((line.trim_end().to_string(), headers));
+                let _ = write!(
+                    stream,
+                    "HTTP/1.1 {status} X\r\nContent-Length: 4\r\nConnection: close\r\n\r\nbusy"
+                );
+            }
+        });
+        Hook { seen }
+    }
+
+    fn requests(&self) -> Vec<(String, Vec<(String, String)>)> {
+        self.seen.lock().unwrap().clone()
+    }
+}
+
+fn header<'a>(headers: &'a [(String, String)], name: &str) -> Vec<&'a str> {
+    headers
+        .iter()
+        .filter(|(n, _)| n == name)
+        .map(|(_, v)| v.as_str())
+        .collect()
+}
+
+/// An `http` job through the Worker's fetch: cronslot's headers and the
+/// manifest's; a 503 is transient and
+/// retried with the same idempotency key, a higher fence and attempt 2.
+#[test]
+fn http_job_through_the_workers_fetch() {
+    let hook = Hook::serve(18791, vec![503, 204]);
+    let state = state_dir("cf-http");
+    let w = Wrangler::start(WORKER, state.path(), &[("CRONSLOT_ADMIN_TOKEN", TOKEN)]);
+    let (code, body) = w.request("POST", "/cronslot/jobs/hook/trigger", Some(TOKEN), "");
+    assert_eq!(code, 500, "the first attempt fails (503): {body}");
+    let first: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(first["permanent"], false, "{first}");
+    assert!(
+        first["error"]
+            .as_str()
+            .unwrap()
+            .contains("answered 503: busy"),
+        "{first}"
+    );
+    let slot_id = first["slot_id"].as_str().unwrap().to_string();
+    // The retry is due after the 1 s backoff.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let second = loop {
+        let (code, body) = w.request("POST", "/cronslot/jobs/hook/trigger", Some(TOKEN), "");
+        if code == 200 {
+            break serde_json::from_str::<Value>(&body).unwrap();
+        }
+        assert_eq!(code, 409, "only 'not yet' before the retry is due: {body}");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "never retried: {body}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(500));
+    };
+    assert_eq!(second["slot_id"], slot_id.as_str());
+    assert_eq!(second["attempt"], 2);
+
+    let requests = hook.requests();
+    assert_eq!(requests.len(), 2, "{requests:?}");
+    let slot = slot_id.split_once('@').unwrap().1;
+    let mut fences = Vec::new();
+    for (i, (line, headers)) in requests.iter().enumerate() {
+        assert_eq!(line, "PUT /hooks/cronslot?from=workerd HTTP/1.1");
+        assert_eq!(header(headers, "idempotency-key"), [slot_id.as_str()]);
+        assert_eq!(
+            header(headers, "cronslot-attempt"),
+            [(i + 1).to_string().as_str()]
+        );
+        assert_eq!(header(headers, "cronslot-scheduled-at"), [slot]);
+        assert_eq!(header(headers, "x-team"), ["payroll"]);
+        let fence = header(headers, "cronslot-fence");
+        assert_eq!(fence.len(), 1, "one fence: {headers:?}");
+        fences.push(fence[0].parse::<u64>().unwrap());
+    }
+    assert!(fences[1] > fences[0], "{fences:?}");
+    assert_eq!(second["fence"], fences[1]);
+
+    let h = history(job(&status(&w), "hook"));
+    assert!(h.contains(&(slot.to_string(), 1, "failed".into())), "{h:?}");
+    assert!(
+        h.contains(&(slot.to_string(), 2, "succeeded".into())),
+        "{h:?}"
+    );
+}
+
 /// A directory removed when dropped.
 mod tempdir {
     use std::path::{Path, PathBuf};
