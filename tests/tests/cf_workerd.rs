@@ -215,10 +215,13 @@ fn a_run_killed_with_the_runtime_is_retried_with_a_higher_fence() {
     assert!(slow["fence"].as_u64().unwrap() > first_fence, "{slow}");
 }
 
+/// A request as the hook saw it: its request line and its headers.
+type Seen = (String, Vec<(String, String)>);
+
 /// The requests an HTTP server received (request line, headers with
 /// lower-case names), answering each with the next status of a list.
 struct Hook {
-    seen: std::sync::Arc<std::sync::Mutex<Vec<(String, Vec<(String, String)>)>>>,
+    seen: std::sync::Arc<std::sync::Mutex<Vec<Seen>>>,
 }
 
 impl Hook {
@@ -258,7 +261,7 @@ impl Hook {
         Hook { seen }
     }
 
-    fn requests(&self) -> Vec<(String, Vec<(String, String)>)> {
+    fn requests(&self) -> Vec<Seen> {
         self.seen.lock().unwrap().clone()
     }
 }
