@@ -111,7 +111,8 @@ fn garbage_requests_get_errors_not_panics() {
     let spec = serde_json::to_string(&cronslot_cf::spec_text::encode_spec(&spec)).unwrap();
     let wrong_job = format!(r#"{{"job":"b","spec":{spec},"op":"record"}}"#);
     let unknown_op = format!(r#"{{"job":"a","spec":{spec},"op":"launch"}}"#);
-    let toml_spec = r#"{"job":"a","spec":"[[job]]\nname = \"a\"\nschedule = \"* * * * *\"\n","op":"record"}"#;
+    let toml_spec =
+        r#"{"job":"a","spec":"[[job]]\nname = \"a\"\nschedule = \"* * * * *\"\n","op":"record"}"#;
     for body in [
         "",
         "{",

@@ -49,6 +49,7 @@ pub const TESTS: &[&str] = &[
     "dedicated_trigger_for_non_slot_is_refused",
     "backfill_runs_past_slots",
     "heartbeat_extends_lease",
+    "manual_trigger_keeps_fates",
 ];
 
 /// Runs the named test; `false` when the name is unknown.
@@ -80,6 +81,7 @@ pub async fn run<C: Coordinator>(name: &str, c: &C, ns: &str) -> bool {
         }
         "backfill_runs_past_slots" => backfill_runs_past_slots(c, ns).await,
         "heartbeat_extends_lease" => heartbeat_extends_lease(c, ns).await,
+        "manual_trigger_keeps_fates" => manual_trigger_keeps_fates(c, ns).await,
         "redelivery_after_lease_expiry_retries" => {
             redelivery_after_lease_expiry_retries(c, ns).await
         }
@@ -720,6 +722,31 @@ pub async fn dedicated_trigger_for_non_slot_is_refused<C: Coordinator>(c: &C, ns
     assert_eq!(early, Idle::NotYetDue { slot: at(2 * HOUR) });
 }
 
+/// An operator's trigger runs a job's current slot once. For a job that
+/// never ran, that slot may predate the job's record, and then it is queued
+/// although the cursor passed it; but a slot the job's record has already
+/// given a fate (here missed under `catch_up = "none"`, before any run) is
+/// resolved, as it is for a job that ran: running it would give it a second
+/// fate, and `status` would count one slot twice (found while extending the
+/// simulation's model of slot fates).
+pub async fn manual_trigger_keeps_fates<C: Coordinator>(c: &C, ns: &str) {
+    let spec = job(ns, "fated", "schedule = \"0 * * * *\"\ncatch_up = \"none\"");
+    create(c, &spec, t0()).await;
+    // 01:00 is five minutes late when first planned: missed, nothing ran.
+    let nothing = idle(c, &spec, at(HOUR + 5 * MIN), Trigger::Tick, "a").await;
+    assert!(matches!(nothing, Idle::NothingDue { .. }), "{nothing:?}");
+    let again = idle(c, &spec, at(HOUR + 10 * MIN), Trigger::Manual, "op").await;
+    assert_eq!(again, Idle::AlreadyResolved { slot: at(HOUR) });
+    let state = c.status(&spec, at(HOUR + 11 * MIN)).await.expect("status");
+    assert_eq!(state.counters.missed_total(), 1);
+    assert_eq!(state.counters.runs, 0);
+    assert!(state.pending.is_empty(), "{:?}", state.pending);
+    // A new job's current slot, older than its record, still runs.
+    let fresh = job(ns, "new", "schedule = \"0 * * * *\"");
+    let lease = claimed(c, &fresh, at(HOUR + 10 * MIN), Trigger::Manual, "op").await;
+    assert_eq!((lease.slot, lease.origin), (at(HOUR), Origin::Manual));
+}
+
 /// Backfill queues past slots (missed ones included) and they run oldest
 /// first; a dry run changes nothing.
 pub async fn backfill_runs_past_slots<C: Coordinator>(c: &C, ns: &str) {
@@ -817,7 +844,8 @@ macro_rules! conformance_suite {
             catch_up_all_after_outage, catch_up_none_after_outage, pause_and_resume,
             at_most_once, effect_ledger_skips_recorded_effect, checkpoint_resumes_on_retry,
             schedule_change_keeps_cursor, dedicated_trigger_for_non_slot_is_refused,
-            backfill_runs_past_slots, heartbeat_extends_lease);
+            backfill_runs_past_slots, heartbeat_extends_lease,
+            manual_trigger_keeps_fates);
     };
     (@each $make:expr, $block_on:path, $ns:literal; $($name:ident),* $(,)?) => {
         $(

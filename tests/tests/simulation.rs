@@ -31,7 +31,10 @@ fn print(store: &str, r: &SimReport, secs: f64) {
          {} succeeded, {} dead, {} late claims, {} crashes, {} pauses, {} deliveries \
          ({} duplicate, {} late, {} dropped; {} tick, {} slot, {} manual), {} outages, \
          store ops {} ({} unavailable, {} ambiguous), effects {} ({} repeated unrecorded), \
-         {} violations, trace {:016x}, {secs:.1}s",
+         job pauses {} ({} applied, {} resumes applied, {} claims answered paused, {} slots skipped), \
+         backfills {} ({} answered, {} slots queued: {} succeeded, {} dead, {} superseded), \
+         schedule changes {} ({} spec hash changes stored), operator {} transient errors, \
+         {} crashes, {} writes checked, {} violations, trace {:016x}, {secs:.1}s",
         r.seed,
         r.slots,
         r.fated_slots,
@@ -56,6 +59,22 @@ fn print(store: &str, r: &SimReport, secs: f64) {
         r.store.ambiguous,
         r.effects_run,
         r.effects_repeated_unrecorded,
+        r.job_pauses,
+        r.job_pauses_applied,
+        r.job_resumes_applied,
+        r.paused_idle,
+        r.skipped_paused,
+        r.backfills,
+        r.backfills_ok,
+        r.backfilled_slots,
+        r.backfill_succeeded,
+        r.backfill_dead,
+        r.backfill_superseded,
+        r.schedule_changes,
+        r.spec_changes_applied,
+        r.operator_errors,
+        r.operator_crashes,
+        r.writes_checked,
         r.violations.len(),
         r.trace_hash,
     );
@@ -74,6 +93,26 @@ fn check(store: &str, r: &SimReport) {
         r.claims > 0 && r.succeeded > 0,
         "the simulation ran nothing"
     );
+}
+
+/// The default runs must exercise the operator's events, or they check
+/// nothing about them.
+fn check_events(store: &str, reports: &[&SimReport]) {
+    let sum = |f: fn(&SimReport) -> u64| reports.iter().map(|r| f(r)).sum::<u64>();
+    let seen = [
+        ("pauses applied", sum(|r| r.job_pauses_applied)),
+        ("resumes applied", sum(|r| r.job_resumes_applied)),
+        ("slots skipped while paused", sum(|r| r.skipped_paused)),
+        ("backfilled slots", sum(|r| r.backfilled_slots)),
+        (
+            "backfilled slots that succeeded",
+            sum(|r| r.backfill_succeeded),
+        ),
+        ("schedule changes stored", sum(|r| r.spec_changes_applied)),
+    ];
+    for (what, n) in seen {
+        assert!(n > 0, "simulation on {store}: no {what}");
+    }
 }
 
 #[test]
@@ -101,6 +140,12 @@ fn simulation_on_memory_store() {
     }
     for (r, _) in &reports {
         check("memory", r);
+    }
+    if slots >= 1_000 {
+        check_events(
+            "memory",
+            &reports.iter().map(|(r, _)| r).collect::<Vec<_>>(),
+        );
     }
     eprintln!("sim memory: {total} virtual slots in total");
 }

@@ -443,13 +443,7 @@ fn fate_late_slots(
     if fated == 0 {
         return;
     }
-    // The last fated slot: walk back from the newest due slot past the `keep`
-    // kept ones (at most max_catch_up steps, whatever the outage's length).
-    let mut boundary = newest;
-    for _ in 0..keep {
-        boundary = boundary.and_then(|s| schedule.prev_before(s));
-    }
-    let Some(boundary) = boundary else {
+    let Some(boundary) = last_fated(spec, state.cursor, due_until, newest, keep) else {
         return;
     };
     // Of the fated slots, those within the deadline are the fresh ones not
@@ -467,6 +461,60 @@ fn fate_late_slots(
         .counters
         .add_missed(MissReason::CatchUp, fated.saturating_sub(stale));
     move_cursor(spec, state, boundary);
+}
+
+/// The last fated slot of `(cursor, due_until]`: the one before the `keep`
+/// newest, which stay. A few steps back from the newest when `keep` is small;
+/// otherwise a search over time with `count_between` (about 40 counts),
+/// because `max_catch_up` may be large enough for a walk to take minutes.
+fn last_fated(
+    spec: &JobSpec,
+    cursor: Timestamp,
+    due_until: Timestamp,
+    newest: Option<Timestamp>,
+    keep: u64,
+) -> Option<Timestamp> {
+    const WALK: u64 = 64;
+    let schedule = &spec.schedule;
+    if keep <= WALK {
+        let mut boundary = newest;
+        for _ in 0..keep {
+            boundary = boundary.and_then(|s| schedule.prev_before(s));
+        }
+        return boundary;
+    }
+    last_fated_by_search(spec, cursor, due_until, keep)
+}
+
+fn last_fated_by_search(
+    spec: &JobSpec,
+    cursor: Timestamp,
+    due_until: Timestamp,
+    keep: u64,
+) -> Option<Timestamp> {
+    let schedule = &spec.schedule;
+    // The smallest whole second t with at most `keep` slots in
+    // (t, due_until] is that slot (slots are whole seconds). The callers
+    // know more than `keep` lie after the cursor, so the search starts at or
+    // before it (floor) with more than `keep` and ends at `due_until` with
+    // none.
+    let mut lo = cursor.as_second();
+    if Timestamp::from_second(lo).is_ok_and(|t| t > cursor) {
+        lo -= 1;
+    }
+    let mut hi = due_until.as_second();
+    let count = |second: i64| {
+        Timestamp::from_second(second).map_or(0, |t| schedule.count_between(t, due_until))
+    };
+    while hi - lo > 1 {
+        let mid = lo + (hi - lo) / 2;
+        if count(mid) <= keep {
+            hi = mid;
+        } else {
+            lo = mid;
+        }
+    }
+    schedule.prev_before(add_nanos(Timestamp::from_second(hi).ok()?))
 }
 
 fn add_nanos(t: Timestamp) -> Timestamp {
@@ -507,11 +555,15 @@ pub fn claim(
                 return Ok(Claim::Idle(nothing_due(spec, state)));
             };
             match duplicate(spec, state, slot, now) {
-                Some(Idle::AlreadyResolved { .. }) if state.fence == 0 && state.dead.is_empty() => {
+                Some(Idle::AlreadyResolved { .. })
+                    if state.fence == 0 && state.dead.is_empty() && slot <= state.created_at =>
+                {
                     // A job that never ran: its current slot predates the
                     // record (created just now), yet it certainly did not
                     // run. The operator asked for it: queue it like a
-                    // one-slot backfill.
+                    // one-slot backfill. A slot after the record's creation
+                    // that is resolved already has its fate (missed,
+                    // skipped): running it would give it a second one.
                     state.pending.push(PendingRun {
                         slot,
                         attempt: 1,
@@ -970,7 +1022,13 @@ pub fn backfill(
             break;
         }
         let s = o.instant;
-        if s > state.cursor || state.slot_in_flight(s) || state.dead.iter().any(|d| d.slot == s) {
+        // Slots come in order: none after the cursor is a backfill's (they
+        // are still to be planned), so stop there rather than walk to `to`,
+        // which may be centuries of slots away.
+        if s > state.cursor {
+            break;
+        }
+        if state.slot_in_flight(s) || state.dead.iter().any(|d| d.slot == s) {
             continue;
         }
         if slots.len() >= room {
@@ -996,4 +1054,59 @@ pub fn backfill(
         state.counters.backfilled += slots.len() as u64;
     }
     Ok(slots)
+}
+
+#[cfg(all(test, feature = "toml"))]
+mod tests {
+    use super::*;
+    use crate::coord::SplitMix64;
+    use crate::manifest::parse_manifest;
+
+    /// The search over time finds the slot the walk back finds.
+    #[test]
+    fn last_fated_by_search_agrees_with_the_walk() {
+        let mut rng = SplitMix64::new(7);
+        for (schedule, zone) in [
+            ("* * * * *", "UTC"),
+            ("*/7 * * * *", "UTC"),
+            ("30 2 * * *", "America/New_York"),
+            ("0 9 * * MON-FRI", "Europe/Berlin"),
+        ] {
+            let text = format!(
+                "[[job]]\nname = \"j\"\nschedule = \"{schedule}\"\ntimezone = \"{zone}\"\n"
+            );
+            let spec = parse_manifest(&text, "t.toml")
+                .expect("valid")
+                .jobs
+                .remove(0);
+            for _ in 0..40 {
+                let cursor = Timestamp::from_second(
+                    1_700_000_000 + i64::try_from(rng.next_u64() % 200_000_000).expect("small"),
+                )
+                .expect("in range");
+                let due_until = Timestamp::from_second(
+                    cursor.as_second()
+                        + 1
+                        + i64::try_from(rng.next_u64() % 100_000_000).expect("small"),
+                )
+                .expect("in range");
+                let due = spec.schedule.count_between(cursor, due_until);
+                let newest = spec.schedule.prev_before(add_nanos(due_until));
+                for keep in [0, 1, 2, 65, 500] {
+                    if keep >= due {
+                        continue;
+                    }
+                    let mut walked = newest;
+                    for _ in 0..keep {
+                        walked = walked.and_then(|s| spec.schedule.prev_before(s));
+                    }
+                    assert_eq!(
+                        last_fated_by_search(&spec, cursor, due_until, keep),
+                        walked,
+                        "{schedule} {zone}: ({cursor}, {due_until}], keep {keep}"
+                    );
+                }
+            }
+        }
+    }
 }

@@ -423,10 +423,18 @@ pub fn decode_state(job: &str, text: &str) -> Result<JobState, DecodeError> {
     struct Schema {
         schema: Option<u64>,
     }
-    let schema = match serde_json::from_str::<Schema>(text) {
-        Ok(Schema { schema }) => schema,
-        Err(e) if e.is_data() => None,
-        Err(e) => return Err(err(format!("not JSON ({e})"))),
+    let schema = if text.trim_start().starts_with('{') {
+        match serde_json::from_str::<Schema>(text) {
+            Ok(Schema { schema }) => schema,
+            Err(e) if e.is_data() => None,
+            Err(e) => return Err(err(format!("not JSON ({e})"))),
+        }
+    } else {
+        // Not an object (a derived struct would also read an array):
+        // JSON or not, it has no schema.
+        serde_json::from_str::<serde::de::IgnoredAny>(text)
+            .map_err(|e| err(format!("not JSON ({e})")))?;
+        None
     };
     let schema = schema.ok_or_else(|| err("no schema version".into()))?;
     if schema > u64::from(SCHEMA_VERSION) {

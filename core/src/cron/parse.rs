@@ -662,7 +662,8 @@ fn parse_dom(
                     .err(K::Unsupported, item, off, "combines W with a range or step")
                     .hint("W takes a single day, as in 15W"));
             }
-            let d = parse_value(ctx, day, off, None, 1, 31)?;
+            // Quote the day as written (`upper` is only for matching).
+            let d = parse_value(ctx, &item[..day.len()], off, None, 1, 31)?;
             spec.nearest_weekday |= 1 << d;
         } else if item.contains('?') {
             return Err(ctx

@@ -161,9 +161,18 @@ impl RetryPolicy {
     /// The longest total backoff over all retries: how long after the first
     /// failure the last attempt may start, run times not counted.
     pub fn max_total_backoff(&self) -> Duration {
+        let retries = self.max_attempts.saturating_sub(1);
         let mut total = Duration::ZERO;
-        for retry in 1..self.max_attempts {
-            total = total.saturating_add(self.delay_cap(retry));
+        for retry in 1..=retries {
+            let delay = self.delay_cap(retry);
+            // From the cap, or the 64th retry (the doubling saturates), on,
+            // every delay is the same: add the rest at once, because one
+            // step per retry spins for seconds at max_attempts = 2^32 − 1.
+            if delay >= self.max_backoff || retry >= 64 {
+                let rest = delay.saturating_mul(retries - retry + 1);
+                return total.saturating_add(rest).min(MAX_DURATION);
+            }
+            total = total.saturating_add(delay);
             if total >= MAX_DURATION {
                 return MAX_DURATION;
             }
@@ -464,5 +473,47 @@ impl fmt::Display for Overlap {
             }
             other => f.write_str(other.as_str()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The closed form equals the sum of every retry's delay, where the sum
+    /// can be taken.
+    #[test]
+    fn max_total_backoff_is_the_sum_of_every_delay() {
+        let secs = Duration::from_secs;
+        for backoff in [0, 1, 7, 30, 3600] {
+            for max_backoff in [0, 1, 60, 300, 86_400] {
+                for max_attempts in (1..=140).chain([1_000, 5_000]) {
+                    let p = RetryPolicy {
+                        max_attempts,
+                        backoff: secs(backoff),
+                        max_backoff: secs(max_backoff),
+                        past_next_slot: false,
+                    };
+                    let sum = (1..max_attempts)
+                        .map(|r| p.delay_cap(r))
+                        .fold(Duration::ZERO, Duration::saturating_add)
+                        .min(MAX_DURATION);
+                    assert_eq!(p.max_total_backoff(), sum, "{p:?}");
+                }
+            }
+        }
+        let huge = RetryPolicy {
+            max_attempts: u32::MAX,
+            backoff: secs(1),
+            max_backoff: secs(1),
+            past_next_slot: false,
+        };
+        // 2^32 − 2 seconds is more than the 100 years a duration may be.
+        assert_eq!(huge.max_total_backoff(), MAX_DURATION);
+        let long = RetryPolicy {
+            max_attempts: 1_000_001,
+            ..huge
+        };
+        assert_eq!(long.max_total_backoff(), secs(1_000_000));
     }
 }

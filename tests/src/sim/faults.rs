@@ -10,8 +10,9 @@ use std::time::Duration;
 
 use cronslot_core::coord::exec::yield_now;
 use cronslot_core::coord::{
-    EffectBegin, EffectFinish, EffectLedger, EffectRecord, JobState, PutResult, RandomSource,
-    SplitMix64, StateStore, StoreError, StoreErrorKind, Version, Versioned,
+    EffectBegin, EffectFinish, EffectLedger, EffectRecord, JobState, Lease, Origin, PutResult,
+    RandomSource, SkipReason, SplitMix64, StateStore, StoreError, StoreErrorKind, Version,
+    Versioned,
 };
 use jiff::Timestamp;
 
@@ -42,6 +43,61 @@ pub struct FaultPlan {
     pub forced: std::collections::VecDeque<Option<StoreErrorKind>>,
     /// Jobs whose record a write may have changed since the last `take`.
     pub dirty: std::collections::BTreeSet<String>,
+    /// When `Some`, every write the store really applied, in the order the
+    /// store applied them: the model checks each transition (a per-step read
+    /// would miss a pause, a claim and a resume within one step).
+    pub applied: Option<Vec<Applied>>,
+}
+
+/// What the model needs of one applied write: a summary of the record
+/// written, cheap to take on every write.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Applied {
+    pub job: String,
+    /// The record's spec hash as a number (`u64::MAX` if it is not hex).
+    pub spec_hash: u64,
+    pub cursor: Timestamp,
+    pub fence: u64,
+    pub paused: bool,
+    pub skipped_paused: u64,
+    pub missed: u64,
+    pub backfilled: u64,
+    /// The lease holding the record's newest fence, if it is live.
+    pub newest: Option<Lease>,
+    /// (slot, origin, attempt) of every lease, then of every pending run.
+    pub leases: Vec<(Timestamp, Origin, u32)>,
+    pub pending: Vec<(Timestamp, Origin, u32)>,
+}
+
+impl Applied {
+    pub fn of(job: &str, s: &JobState) -> Applied {
+        Applied {
+            job: job.to_string(),
+            spec_hash: u64::from_str_radix(&s.spec_hash, 16).unwrap_or(u64::MAX),
+            cursor: s.cursor,
+            fence: s.fence,
+            paused: s.paused,
+            skipped_paused: s
+                .counters
+                .skipped
+                .get(&SkipReason::Paused)
+                .copied()
+                .unwrap_or(0),
+            missed: s.counters.missed_total(),
+            backfilled: s.counters.backfilled,
+            newest: s.lease_for_fence(s.fence).cloned(),
+            leases: s
+                .leases
+                .iter()
+                .map(|l| (l.slot, l.origin, l.attempt))
+                .collect(),
+            pending: s
+                .pending
+                .iter()
+                .map(|p| (p.slot, p.origin, p.attempt))
+                .collect(),
+        }
+    }
 }
 
 impl FaultPlan {
@@ -54,6 +110,7 @@ impl FaultPlan {
             counts: FaultCounts::default(),
             forced: std::collections::VecDeque::new(),
             dirty: std::collections::BTreeSet::new(),
+            applied: None,
         }
     }
 
@@ -130,14 +187,26 @@ impl<S: StateStore> StateStore for FaultStore<S> {
     ) -> Result<PutResult, StoreError> {
         let gate = self.gate(true).await;
         self.plan.borrow_mut().dirty.insert(job.to_string());
+        let applied = |r: &Result<PutResult, StoreError>| {
+            if let Ok(PutResult::Written(_)) = r {
+                if let Some(log) = self.plan.borrow_mut().applied.as_mut() {
+                    log.push(Applied::of(job, state));
+                }
+            }
+        };
         match gate {
             Some(StoreErrorKind::Ambiguous) => {
                 // Applied if the version matched, either way unknown.
-                let _ = self.inner.put(job, state, expected).await;
+                let r = self.inner.put(job, state, expected).await;
+                applied(&r);
                 Err(ambiguous())
             }
             Some(_) => Err(unavailable()),
-            None => self.inner.put(job, state, expected).await,
+            None => {
+                let r = self.inner.put(job, state, expected).await;
+                applied(&r);
+                r
+            }
         }
     }
 

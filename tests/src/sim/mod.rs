@@ -10,8 +10,13 @@
 //! order, and not at all during outages; the store fails operations without
 //! effect and applies writes whose response is lost ([`faults`]).
 //!
-//! After every step the records are checked against [`model`], which does
-//! not use `decide.rs`.
+//! An operator pauses jobs (and resumes them later), backfills past ranges
+//! through the coordinator's API (as `cronslot pause|resume|backfill` and
+//! the admin routes do), and deploys schedule changes ([`SCHEDULES`]: a new
+//! spec hash; runs already started keep the spec they started with).
+//!
+//! After every step the records, and every write the store applied, are
+//! checked against [`model`], which does not use `decide.rs`.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 pub mod faults;
@@ -27,14 +32,14 @@ use std::task::{Context, Poll, Waker};
 
 use cronslot_core::coord::exec::block_on;
 use cronslot_core::coord::{
-    CasCoordinator, Claim, CoordError, Coordinator, EffectError, EffectLedger, EffectState,
+    CasCoordinator, Claim, CoordError, Coordinator, EffectError, EffectLedger, EffectState, Idle,
     JobContext, RandomSource, SplitMix64, StateStore, Trigger,
 };
 use cronslot_core::manifest::{JobSpec, parse_manifest};
 use jiff::{SignedDuration, Timestamp};
 
-pub use faults::{FaultCounts, FaultPlan, FaultStore};
-pub use model::{Event, JobModel};
+pub use faults::{Applied, FaultCounts, FaultPlan, FaultStore};
+pub use model::{Event, JobModel, Sched};
 
 /// The simulated jobs: one of each shape. Schedules are `*/N` minutes in UTC
 /// so that the model can count slots by arithmetic.
@@ -85,6 +90,56 @@ retry = { max_attempts = 5, backoff = "2s", max_backoff = "10s" }
 /// Periods (minutes) of [`MANIFEST`]'s jobs, in order.
 pub const PERIODS: &[i64] = &[1, 2, 1, 5, 2];
 
+/// The schedules each job of [`MANIFEST`] can be changed to mid-run, the
+/// first being the manifest's: (cron, period, offset), minutes in UTC.
+/// Some share slots with each other (`*/2`, `*/3`), some share none
+/// (`*/2`, `1-59/2`), so a slot of the old schedule claimed after a change
+/// is visible.
+pub const SCHEDULES: &[&[(&str, i64, i64)]] = &[
+    &[
+        ("* * * * *", 1, 0),
+        ("*/3 * * * *", 3, 0),
+        ("1-59/2 * * * *", 2, 1),
+    ],
+    &[("*/2 * * * *", 2, 0), ("1-59/2 * * * *", 2, 1)],
+    &[("* * * * *", 1, 0), ("*/2 * * * *", 2, 0)],
+    &[
+        ("*/5 * * * *", 5, 0),
+        ("2-59/5 * * * *", 5, 2),
+        ("*/3 * * * *", 3, 0),
+    ],
+    &[
+        ("*/2 * * * *", 2, 0),
+        ("*/3 * * * *", 3, 0),
+        ("1-59/2 * * * *", 2, 1),
+    ],
+];
+
+/// Every job of [`MANIFEST`] under each of its [`SCHEDULES`], with the
+/// model's view of that schedule.
+pub fn spec_variants() -> Vec<Vec<(Rc<JobSpec>, Sched)>> {
+    let base = specs();
+    base.iter()
+        .enumerate()
+        .map(|(j, spec)| {
+            let name = spec.name.as_str();
+            let line = |cron: &str| format!("name = \"{name}\"\nschedule = \"{cron}\"");
+            SCHEDULES[j]
+                .iter()
+                .map(|&(cron, period, offset)| {
+                    let text = MANIFEST.replace(&line(SCHEDULES[j][0].0), &line(cron));
+                    let spec = parse_manifest(&text, "sim.toml")
+                        .unwrap_or_else(|e| panic!("simulation manifest ({cron}):\n{e}"))
+                        .jobs
+                        .swap_remove(j);
+                    assert_eq!(spec.schedule_text, cron, "variant of {name}");
+                    (Rc::new(spec), Sched::every(period, offset))
+                })
+                .collect()
+        })
+        .collect()
+}
+
 /// The jobs of [`MANIFEST`].
 pub fn specs() -> Vec<JobSpec> {
     parse_manifest(MANIFEST, "sim.toml")
@@ -109,6 +164,11 @@ pub struct SimConfig {
     pub pause_per_step_ppm: u64,
     pub store_unavailable_ppm: u64,
     pub store_ambiguous_ppm: u64,
+    /// Per step: an operator pauses a job (resumed 2–40 minutes later),
+    /// backfills a past range, a new schedule is deployed.
+    pub job_pause_per_step_ppm: u64,
+    pub backfill_per_step_ppm: u64,
+    pub schedule_change_per_step_ppm: u64,
 }
 
 impl SimConfig {
@@ -121,6 +181,9 @@ impl SimConfig {
             pause_per_step_ppm: 2_000,
             store_unavailable_ppm: 15_000,
             store_ambiguous_ppm: 10_000,
+            job_pause_per_step_ppm: 1_500,
+            backfill_per_step_ppm: 2_000,
+            schedule_change_per_step_ppm: 1_000,
         }
     }
 }
@@ -155,6 +218,30 @@ pub struct SimReport {
     /// Effects that ran again because the earlier run's record of it was
     /// lost (the crash between an effect and its record; allowed).
     pub effects_repeated_unrecorded: u64,
+    /// Operator's pauses and resumes asked, and applied (seen in the
+    /// store's writes); claims answered "paused"; slots skipped as paused.
+    pub job_pauses: u64,
+    pub job_pauses_applied: u64,
+    pub job_resumes_applied: u64,
+    pub paused_idle: u64,
+    pub skipped_paused: u64,
+    /// Backfills asked and answered, slots they queued (each a new life of
+    /// a past slot) and how those lives ended.
+    pub backfills: u64,
+    pub backfills_ok: u64,
+    pub backfilled_slots: u64,
+    pub backfill_succeeded: u64,
+    pub backfill_dead: u64,
+    pub backfill_superseded: u64,
+    /// Schedules deployed, and spec hash changes the records went through
+    /// (a run that started before a deploy writes the older hash back).
+    pub schedule_changes: u64,
+    pub spec_changes_applied: u64,
+    /// Operator calls that failed transiently (retried), operator crashes.
+    pub operator_errors: u64,
+    pub operator_crashes: u64,
+    /// Writes the store applied, each checked against the one before.
+    pub writes_checked: u64,
     pub violations: Vec<String>,
     pub trace_hash: u64,
 }
@@ -178,7 +265,12 @@ impl Trace {
 /// Shared by every worker of one simulation.
 struct Shared {
     clock: Cell<Timestamp>,
-    specs: Vec<JobSpec>,
+    /// Each job's spec as deployed now.
+    specs: RefCell<Vec<Rc<JobSpec>>>,
+    /// When the operator is to resume a job it paused.
+    resume_due: RefCell<Vec<Option<Timestamp>>>,
+    /// Operator calls the coordinator refused for good (none should be).
+    op_refusals: RefCell<Vec<String>>,
     events: RefCell<Vec<Event>>,
     effects: RefCell<BTreeMap<String, u32>>,
     /// Reads the ledger without faults: is this effect recorded as done?
@@ -243,21 +335,71 @@ fn range(rng: &mut SplitMix64, lo: i64, hi: i64) -> i64 {
     lo + (rng.next_u64() % u64::try_from(hi - lo + 1).unwrap_or(1)) as i64
 }
 
+/// What the operator does.
+#[derive(Debug, Clone, Copy)]
+enum OpAction {
+    Pause(usize),
+    Resume(usize),
+    Backfill(usize, Timestamp, Timestamp),
+}
+
+/// One operator command (as `cronslot pause|resume|backfill` runs it),
+/// retried on transient errors like a person at a shell would.
+async fn run_op<S: StateStore + EffectLedger + 'static>(
+    coord: Rc<CasCoordinator<FaultStore<S>>>,
+    sh: Rc<Shared>,
+    action: OpAction,
+    spec: Rc<JobSpec>,
+) {
+    for _ in 0..4 {
+        let now = sh.clock.get();
+        let r = match action {
+            OpAction::Pause(_) => coord.pause(&spec, now).await.map(|()| 0),
+            OpAction::Resume(_) => coord.resume(&spec, now).await.map(|()| 0),
+            OpAction::Backfill(_, from, to) => coord
+                .backfill(&spec, from, to, now, false)
+                .await
+                .map(|s| s.len()),
+        };
+        match r {
+            Ok(_) => {
+                match action {
+                    OpAction::Resume(j) => sh.resume_due.borrow_mut()[j] = None,
+                    OpAction::Backfill(..) => sh.report.borrow_mut().backfills_ok += 1,
+                    OpAction::Pause(_) => {}
+                }
+                return;
+            }
+            Err(e) if e.is_transient() => sh.report.borrow_mut().operator_errors += 1,
+            Err(e) => {
+                sh.op_refusals
+                    .borrow_mut()
+                    .push(format!("operator's {action:?} refused: {e}"));
+                return;
+            }
+        }
+    }
+}
+
 async fn run_one<S: StateStore + EffectLedger + 'static>(
     p: Rc<Proc<S>>,
     sh: Rc<Shared>,
     job: usize,
     trigger: Trigger,
     plan: RunPlan,
+    spec: Rc<JobSpec>,
+    sched: Sched,
 ) {
-    let spec = &sh.specs[job];
+    let spec = &*spec;
     let skew = p.skew;
     let clock = || plus(sh.clock.get(), skew);
     let now = clock();
     let lease = match p.coord.claim(spec, now, trigger, &p.owner).await {
         Ok(Claim::Claimed(l)) => l,
-        Ok(Claim::Idle(_)) => {
-            sh.report.borrow_mut().idle_claims += 1;
+        Ok(Claim::Idle(idle)) => {
+            let mut r = sh.report.borrow_mut();
+            r.idle_claims += 1;
+            r.paused_idle += u64::from(idle == Idle::Paused);
             return;
         }
         Err(_) => {
@@ -273,6 +415,7 @@ async fn run_one<S: StateStore + EffectLedger + 'static>(
         job,
         lease: lease.clone(),
         effective_now,
+        sched,
     });
     let fence = lease.fence;
     let ctx = JobContext::new(&p.coord, spec, lease, &clock);
@@ -364,17 +507,35 @@ where
     S: StateStore + EffectLedger + Clone + 'static,
 {
     let mut rng = SplitMix64::new(cfg.seed);
-    let specs = specs();
-    let mut models: Vec<JobModel> = specs
+    let variants = spec_variants();
+    let mut models: Vec<JobModel> = variants
         .iter()
-        .zip(PERIODS)
-        .map(|(s, p)| JobModel::new(s, *p))
+        .map(|vs| {
+            let hashes = vs
+                .iter()
+                .map(|(spec, sched)| {
+                    (
+                        u64::from_str_radix(&spec.spec_hash(), 16).unwrap_or(u64::MAX),
+                        *sched,
+                    )
+                })
+                .collect();
+            JobModel::new(&vs[0].0, hashes)
+        })
         .collect();
+    let names: Vec<String> = variants
+        .iter()
+        .map(|vs| vs[0].0.name.as_str().to_string())
+        .collect();
+    // The deployed schedule of each job (an index into its variants).
+    let mut deployed = vec![0usize; variants.len()];
     let raw = store.clone();
     let ledger = store.clone();
     let sh = Rc::new(Shared {
         clock: Cell::new(t0()),
-        specs,
+        specs: RefCell::new(variants.iter().map(|vs| vs[0].0.clone()).collect()),
+        resume_due: RefCell::new(vec![None; variants.len()]),
+        op_refusals: RefCell::new(Vec::new()),
         events: RefCell::new(Vec::new()),
         effects: RefCell::new(BTreeMap::new()),
         ledger_done: Box::new(move |key| {
@@ -397,11 +558,19 @@ where
         inner: store,
         plan: plan.clone(),
     };
+    let mut violations: Vec<String> = Vec::new();
     // Every job is created at t0, so the model knows its first slot.
     let creator = CasCoordinator::new(raw.clone(), 0);
-    for spec in &sh.specs {
-        let _ = block_on(creator.claim(spec, t0(), Trigger::Tick, "creator"));
+    for (j, m) in models.iter_mut().enumerate() {
+        let spec = sh.specs.borrow()[j].clone();
+        let _ = block_on(creator.claim(&spec, t0(), Trigger::Tick, "creator"));
+        match block_on(raw.get(&names[j])) {
+            Ok(Some(v)) => m.start(&v.value, Applied::of(&names[j], &v.value), &mut violations),
+            other => violations.push(format!("{}: not created: {other:?}", names[j])),
+        }
     }
+    // From here on, every write the store applies is checked.
+    plan.borrow_mut().applied = Some(Vec::new());
     let mut workers: Vec<Worker<S>> = (0..cfg.workers)
         .map(|i| Worker {
             proc: new_proc(&fstore, &mut rng, i, 0),
@@ -410,6 +579,9 @@ where
             incarnation: 0,
         })
         .collect();
+    // The operator: one command at a time, through its own coordinator.
+    let mut op_coord = Rc::new(CasCoordinator::new(fstore.clone(), rng.next_u64()));
+    let mut op_run: Option<Pin<Box<dyn Future<Output = ()>>>> = None;
     let mut trace = Trace(0xcbf2_9ce4_8422_2325);
     let mut queue: BinaryHeap<Delivery> = BinaryHeap::new();
     let mut seq = 0u64;
@@ -417,29 +589,91 @@ where
     let mut prev = t0();
     let waker = Waker::noop();
     let mut cx = Context::from_waker(waker);
-    let slots_due = |now: Timestamp, models: &[JobModel]| -> u64 {
-        models.iter().map(|m| m.count(t0(), now)).sum()
-    };
-    let mut violations: Vec<String> = Vec::new();
+    // Slots that came due on the deployed schedules.
+    let mut due_total = 0u64;
     let mut draining_since: Option<Timestamp> = None;
     let drain = secs(20 * 60);
+    // Backfilled slots run at the pace of the job's triggers: the drain
+    // waits for them, up to this long (then they are stuck).
+    let drain_max = secs(3 * 60 * 60);
     let mut step = 0u64;
     loop {
         step += 1;
         let dt = secs(range(&mut rng, 1, 20));
         let now = plus(prev, dt);
         sh.clock.set(now);
-        if draining_since.is_none() && slots_due(now, &models) >= cfg.slots {
+        if draining_since.is_none() && due_total >= cfg.slots {
             // Drain: no more faults, crashes, pauses or outages; the
-            // platform keeps triggering until every slot settles.
+            // platform keeps triggering until every slot settles, and the
+            // operator resumes what it paused.
             draining_since = Some(now);
             plan.borrow_mut().enabled = false;
             outage_until = now;
+            for r in sh.resume_due.borrow_mut().iter_mut().flatten() {
+                *r = now;
+            }
         }
         let calm = draining_since.is_some();
         if let Some(since) = draining_since {
-            if now >= plus(since, drain) {
+            let settled = op_run.is_none()
+                && sh.resume_due.borrow().iter().all(Option::is_none)
+                && models.iter().all(|m| m.backfills_open() == 0);
+            if (now >= plus(since, drain) && settled) || now >= plus(since, drain_max) {
                 break;
+            }
+        }
+        // A deploy: the job's next schedule, for the platform and for runs
+        // starting from now on.
+        if !calm && chance(&mut rng, cfg.schedule_change_per_step_ppm) {
+            let j = (rng.next_u64() % variants.len() as u64) as usize;
+            let k = (deployed[j] + 1 + (rng.next_u64() % (variants[j].len() as u64 - 1)) as usize)
+                % variants[j].len();
+            deployed[j] = k;
+            sh.specs.borrow_mut()[j] = variants[j][k].0.clone();
+            sh.report.borrow_mut().schedule_changes += 1;
+            trace.add(&format!("S{j}:{k};"));
+        }
+        // The operator's next command.
+        if op_run.is_none() {
+            let due = sh
+                .resume_due
+                .borrow()
+                .iter()
+                .position(|r| r.is_some_and(|t| t <= now));
+            let action = if let Some(j) = due {
+                Some(OpAction::Resume(j))
+            } else if calm {
+                None
+            } else if chance(&mut rng, cfg.job_pause_per_step_ppm) {
+                let j = (rng.next_u64() % variants.len() as u64) as usize;
+                if sh.resume_due.borrow()[j].is_none() {
+                    // Resumed later whatever the answer: a pause whose
+                    // answer was lost may have been applied.
+                    sh.resume_due.borrow_mut()[j] =
+                        Some(plus(now, secs(60 * range(&mut rng, 2, 40))));
+                    sh.report.borrow_mut().job_pauses += 1;
+                    Some(OpAction::Pause(j))
+                } else {
+                    None
+                }
+            } else if chance(&mut rng, cfg.backfill_per_step_ppm) {
+                let j = (rng.next_u64() % variants.len() as u64) as usize;
+                let sched = variants[j][deployed[j]].1;
+                let to = now - secs(60 * range(&mut rng, 0, 120));
+                let from = to - sched.period() * range(&mut rng, 0, 3) as i32;
+                models[j].operator_sched = sched;
+                sh.report.borrow_mut().backfills += 1;
+                Some(OpAction::Backfill(j, from, to))
+            } else {
+                None
+            };
+            if let Some(action) = action {
+                let j = match action {
+                    OpAction::Pause(j) | OpAction::Resume(j) | OpAction::Backfill(j, ..) => j,
+                };
+                trace.add(&format!("O{action:?};"));
+                let spec = sh.specs.borrow()[j].clone();
+                op_run = Some(Box::pin(run_op(op_coord.clone(), sh.clone(), action, spec)));
             }
         }
         // The platform: deliveries for slots in (prev, now].
@@ -447,12 +681,14 @@ where
             outage_until = plus(now, secs(range(&mut rng, 3 * 60, 60 * 60)));
             sh.report.borrow_mut().outages += 1;
         }
-        for (j, m) in models.iter().enumerate() {
-            let n = m.count(prev, now);
+        for (j, vs) in variants.iter().enumerate() {
+            let sched = vs[deployed[j]].1;
+            let n = sched.count(prev, now);
+            due_total += n;
             if n == 0 || now < outage_until {
                 continue;
             }
-            let slot = m.slot_at_or_before(now);
+            let slot = sched.slot_at_or_before(now);
             let copies = if calm {
                 1
             } else if chance(&mut rng, 250_000) {
@@ -513,7 +749,8 @@ where
                     Trigger::Manual => r.manual_triggers += 1,
                 }
             }
-            let lease_s = sh.specs[job].lease.as_secs() as i64;
+            let spec = sh.specs.borrow()[job].clone();
+            let lease_s = spec.lease.as_secs() as i64;
             let roll = rng.next_u64() % 100;
             let work = if calm || roll < 70 {
                 range(&mut rng, 1, 30)
@@ -536,12 +773,15 @@ where
                 },
             };
             trace.add(&format!("d{s}:{job}:{kind}:{slot}:{w};"));
+            // The run keeps the spec it started with, across a deploy.
             workers[w].run = Some(Box::pin(run_one(
                 workers[w].proc.clone(),
                 sh.clone(),
                 job,
                 trigger,
                 plan,
+                spec,
+                variants[job][deployed[job]].1,
             )));
         }
         // Poll the runs: each poll passes at most one await point.
@@ -574,11 +814,38 @@ where
                 }
             }
         }
-        // Check every record (when something was written) and every event
-        // of the step.
+        // The operator's command runs like a worker's, and can be killed.
+        for _ in 0..range(&mut rng, 1, 4) {
+            let Some(run) = op_run.as_mut() else { break };
+            if !calm && chance(&mut rng, cfg.crash_per_poll_ppm) {
+                op_run = None;
+                op_coord = Rc::new(CasCoordinator::new(fstore.clone(), rng.next_u64()));
+                sh.report.borrow_mut().operator_crashes += 1;
+                trace.add("cO;");
+                break;
+            }
+            if run.as_mut().poll(&mut cx).is_ready() {
+                op_run = None;
+            }
+        }
+        // Check every write the store applied, in its order, then every
+        // record (when something was written) and every event of the step.
+        let applied = plan
+            .borrow_mut()
+            .applied
+            .as_mut()
+            .map(std::mem::take)
+            .unwrap_or_default();
+        for w in &applied {
+            match names.iter().position(|n| *n == w.job) {
+                Some(j) => models[j].observe_write(w, &mut violations),
+                None => violations.push(format!("a write to unknown job {}", w.job)),
+            }
+        }
+        violations.append(&mut sh.op_refusals.borrow_mut());
         let dirty = std::mem::take(&mut plan.borrow_mut().dirty);
         for (j, m) in models.iter_mut().enumerate() {
-            let job = sh.specs[j].name.as_str();
+            let job = names[j].as_str();
             if !dirty.contains(job) {
                 continue;
             }
@@ -630,29 +897,46 @@ where
     let mut fated = 0;
     if violations.is_empty() {
         for (j, m) in models.iter_mut().enumerate() {
-            let spec = &sh.specs[j];
+            let spec = sh.specs.borrow()[j].clone();
+            let longest = SCHEDULES[j].iter().map(|s| s.1).max().unwrap_or(1);
             // A slot may wait up to its starting deadline (catch-up), then
             // run for a lease (plus the margin) and retry before the next
             // slot: past that, it is stuck.
             let stuck_after = SignedDuration::try_from(spec.starting_deadline).unwrap_or_default()
                 + SignedDuration::try_from(spec.lease).unwrap_or_default()
                 + SignedDuration::try_from(spec.skew_margin).unwrap_or_default()
-                + secs(2 * 60 * PERIODS[j]);
-            match block_on(checker.status(spec, end)) {
-                Ok(state) => fated += m.check_end(&state, end, stuck_after, &mut violations),
+                + secs(2 * 60 * longest);
+            match block_on(checker.status(&spec, end)) {
+                Ok(state) => {
+                    sh.report.borrow_mut().skipped_paused += state
+                        .counters
+                        .skipped
+                        .get(&cronslot_core::coord::SkipReason::Paused)
+                        .copied()
+                        .unwrap_or(0);
+                    fated += m.check_end(&state, end, stuck_after, &mut violations);
+                }
                 Err(e) => violations.push(format!("{}: status failed: {e}", spec.name.as_str())),
             }
         }
     }
     let mut r = sh.report.borrow().clone();
-    r.slots = slots_due(end, &models);
+    r.slots = due_total;
     r.fated_slots = fated;
     r.steps = step;
     r.virtual_secs = (end - t0()).as_secs();
     r.store = plan.borrow().counts.clone();
-    r.succeeded = models.iter().map(|m| m.succeeded.len() as u64).sum();
-    r.dead = models.iter().map(|m| m.dead.len() as u64).sum();
+    r.succeeded = models.iter().map(|m| m.succeeded_total).sum();
+    r.dead = models.iter().map(|m| m.dead_total).sum();
     r.late_claims = models.iter().map(|m| m.late_claims).sum();
+    r.job_pauses_applied = models.iter().map(|m| m.pauses_applied).sum();
+    r.job_resumes_applied = models.iter().map(|m| m.resumes_applied).sum();
+    r.backfilled_slots = models.iter().map(|m| m.backfilled).sum();
+    r.backfill_succeeded = models.iter().map(|m| m.backfill_succeeded).sum();
+    r.backfill_dead = models.iter().map(|m| m.backfill_dead).sum();
+    r.backfill_superseded = models.iter().map(|m| m.backfill_superseded).sum();
+    r.spec_changes_applied = models.iter().map(|m| m.spec_changes_applied).sum();
+    r.writes_checked = models.iter().map(|m| m.writes_seen).sum();
     r.effects_repeated_unrecorded = sh
         .effects
         .borrow()
