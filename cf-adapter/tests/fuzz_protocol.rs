@@ -29,16 +29,14 @@ use cronslot_cf::JobObject;
 use cronslot_cf::dispatch::{TICK_CRON, dedicated_cron, dispatch};
 use cronslot_cf::protocol::{Answer, ObjectReply, ObjectRequest, Op, WireError};
 use cronslot_cf::spec_text::{decode_spec, encode_spec};
-use cronslot_cf::sql::{Sql, SqlError, SqlValue};
 use cronslot_core::coord::decide::MAX_BACKFILL;
 use cronslot_core::coord::exec::block_on;
 use cronslot_core::coord::{Trigger, encode_state};
 use cronslot_core::manifest::{JobSpec, Manifest, parse_manifest};
+use cronslot_tests::sim_backends::RusqliteSql;
 use jiff::Timestamp;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, RngSeed};
-use rusqlite::Connection;
-use rusqlite::types::{Value as SqlCell, ValueRef};
 use serde_json::{Value, json};
 
 const CASE_BUDGET: Duration = Duration::from_secs(10);
@@ -59,50 +57,12 @@ fn config(cases: u32) -> Config {
 
 // ------------------------------------------------------------ the object
 
-struct Sqlite(Connection);
-
-impl Sql for Sqlite {
-    fn exec(&self, sql: &str, params: &[SqlValue]) -> Result<Vec<Vec<SqlValue>>, SqlError> {
-        let err = |e: rusqlite::Error| SqlError(e.to_string());
-        let mut stmt = self.0.prepare(sql).map_err(err)?;
-        let values: Vec<SqlCell> = params
-            .iter()
-            .map(|p| match p {
-                SqlValue::Null => SqlCell::Null,
-                SqlValue::Integer(i) => SqlCell::Integer(*i),
-                SqlValue::Real(r) => SqlCell::Real(*r),
-                SqlValue::Text(t) => SqlCell::Text(t.clone()),
-                SqlValue::Blob(b) => SqlCell::Blob(b.clone()),
-            })
-            .collect();
-        let columns = stmt.column_count();
-        let mut rows = stmt
-            .query(rusqlite::params_from_iter(values))
-            .map_err(err)?;
-        let mut out = Vec::new();
-        while let Some(row) = rows.next().map_err(err)? {
-            let mut cells = Vec::with_capacity(columns);
-            for i in 0..columns {
-                cells.push(match row.get_ref(i).map_err(err)? {
-                    ValueRef::Null => SqlValue::Null,
-                    ValueRef::Integer(i) => SqlValue::Integer(i),
-                    ValueRef::Real(r) => SqlValue::Real(r),
-                    ValueRef::Text(t) => SqlValue::Text(String::from_utf8_lossy(t).into_owned()),
-                    ValueRef::Blob(b) => SqlValue::Blob(b.to_vec()),
-                });
-            }
-            out.push(cells);
-        }
-        Ok(out)
-    }
-}
-
-fn object() -> JobObject<Sqlite> {
-    JobObject::new(Sqlite(Connection::open_in_memory().expect("sqlite")), 7)
+fn object() -> JobObject<RusqliteSql> {
+    JobObject::new(RusqliteSql::in_memory().expect("sqlite"), 7)
 }
 
 /// Serves `body`, checking the answer is an `ObjectReply` and in time.
-fn serve(object: &JobObject<Sqlite>, body: &str) -> Result<ObjectReply, TestCaseError> {
+fn serve(object: &JobObject<RusqliteSql>, body: &str) -> Result<ObjectReply, TestCaseError> {
     let started = Instant::now();
     let answer = block_on(object.handle_text(body));
     let took = started.elapsed();
@@ -113,7 +73,7 @@ fn serve(object: &JobObject<Sqlite>, body: &str) -> Result<ObjectReply, TestCase
 }
 
 /// A body that is not a request is refused as such.
-fn check_refused(object: &JobObject<Sqlite>, body: &str) -> Result<(), TestCaseError> {
+fn check_refused(object: &JobObject<RusqliteSql>, body: &str) -> Result<(), TestCaseError> {
     let reply = serve(object, body)?;
     if serde_json::from_str::<ObjectRequest>(body).is_err() {
         match reply {

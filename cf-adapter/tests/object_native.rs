@@ -8,63 +8,23 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 use std::rc::Rc;
 
-use cronslot_cf::sql::{Sql, SqlError, SqlValue};
 use cronslot_cf::{JobObject, ObjectClient, Transport};
 use cronslot_core::coord::StoreError;
 use cronslot_core::coord::exec::block_on;
-use rusqlite::Connection;
-use rusqlite::types::{Value, ValueRef};
-
-struct Sqlite(Connection);
-
-impl Sql for Sqlite {
-    fn exec(&self, sql: &str, params: &[SqlValue]) -> Result<Vec<Vec<SqlValue>>, SqlError> {
-        let err = |e: rusqlite::Error| SqlError(e.to_string());
-        let mut stmt = self.0.prepare(sql).map_err(err)?;
-        let values: Vec<Value> = params
-            .iter()
-            .map(|p| match p {
-                SqlValue::Null => Value::Null,
-                SqlValue::Integer(i) => Value::Integer(*i),
-                SqlValue::Real(r) => Value::Real(*r),
-                SqlValue::Text(t) => Value::Text(t.clone()),
-                SqlValue::Blob(b) => Value::Blob(b.clone()),
-            })
-            .collect();
-        let columns = stmt.column_count();
-        let mut rows = stmt
-            .query(rusqlite::params_from_iter(values))
-            .map_err(err)?;
-        let mut out = Vec::new();
-        while let Some(row) = rows.next().map_err(err)? {
-            let mut cells = Vec::with_capacity(columns);
-            for i in 0..columns {
-                cells.push(match row.get_ref(i).map_err(err)? {
-                    ValueRef::Null => SqlValue::Null,
-                    ValueRef::Integer(i) => SqlValue::Integer(i),
-                    ValueRef::Real(r) => SqlValue::Real(r),
-                    ValueRef::Text(t) => SqlValue::Text(String::from_utf8_lossy(t).into_owned()),
-                    ValueRef::Blob(b) => SqlValue::Blob(b.to_vec()),
-                });
-            }
-            out.push(cells);
-        }
-        Ok(out)
-    }
-}
+use cronslot_tests::sim_backends::RusqliteSql;
 
 /// One object per job name, as `id_from_name(job)` gives in workerd.
 #[derive(Default, Clone)]
-struct Objects(Rc<RefCell<HashMap<String, Rc<JobObject<Sqlite>>>>>);
+struct Objects(Rc<RefCell<HashMap<String, Rc<JobObject<RusqliteSql>>>>>);
 
 impl Objects {
-    fn object(&self, job: &str) -> Rc<JobObject<Sqlite>> {
+    fn object(&self, job: &str) -> Rc<JobObject<RusqliteSql>> {
         self.0
             .borrow_mut()
             .entry(job.to_string())
             .or_insert_with(|| {
-                let conn = Connection::open_in_memory().expect("in-memory sqlite");
-                Rc::new(JobObject::new(Sqlite(conn), 7))
+                let sql = RusqliteSql::in_memory().expect("in-memory sqlite");
+                Rc::new(JobObject::new(sql, 7))
             })
             .clone()
     }

@@ -36,7 +36,7 @@ use rusqlite::types::{Value, ValueRef};
 /// Object's `storage.sql` is in workerd (SQLite; one statement at a time,
 /// each committed before the next request can run), for native tests.
 ///
-/// Semantics match `cf-adapter/tests/object_native.rs`: parameters bind by
+/// Also the object's SQL in cf-adapter's native tests. Parameters bind by
 /// position, every row comes back with all its columns, and text that is
 /// not UTF-8 is read lossily. Statements are prepared once and cached (the
 /// object runs the same few statements over and over).

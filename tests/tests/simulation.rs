@@ -26,58 +26,7 @@ fn seeds(default: &[u64]) -> Vec<u64> {
 }
 
 fn print(store: &str, r: &SimReport, secs: f64) {
-    eprintln!(
-        "sim {store} seed {}: {} slots ({} fated), {} steps, {} virtual days, {} claims, \
-         {} succeeded, {} dead, {} late claims, {} crashes, {} pauses, {} deliveries \
-         ({} duplicate, {} late, {} dropped; {} tick, {} slot, {} manual), {} outages, \
-         store ops {} ({} unavailable, {} ambiguous), effects {} ({} repeated unrecorded), \
-         job pauses {} ({} applied, {} resumes applied, {} claims answered paused, {} slots skipped), \
-         backfills {} ({} answered, {} slots queued: {} succeeded, {} dead, {} superseded), \
-         schedule changes {} ({} spec hash changes stored), operator {} transient errors, \
-         {} crashes, {} writes checked, {} violations, trace {:016x}, {secs:.1}s",
-        r.seed,
-        r.slots,
-        r.fated_slots,
-        r.steps,
-        r.virtual_secs / 86_400,
-        r.claims,
-        r.succeeded,
-        r.dead,
-        r.late_claims,
-        r.crashes,
-        r.pauses,
-        r.deliveries,
-        r.duplicate_deliveries,
-        r.late_deliveries,
-        r.dropped_deliveries,
-        r.tick_triggers,
-        r.slot_triggers,
-        r.manual_triggers,
-        r.outages,
-        r.store.operations,
-        r.store.unavailable,
-        r.store.ambiguous,
-        r.effects_run,
-        r.effects_repeated_unrecorded,
-        r.job_pauses,
-        r.job_pauses_applied,
-        r.job_resumes_applied,
-        r.paused_idle,
-        r.skipped_paused,
-        r.backfills,
-        r.backfills_ok,
-        r.backfilled_slots,
-        r.backfill_succeeded,
-        r.backfill_dead,
-        r.backfill_superseded,
-        r.schedule_changes,
-        r.spec_changes_applied,
-        r.operator_errors,
-        r.operator_crashes,
-        r.writes_checked,
-        r.violations.len(),
-        r.trace_hash,
-    );
+    eprintln!("{}", r.summary(store, secs));
 }
 
 fn check(store: &str, r: &SimReport) {

@@ -34,41 +34,8 @@ fn seed(default: u64) -> u64 {
         .unwrap_or(default)
 }
 
-/// The report line of `tests/simulation.rs`.
 fn print(store: &str, r: &SimReport, secs: f64) {
-    eprintln!(
-        "sim {store} seed {}: {} slots ({} fated), {} steps, {} virtual days, {} claims, \
-         {} succeeded, {} dead, {} late claims, {} crashes, {} pauses, {} deliveries \
-         ({} duplicate, {} late, {} dropped; {} tick, {} slot, {} manual), {} outages, \
-         store ops {} ({} unavailable, {} ambiguous), effects {} ({} repeated unrecorded), \
-         {} violations, trace {:016x}, {secs:.1}s",
-        r.seed,
-        r.slots,
-        r.fated_slots,
-        r.steps,
-        r.virtual_secs / 86_400,
-        r.claims,
-        r.succeeded,
-        r.dead,
-        r.late_claims,
-        r.crashes,
-        r.pauses,
-        r.deliveries,
-        r.duplicate_deliveries,
-        r.late_deliveries,
-        r.dropped_deliveries,
-        r.tick_triggers,
-        r.slot_triggers,
-        r.manual_triggers,
-        r.outages,
-        r.store.operations,
-        r.store.unavailable,
-        r.store.ambiguous,
-        r.effects_run,
-        r.effects_repeated_unrecorded,
-        r.violations.len(),
-        r.trace_hash,
-    );
+    eprintln!("{}", r.summary(store, secs));
 }
 
 /// No violation, and something ran; the message says how to replay.

@@ -246,6 +246,64 @@ pub struct SimReport {
     pub trace_hash: u64,
 }
 
+impl SimReport {
+    /// One line: what ran, what was injected, what was checked.
+    pub fn summary(&self, store: &str, secs: f64) -> String {
+        format!(
+            "sim {store} seed {}: {} slots ({} fated), {} steps, {} virtual days, {} claims, \
+             {} succeeded, {} dead, {} late claims, {} crashes, {} pauses, {} deliveries \
+             ({} duplicate, {} late, {} dropped; {} tick, {} slot, {} manual), {} outages, \
+             store ops {} ({} unavailable, {} ambiguous), effects {} ({} repeated unrecorded), \
+             job pauses {} ({} applied, {} resumes applied, {} claims answered paused, {} slots skipped), \
+             backfills {} ({} answered, {} slots queued: {} succeeded, {} dead, {} superseded), \
+             schedule changes {} ({} spec hash changes stored), operator {} transient errors, \
+             {} crashes, {} writes checked, {} violations, trace {:016x}, {secs:.1}s",
+            self.seed,
+            self.slots,
+            self.fated_slots,
+            self.steps,
+            self.virtual_secs / 86_400,
+            self.claims,
+            self.succeeded,
+            self.dead,
+            self.late_claims,
+            self.crashes,
+            self.pauses,
+            self.deliveries,
+            self.duplicate_deliveries,
+            self.late_deliveries,
+            self.dropped_deliveries,
+            self.tick_triggers,
+            self.slot_triggers,
+            self.manual_triggers,
+            self.outages,
+            self.store.operations,
+            self.store.unavailable,
+            self.store.ambiguous,
+            self.effects_run,
+            self.effects_repeated_unrecorded,
+            self.job_pauses,
+            self.job_pauses_applied,
+            self.job_resumes_applied,
+            self.paused_idle,
+            self.skipped_paused,
+            self.backfills,
+            self.backfills_ok,
+            self.backfilled_slots,
+            self.backfill_succeeded,
+            self.backfill_dead,
+            self.backfill_superseded,
+            self.schedule_changes,
+            self.spec_changes_applied,
+            self.operator_errors,
+            self.operator_crashes,
+            self.writes_checked,
+            self.violations.len(),
+            self.trace_hash,
+        )
+    }
+}
+
 /// A queued trigger: (due, sequence, job, kind 0 tick / 1 slot / 2 manual,
 /// slot in Unix seconds), earliest first.
 type Delivery = Reverse<(Timestamp, u64, usize, u8, i64)>;
