@@ -45,8 +45,9 @@ impl<T: Transport> ObjectClient<T> {
         &self.transport
     }
 
-    /// Rendered on every call (a few microseconds): the same job name may
-    /// carry a changed spec, and the object must plan with the new one.
+    /// Rendered on every call (small next to the request it rides on, its
+    /// zone's TZif data included): the same job name may carry a changed
+    /// spec, and the object must plan with the new one.
     fn spec_text(&self, spec: &JobSpec) -> String {
         let text = encode_spec(spec);
         self.specs

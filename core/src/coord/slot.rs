@@ -36,16 +36,11 @@ impl SlotId {
 /// `strftime`, whose formatter is ≈ 15 KB of a Worker for one pattern.
 pub fn format_instant(t: Timestamp) -> String {
     let d = jiff::tz::Offset::UTC.to_datetime(t);
-    // Four characters, a sign included, as strftime's %Y (slots are never
-    // that early; only the Timestamp range is).
-    let year = d.year();
-    let year = if year < 0 {
-        format!("-{:03}", year.unsigned_abs())
-    } else {
-        format!("{year:04}")
-    };
+    // `{:04}` pads to four characters with the sign counted, as strftime's
+    // %Y does for the years before 0 (only the Timestamp range reaches them).
     format!(
-        "{year}-{:02}-{:02}T{:02}:{:02}:{:02}Z",
+        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}Z",
+        d.year(),
         d.month(),
         d.day(),
         d.hour(),

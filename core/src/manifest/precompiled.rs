@@ -80,9 +80,7 @@ impl Manifest {
         // Plain structs, maps with string keys: serialising cannot fail.
         serde_json::to_string_pretty(&doc).unwrap_or_default()
     }
-}
 
-impl Manifest {
     /// The TZif data (base64) of every zone the manifest names, so that a
     /// program built without the tz database (core's feature `tzdb`) knows
     /// them when it loads the precompiled form. UTC needs none.
