@@ -62,6 +62,12 @@ pub struct Applied {
     pub skipped_paused: u64,
     pub missed: u64,
     pub backfilled: u64,
+    /// Slots sent back from the dead letters (`counters.redriven`).
+    pub redriven: u64,
+    /// (slot, fence) of every dead letter, and how many were dropped to
+    /// keep the list bounded (`counters.dead_dropped`).
+    pub dead: Vec<(Timestamp, u64)>,
+    pub dead_dropped: u64,
     /// The lease holding the record's newest fence, if it is live.
     pub newest: Option<Lease>,
     /// (slot, origin, attempt) of every lease, then of every pending run.
@@ -85,6 +91,9 @@ impl Applied {
                 .unwrap_or(0),
             missed: s.counters.missed_total(),
             backfilled: s.counters.backfilled,
+            redriven: s.counters.redriven,
+            dead: s.dead.iter().map(|d| (d.slot, d.fence)).collect(),
+            dead_dropped: s.counters.dead_dropped,
             newest: s.lease_for_fence(s.fence).cloned(),
             leases: s
                 .leases

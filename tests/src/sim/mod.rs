@@ -10,9 +10,10 @@
 //! order, and not at all during outages; the store fails operations without
 //! effect and applies writes whose response is lost ([`faults`]).
 //!
-//! An operator pauses jobs (and resumes them later), backfills past ranges
-//! through the coordinator's API (as `cronslot pause|resume|backfill` and
-//! the admin routes do), and deploys schedule changes ([`SCHEDULES`]: a new
+//! An operator pauses jobs (and resumes them later), backfills past ranges,
+//! redrives dead letters (one slot or all) through the coordinator's API (as
+//! `cronslot pause|resume|backfill|redrive` and the admin routes do), and
+//! deploys schedule changes ([`SCHEDULES`]: a new
 //! spec hash; runs already started keep the spec they started with).
 //!
 //! After every step the records, and every write the store applied, are
@@ -165,9 +166,11 @@ pub struct SimConfig {
     pub store_unavailable_ppm: u64,
     pub store_ambiguous_ppm: u64,
     /// Per step: an operator pauses a job (resumed 2–40 minutes later),
-    /// backfills a past range, a new schedule is deployed.
+    /// backfills a past range, redrives a job's dead letters, a new
+    /// schedule is deployed.
     pub job_pause_per_step_ppm: u64,
     pub backfill_per_step_ppm: u64,
+    pub redrive_per_step_ppm: u64,
     pub schedule_change_per_step_ppm: u64,
 }
 
@@ -183,6 +186,7 @@ impl SimConfig {
             store_ambiguous_ppm: 10_000,
             job_pause_per_step_ppm: 1_500,
             backfill_per_step_ppm: 2_000,
+            redrive_per_step_ppm: 1_500,
             schedule_change_per_step_ppm: 1_000,
         }
     }
@@ -233,6 +237,14 @@ pub struct SimReport {
     pub backfill_succeeded: u64,
     pub backfill_dead: u64,
     pub backfill_superseded: u64,
+    /// Redrives asked (of one dead slot or of all) and answered, slots they
+    /// sent back (each a new life) and how those lives ended.
+    pub redrives: u64,
+    pub redrives_ok: u64,
+    pub redriven_slots: u64,
+    pub redrive_succeeded: u64,
+    pub redrive_dead: u64,
+    pub redrive_superseded: u64,
     /// Schedules deployed, and spec hash changes the records went through
     /// (a run that started before a deploy writes the older hash back).
     pub schedule_changes: u64,
@@ -256,6 +268,7 @@ impl SimReport {
              store ops {} ({} unavailable, {} ambiguous), effects {} ({} repeated unrecorded), \
              job pauses {} ({} applied, {} resumes applied, {} claims answered paused, {} slots skipped), \
              backfills {} ({} answered, {} slots queued: {} succeeded, {} dead, {} superseded), \
+             redrives {} ({} answered, {} slots sent back: {} succeeded, {} dead, {} superseded), \
              schedule changes {} ({} spec hash changes stored), operator {} transient errors, \
              {} crashes, {} writes checked, {} violations, trace {:016x}, {secs:.1}s",
             self.seed,
@@ -293,6 +306,12 @@ impl SimReport {
             self.backfill_succeeded,
             self.backfill_dead,
             self.backfill_superseded,
+            self.redrives,
+            self.redrives_ok,
+            self.redriven_slots,
+            self.redrive_succeeded,
+            self.redrive_dead,
+            self.redrive_superseded,
             self.schedule_changes,
             self.spec_changes_applied,
             self.operator_errors,
@@ -399,9 +418,11 @@ enum OpAction {
     Pause(usize),
     Resume(usize),
     Backfill(usize, Timestamp, Timestamp),
+    /// One dead slot, or every dead letter (`None`).
+    Redrive(usize, Option<Timestamp>),
 }
 
-/// One operator command (as `cronslot pause|resume|backfill` runs it),
+/// One operator command (as `cronslot pause|resume|backfill|redrive` runs it),
 /// retried on transient errors like a person at a shell would.
 async fn run_op<S: StateStore + EffectLedger + 'static>(
     coord: Rc<CasCoordinator<FaultStore<S>>>,
@@ -418,12 +439,14 @@ async fn run_op<S: StateStore + EffectLedger + 'static>(
                 .backfill(&spec, from, to, now, false)
                 .await
                 .map(|s| s.len()),
+            OpAction::Redrive(_, slot) => coord.redrive(&spec, slot, now).await.map(|s| s.len()),
         };
         match r {
             Ok(_) => {
                 match action {
                     OpAction::Resume(j) => sh.resume_due.borrow_mut()[j] = None,
                     OpAction::Backfill(..) => sh.report.borrow_mut().backfills_ok += 1,
+                    OpAction::Redrive(..) => sh.report.borrow_mut().redrives_ok += 1,
                     OpAction::Pause(_) => {}
                 }
                 return;
@@ -675,7 +698,7 @@ where
         if let Some(since) = draining_since {
             let settled = op_run.is_none()
                 && sh.resume_due.borrow().iter().all(Option::is_none)
-                && models.iter().all(|m| m.backfills_open() == 0);
+                && models.iter().all(|m| m.extra_lives_open() == 0);
             if (now >= plus(since, drain) && settled) || now >= plus(since, drain_max) {
                 break;
             }
@@ -722,12 +745,28 @@ where
                 models[j].operator_sched = sched;
                 sh.report.borrow_mut().backfills += 1;
                 Some(OpAction::Backfill(j, from, to))
+            } else if chance(&mut rng, cfg.redrive_per_step_ppm) {
+                // As an operator would: one dead letter the last record
+                // showed, or all of them.
+                let j = (rng.next_u64() % variants.len() as u64) as usize;
+                let dead = models[j].dead_letters();
+                if dead.is_empty() {
+                    None
+                } else {
+                    let one = rng.next_u64() % 2 == 0;
+                    let slot = one.then(|| dead[(rng.next_u64() % dead.len() as u64) as usize]);
+                    sh.report.borrow_mut().redrives += 1;
+                    Some(OpAction::Redrive(j, slot))
+                }
             } else {
                 None
             };
             if let Some(action) = action {
                 let j = match action {
-                    OpAction::Pause(j) | OpAction::Resume(j) | OpAction::Backfill(j, ..) => j,
+                    OpAction::Pause(j)
+                    | OpAction::Resume(j)
+                    | OpAction::Backfill(j, ..)
+                    | OpAction::Redrive(j, _) => j,
                 };
                 trace.add(&format!("O{action:?};"));
                 let spec = sh.specs.borrow()[j].clone();
@@ -989,10 +1028,14 @@ where
     r.late_claims = models.iter().map(|m| m.late_claims).sum();
     r.job_pauses_applied = models.iter().map(|m| m.pauses_applied).sum();
     r.job_resumes_applied = models.iter().map(|m| m.resumes_applied).sum();
-    r.backfilled_slots = models.iter().map(|m| m.backfilled).sum();
-    r.backfill_succeeded = models.iter().map(|m| m.backfill_succeeded).sum();
-    r.backfill_dead = models.iter().map(|m| m.backfill_dead).sum();
-    r.backfill_superseded = models.iter().map(|m| m.backfill_superseded).sum();
+    r.backfilled_slots = models.iter().map(|m| m.backfill.queued).sum();
+    r.backfill_succeeded = models.iter().map(|m| m.backfill.succeeded).sum();
+    r.backfill_dead = models.iter().map(|m| m.backfill.dead).sum();
+    r.backfill_superseded = models.iter().map(|m| m.backfill.superseded).sum();
+    r.redriven_slots = models.iter().map(|m| m.redrive.queued).sum();
+    r.redrive_succeeded = models.iter().map(|m| m.redrive.succeeded).sum();
+    r.redrive_dead = models.iter().map(|m| m.redrive.dead).sum();
+    r.redrive_superseded = models.iter().map(|m| m.redrive.superseded).sum();
     r.spec_changes_applied = models.iter().map(|m| m.spec_changes_applied).sum();
     r.writes_checked = models.iter().map(|m| m.writes_seen).sum();
     r.effects_repeated_unrecorded = sh

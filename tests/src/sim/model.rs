@@ -3,8 +3,8 @@
 //! offset (the simulated schedules are `o-59/N` minutes in UTC), exclusivity
 //! and catch-up are checked from the claims the workers saw, fates from the
 //! records' history and dead letters, diffed after every step, and pauses,
-//! schedule changes, backfills and the cursor from every write the store
-//! applied ([`Applied`], in the store's order).
+//! schedule changes, backfills, redrives, dead letters and the cursor from
+//! every write the store applied ([`Applied`], in the store's order).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -102,6 +102,63 @@ fn fate_of(o: &RunOutcome) -> Fate {
     }
 }
 
+/// Lives an operator gave to past slots, of one kind (backfill or
+/// redrive): each queued life is run under fences of its own origin and
+/// ends once (succeeded, dead or superseded).
+#[derive(Debug, Default)]
+pub struct ExtraLives {
+    per_slot: BTreeMap<Timestamp, u32>,
+    /// Fences of runs of these lives, with their slots.
+    fences: BTreeMap<u64, Timestamp>,
+    ended_per_slot: BTreeMap<Timestamp, u32>,
+    pub queued: u64,
+    pub succeeded: u64,
+    pub dead: u64,
+    pub superseded: u64,
+}
+
+impl ExtraLives {
+    fn queue(&mut self, slot: Timestamp) {
+        *self.per_slot.entry(slot).or_default() += 1;
+        self.queued += 1;
+    }
+
+    fn of(&self, slot: Timestamp) -> u32 {
+        self.per_slot.get(&slot).copied().unwrap_or(0)
+    }
+
+    fn claimed(&mut self, fence: u64, slot: Timestamp) {
+        self.fences.insert(fence, slot);
+    }
+
+    fn is_run(&self, fence: u64, slot: Timestamp) -> bool {
+        self.fences.get(&fence) == Some(&slot)
+    }
+
+    /// Lives queued and not ended yet.
+    pub fn open(&self) -> u64 {
+        self.queued - (self.succeeded + self.dead + self.superseded)
+    }
+
+    /// One of these lives of `slot` ended.
+    fn end(&mut self, kind: &str, job: &str, slot: Timestamp, fate: &str, v: &mut Vec<String>) {
+        let n = self.ended_per_slot.entry(slot).or_default();
+        *n += 1;
+        let n = *n;
+        let lives = self.of(slot);
+        if n > lives {
+            v.push(format!(
+                "{job}: {kind} slot {slot} ended {n} times ({fate}), {kind} {lives} times"
+            ));
+        }
+        match fate {
+            "succeeded" => self.succeeded += 1,
+            "dead" => self.dead += 1,
+            _ => self.superseded += 1,
+        }
+    }
+}
+
 #[derive(Debug, Clone)]
 struct Open {
     slot: Timestamp,
@@ -138,24 +195,17 @@ pub struct JobModel {
     last_fence: u64,
     fates: BTreeMap<u64, (Timestamp, Fate)>,
     /// Successes and dead letters per slot: a slot has one life, plus one
-    /// per backfill of it, and each life ends at most once.
+    /// per backfill or redrive of it, and each life ends at most once.
     pub succeeded: BTreeMap<Timestamp, u32>,
     pub dead: BTreeMap<Timestamp, u32>,
     pub succeeded_total: u64,
     pub dead_total: u64,
-    /// Backfills per slot (extra lives).
-    backfills: BTreeMap<Timestamp, u32>,
-    /// Fences of runs of backfilled slots, and the backfilled lives that
-    /// ended (succeeded, dead or superseded), per slot.
-    backfill_fences: BTreeMap<u64, Timestamp>,
-    backfill_ended: BTreeMap<Timestamp, u32>,
-    pub backfilled: u64,
+    /// Lives the operator's backfills and redrives gave past slots.
+    pub backfill: ExtraLives,
+    pub redrive: ExtraLives,
     /// Slots from before the job's creation that an operator's trigger
     /// queued (decide's "never ran" exception): a life of their own.
     extra_lives: u64,
-    pub backfill_succeeded: u64,
-    pub backfill_dead: u64,
-    pub backfill_superseded: u64,
     /// Transitions seen in the applied writes.
     pub pauses_applied: u64,
     pub resumes_applied: u64,
@@ -201,14 +251,9 @@ impl JobModel {
             dead: BTreeMap::new(),
             succeeded_total: 0,
             dead_total: 0,
-            backfills: BTreeMap::new(),
-            backfill_fences: BTreeMap::new(),
-            backfill_ended: BTreeMap::new(),
-            backfilled: 0,
+            backfill: ExtraLives::default(),
+            redrive: ExtraLives::default(),
             extra_lives: 0,
-            backfill_succeeded: 0,
-            backfill_dead: 0,
-            backfill_superseded: 0,
             pauses_applied: 0,
             resumes_applied: 0,
             spec_changes_applied: 0,
@@ -221,18 +266,26 @@ impl JobModel {
         }
     }
 
-    /// Lives of `slot`: one, plus one per backfill.
+    /// Lives of `slot`: one, plus one per backfill and per redrive.
     fn lives(&self, slot: Timestamp) -> u32 {
-        1 + self.backfills.get(&slot).copied().unwrap_or(0)
+        1 + self.backfill.of(slot) + self.redrive.of(slot)
     }
 
     fn ended(&self, slot: Timestamp) -> u32 {
         self.succeeded.get(&slot).copied().unwrap_or(0) + self.dead.get(&slot).copied().unwrap_or(0)
     }
 
-    /// Backfilled lives not ended yet.
-    pub fn backfills_open(&self) -> u64 {
-        self.backfilled - (self.backfill_succeeded + self.backfill_dead + self.backfill_superseded)
+    /// The slots of the dead letters of the last write seen (oldest first).
+    pub fn dead_letters(&self) -> Vec<Timestamp> {
+        self.last
+            .as_ref()
+            .map(|w| w.dead.iter().map(|(slot, _)| *slot).collect())
+            .unwrap_or_default()
+    }
+
+    /// Backfilled and redriven lives not ended yet.
+    pub fn extra_lives_open(&self) -> u64 {
+        self.backfill.open() + self.redrive.open()
     }
 
     /// The job's record as created (before any simulated write).
@@ -386,8 +439,10 @@ impl JobModel {
                             l.fence, l.slot, l.origin, l.attempt
                         ));
                     }
-                    if l.origin == Origin::Backfill {
-                        self.backfill_fences.insert(l.fence, l.slot);
+                    match l.origin {
+                        Origin::Backfill => self.backfill.claimed(l.fence, l.slot),
+                        Origin::Redrive => self.redrive.claimed(l.fence, l.slot),
+                        Origin::Schedule | Origin::Manual => {}
                     }
                 }
             }
@@ -450,34 +505,138 @@ impl JobModel {
                 if !self.operator_sched.is_slot(s) && !self.sched.is_slot(s) {
                     v.push(format!("{job}: backfilled {s}, not a slot"));
                 }
-                *self.backfills.entry(s).or_default() += 1;
-                self.backfilled += 1;
+                self.backfill.queue(s);
             }
         }
+        self.observe_dead_and_redrives(&prev, w, v);
         self.last = Some(w.clone());
     }
 
-    /// A backfilled life of `slot` ended (its run's fence is `fence`).
-    /// (A dead letter of a closed retry window carries the counter's fence,
-    /// not its run's: the slot must match too.)
-    fn backfill_ended(&mut self, slot: Timestamp, fence: u64, fate: &str, v: &mut Vec<String>) {
-        if self.backfill_fences.get(&fence) != Some(&slot) {
-            return;
+    /// Dead letters and redrives in one write. Every new dead letter is a
+    /// death; a redrive takes dead letters back to run, each a new life
+    /// (Origin::Redrive, attempt 1) of a slot not in flight. A dead letter
+    /// leaves the list only by a redrive or by being dropped (counted) to
+    /// keep the list bounded. A life that died and was redriven within the
+    /// same write (the redrive's own expiry pass buried it) is a death the
+    /// list never shows: the slot was in flight before the write.
+    fn observe_dead_and_redrives(&mut self, prev: &Applied, w: &Applied, v: &mut Vec<String>) {
+        let job = self.name.clone();
+        let mut gone: Vec<(Timestamp, u64)> = prev.dead.clone();
+        for d in &w.dead {
+            if let Some(i) = gone.iter().position(|g| g == d) {
+                gone.swap_remove(i);
+            } else if !prev.dead.contains(d) {
+                self.saw_dead(d.0, d.1, v);
+            }
         }
-        let n = self.backfill_ended.entry(slot).or_default();
-        *n += 1;
-        let n = *n;
-        let lives = self.backfills.get(&slot).copied().unwrap_or(0);
-        if n > lives {
+        let fresh = |a: &Applied, slot: Timestamp| {
+            a.pending
+                .iter()
+                .filter(|p| **p == (slot, Origin::Redrive, 1))
+                .count()
+        };
+        let mut redriven = Vec::new();
+        for (slot, origin, attempt) in &w.pending {
+            if *origin == Origin::Redrive && *attempt == 1 && !redriven.contains(slot) {
+                let n = fresh(w, *slot).saturating_sub(fresh(prev, *slot));
+                redriven.extend(std::iter::repeat_n(*slot, n));
+            }
+        }
+        let counted = w.redriven.checked_sub(prev.redriven);
+        if counted != Some(redriven.len() as u64) {
             v.push(format!(
-                "{}: backfilled slot {slot} ended {n} times ({fate}, fence {fence}), backfilled {lives} times",
-                self.name
+                "{job}: redrive counter {} -> {}, but {} slots queued by a redrive",
+                prev.redriven,
+                w.redriven,
+                redriven.len()
             ));
         }
-        match fate {
-            "succeeded" => self.backfill_succeeded += 1,
-            "dead" => self.backfill_dead += 1,
-            _ => self.backfill_superseded += 1,
+        for slot in redriven {
+            if let Some(i) = gone.iter().position(|(g, _)| *g == slot) {
+                gone.swap_remove(i);
+            } else {
+                let before = prev
+                    .leases
+                    .iter()
+                    .chain(prev.pending.iter())
+                    .find(|(p, _, _)| *p == slot);
+                match before {
+                    Some((_, origin, _)) => self.saw_unlisted_dead(slot, *origin, v),
+                    None => v.push(format!(
+                        "{job}: redrove slot {slot}, which was neither a dead letter nor in flight"
+                    )),
+                }
+            }
+            // The new life is the slot's only one in flight: a slot is
+            // not redriven while another life of it runs or waits.
+            let lives_in_flight = w
+                .leases
+                .iter()
+                .chain(w.pending.iter())
+                .filter(|(p, _, _)| *p == slot)
+                .count();
+            if lives_in_flight > 1 {
+                v.push(format!(
+                    "{job}: redrove slot {slot} while another life of it is in flight"
+                ));
+            }
+            self.redrive.queue(slot);
+        }
+        let dropped = w.dead_dropped.checked_sub(prev.dead_dropped);
+        if dropped != Some(gone.len() as u64) {
+            v.push(format!(
+                "{job}: {} dead letters left the list ({gone:?}) without a redrive, {dropped:?} counted as dropped",
+                gone.len()
+            ));
+        }
+    }
+
+    /// A dead letter seen for the first time (in a write or a record).
+    fn saw_dead(&mut self, slot: Timestamp, fence: u64, v: &mut Vec<String>) {
+        if !self.dead_seen.insert((slot, fence)) {
+            return;
+        }
+        *self.dead.entry(slot).or_default() += 1;
+        self.dead_total += 1;
+        if self.ended(slot) > self.lives(slot) {
+            v.push(format!(
+                "{}: slot {slot} dead, but all its {} lives had ended",
+                self.name,
+                self.lives(slot)
+            ));
+        }
+        self.extra_life_ended(slot, fence, "dead", v);
+    }
+
+    /// A death no list showed (buried and redriven in one write), of the
+    /// life of `slot` that was in flight with `origin`.
+    fn saw_unlisted_dead(&mut self, slot: Timestamp, origin: Origin, v: &mut Vec<String>) {
+        *self.dead.entry(slot).or_default() += 1;
+        self.dead_total += 1;
+        if self.ended(slot) > self.lives(slot) {
+            v.push(format!(
+                "{}: slot {slot} died and was redriven, but all its {} lives had ended",
+                self.name,
+                self.lives(slot)
+            ));
+        }
+        let job = self.name.clone();
+        match origin {
+            Origin::Backfill => self.backfill.end("backfilled", &job, slot, "dead", v),
+            Origin::Redrive => self.redrive.end("redriven", &job, slot, "dead", v),
+            Origin::Schedule | Origin::Manual => {}
+        }
+    }
+
+    /// A backfilled or redriven life of `slot` ended, if `fence` is one of
+    /// its runs. (A dead letter of a closed retry window carries the
+    /// counter's fence, not its run's: the slot must match too.)
+    fn extra_life_ended(&mut self, slot: Timestamp, fence: u64, fate: &str, v: &mut Vec<String>) {
+        let job = self.name.clone();
+        if self.backfill.is_run(fence, slot) {
+            self.backfill.end("backfilled", &job, slot, fate, v);
+        } else if self.redrive.is_run(fence, slot) {
+            self.redrive.end("redriven", &job, slot, fate, v);
         }
     }
 
@@ -548,28 +707,16 @@ impl JobModel {
                                     self.lives(r.slot)
                                 ));
                             }
-                            self.backfill_ended(r.slot, r.fence, "succeeded", v);
+                            self.extra_life_ended(r.slot, r.fence, "succeeded", v);
                         }
-                        Fate::Superseded => self.backfill_ended(r.slot, r.fence, "superseded", v),
+                        Fate::Superseded => self.extra_life_ended(r.slot, r.fence, "superseded", v),
                         Fate::Failed | Fate::LeaseExpired => {}
                     }
                 }
             }
         }
         for d in &s.dead {
-            if !self.dead_seen.insert((d.slot, d.fence)) {
-                continue;
-            }
-            *self.dead.entry(d.slot).or_default() += 1;
-            self.dead_total += 1;
-            if self.ended(d.slot) > self.lives(d.slot) {
-                v.push(format!(
-                    "{job}: slot {} dead, but all its {} lives had ended",
-                    d.slot,
-                    self.lives(d.slot)
-                ));
-            }
-            self.backfill_ended(d.slot, d.fence, "dead", v);
+            self.saw_dead(d.slot, d.fence, v);
         }
     }
 
@@ -705,8 +852,9 @@ impl JobModel {
 
     /// The end of a run: `s` is the record brought up to `end` (status).
     /// Every slot from creation to `end − starting deadline` has exactly one
-    /// fate per life (one, plus one per backfill); nothing is in flight for
-    /// longer than `stuck_after`; every backfilled life has ended; the job
+    /// fate per life (one, plus one per backfill and per redrive); nothing is
+    /// in flight for longer than `stuck_after`; every backfilled and
+    /// redriven life has ended; the job
     /// is not paused (the operator resumed every pause).
     pub fn check_end(
         &mut self,
@@ -739,7 +887,7 @@ impl JobModel {
             ));
         }
         let scheduled = self.closed + self.sched.count(self.seg_start, s.cursor);
-        let expected = scheduled + self.backfilled + self.extra_lives;
+        let expected = scheduled + self.backfill.queued + self.redrive.queued + self.extra_lives;
         let mut in_flight: BTreeSet<Timestamp> = s.leases.iter().map(|l| l.slot).collect();
         in_flight.extend(s.pending.iter().map(|p| p.slot));
         for t in &in_flight {
@@ -750,15 +898,17 @@ impl JobModel {
                 v.push(format!("{job}: slot {t} still in flight at {end}: stuck"));
             }
         }
-        if self.backfills_open() > 0 {
-            v.push(format!(
-                "{job}: {} backfilled slots never ended ({} backfilled: {} succeeded, {} dead, {} superseded)",
-                self.backfills_open(),
-                self.backfilled,
-                self.backfill_succeeded,
-                self.backfill_dead,
-                self.backfill_superseded
-            ));
+        for (kind, lives) in [("backfilled", &self.backfill), ("redriven", &self.redrive)] {
+            if lives.open() > 0 {
+                v.push(format!(
+                    "{job}: {} {kind} slots never ended ({} {kind}: {} succeeded, {} dead, {} superseded)",
+                    lives.open(),
+                    lives.queued,
+                    lives.succeeded,
+                    lives.dead,
+                    lives.superseded
+                ));
+            }
         }
         let fated = self.succeeded_total
             + self.dead_total
@@ -767,11 +917,12 @@ impl JobModel {
             + in_flight.len() as u64;
         if fated != expected {
             v.push(format!(
-                "{job}: {scheduled} scheduled slots in ({}, {}] + {} backfilled + {} queued by a manual trigger, \
+                "{job}: {scheduled} scheduled slots in ({}, {}] + {} backfilled + {} redriven + {} queued by a manual trigger, \
                  but {fated} fates ({} succeeded, {} dead, {} missed, {} skipped, {} in flight)",
                 s.created_at,
                 s.cursor,
-                self.backfilled,
+                self.backfill.queued,
+                self.redrive.queued,
                 self.extra_lives,
                 self.succeeded_total,
                 self.dead_total,
@@ -792,10 +943,16 @@ impl JobModel {
                 s.counters.dead, self.dead_total
             ));
         }
-        if s.counters.backfilled != self.backfilled {
+        if s.counters.backfilled != self.backfill.queued {
             v.push(format!(
                 "{job}: counter says {} backfilled, the writes showed {}",
-                s.counters.backfilled, self.backfilled
+                s.counters.backfilled, self.backfill.queued
+            ));
+        }
+        if s.counters.redriven != self.redrive.queued {
+            v.push(format!(
+                "{job}: counter says {} redriven, the writes showed {}",
+                s.counters.redriven, self.redrive.queued
             ));
         }
         scheduled
@@ -985,6 +1142,184 @@ mod tests {
         assert!(v.iter().any(|e| e.contains("already has a fate")), "{v:?}");
     }
 
+    /// `prev` with its newest lease of `slot` failed for good: a dead
+    /// letter carrying the run's fence.
+    fn bury(prev: &Applied, slot: Timestamp) -> Applied {
+        let mut dead = prev.dead.clone();
+        dead.push((slot, prev.fence));
+        Applied {
+            leases: prev
+                .leases
+                .iter()
+                .filter(|l| l.0 != slot)
+                .cloned()
+                .collect(),
+            newest: None,
+            dead,
+            ..prev.clone()
+        }
+    }
+
+    /// `prev` with `slots` sent back to run by a redrive.
+    fn redrive(prev: &Applied, slots: &[Timestamp]) -> Applied {
+        let mut pending = prev.pending.clone();
+        pending.extend(slots.iter().map(|s| (*s, Origin::Redrive, 1)));
+        Applied {
+            dead: prev
+                .dead
+                .iter()
+                .filter(|d| !slots.contains(&d.0))
+                .cloned()
+                .collect(),
+            pending,
+            redriven: prev.redriven + slots.len() as u64,
+            ..prev.clone()
+        }
+    }
+
+    #[test]
+    fn a_redrive_gives_a_dead_slot_one_more_life() {
+        let (mut m, w0) = model();
+        let c1 = claim(&w0, at(3));
+        let dead = bury(&c1, at(3));
+        let back = redrive(&dead, &[at(3)]);
+        let v = run(&mut m, &[c1, dead, back]);
+        assert_eq!(v, Vec::<String>::new());
+        assert_eq!(
+            (m.dead_total, m.redrive.queued, m.extra_lives_open()),
+            (1, 1, 1)
+        );
+        assert_eq!(m.lives(at(3)), 2);
+    }
+
+    #[test]
+    fn a_death_redriven_in_the_same_write_is_counted() {
+        // The redrive's own expiry pass buried the run of slot 3, then sent
+        // it back: no list ever shows that dead letter.
+        let (mut m, w0) = model();
+        let c1 = claim(&w0, at(3));
+        let back = Applied {
+            leases: vec![],
+            newest: None,
+            ..redrive(&c1, &[at(3)])
+        };
+        let v = run(&mut m, &[c1, back]);
+        assert_eq!(v, Vec::<String>::new());
+        assert_eq!((m.dead_total, m.redrive.queued), (1, 1));
+    }
+
+    #[test]
+    fn redrive_counts_and_queues_must_agree() {
+        let (mut m, w0) = model();
+        let c1 = claim(&w0, at(3));
+        let dead = bury(&c1, at(3));
+        let miscounted = Applied {
+            redriven: 2,
+            ..redrive(&dead, &[at(3)])
+        };
+        let v = run(&mut m, &[c1, dead, miscounted]);
+        assert!(
+            v.iter().any(|e| e.contains("redrive counter 0 -> 2")),
+            "{v:?}"
+        );
+    }
+
+    #[test]
+    fn a_redrive_of_a_slot_never_dead_is_caught() {
+        let (mut m, w0) = model();
+        let c1 = claim(&w0, at(3));
+        let done = Applied {
+            leases: vec![],
+            newest: None,
+            ..c1.clone()
+        };
+        let v = run(&mut m, &[c1, done.clone(), redrive(&done, &[at(2)])]);
+        assert!(
+            v.iter()
+                .any(|e| e.contains("neither a dead letter nor in flight")),
+            "{v:?}"
+        );
+    }
+
+    #[test]
+    fn a_dead_letter_may_leave_only_by_redrive_or_counted_drop() {
+        let (mut m, w0) = model();
+        let c1 = claim(&w0, at(3));
+        let dead = bury(&c1, at(3));
+        let vanished = Applied {
+            dead: vec![],
+            ..dead.clone()
+        };
+        let v = run(&mut m, &[c1.clone(), dead.clone(), vanished]);
+        assert!(v.iter().any(|e| e.contains("left the list")), "{v:?}");
+        let (mut m, _) = model();
+        let dropped = Applied {
+            dead: vec![],
+            dead_dropped: 1,
+            ..dead.clone()
+        };
+        assert_eq!(run(&mut m, &[c1, dead, dropped]), Vec::<String>::new());
+    }
+
+    #[test]
+    fn a_redrive_of_a_slot_in_flight_is_caught() {
+        // Slot 3 died, then a backfill queued it again; a redrive must leave
+        // its dead letter alone while that life waits.
+        let (mut m, w0) = model();
+        let c1 = claim(&w0, at(3));
+        let dead = bury(&c1, at(3));
+        let backfilled = Applied {
+            backfilled: 1,
+            pending: vec![(at(3), Origin::Backfill, 1)],
+            ..dead.clone()
+        };
+        let back = redrive(&backfilled, &[at(3)]);
+        let v = run(&mut m, &[c1, dead, backfilled, back]);
+        assert!(
+            v.iter()
+                .any(|e| e.contains("while another life of it is in flight")),
+            "{v:?}"
+        );
+    }
+
+    #[test]
+    fn a_redriven_life_ends_once() {
+        let (mut m, w0) = model();
+        let c1 = claim(&w0, at(3));
+        let dead = bury(&c1, at(3));
+        let back = redrive(&dead, &[at(3)]);
+        let l = Lease {
+            attempt: 1,
+            ..lease(at(3), 2, Origin::Redrive)
+        };
+        let run_it = Applied {
+            fence: 2,
+            pending: vec![],
+            leases: vec![(at(3), Origin::Redrive, 1)],
+            newest: Some(l),
+            ..back.clone()
+        };
+        let again = bury(&run_it, at(3));
+        assert_eq!(
+            run(&mut m, &[c1, dead, back, run_it, again]),
+            Vec::<String>::new()
+        );
+        assert_eq!((m.redrive.dead, m.extra_lives_open()), (1, 0));
+        // A third death of a slot with two lives is one too many.
+        let mut record = cronslot_core::coord::JobState::new("forbid-latest", "1111", at(0), false);
+        record.dead.push(cronslot_core::coord::DeadLetter {
+            slot: at(3),
+            fence: 9,
+            attempts: 1,
+            last_error: "boom".into(),
+            died_at: at(20),
+            checkpoint: None,
+        });
+        let mut v = Vec::new();
+        m.observe_record(&record, &mut v);
+        assert!(v.iter().any(|e| e.contains("lives had ended")), "{v:?}");
+    }
+
     #[test]
     fn a_backfilled_life_ends_once() {
         let (mut m, w0) = model();
@@ -1003,7 +1338,7 @@ mod tests {
             ..backfilled.clone()
         };
         assert_eq!(run(&mut m, &[c1, backfilled, run_it]), Vec::<String>::new());
-        assert_eq!(m.backfills_open(), 1);
+        assert_eq!(m.extra_lives_open(), 1);
         let mut record = cronslot_core::coord::JobState::new("forbid-latest", "1111", at(0), false);
         let ok = |fence| cronslot_core::coord::RunRecord {
             slot: at(4),
@@ -1018,7 +1353,7 @@ mod tests {
         let mut v = Vec::new();
         m.observe_record(&record, &mut v);
         assert_eq!(v, Vec::<String>::new());
-        assert_eq!(m.backfills_open(), 0);
+        assert_eq!(m.extra_lives_open(), 0);
         // The slot's scheduled life and its backfilled one: a third
         // success is one too many.
         record.history.push(ok(7));
