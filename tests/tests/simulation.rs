@@ -58,6 +58,11 @@ fn check_events(store: &str, reports: &[&SimReport]) {
             sum(|r| r.backfill_succeeded),
         ),
         ("schedule changes stored", sum(|r| r.spec_changes_applied)),
+        ("redriven slots", sum(|r| r.redriven_slots)),
+        (
+            "redriven slots that succeeded",
+            sum(|r| r.redrive_succeeded),
+        ),
     ];
     for (what, n) in seen {
         assert!(n > 0, "simulation on {store}: no {what}");
