@@ -674,9 +674,14 @@ where
     let mut due_total = 0u64;
     let mut draining_since: Option<Timestamp> = None;
     let drain = secs(20 * 60);
-    // Backfilled slots run at the pace of the job's triggers: the drain
-    // waits for them, up to this long (then they are stuck).
-    let drain_max = secs(3 * 60 * 60);
+    // Backfilled and redriven slots run at the pace of the job's triggers,
+    // one per free claim (a redrive of a hundred dead letters of a busy
+    // every-minute job takes hours): the drain waits for them as long as
+    // they keep ending, and gives up when none has ended for this long
+    // (then they are stuck, and the end check says so).
+    let no_progress_max = secs(3 * 60 * 60);
+    let mut extra_open = u64::MAX;
+    let mut last_progress = t0();
     let mut step = 0u64;
     loop {
         step += 1;
@@ -696,10 +701,15 @@ where
         }
         let calm = draining_since.is_some();
         if let Some(since) = draining_since {
-            let settled = op_run.is_none()
-                && sh.resume_due.borrow().iter().all(Option::is_none)
-                && models.iter().all(|m| m.extra_lives_open() == 0);
-            if (now >= plus(since, drain) && settled) || now >= plus(since, drain_max) {
+            let open: u64 = models.iter().map(JobModel::extra_lives_open).sum();
+            if open < extra_open {
+                extra_open = open;
+                last_progress = now;
+            }
+            let settled =
+                op_run.is_none() && sh.resume_due.borrow().iter().all(Option::is_none) && open == 0;
+            let drained = now >= plus(since, drain) && settled;
+            if drained || now >= plus(last_progress.max(since), no_progress_max) {
                 break;
             }
         }
