@@ -202,9 +202,20 @@ pub async fn concurrent_claimers_run_each_slot_once<C: Coordinator>(c: &C, ns: &
                     match c.claim(spec, now, Trigger::Tick, &owner).await {
                         Ok(Claim::Claimed(lease)) => {
                             mine.push(lease.slot);
-                            c.complete(spec, lease.fence, None, now)
-                                .await
-                                .expect("complete own lease");
+                            // Contention is transient: a runner retries its
+                            // report until the lease runs out, and so does
+                            // this worker (32 writers on one record can
+                            // outrun one of them 64 times on a slow store).
+                            let mut tries = 0;
+                            loop {
+                                match c.complete(spec, lease.fence, None, now).await {
+                                    Ok(()) => break,
+                                    Err(CoordError::Contention { .. }) if tries < 1_000 => {
+                                        tries += 1;
+                                    }
+                                    Err(e) => panic!("complete own lease: {e}"),
+                                }
+                            }
                         }
                         Ok(Claim::Idle(Idle::NothingDue { .. })) => break,
                         Ok(Claim::Idle(Idle::Busy { .. })) => continue,
