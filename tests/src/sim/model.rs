@@ -596,35 +596,32 @@ impl JobModel {
         if !self.dead_seen.insert((slot, fence)) {
             return;
         }
-        *self.dead.entry(slot).or_default() += 1;
-        self.dead_total += 1;
-        if self.ended(slot) > self.lives(slot) {
-            v.push(format!(
-                "{}: slot {slot} dead, but all its {} lives had ended",
-                self.name,
-                self.lives(slot)
-            ));
-        }
+        self.count_death(slot, "dead", v);
         self.extra_life_ended(slot, fence, "dead", v);
     }
 
     /// A death no list showed (buried and redriven in one write), of the
     /// life of `slot` that was in flight with `origin`.
     fn saw_unlisted_dead(&mut self, slot: Timestamp, origin: Origin, v: &mut Vec<String>) {
-        *self.dead.entry(slot).or_default() += 1;
-        self.dead_total += 1;
-        if self.ended(slot) > self.lives(slot) {
-            v.push(format!(
-                "{}: slot {slot} died and was redriven, but all its {} lives had ended",
-                self.name,
-                self.lives(slot)
-            ));
-        }
+        self.count_death(slot, "died and was redriven", v);
         let job = self.name.clone();
         match origin {
             Origin::Backfill => self.backfill.end("backfilled", &job, slot, "dead", v),
             Origin::Redrive => self.redrive.end("redriven", &job, slot, "dead", v),
             Origin::Schedule | Origin::Manual => {}
+        }
+    }
+
+    /// One more death of `slot`; it may not outnumber the slot's lives.
+    fn count_death(&mut self, slot: Timestamp, what: &str, v: &mut Vec<String>) {
+        *self.dead.entry(slot).or_default() += 1;
+        self.dead_total += 1;
+        if self.ended(slot) > self.lives(slot) {
+            v.push(format!(
+                "{}: slot {slot} {what}, but all its {} lives had ended",
+                self.name,
+                self.lives(slot)
+            ));
         }
     }
 
@@ -1013,6 +1010,11 @@ mod tests {
         }
     }
 
+    /// The rule whose message holds `rule` fired.
+    fn assert_caught(v: &[String], rule: &str) {
+        assert!(v.iter().any(|e| e.contains(rule)), "{rule:?} not in {v:?}");
+    }
+
     fn run(m: &mut JobModel, writes: &[Applied]) -> Vec<String> {
         let mut v = Vec::new();
         for w in writes {
@@ -1052,10 +1054,7 @@ mod tests {
         };
         let claimed = claim(&paused, at(1));
         let v = run(&mut m, &[paused, claimed]);
-        assert!(
-            v.iter().any(|e| e.contains("claimed while paused")),
-            "{v:?}"
-        );
+        assert_caught(&v, "claimed while paused");
     }
 
     #[test]
@@ -1071,7 +1070,7 @@ mod tests {
             ..paused.clone()
         };
         let v = run(&mut m, &[paused, skipping]);
-        assert!(v.iter().any(|e| e.contains("passed 5 slots")), "{v:?}");
+        assert_caught(&v, "passed 5 slots");
     }
 
     #[test]
@@ -1083,10 +1082,7 @@ mod tests {
             ..claim(&c1, at(2))
         };
         let v = run(&mut m, &[c1, again]);
-        assert!(
-            v.iter().any(|e| e.contains("at or before the cursor")),
-            "{v:?}"
-        );
+        assert_caught(&v, "at or before the cursor");
     }
 
     #[test]
@@ -1101,11 +1097,7 @@ mod tests {
         };
         let old_slot = claim(&changed, at(4));
         let v = run(&mut m, &[c1.clone(), changed.clone(), old_slot]);
-        assert!(
-            v.iter()
-                .any(|e| e.contains("not a slot of the record's schedule")),
-            "{v:?}"
-        );
+        assert_caught(&v, "not a slot of the record's schedule");
         let (mut m, _) = model();
         let new_slot = claim(&changed, at(5));
         assert_eq!(run(&mut m, &[c1, changed, new_slot]), Vec::<String>::new());
@@ -1121,7 +1113,7 @@ mod tests {
             ..c1.clone()
         };
         let v = run(&mut m, &[c1, backfilled]);
-        assert!(v.iter().any(|e| e.contains("but 1 slots queued")), "{v:?}");
+        assert_caught(&v, "but 1 slots queued");
     }
 
     #[test]
@@ -1139,7 +1131,7 @@ mod tests {
             ..missed.clone()
         };
         let v = run(&mut m, &[missed, queued]);
-        assert!(v.iter().any(|e| e.contains("already has a fate")), "{v:?}");
+        assert_caught(&v, "already has a fate");
     }
 
     /// `prev` with its newest lease of `slot` failed for good: a dead
@@ -1158,6 +1150,24 @@ mod tests {
             dead,
             ..prev.clone()
         }
+    }
+
+    /// `prev` with its runs finished (no lease left).
+    fn finished(prev: &Applied) -> Applied {
+        Applied {
+            leases: vec![],
+            newest: None,
+            ..prev.clone()
+        }
+    }
+
+    /// The model, and the writes of slot 3's first run: its claim, then
+    /// its burial as a dead letter.
+    fn slot_3_died() -> (JobModel, Applied, Applied) {
+        let (m, w0) = model();
+        let c1 = claim(&w0, at(3));
+        let dead = bury(&c1, at(3));
+        (m, c1, dead)
     }
 
     /// `prev` with `slots` sent back to run by a redrive.
@@ -1179,9 +1189,7 @@ mod tests {
 
     #[test]
     fn a_redrive_gives_a_dead_slot_one_more_life() {
-        let (mut m, w0) = model();
-        let c1 = claim(&w0, at(3));
-        let dead = bury(&c1, at(3));
+        let (mut m, c1, dead) = slot_3_died();
         let back = redrive(&dead, &[at(3)]);
         let v = run(&mut m, &[c1, dead, back]);
         assert_eq!(v, Vec::<String>::new());
@@ -1198,11 +1206,7 @@ mod tests {
         // it back: no list ever shows that dead letter.
         let (mut m, w0) = model();
         let c1 = claim(&w0, at(3));
-        let back = Applied {
-            leases: vec![],
-            newest: None,
-            ..redrive(&c1, &[at(3)])
-        };
+        let back = redrive(&finished(&c1), &[at(3)]);
         let v = run(&mut m, &[c1, back]);
         assert_eq!(v, Vec::<String>::new());
         assert_eq!((m.dead_total, m.redrive.queued), (1, 1));
@@ -1210,49 +1214,34 @@ mod tests {
 
     #[test]
     fn redrive_counts_and_queues_must_agree() {
-        let (mut m, w0) = model();
-        let c1 = claim(&w0, at(3));
-        let dead = bury(&c1, at(3));
+        let (mut m, c1, dead) = slot_3_died();
         let miscounted = Applied {
             redriven: 2,
             ..redrive(&dead, &[at(3)])
         };
         let v = run(&mut m, &[c1, dead, miscounted]);
-        assert!(
-            v.iter().any(|e| e.contains("redrive counter 0 -> 2")),
-            "{v:?}"
-        );
+        assert_caught(&v, "redrive counter 0 -> 2");
     }
 
     #[test]
     fn a_redrive_of_a_slot_never_dead_is_caught() {
         let (mut m, w0) = model();
         let c1 = claim(&w0, at(3));
-        let done = Applied {
-            leases: vec![],
-            newest: None,
-            ..c1.clone()
-        };
+        let done = finished(&c1);
         let v = run(&mut m, &[c1, done.clone(), redrive(&done, &[at(2)])]);
-        assert!(
-            v.iter()
-                .any(|e| e.contains("neither a dead letter nor in flight")),
-            "{v:?}"
-        );
+        assert_caught(&v, "neither a dead letter nor in flight");
     }
 
     #[test]
     fn a_dead_letter_may_leave_only_by_redrive_or_counted_drop() {
-        let (mut m, w0) = model();
-        let c1 = claim(&w0, at(3));
-        let dead = bury(&c1, at(3));
+        let (mut m, c1, dead) = slot_3_died();
         let vanished = Applied {
             dead: vec![],
             ..dead.clone()
         };
         let v = run(&mut m, &[c1.clone(), dead.clone(), vanished]);
-        assert!(v.iter().any(|e| e.contains("left the list")), "{v:?}");
-        let (mut m, _) = model();
+        assert_caught(&v, "left the list");
+        let (mut m, _, _) = slot_3_died();
         let dropped = Applied {
             dead: vec![],
             dead_dropped: 1,
@@ -1265,9 +1254,7 @@ mod tests {
     fn a_redrive_of_a_slot_in_flight_is_caught() {
         // Slot 3 died, then a backfill queued it again; a redrive must leave
         // its dead letter alone while that life waits.
-        let (mut m, w0) = model();
-        let c1 = claim(&w0, at(3));
-        let dead = bury(&c1, at(3));
+        let (mut m, c1, dead) = slot_3_died();
         let backfilled = Applied {
             backfilled: 1,
             pending: vec![(at(3), Origin::Backfill, 1)],
@@ -1275,23 +1262,14 @@ mod tests {
         };
         let back = redrive(&backfilled, &[at(3)]);
         let v = run(&mut m, &[c1, dead, backfilled, back]);
-        assert!(
-            v.iter()
-                .any(|e| e.contains("while another life of it is in flight")),
-            "{v:?}"
-        );
+        assert_caught(&v, "while another life of it is in flight");
     }
 
     #[test]
     fn a_redriven_life_ends_once() {
-        let (mut m, w0) = model();
-        let c1 = claim(&w0, at(3));
-        let dead = bury(&c1, at(3));
+        let (mut m, c1, dead) = slot_3_died();
         let back = redrive(&dead, &[at(3)]);
-        let l = Lease {
-            attempt: 1,
-            ..lease(at(3), 2, Origin::Redrive)
-        };
+        let l = lease(at(3), 2, Origin::Redrive);
         let run_it = Applied {
             fence: 2,
             pending: vec![],
@@ -1317,7 +1295,7 @@ mod tests {
         });
         let mut v = Vec::new();
         m.observe_record(&record, &mut v);
-        assert!(v.iter().any(|e| e.contains("lives had ended")), "{v:?}");
+        assert_caught(&v, "lives had ended");
     }
 
     #[test]
@@ -1359,6 +1337,6 @@ mod tests {
         record.history.push(ok(7));
         record.history.push(ok(8));
         m.observe_record(&record, &mut v);
-        assert!(v.iter().any(|e| e.contains("lives had ended")), "{v:?}");
+        assert_caught(&v, "lives had ended");
     }
 }
