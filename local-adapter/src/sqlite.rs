@@ -21,7 +21,7 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use cronslot_core::coord::{
     EffectBegin, EffectFinish, EffectLedger, EffectRecord, EffectState, JobState, PutResult,
@@ -190,9 +190,10 @@ impl SqliteStore {
         // SQLite cannot use WAL (a VFS without shared memory) it answers
         // with the mode it kept, the rollback journal, which is just as
         // atomic and only less concurrent, so that is not an error.
-        let _mode: String = conn
-            .pragma_update_and_check(None, "journal_mode", "WAL", |row| row.get(0))
-            .map_err(|e| where_.error("switching to WAL journal mode", &e))?;
+        let _mode: String = retry_while_busy(busy_timeout, || {
+            conn.pragma_update_and_check(None, "journal_mode", "WAL", |row| row.get(0))
+        })
+        .map_err(|e| where_.error("switching to WAL journal mode", &e))?;
         // FULL: a claim that was reported committed survives a power cut, so
         // a slot that ran is never handed out again. One fsync per write is
         // cheap at scheduler rates.
@@ -512,6 +513,32 @@ fn check_path(path: &Path) -> Result<(), StoreError> {
 /// Creates the tables in a new file, or checks the schema version of an
 /// existing one. One IMMEDIATE transaction, so processes opening a new
 /// file at the same moment create it once.
+/// Runs `op` again while SQLite answers "busy", until `timeout` has passed.
+/// SQLite's busy handler covers ordinary lock waits, but in some states it
+/// answers busy at once without calling it: processes that open a new file
+/// at the same moment, one of them switching it to WAL while another reads
+/// the WAL index, met that in CI ("database is locked" after 0.5 s with a
+/// 5 s timeout). Those states pass in milliseconds, so waiting is right.
+fn retry_while_busy<T>(
+    timeout: Duration,
+    mut op: impl FnMut() -> rusqlite::Result<T>,
+) -> rusqlite::Result<T> {
+    let deadline = Instant::now() + timeout;
+    let mut pause = Duration::from_millis(1);
+    loop {
+        match op() {
+            Err(rusqlite::Error::SqliteFailure(e, _))
+                if matches!(e.code, ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked)
+                    && Instant::now() < deadline =>
+            {
+                std::thread::sleep(pause.min(deadline.saturating_duration_since(Instant::now())));
+                pause = (pause * 2).min(Duration::from_millis(50));
+            }
+            other => return other,
+        }
+    }
+}
+
 fn init_schema(conn: &mut Connection, where_: Where<'_>) -> Result<(), StoreError> {
     let doing = || "checking the schema".to_string();
     let tx = begin_immediate(conn, where_, &doing)?;
