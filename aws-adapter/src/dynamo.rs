@@ -1,4 +1,4 @@
-//! `DynamoStore`: the compare-and-set store and effect ledger of DESIGN.md §5
+//! `DynamoStore`: the compare-and-set store and effect ledger of docs/design.md §5
 //! in one DynamoDB table (§6).
 //!
 //! **Item layout** (one table, partition key `pk`, a string, no sort key):

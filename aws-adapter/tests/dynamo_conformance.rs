@@ -1,4 +1,4 @@
-//! The core conformance suite (DESIGN.md §5) against `DynamoStore` on moto,
+//! The core conformance suite (docs/design.md §5) against `DynamoStore` on moto,
 //! through the generic compare-and-set coordinator: the same test functions
 //! that memory, SQLite and the Durable Object pass. Each test gets a table
 //! of its own on the binary's moto server.

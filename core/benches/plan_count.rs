@@ -1,5 +1,5 @@
 //! `Schedule::count_between`, the planner's way of counting missed slots
-//! (DESIGN.md §5), over a 1-minute and a 1-year span: counting by arithmetic
+//! (docs/design.md §5), over a 1-minute and a 1-year span: counting by arithmetic
 //! must cost about the same whatever the span.
 //!
 //! Run with `cargo bench -p cronslot-core --bench plan_count`. After

@@ -1,5 +1,5 @@
 //! Planning cost after an outage must not grow with the outage's length
-//! (DESIGN.md §3.4). This plans (advance + claim) a per-minute job after a
+//! (docs/design.md §3.4). This plans (advance + claim) a per-minute job after a
 //! one-minute and after a one-year outage and prints the ratio of the two.
 //!
 //! Run with `cargo bench -p cronslot-core --bench plan_outage`. The last line

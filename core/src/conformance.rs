@@ -1,6 +1,6 @@
-//! One conformance suite for every coordinator (DESIGN.md §5), in the manner
+//! One conformance suite for every coordinator (docs/design.md §5), in the manner
 //! of `object_store`'s `integration` module: async functions that take any
-//! [`Coordinator`] and assert the guarantees of DESIGN.md §3. Memory and
+//! [`Coordinator`] and assert the guarantees of docs/design.md §3. Memory and
 //! SQLite run it in `cargo test`; DynamoDB (moto) and the Durable Object
 //! (workerd) run the same functions.
 //!

@@ -1,4 +1,4 @@
-//! `Schedule::count_between` (DESIGN.md §5: planning counts missed slots by
+//! `Schedule::count_between` (docs/design.md §5: planning counts missed slots by
 //! arithmetic) against enumeration with `iter_after`, over random
 //! expressions, zones, DST policies and spans, plus fixed cases whose counts
 //! are known by hand.

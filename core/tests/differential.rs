@@ -23,7 +23,7 @@
 //!    Test: `star_prefixed_day_field_is_unrestricted`.
 //! 2. **Which expressions are fixed-time.** cronslot: an expression is
 //!    interval-like iff its minute or hour field begins with `*`; all others
-//!    are fixed-time (DESIGN.md §5). croner: fixed-time iff minute and hour
+//!    are fixed-time (docs/design.md §5). croner: fixed-time iff minute and hour
 //!    (and seconds) are each a single value without a step. So `0,30 2 * * *`,
 //!    `0 1-3 * * *` or `5/20 2 * * *` are fixed-time for cronslot and
 //!    interval-like for croner. At DST changes this differs: in a gap,

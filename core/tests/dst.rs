@@ -1,4 +1,4 @@
-//! DST behaviour at real transitions (DESIGN.md §5).
+//! DST behaviour at real transitions (docs/design.md §5).
 
 use cronslot_core::{CronExpr, DstGap, DstOverlap, DstPolicy, Schedule, SlotKind, Zone};
 use jiff::Timestamp;
@@ -168,7 +168,7 @@ fn prev_matches_next() {
 }
 
 // ---------------------------------------------------------------------------
-// Both policies on the DESIGN.md §5 examples, and the odd zones: 30-minute
+// Both policies on the docs/design.md §5 examples, and the odd zones: 30-minute
 // shifts (Lord Howe), midnight transitions (Santiago), a 45-minute offset
 // (Chatham), Ramadan (Casablanca) and a skipped day (Apia).
 

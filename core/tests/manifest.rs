@@ -15,7 +15,7 @@ use proptest::prelude::*;
 
 const FILE: &str = "cronslot.toml";
 
-/// The example of DESIGN.md §5, verbatim.
+/// The example of docs/design.md §5, verbatim.
 const DESIGN_EXAMPLE: &str = r#"[defaults]
 timezone = "UTC"
 lease = "15m"                 # max run time; must cover the platform timeout

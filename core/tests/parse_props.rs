@@ -583,7 +583,7 @@ fn rare_schedules_are_found() {
 // ------------------------------------------------------------ the oracle
 
 /// A zone's offsets over a window, from jiff, and the slot rule of
-/// DESIGN.md §5 stated per minute:
+/// docs/design.md §5 stated per minute:
 /// - a minute-aligned instant whose local time matches is a slot, except
 ///   that a fixed-time expression under `once` skips the second pass of an
 ///   overlap;

@@ -1,4 +1,4 @@
-//! cronslot-local: cronslot on a plain machine (DESIGN.md §6, Local).
+//! cronslot-local: cronslot on a plain machine (docs/design.md §6, Local).
 //!
 //! [`SqliteStore`] keeps every job's state record and the effect ledger in
 //! one SQLite file, the embedded default store. Several processes may share

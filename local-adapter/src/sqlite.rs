@@ -1,4 +1,4 @@
-//! `SqliteStore`: the compare-and-set store and effect ledger of DESIGN.md §5
+//! `SqliteStore`: the compare-and-set store and effect ledger of docs/design.md §5
 //! in one SQLite file, the embedded default on a plain machine.
 //!
 //! Several processes may open the same file: every read-decide-write runs

@@ -1,4 +1,4 @@
-//! Fencing for a job's own DynamoDB writes (DESIGN.md §3, guarantee 2): a
+//! Fencing for a job's own DynamoDB writes (docs/design.md §3, guarantee 2): a
 //! destination item remembers the highest fence that wrote it, and refuses
 //! a write carrying a lower one. A run that lost its lease while paused and
 //! wakes up after a newer run wrote cannot overwrite the newer data: the

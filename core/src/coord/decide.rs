@@ -1,4 +1,4 @@
-//! The pure transitions: every policy of DESIGN.md §5 as functions from
+//! The pure transitions: every policy of docs/design.md §5 as functions from
 //! (spec, state, now, input) to a new state. No I/O, no clock: the caller
 //! passes `now` and a random source, and a store writes the result
 //! atomically (or the caller re-plans on conflict).

@@ -1,4 +1,4 @@
-//! The store contract (DESIGN.md §5): a compare-and-set store for the state
+//! The store contract (docs/design.md §5): a compare-and-set store for the state
 //! record and an effect ledger. Memory, SQLite and DynamoDB implement it;
 //! the generic coordinator turns it into every operation of
 //! [`Coordinator`](super::Coordinator).

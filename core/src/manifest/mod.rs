@@ -6,7 +6,7 @@
 //! with file, line, column and the offending source line.
 //!
 //! Resolution: a job's value wins, then the `[defaults]` value, then the
-//! built-in default of DESIGN.md §5. The tables `retry` and `history` merge
+//! built-in default of docs/design.md §5. The tables `retry` and `history` merge
 //! key by key, so a job that writes `retry = { max_attempts = 5 }` keeps the
 //! backoff of `[defaults]`.
 
@@ -44,7 +44,7 @@ pub use precompiled::{
     PRECOMPILED_FORMAT, PRECOMPILED_VERSION, PrecompiledError, load_precompiled,
 };
 
-/// Built-in defaults (DESIGN.md §5) and limits.
+/// Built-in defaults (docs/design.md §5) and limits.
 pub mod defaults {
     use std::time::Duration;
 
