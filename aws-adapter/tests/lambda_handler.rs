@@ -4,7 +4,7 @@
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::rc::Rc;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use cronslot_aws::lambda::{
@@ -31,6 +31,29 @@ fn fixture(name: &str) -> Value {
 
 fn manifest(text: &str) -> Manifest {
     parse_manifest(text, "cronslot.toml").unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// State shared with job functions, which must be `Send + Sync` (the
+/// registry is shared by the local runner's threads).
+#[derive(Clone, Default)]
+struct Shared<T>(Arc<Mutex<T>>);
+
+impl<T: Clone> Shared<T> {
+    fn new(value: T) -> Shared<T> {
+        Shared(Arc::new(Mutex::new(value)))
+    }
+    fn get(&self) -> T {
+        self.0.lock().unwrap().clone()
+    }
+    fn set(&self, value: T) {
+        *self.0.lock().unwrap() = value;
+    }
+    fn borrow(&self) -> MutexGuard<'_, T> {
+        self.0.lock().unwrap()
+    }
+    fn borrow_mut(&self) -> MutexGuard<'_, T> {
+        self.0.lock().unwrap()
+    }
 }
 
 /// A clock the test moves, a log the test reads, a store the test inspects.
@@ -111,7 +134,7 @@ impl World {
 
 /// Counts the runs of a job.
 fn counting(
-    count: &Rc<Cell<u32>>,
+    count: &Shared<u32>,
 ) -> impl Fn(
     cronslot_aws::RunContext,
 ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), JobError>>>>
@@ -123,8 +146,8 @@ fn counting(
     }
 }
 
-fn default_jobs(report: &Rc<Cell<u32>>) -> Jobs {
-    let none = Rc::new(Cell::new(0));
+fn default_jobs(report: &Shared<u32>) -> Jobs {
+    let none = Shared::new(0);
     Jobs::new()
         .register("report", counting(report))
         .register("sweep", counting(&none))
@@ -146,7 +169,7 @@ fn kind(result: &Result<Value, HandlerError>) -> Option<ErrorKind> {
 
 #[tokio::test]
 async fn the_same_scheduler_event_three_times_runs_once() {
-    let runs = Rc::new(Cell::new(0));
+    let runs = Shared::new(0);
     let w = World::new(MANIFEST, default_jobs(&runs), "2026-03-08T13:30:00Z");
     create_report_record(&w, "2026-03-08T13:30:00Z").await;
     let event = fixture("scheduler.json");
@@ -179,7 +202,7 @@ async fn the_same_scheduler_event_three_times_runs_once() {
 async fn the_first_delivery_of_a_new_job_runs_its_slot() {
     // No record yet: the delivery of the job's first slot is the first time
     // any coordinator sees the job, a moment after the slot came due.
-    let runs = Rc::new(Cell::new(0));
+    let runs = Shared::new(0);
     let w = World::new(MANIFEST, default_jobs(&runs), "2026-03-08T14:00:00.300Z");
     let event = fixture("scheduler.json");
     let first = w.deliver(&event).await.expect("runs");
@@ -198,7 +221,7 @@ async fn the_first_delivery_of_a_new_job_runs_its_slot() {
 
 #[tokio::test]
 async fn a_rule_event_and_a_scheduler_event_are_the_same_slot() {
-    let runs = Rc::new(Cell::new(0));
+    let runs = Shared::new(0);
     let w = World::new(MANIFEST, default_jobs(&runs), "2026-03-08T13:30:00Z");
     create_report_record(&w, "2026-03-08T13:30:00Z").await;
     w.set("2026-03-08T14:00:02Z");
@@ -218,9 +241,9 @@ async fn a_rule_event_and_a_scheduler_event_are_the_same_slot() {
 
 #[tokio::test]
 async fn a_tick_runs_every_due_tick_mode_job_concurrently() {
-    let in_flight = Rc::new(Cell::new(0u32));
-    let most = Rc::new(Cell::new(0u32));
-    let ran = Rc::new(RefCell::new(Vec::new()));
+    let in_flight = Shared::new(0u32);
+    let most = Shared::new(0u32);
+    let ran = Shared::new(Vec::new());
     let job = |name: &'static str| {
         let (in_flight, most, ran) = (in_flight.clone(), most.clone(), ran.clone());
         move |ctx: cronslot_aws::RunContext| {
@@ -313,8 +336,8 @@ trigger = "dedicated"
         )
         .is_ok()
     );
-    let ran = Rc::new(Cell::new(0));
-    let other = Rc::new(Cell::new(0));
+    let ran = Shared::new(0);
+    let other = Shared::new(0);
     let jobs = Jobs::new()
         .register("berlin-nightly", counting(&ran))
         .register("utc-dedicated", counting(&other));
@@ -336,7 +359,7 @@ trigger = "dedicated"
 
 #[tokio::test]
 async fn a_failed_run_is_retried_by_a_redelivery_after_its_backoff() {
-    let attempts = Rc::new(RefCell::new(Vec::new()));
+    let attempts = Shared::new(Vec::new());
     let seen = attempts.clone();
     let jobs = Jobs::new()
         .register("report", move |ctx| {
@@ -367,7 +390,7 @@ async fn a_failed_run_is_retried_by_a_redelivery_after_its_backoff() {
     let state = w.state("report").await;
     let not_before = state.pending[0].not_before;
     let line = &w.lines("run")[0];
-    assert_eq!(line["outcome"], "failed_retrying");
+    assert_eq!(line["outcome"], "retrying");
     assert_eq!(line["RunFailed"], 1);
 
     // A re-delivery before the backoff ends changes nothing.
@@ -420,14 +443,14 @@ async fn a_permanent_failure_makes_the_slot_dead() {
     );
     let line = &w.lines("run")[0];
     assert_eq!(line["SlotDead"], 1);
-    assert_eq!(line["outcome"], "failed_dead");
+    assert_eq!(line["outcome"], "dead");
     let state = w.state("report").await;
     assert_eq!(state.dead.len(), 1);
 }
 
 #[tokio::test]
 async fn malformed_and_unknown_payloads_are_refused_without_touching_the_store() {
-    let runs = Rc::new(Cell::new(0));
+    let runs = Shared::new(0);
     let w = World::new(MANIFEST, default_jobs(&runs), "2026-03-08T14:00:01Z");
     let names = [
         "malformed-not-object.json",
@@ -473,7 +496,7 @@ async fn malformed_and_unknown_payloads_are_refused_without_touching_the_store()
 #[tokio::test]
 async fn a_lease_shorter_than_the_function_timeout_is_refused() {
     let text = MANIFEST.replace("lease = \"15m\"", "lease = \"2m\"");
-    let runs = Rc::new(Cell::new(0));
+    let runs = Shared::new(0);
     let mut w = World::new(&text, default_jobs(&runs), "2026-03-08T14:00:01Z");
     w.timeout = Duration::from_secs(900);
     let e = w
@@ -505,7 +528,7 @@ async fn a_lease_shorter_than_the_function_timeout_is_refused() {
 
 #[tokio::test]
 async fn missed_slots_are_counted_in_the_run_line() {
-    let runs = Rc::new(Cell::new(0));
+    let runs = Shared::new(0);
     let w = World::new(MANIFEST, default_jobs(&runs), "2026-03-08T14:00:30Z");
     w.deliver(&fixture("tick-scheduler.json"))
         .await
@@ -571,7 +594,7 @@ trigger = "dedicated"
 catch_up = "all"
 starting_deadline = "1h"
 "#;
-    let order = Rc::new(RefCell::new(Vec::new()));
+    let order = Shared::new(Vec::new());
     let seen = order.clone();
     let jobs = Jobs::new().register("batch", move |ctx| {
         let seen = seen.clone();
@@ -641,7 +664,7 @@ async fn a_run_past_the_deadline_is_cut_and_recorded() {
 
 #[tokio::test]
 async fn effects_done_by_a_failed_attempt_are_not_redone() {
-    let sent = Rc::new(Cell::new(0));
+    let sent = Shared::new(0);
     let count = sent.clone();
     let jobs = Jobs::new()
         .register("report", move |ctx| {
@@ -846,10 +869,12 @@ async fn http_4xx_is_permanent_and_a_timeout_transient() {
 fn the_registry_must_match_the_manifest() {
     let m = manifest(MANIFEST);
     let e = check(&m, &Jobs::new().register("report", |_| async { Ok(()) })).expect_err("missing");
+    // The runtime's words, the same on every platform.
     assert_eq!(
         e.problems,
         [
-            "no function is registered for the manifest's function jobs \"sweep\", \"rollup\": register each with Jobs::register(\"<name>\", |ctx| async move { … }), or give the job an http action"
+            "job \"sweep\" runs a Rust function, but none is registered under that name; register one (Jobs::register) or give the job an http request in the manifest",
+            "job \"rollup\" runs a Rust function, but none is registered under that name; register one (Jobs::register) or give the job an http request in the manifest"
         ]
     );
     let jobs = Jobs::new()
@@ -862,8 +887,8 @@ fn the_registry_must_match_the_manifest() {
     assert_eq!(
         e.problems,
         [
-            "functions are registered for jobs the manifest does not have: \"reprot\" (a typo, or a job removed from the manifest?)",
-            "functions registered more than once (the last one would win): \"sweep\""
+            "job \"sweep\" is registered more than once; register each job's function once",
+            "a function is registered for \"reprot\", but the manifest has no such job"
         ]
     );
     let commands = manifest(
@@ -872,7 +897,7 @@ fn the_registry_must_match_the_manifest() {
     let e = check(&commands, &Jobs::new()).expect_err("command");
     assert!(
         e.problems[0]
-            .starts_with("job \"cleanup\" is a command job: commands do not run in Lambda"),
+            .starts_with("job \"cleanup\" is a command job, and Lambda has no processes to run it"),
         "{e}"
     );
 }

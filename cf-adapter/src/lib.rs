@@ -1,6 +1,7 @@
 //! cronslot on Cloudflare: Cron Triggers fire a Worker; a Durable Object per
 //! job holds the job's state and serialises its claims; the job runs in the
-//! Worker with the core's context; the object records the outcome.
+//! Worker with the runtime's run loop and context (the same as on every
+//! platform); the object records the outcome.
 //!
 //! Everything that decides something is platform-neutral and tested
 //! natively: the object's request handling ([`object`]) over any SQLite
@@ -11,10 +12,8 @@
 //! outside a JavaScript runtime.
 
 pub mod admin;
-pub mod check;
 pub mod client;
 pub mod dispatch;
-pub mod http_job;
 pub mod object;
 pub mod object_store;
 pub mod protocol;
@@ -23,10 +22,9 @@ pub mod spec_text;
 pub mod sql;
 
 pub use client::{ObjectClient, Transport};
-pub use cronslot_core::coord::JobError;
+pub use cronslot_runtime::{JobError, Jobs, RunContext};
 pub use object::JobObject;
 pub use object_store::ObjectStore;
-pub use run::{Jobs, RunContext};
 
 #[cfg(target_arch = "wasm32")]
 mod wasm;

@@ -2,6 +2,9 @@
 //! authentication, every route's reply, the Prometheus text, and a
 //! property test that no request makes them panic.
 
+use std::rc::Rc;
+use std::sync::{Arc, Mutex};
+
 use cronslot_cf::admin::{
     self, AdminRequest, AdminRoute, BackfillDoc, DlqDoc, ErrorDoc, ErrorKind, HealthDoc,
     HealthState, PROMETHEUS, PauseDoc, RedriveDoc, Reply, StatusDoc, StatusFormat, TriggerDoc,
@@ -13,6 +16,7 @@ use cronslot_core::coord::{
 };
 use cronslot_core::health::Health;
 use cronslot_core::manifest::{JobSpec, Manifest, parse_manifest};
+use cronslot_runtime::{Jobs, Platform, VirtualPlatform};
 use jiff::Timestamp;
 use proptest::prelude::*;
 use serde::de::DeserializeOwned;
@@ -993,7 +997,7 @@ fn backfill_queues_past_slots() {
 #[test]
 fn triggers_are_run_by_the_worker() {
     let m = manifest();
-    let c = seeded(&m);
+    let c = Rc::new(seeded(&m));
     let route = match admin::route(
         P,
         &m,
@@ -1004,27 +1008,37 @@ fn triggers_are_run_by_the_worker() {
         other => panic!("{other:?}"),
     };
     // `execute` does not run jobs.
-    let r = block_on(admin::execute(&route, &m, &c, at(NOW)));
+    let r = block_on(admin::execute(&route, &m, &*c, at(NOW)));
     assert_eq!(r.status, 500);
     assert_eq!(error(&r).error, ErrorKind::Internal);
 
-    let every = spec(&m, route.job().unwrap().as_str());
-    let clock = || at("2026-03-08T12:01:10Z");
+    let every = Rc::new(spec(&m, route.job().unwrap().as_str()).clone());
+    let broken = Rc::new(spec(&m, "broken").clone());
+    let platform = VirtualPlatform::new(at("2026-03-08T12:01:10Z"));
+    let dyn_platform: Rc<dyn Platform> = Rc::new(platform.clone());
+    let slots = Arc::new(Mutex::new(Vec::new()));
+    let jobs = {
+        let slots = Arc::clone(&slots);
+        Jobs::new()
+            .register("every", move |ctx| {
+                slots.lock().unwrap().push(ctx.scheduled_at());
+                async { Ok(()) }
+            })
+            .register("broken", |_| async { Err(JobError::transient("flaky")) })
+    };
     let outcome = block_on(admin::trigger_run(
-        every,
+        &every,
         &c,
         "admin",
-        clock,
-        |lease| async move {
-            assert_eq!(lease.slot, at("2026-03-08T12:01:00Z"));
-            Ok(())
-        },
+        &jobs,
+        &dyn_platform,
     ));
+    assert_eq!(*slots.lock().unwrap(), [at("2026-03-08T12:01:00Z")]);
     assert!(
         matches!(outcome, TriggerOutcome::Succeeded { .. }),
         "{outcome:?}"
     );
-    let r = admin::trigger_reply(every, &outcome);
+    let r = admin::trigger_reply(&every, &outcome);
     assert_eq!(r.status, 200);
     let doc: TriggerDoc = body(&r);
     assert_eq!(doc.outcome, TriggerKind::Succeeded);
@@ -1033,9 +1047,13 @@ fn triggers_are_run_by_the_worker() {
     assert_eq!(doc.attempt, Some(1));
 
     // Again: the slot already ran.
-    let outcome = block_on(admin::trigger_run(every, &c, "admin", clock, |_| async {
-        Ok(())
-    }));
+    let outcome = block_on(admin::trigger_run(
+        &every,
+        &c,
+        "admin",
+        &jobs,
+        &dyn_platform,
+    ));
     assert!(
         matches!(
             outcome,
@@ -1043,18 +1061,21 @@ fn triggers_are_run_by_the_worker() {
         ),
         "{outcome:?}"
     );
-    let r = admin::trigger_reply(every, &outcome);
+    let r = admin::trigger_reply(&every, &outcome);
     assert_eq!(r.status, 409);
     let doc: TriggerDoc = body(&r);
     assert_eq!(doc.outcome, TriggerKind::NotClaimed);
     assert!(doc.message.contains("already resolved"), "{}", doc.message);
 
     // A failing run is recorded and reported.
-    let broken = spec(&m, "broken");
-    let outcome = block_on(admin::trigger_run(broken, &c, "admin", clock, |_| async {
-        Err(JobError::transient("flaky"))
-    }));
-    let r = admin::trigger_reply(broken, &outcome);
+    let outcome = block_on(admin::trigger_run(
+        &broken,
+        &c,
+        "admin",
+        &jobs,
+        &dyn_platform,
+    ));
+    let r = admin::trigger_reply(&broken, &outcome);
     assert_eq!(r.status, 500, "{}", r.body);
     let doc: TriggerDoc = body(&r);
     assert_eq!(doc.outcome, TriggerKind::Failed);
@@ -1062,7 +1083,7 @@ fn triggers_are_run_by_the_worker() {
     assert_eq!(doc.fate, Some(FailOutcome::Dead), "max_attempts = 1");
 
     let r = admin::trigger_reply(
-        every,
+        &every,
         &TriggerOutcome::CannotRun {
             reason: "a command job".into(),
         },

@@ -2,39 +2,38 @@
 //! memory, with a virtual clock that `sleep` advances: in-event retries,
 //! the run lines, a manual trigger.
 
-use std::cell::{Cell, RefCell};
 use std::rc::Rc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use cronslot_cf::run::{Clock, Executor, LocalFuture, RETRY_WITHIN_EVENT, Serving, serve};
-use cronslot_cf::{JobError, RunContext};
+use cronslot_cf::run::{RETRY_WITHIN_EVENT, lines};
+use cronslot_cf::{JobError, Jobs};
 use cronslot_core::coord::exec::block_on;
 use cronslot_core::coord::{CasCoordinator, MemoryStore, Trigger};
 use cronslot_core::manifest::{JobSpec, parse_manifest};
-use jiff::{SignedDuration, Timestamp};
+use cronslot_runtime::{Platform, ServeOptions, VirtualPlatform, serve};
+use jiff::Timestamp;
 use serde_json::Value;
 
-/// Fails every slot's first attempt; records each attempt it sees.
-struct FlakyFirst(RefCell<Vec<(Timestamp, u32)>>);
+/// The attempts a job saw: (slot, attempt).
+type Seen = Arc<Mutex<Vec<(Timestamp, u32)>>>;
 
-impl Executor for FlakyFirst {
-    fn execute(
-        &self,
-        _spec: Rc<JobSpec>,
-        ctx: RunContext,
-    ) -> LocalFuture<'static, Result<(), JobError>> {
-        self.0
-            .borrow_mut()
+/// Fails every slot's first attempt; records each attempt it sees.
+fn flaky_first(seen: &Seen) -> Jobs {
+    let seen = Arc::clone(seen);
+    Jobs::new().register("flaky", move |ctx| {
+        seen.lock()
+            .unwrap()
             .push((ctx.scheduled_at(), ctx.attempt()));
         let first = ctx.attempt() == 1;
-        Box::pin(async move {
+        async move {
             if first {
                 Err(JobError::transient("first attempts fail"))
             } else {
                 Ok(())
             }
-        })
-    }
+        }
+    })
 }
 
 fn spec(retry: &str) -> Rc<JobSpec> {
@@ -43,20 +42,14 @@ fn spec(retry: &str) -> Rc<JobSpec> {
 }
 
 struct World {
-    now: Rc<Cell<Timestamp>>,
-    clock: Clock,
-    slept: Rc<Cell<Duration>>,
+    platform: VirtualPlatform,
     coordinator: Rc<CasCoordinator<MemoryStore>>,
 }
 
 impl World {
     fn new(start: &str) -> World {
-        let now = Rc::new(Cell::new(start.parse::<Timestamp>().unwrap()));
-        let clock_now = now.clone();
         World {
-            now,
-            clock: Rc::new(move || clock_now.get()),
-            slept: Rc::new(Cell::new(Duration::ZERO)),
+            platform: VirtualPlatform::new(start.parse().unwrap()),
             coordinator: Rc::new(CasCoordinator::new(MemoryStore::new(), 3)),
         }
     }
@@ -66,21 +59,17 @@ impl World {
         spec: &Rc<JobSpec>,
         trigger: Trigger,
         within: Duration,
-        ex: &dyn Executor,
+        jobs: &Jobs,
     ) -> Vec<Value> {
-        let (now, slept) = (self.now.clone(), self.slept.clone());
-        let how = Serving {
+        let platform: Rc<dyn Platform> = Rc::new(self.platform.clone());
+        let options = ServeOptions {
             owner: "w",
-            clock: self.clock.clone(),
-            executor: ex,
-            sleep: Rc::new(move |d| {
-                now.set(now.get() + SignedDuration::try_from(d).unwrap());
-                slept.set(slept.get() + d);
-                Box::pin(async {})
-            }),
+            trigger,
             retry_within: within,
+            more_due: None,
         };
-        block_on(serve(self.coordinator.clone(), spec.clone(), trigger, how))
+        let served = block_on(serve(&self.coordinator, spec, jobs, &platform, &options));
+        lines(spec.name.as_str(), &served)
     }
 }
 
@@ -88,30 +77,36 @@ impl World {
 fn a_retry_due_soon_runs_in_the_same_event() {
     let w = World::new("2026-01-05T00:00:00Z");
     let spec = spec("{ max_attempts = 3, backoff = \"10s\", max_backoff = \"10s\" }");
-    let ex = FlakyFirst(RefCell::new(Vec::new()));
+    let seen = Seen::default();
+    let ex = flaky_first(&seen);
     // The first tick creates the record; the next one's slot fails once,
     // then its retry (at most 10 s later) runs before the event ends.
     w.serve(&spec, Trigger::Tick, RETRY_WITHIN_EVENT, &ex);
-    w.now.set("2026-01-05T00:01:00Z".parse().unwrap());
+    w.platform.set("2026-01-05T00:01:00Z".parse().unwrap());
     let lines = w.serve(&spec, Trigger::Tick, RETRY_WITHIN_EVENT, &ex);
     let outcomes: Vec<&str> = lines
         .iter()
         .filter(|l| l["msg"] == "run")
         .map(|l| l["outcome"].as_str().unwrap())
         .collect();
-    assert_eq!(outcomes, ["failed", "succeeded"], "{lines:?}");
+    assert_eq!(outcomes, ["retrying", "succeeded"], "{lines:?}");
     assert_eq!(
-        ex.0.borrow().iter().map(|(_, a)| *a).collect::<Vec<_>>(),
+        seen.lock()
+            .unwrap()
+            .iter()
+            .map(|(_, a)| *a)
+            .collect::<Vec<_>>(),
         [1, 2]
     );
     assert!(
-        w.slept.get() <= Duration::from_secs(10),
+        w.platform.slept() <= Duration::from_secs(10),
         "{:?}",
-        w.slept.get()
+        w.platform.slept()
     );
     // Each run line carries the slot, attempt, fence, lag and duration.
     let run = &lines[0];
-    assert_eq!(run["slot"], "2026-01-05T00:01:00Z");
+    assert_eq!(run["slot"], "flaky@2026-01-05T00:01:00Z");
+    assert_eq!(run["scheduled_at"], "2026-01-05T00:01:00Z");
     assert!(run["fence"].as_u64().unwrap() >= 1 && run.get("lag_ms").is_some());
 }
 
@@ -121,28 +116,30 @@ fn without_the_wait_the_retry_is_left_to_a_later_tick() {
     let spec = spec(
         "{ max_attempts = 3, backoff = \"10s\", max_backoff = \"10s\", past_next_slot = true }",
     );
-    let ex = FlakyFirst(RefCell::new(Vec::new()));
+    let seen = Seen::default();
+    let ex = flaky_first(&seen);
     w.serve(&spec, Trigger::Tick, Duration::ZERO, &ex);
-    w.now.set("2026-01-05T00:01:00Z".parse().unwrap());
+    w.platform.set("2026-01-05T00:01:00Z".parse().unwrap());
     let lines = w.serve(&spec, Trigger::Tick, Duration::ZERO, &ex);
     assert_eq!(
         lines.iter().filter(|l| l["msg"] == "run").count(),
         1,
         "{lines:?}"
     );
-    let idle = lines.last().unwrap();
-    assert_eq!(
-        idle["detail"]["next_retry"], lines[0]["retry_at"],
-        "{lines:?}"
-    );
-    assert_eq!(w.slept.get(), Duration::ZERO);
+    // A failed run ends the event's work on the job: no claim is spent on
+    // learning that the retry is not due yet.
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert_eq!(lines[0]["outcome"], "retrying", "{lines:?}");
+    assert!(lines[0]["retry_at"].is_string(), "{lines:?}");
+    assert_eq!(w.platform.slept(), Duration::ZERO);
     // The next tick runs the retry of 00:01 (and the new slot 00:02).
-    w.now.set("2026-01-05T00:02:00Z".parse().unwrap());
+    w.platform.set("2026-01-05T00:02:00Z".parse().unwrap());
     w.serve(&spec, Trigger::Tick, Duration::ZERO, &ex);
     assert!(
-        ex.0.borrow()
+        seen.lock()
+            .unwrap()
             .contains(&("2026-01-05T00:01:00Z".parse().unwrap(), 2)),
         "{:?}",
-        ex.0.borrow()
+        seen.lock().unwrap()
     );
 }

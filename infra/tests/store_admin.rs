@@ -11,6 +11,7 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use std::rc::Rc;
 
 use cronslot_cf::admin::{self, AdminRequest, AdminRoute, Reply};
 use cronslot_core::coord::exec::block_on;
@@ -18,6 +19,7 @@ use cronslot_core::coord::{
     CasCoordinator, Claim, Coordinator, FailOutcome, JobError, MemoryStore, Trigger,
 };
 use cronslot_core::manifest::{JobSpec, Manifest, parse_manifest};
+use cronslot_runtime::{Jobs, Platform, VirtualPlatform};
 use jiff::{SignedDuration, Timestamp};
 use serde_json::Value;
 
@@ -90,7 +92,7 @@ impl Worker {
         let served = (store.clone(), manifest.clone());
         std::thread::spawn(move || {
             let (store, manifest) = served;
-            let coord = CasCoordinator::new(store, 11);
+            let coord = Rc::new(CasCoordinator::new(store, 11));
             for stream in listener.incoming() {
                 let Ok(stream) = stream else { continue };
                 serve(stream, &manifest, &coord);
@@ -151,7 +153,7 @@ impl Worker {
 }
 
 /// One HTTP/1.1 request per connection, answered with `Connection: close`.
-fn serve(stream: TcpStream, manifest: &Manifest, coord: &CasCoordinator<MemoryStore>) {
+fn serve(stream: TcpStream, manifest: &Manifest, coord: &Rc<CasCoordinator<MemoryStore>>) {
     let mut reader = BufReader::new(match stream.try_clone() {
         Ok(s) => s,
         Err(_) => return,
@@ -203,24 +205,26 @@ fn serve(stream: TcpStream, manifest: &Manifest, coord: &CasCoordinator<MemorySt
         },
         Some(Err(reply)) => reply,
         Some(Ok(AdminRoute::Trigger { job })) => {
-            let spec = manifest.job(job.as_str()).unwrap();
+            let spec = Rc::new(manifest.job(job.as_str()).unwrap().clone());
             let fails = job.as_str().starts_with("broken") || job.as_str().ends_with("-broken");
+            let jobs = Jobs::new().register(job.as_str(), move |_| async move {
+                if fails {
+                    Err(JobError::permanent("the job exploded"))
+                } else {
+                    Ok(())
+                }
+            });
+            let platform: Rc<dyn Platform> = Rc::new(VirtualPlatform::new(Timestamp::now()));
             let outcome = block_on(admin::trigger_run(
-                spec,
+                &spec,
                 coord,
                 "test-worker",
-                Timestamp::now,
-                |_lease| async move {
-                    if fails {
-                        Err(JobError::permanent("the job exploded"))
-                    } else {
-                        Ok(())
-                    }
-                },
+                &jobs,
+                &platform,
             ));
-            admin::trigger_reply(spec, &outcome)
+            admin::trigger_reply(&spec, &outcome)
         }
-        Some(Ok(route)) => block_on(admin::execute(&route, manifest, coord, Timestamp::now())),
+        Some(Ok(route)) => block_on(admin::execute(&route, manifest, &**coord, Timestamp::now())),
     };
     let mut out = format!(
         "HTTP/1.1 {} X\r\nContent-Type: {}\r\nContent-Length: {}\r\nConnection: close\r\n",

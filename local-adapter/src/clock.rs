@@ -147,12 +147,6 @@ pub(crate) fn add(t: Timestamp, d: Duration) -> Timestamp {
     t.checked_add(d).unwrap_or(Timestamp::MAX)
 }
 
-/// Milliseconds from `from` to `to` (negative when `to` is earlier).
-pub(crate) fn millis_between(from: Timestamp, to: Timestamp) -> i64 {
-    let ms = to.duration_since(from).as_millis();
-    i64::try_from(ms).unwrap_or(if ms < 0 { i64::MIN } else { i64::MAX })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -7,7 +7,8 @@
 //! over it gives each slot to exactly one of them.
 //!
 //! [`Runner`] runs a manifest's jobs on it: command and http jobs from the
-//! manifest, Rust functions registered in [`Jobs`], with N competing
+//! manifest, Rust functions registered in [`Jobs`] (the runtime's registry,
+//! shared by every platform), with N competing
 //! workers, heartbeats, structured logs and a [`Summary`] at the end, on
 //! the real clock or an accelerated [`Clock`].
 
@@ -16,10 +17,11 @@
     deny(clippy::unwrap_used, clippy::expect_used, clippy::panic)
 )]
 
-mod action;
 pub mod clock;
-pub mod jobs;
+pub mod command;
+mod http;
 pub mod log;
+mod platform;
 pub mod runner;
 mod sqlite;
 pub mod summary;
@@ -30,7 +32,9 @@ pub use sqlite::{
 };
 
 pub use clock::{Clock, MAX_SPEED, SpeedError};
-pub use jobs::{JobCtx, JobError, JobResult, Jobs, LocalCoordinator};
+pub use cronslot_runtime::{JobError, JobResult, Jobs, RunContext};
 pub use log::{LOG_LEVEL_VAR, LogFormat, LogInitError, init_logging};
+pub use platform::LocalPlatform;
 pub use runner::{MAX_WORKERS, RunError, Runner, StopHandle};
 pub use summary::{JobSummary, Summary};
+pub use worker::LocalCoordinator;

@@ -1,10 +1,12 @@
 //! Logs: `tracing` events, written to stderr as human-readable lines or as
 //! JSON objects, one per line.
 //!
-//! Every finished run logs exactly one event, `run finished`, with the job,
-//! slot, attempt, fence, owner, lag (start − scheduled) and duration in
-//! milliseconds of clock time, and the outcome: `succeeded`, `retry_at`
-//! (with the instant), `dead`, `superseded` or `failed` (not recorded).
+//! Every finished run logs exactly one event, `run finished`, with the
+//! runtime's fields (`cronslot_runtime::RunReport::fields`, the same on
+//! every platform): job, slot, scheduled instant, attempt, fence, owner,
+//! lag (start − scheduled) and duration in milliseconds of clock time, and
+//! the outcome: `succeeded`, `retrying` (with `retry_at`), `dead`,
+//! `lease_lost` or `unrecorded`.
 //! Other events (claims lost to another worker, heartbeats) are at debug,
 //! store errors at warn. Timestamps are the runner's clock, so an
 //! accelerated demo's log reads in its own time.
@@ -12,13 +14,13 @@
 use std::fmt;
 use std::str::FromStr;
 
-use jiff::Timestamp;
+use cronslot_core::coord::format_instant;
+use cronslot_runtime::{Outcome, RunReport};
 use tracing_subscriber::filter::LevelFilter;
 use tracing_subscriber::fmt::format::Writer;
 use tracing_subscriber::fmt::time::FormatTime;
 
 use crate::clock::Clock;
-use crate::summary::RunEnd;
 
 /// The environment variable that sets the level (`error`, `warn`, `info`,
 /// `debug`, `trace`; default `info`).
@@ -82,52 +84,34 @@ pub fn init_logging(format: LogFormat, clock: &Clock) -> Result<(), LogInitError
     result.map_err(|e| LogInitError(format!("logging could not start: {e}")))
 }
 
-/// RFC 3339 UTC with milliseconds: enough for clock times, shorter than
-/// nanoseconds.
-fn format_instant_ms(t: Timestamp) -> String {
-    format!("{t:.3}")
-}
-
-/// The one line a finished run logs.
-pub(crate) struct RunLine<'a> {
-    pub job: &'a str,
-    pub slot: &'a str,
-    pub attempt: u32,
-    pub fence: u64,
-    pub owner: &'a str,
-    pub lag_ms: i64,
-    pub duration_ms: i64,
-    pub end: RunEnd,
-    pub error: Option<&'a str>,
-}
-
-impl RunLine<'_> {
-    pub(crate) fn emit(&self) {
-        let retry_at = match self.end {
-            RunEnd::RetryAt(t) => Some(format_instant_ms(t)),
-            _ => None,
+/// Logs the one line of a finished run: the runtime's fields (the same on
+/// every platform), `run finished` at info for a success, warn otherwise.
+pub(crate) fn emit_run(report: &RunReport) {
+    let retry_at = report.retry_at().map(format_instant);
+    let error = report.error();
+    let slot = report.slot_id();
+    let scheduled_at = format_instant(report.slot);
+    // `tracing` fixes an event's level at compile time, hence two calls.
+    macro_rules! run_finished {
+        ($level:ident) => {
+            tracing::$level!(
+                job = %report.job,
+                slot = %slot,
+                scheduled_at = %scheduled_at,
+                attempt = report.attempt,
+                fence = report.fence,
+                owner = %report.owner,
+                lag_ms = report.lag_ms(),
+                duration_ms = report.duration_ms(),
+                outcome = %report.outcome.as_str(),
+                retry_at = retry_at.as_ref().map(tracing::field::display),
+                error = error.as_ref().map(tracing::field::display),
+                "run finished"
+            )
         };
-        // `tracing` fixes an event's level at compile time, hence two calls.
-        macro_rules! run_finished {
-            ($level:ident) => {
-                tracing::$level!(
-                    job = %self.job,
-                    slot = %self.slot,
-                    attempt = self.attempt,
-                    fence = self.fence,
-                    owner = %self.owner,
-                    lag_ms = self.lag_ms,
-                    duration_ms = self.duration_ms,
-                    outcome = %self.end.as_str(),
-                    retry_at = retry_at.map(tracing::field::display),
-                    error = self.error.map(tracing::field::display),
-                    "run finished"
-                )
-            };
-        }
-        match self.end {
-            RunEnd::Succeeded => run_finished!(info),
-            _ => run_finished!(warn),
-        }
+    }
+    match report.outcome {
+        Outcome::Succeeded => run_finished!(info),
+        _ => run_finished!(warn),
     }
 }

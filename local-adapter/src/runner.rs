@@ -40,7 +40,9 @@ use tokio::sync::{mpsc, watch};
 
 use crate::SqliteStore;
 use crate::clock::{Clock, add};
-use crate::jobs::Jobs;
+use cronslot_runtime::Jobs;
+
+use crate::platform::LocalPlatform;
 use crate::summary::{Summary, SummaryInput, Tally, summarize};
 use crate::worker::{Shared, Stop, Worker};
 
@@ -181,6 +183,9 @@ impl Runner {
     /// Runs until stopped; returns what happened. Store errors never end
     /// the run (they are logged and retried); only failing to start does.
     pub fn run(self) -> Result<Summary, RunError> {
+        self.jobs
+            .check(&self.specs, &LocalPlatform::new(self.clock.clone()))
+            .map_err(|e| RunError(e.to_string()))?;
         let started_at = self.clock.now();
         let until = self.until.map(|u| match u {
             Until::At(t) => t,

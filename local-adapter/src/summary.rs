@@ -19,6 +19,7 @@ use cronslot_core::coord::{
     DeadLetter, JobState, Lease, MissReason, Origin, SkipReason, format_instant,
 };
 use cronslot_core::manifest::format_duration;
+use cronslot_runtime::Outcome;
 use jiff::{SignedDuration, Timestamp};
 
 /// Slot records older than this (clock time) are forgotten once there are
@@ -27,32 +28,6 @@ use jiff::{SignedDuration, Timestamp};
 const SLOT_MEMORY: SignedDuration = SignedDuration::from_hours(7 * 24);
 const PRUNE_ABOVE: usize = 20_000;
 
-/// How one run ended, as far as the store is concerned.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum RunEnd {
-    Succeeded,
-    RetryAt(Timestamp),
-    Dead,
-    /// The run no longer held its slot (superseded, or its lease expired
-    /// and was refused): nothing was recorded for it.
-    Superseded,
-    /// The outcome could not be written (the store was unavailable until the
-    /// lease ran out); the lease's expiry will make it a failed attempt.
-    Unrecorded,
-}
-
-impl RunEnd {
-    pub(crate) fn as_str(self) -> &'static str {
-        match self {
-            RunEnd::Succeeded => "succeeded",
-            RunEnd::RetryAt(_) => "retry_at",
-            RunEnd::Dead => "dead",
-            RunEnd::Superseded => "superseded",
-            RunEnd::Unrecorded => "failed",
-        }
-    }
-}
-
 #[derive(Debug, Default)]
 struct JobTally {
     slots_run: u64,
@@ -60,7 +35,7 @@ struct JobTally {
     succeeded: u64,
     retries: u64,
     dead: u64,
-    superseded: u64,
+    lease_lost: u64,
     unrecorded: u64,
 }
 
@@ -125,20 +100,20 @@ impl Tally {
         &mut self,
         job: &str,
         lease: &Lease,
-        end: RunEnd,
+        end: Outcome,
         now: Timestamp,
     ) -> Option<String> {
         let stats = self.jobs.entry(job.to_string()).or_default();
         match end {
-            RunEnd::Succeeded => stats.succeeded += 1,
-            RunEnd::RetryAt(_) => {}
-            RunEnd::Dead => stats.dead += 1,
-            RunEnd::Superseded => stats.superseded += 1,
-            RunEnd::Unrecorded => stats.unrecorded += 1,
+            Outcome::Succeeded => stats.succeeded += 1,
+            Outcome::Dead => stats.dead += 1,
+            Outcome::LeaseLost => stats.lease_lost += 1,
+            Outcome::Unrecorded => stats.unrecorded += 1,
+            _ => {}
         }
         let mut twice = None;
         if let Some(slot) = self.slots.get_mut(&(job.to_string(), lease.slot)) {
-            if end == RunEnd::Succeeded {
+            if end == Outcome::Succeeded {
                 slot.succeeded += 1;
                 let by_request = matches!(lease.origin, Origin::Backfill | Origin::Manual);
                 if slot.succeeded > 1 && !by_request {
@@ -219,8 +194,9 @@ pub struct JobSummary {
     pub retries: u64,
     /// Slots that became dead letters while the runner ran (from the store).
     pub dead: u64,
-    /// Runs whose lease was lost or superseded (their outcome not recorded).
-    pub superseded: u64,
+    /// Runs that lost their lease (`lease_lost`): superseded, or expired
+    /// and refused; their outcome was not recorded.
+    pub lease_lost: u64,
     /// Runs whose outcome could not be written to the store.
     pub unrecorded: u64,
     /// Slots given the fate "missed" while the runner ran, by reason.
@@ -325,7 +301,7 @@ pub(crate) fn summarize(mut tally: Tally, input: SummaryInput<'_>) -> Summary {
                 // The store also knows deaths without a run of ours (a
                 // crashed worker's expired lease, a closed retry window).
                 dead: counter(|s| s.counters.dead).unwrap_or(t.dead),
-                superseded: t.superseded,
+                lease_lost: t.lease_lost,
                 unrecorded: t.unrecorded,
                 missed: grown(
                     before.map(|s| &s.counters.missed),
@@ -446,7 +422,7 @@ impl fmt::Display for Summary {
                 writeln!(f, "  … and {} more", letters.len() - 10)?;
             }
         }
-        let superseded: u64 = self.jobs.iter().map(|j| j.superseded).sum();
+        let lease_lost: u64 = self.jobs.iter().map(|j| j.lease_lost).sum();
         let unrecorded: u64 = self.jobs.iter().map(|j| j.unrecorded).sum();
         writeln!(f)?;
         writeln!(
@@ -460,10 +436,10 @@ impl fmt::Display for Summary {
             "duplicates refused: {} (claims that lost their slot to another worker; {} compare-and-set conflicts)",
             self.duplicates_refused, self.claim_conflicts
         )?;
-        if superseded > 0 {
+        if lease_lost > 0 {
             writeln!(
                 f,
-                "runs stopped because another claim superseded them: {superseded}"
+                "runs that lost their lease (superseded, or expired and refused): {lease_lost}"
             )?;
         }
         if unrecorded > 0 {
@@ -518,7 +494,7 @@ mod tests {
         let a = lease("w1", "2030-01-01T00:00:00Z", 1, Origin::Schedule);
         assert_eq!(t.claimed("j", &a), None);
         t.work_ended("j", a.slot);
-        assert_eq!(t.finished("j", &a, RunEnd::Succeeded, now), None);
+        assert_eq!(t.finished("j", &a, Outcome::Succeeded, now), None);
         let b = lease("w2", "2030-01-01T00:00:00Z", 1, Origin::Schedule);
         assert_eq!(
             t.claimed("j", &b).as_deref(),
@@ -528,7 +504,7 @@ mod tests {
         let mut t = Tally::default();
         t.claimed("j", &a);
         t.work_ended("j", a.slot);
-        t.finished("j", &a, RunEnd::Succeeded, now);
+        t.finished("j", &a, Outcome::Succeeded, now);
         let c = lease("w2", "2030-01-01T00:00:00Z", 1, Origin::Backfill);
         assert_eq!(t.claimed("j", &c), None);
     }

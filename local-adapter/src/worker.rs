@@ -8,26 +8,26 @@
 //! instant it was told about (the next slot, the next retry), a short poll
 //! (for what other workers and processes change), or a stop request.
 
-use std::cell::Cell;
 use std::collections::HashMap;
 use std::rc::Rc;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use cronslot_core::coord::{
-    Claim, CoordError, Coordinator, FailOutcome, Idle, Lease, SlotId, Trigger,
-};
+use cronslot_core::coord::{CasCoordinator, Claim, Coordinator, Idle, Lease, SlotId, Trigger};
 use cronslot_core::manifest::JobSpec;
+use cronslot_runtime::{Jobs, Platform, run_lease};
 use jiff::Timestamp;
 use tokio::sync::{Notify, watch};
 use tokio::task::JoinSet;
 
 use crate::SqliteStore;
-use crate::action::{self, HttpClient};
-use crate::clock::{Clock, add, millis_between};
-use crate::jobs::{JobCtx, JobError, Jobs, LocalCoordinator};
-use crate::log::RunLine;
-use crate::summary::{RunEnd, Tally};
+use crate::clock::{Clock, add};
+use crate::log::emit_run;
+use crate::platform::LocalPlatform;
+use crate::summary::Tally;
+
+/// The coordinator every worker of the local runner uses.
+pub type LocalCoordinator = CasCoordinator<SqliteStore>;
 
 /// How often (clock time) a worker looks again at jobs whose next event it
 /// cannot know: a slot held by another worker's run, a paused job, a retry
@@ -82,20 +82,11 @@ pub(crate) struct Worker {
     coordinator: Rc<LocalCoordinator>,
     specs: Vec<Rc<JobSpec>>,
     shared: Arc<Shared>,
-    http: HttpClient,
+    platform: Rc<dyn Platform>,
     /// A run of this worker ended: look again at once (its job may have a
     /// retry or a waiting slot now).
     wake: Notify,
     stop: watch::Receiver<Stop>,
-}
-
-/// How a supervised run ended.
-enum Ended {
-    Finished(Result<Option<String>, JobError>),
-    TimedOut,
-    /// A heartbeat was refused: the slot is no longer ours.
-    LeaseLost(String),
-    Stopped,
 }
 
 impl Worker {
@@ -105,12 +96,14 @@ impl Worker {
         shared: Arc<Shared>,
         stop: watch::Receiver<Stop>,
     ) -> Worker {
+        let platform = LocalPlatform::for_worker(shared.clock.clone(), stop.clone())
+            .watched_by(Arc::clone(&shared));
         Worker {
             owner,
             coordinator: Rc::new(LocalCoordinator::new(shared.store.clone(), seed)),
             specs: shared.specs.iter().cloned().map(Rc::new).collect(),
             shared,
-            http: HttpClient::new(),
+            platform: Rc::new(platform),
             wake: Notify::new(),
             stop,
         }
@@ -276,235 +269,25 @@ impl Worker {
         runs.spawn_local(Rc::clone(self).run_lease(Rc::clone(spec), lease));
     }
 
-    /// Runs one lease to its end and records the outcome.
+    /// Runs one lease to its end (the runtime's run loop), records the
+    /// outcome, logs the run's line and counts it.
     async fn run_lease(self: Rc<Self>, spec: Rc<JobSpec>, lease: Lease) {
-        let clock = self.clock().clone();
-        let started = clock.now();
-        let expires = Rc::new(Cell::new(lease.expires_at));
-        let ctx = JobCtx::new(
-            Rc::clone(&self.coordinator),
-            Rc::clone(&spec),
+        let report = run_lease(
+            &self.coordinator,
+            &spec,
             lease.clone(),
-            clock.clone(),
-            Rc::clone(&expires),
-        );
-        let limit = action::time_limit(&spec, &self.shared.jobs);
-        let work = action::execute(&spec, ctx, &self.shared.jobs, &self.http);
-        let ended = self
-            .supervise(&spec, &lease, &expires, add(started, limit), work)
-            .await;
-        let ran_until = clock.now();
-        self.shared
-            .tally()
-            .work_ended(spec.name.as_str(), lease.slot);
-        // Reports are tried until the lease (as the heartbeats left it) runs
-        // out.
-        let lease = Lease {
-            expires_at: expires.get(),
-            ..lease
-        };
-        let (end, error) = match ended {
-            Ended::Finished(Ok(result)) => self.complete(&spec, &lease, result.as_deref()).await,
-            Ended::Finished(Err(e)) => self.fail(&spec, &lease, &e).await,
-            Ended::TimedOut => {
-                let e = JobError::transient(format!(
-                    "timed out after {} (clock time) and was stopped",
-                    cronslot_core::manifest::format_duration(limit)
-                ));
-                self.fail(&spec, &lease, &e).await
-            }
-            Ended::Stopped => {
-                let e = JobError::transient("stopped by the runner's shutdown before it finished");
-                self.fail(&spec, &lease, &e).await
-            }
-            Ended::LeaseLost(why) => (RunEnd::Superseded, Some(why)),
-        };
-        let finished = clock.now();
-        let slot = SlotId::new(&spec.name, lease.slot).to_string();
-        RunLine {
-            job: spec.name.as_str(),
-            slot: &slot,
-            attempt: lease.attempt,
-            fence: lease.fence,
-            owner: &self.owner,
-            lag_ms: millis_between(lease.slot, started),
-            duration_ms: millis_between(started, ran_until),
-            end,
-            error: error.as_deref(),
-        }
-        .emit();
-        let twice = self
-            .shared
-            .tally()
-            .finished(spec.name.as_str(), &lease, end, finished);
+            &self.shared.jobs,
+            &self.platform,
+        )
+        .await;
+        emit_run(&report);
+        let twice =
+            self.shared
+                .tally()
+                .finished(spec.name.as_str(), &lease, report.outcome, report.ended);
         if let Some(slot) = twice {
             tracing::error!(slot = %slot, owner = %self.owner, "slot succeeded twice");
         }
         self.wake.notify_one();
-    }
-
-    /// Runs `work` until it ends, its time limit passes, its lease is lost,
-    /// or the runner stops now; heartbeats every third of the lease from
-    /// the first third on.
-    async fn supervise<F>(
-        &self,
-        spec: &JobSpec,
-        lease: &Lease,
-        expires: &Cell<Timestamp>,
-        deadline: Timestamp,
-        work: F,
-    ) -> Ended
-    where
-        F: Future<Output = Result<Option<String>, JobError>>,
-    {
-        let clock = self.clock();
-        let every = spec.lease / 3;
-        let mut next_beat = add(lease.claimed_at, every);
-        let mut work = std::pin::pin!(work);
-        let mut stop = self.stop.clone();
-        let mut stop_open = true;
-        if *stop.borrow() == Stop::Now {
-            return Ended::Stopped;
-        }
-        loop {
-            tokio::select! {
-                biased;
-                out = &mut work => return Ended::Finished(out),
-                () = clock.sleep_until(next_beat.min(deadline)) => {
-                    let now = clock.now();
-                    if now >= deadline {
-                        return Ended::TimedOut;
-                    }
-                    if now >= next_beat {
-                        match self.coordinator.heartbeat(spec, lease.fence, now).await {
-                            Ok(expiry) => {
-                                expires.set(expiry);
-                                next_beat = add(now, every);
-                                tracing::debug!(job = spec.name.as_str(), fence = lease.fence,
-                                    owner = %self.owner, expires_at = %expiry, "heartbeat");
-                            }
-                            Err(CoordError::Refused(refusal)) => {
-                                tracing::warn!(job = spec.name.as_str(), fence = lease.fence,
-                                    owner = %self.owner, error = %refusal,
-                                    "heartbeat refused: the run no longer holds its slot and is stopped");
-                                return Ended::LeaseLost(format!("heartbeat refused: {refusal}"));
-                            }
-                            Err(e) => {
-                                self.shared.tally().store_error();
-                                tracing::warn!(job = spec.name.as_str(), fence = lease.fence,
-                                    owner = %self.owner, error = %e, "heartbeat failed; trying again");
-                                next_beat = add(now, STORE_RETRY.min(every));
-                            }
-                        }
-                    }
-                }
-                changed = stop.changed(), if stop_open => {
-                    stop_open = changed.is_ok();
-                    if *stop.borrow() == Stop::Now {
-                        return Ended::Stopped;
-                    }
-                }
-            }
-        }
-    }
-
-    async fn complete(
-        &self,
-        spec: &JobSpec,
-        lease: &Lease,
-        result: Option<&str>,
-    ) -> (RunEnd, Option<String>) {
-        let outcome = self
-            .with_retries(spec, lease, async || {
-                self.coordinator
-                    .complete(spec, lease.fence, result, self.clock().now())
-                    .await
-            })
-            .await;
-        match outcome {
-            Ok(()) => (RunEnd::Succeeded, None),
-            Err(e) => self.unreported(spec, lease, "completion", e),
-        }
-    }
-
-    async fn fail(
-        &self,
-        spec: &JobSpec,
-        lease: &Lease,
-        error: &JobError,
-    ) -> (RunEnd, Option<String>) {
-        let outcome = self
-            .with_retries(spec, lease, async || {
-                self.coordinator
-                    .fail(
-                        spec,
-                        lease.fence,
-                        &error.message,
-                        error.permanent,
-                        self.clock().now(),
-                    )
-                    .await
-            })
-            .await;
-        let message = Some(error.message.clone());
-        match outcome {
-            Ok(FailOutcome::RetryAt(t)) => (RunEnd::RetryAt(t), message),
-            Ok(FailOutcome::Dead) => (RunEnd::Dead, message),
-            Err(e) => {
-                let (end, why) = self.unreported(spec, lease, "failure", e);
-                (
-                    end,
-                    Some(format!("{}; {}", error.message, why.unwrap_or_default())),
-                )
-            }
-        }
-    }
-
-    /// A refused report means the run was superseded; anything else means
-    /// the store did not take it.
-    fn unreported(
-        &self,
-        spec: &JobSpec,
-        lease: &Lease,
-        what: &str,
-        e: CoordError,
-    ) -> (RunEnd, Option<String>) {
-        let end = if matches!(e, CoordError::Refused(_)) {
-            RunEnd::Superseded
-        } else {
-            RunEnd::Unrecorded
-        };
-        tracing::debug!(job = spec.name.as_str(), fence = lease.fence, owner = %self.owner,
-            error = %e, "the {what} was not recorded");
-        (end, Some(format!("{what} not recorded: {e}")))
-    }
-
-    /// Tries a report until it is taken, refused, or the lease (plus skew)
-    /// has run out: past that, another worker may have taken the slot over
-    /// and the lease's expiry already counts this run as failed.
-    async fn with_retries<T>(
-        &self,
-        spec: &JobSpec,
-        lease: &Lease,
-        op: impl AsyncFn() -> Result<T, CoordError>,
-    ) -> Result<T, CoordError> {
-        loop {
-            match op().await {
-                Err(e) if e.is_transient() => {
-                    self.shared.tally().store_error();
-                    let give_up = add(lease.expires_at, spec.skew_margin);
-                    let now = self.clock().now();
-                    if now >= give_up {
-                        return Err(e);
-                    }
-                    tracing::warn!(job = spec.name.as_str(), fence = lease.fence,
-                        owner = %self.owner, error = %e, "recording the outcome failed; trying again");
-                    self.clock()
-                        .sleep_until(add(now, STORE_RETRY).min(give_up))
-                        .await;
-                }
-                other => return other,
-            }
-        }
     }
 }

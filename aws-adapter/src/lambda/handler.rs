@@ -9,22 +9,23 @@ use std::time::Duration;
 
 use cronslot_core::coord::exec::join_all;
 use cronslot_core::coord::{
-    CasCoordinator, Claim, CoordError, Coordinator, EffectLedger, FailOutcome, Idle, Lease,
-    StateStore, Trigger, format_instant,
+    CasCoordinator, CoordError, EffectLedger, Idle, StateStore, Trigger, format_instant,
 };
-use cronslot_core::manifest::{Action, JobSpec, Manifest, format_duration};
-use cronslot_core::translate::{Platform, dedicated};
-use jiff::{SignedDuration, Timestamp};
+use cronslot_core::manifest::{JobSpec, Manifest, format_duration};
+use cronslot_core::translate::{Platform as Dialect, dedicated};
+use cronslot_runtime::{
+    JobError, Jobs, Outcome, Platform, RunReport, ServeOptions, idle_reason, serve,
+};
+use jiff::Timestamp;
 use serde_json::{Value, json};
 
 use super::error::{ErrorKind, HandlerError};
 use super::event::{self, EventError, Work};
-use super::http::{HttpCall, HttpRunner};
+use super::http::HttpRunner;
 use super::init::{self, InitError};
-use super::jobs::{JobError, Jobs, RunContext, RunFacts, run_catching};
-use super::ledger::RunLedger;
-use super::log::{self, LogSink, RunEnd, RunReport};
+use super::log::{self, LogSink};
 use super::observe::{Fates, Observed};
+use super::platform::LambdaPlatform;
 
 /// Supplies `now`: the system clock in Lambda, a fake one in tests.
 pub type Clock = Rc<dyn Fn() -> Timestamp>;
@@ -93,7 +94,9 @@ pub struct Handler<S> {
     jobs: Jobs,
     stores: StoreFactory<S>,
     seed: Cell<u64>,
-    http: HttpRunner,
+    /// The function's platform (clock, timers, the HTTP client and its
+    /// connection pool); each invocation adds its deadline.
+    platform: LambdaPlatform,
     clock: Clock,
     log: LogSink,
 }
@@ -103,13 +106,6 @@ struct JobReport {
     runs: Vec<Value>,
     idle: Vec<Value>,
     errors: Vec<HandlerError>,
-}
-
-/// How one run went.
-struct RunResult {
-    summary: Value,
-    duration: Duration,
-    error: Option<HandlerError>,
 }
 
 impl<S: StateStore + EffectLedger + 'static> Handler<S> {
@@ -132,7 +128,7 @@ impl<S: StateStore + EffectLedger + 'static> Handler<S> {
             .collect();
         let on_tick = specs
             .values()
-            .filter(|s| !matches!(dedicated(s, Platform::EventBridge), Some(Ok(_))))
+            .filter(|s| !matches!(dedicated(s, Dialect::EventBridge), Some(Ok(_))))
             .cloned()
             .collect();
         Ok(Handler {
@@ -142,7 +138,7 @@ impl<S: StateStore + EffectLedger + 'static> Handler<S> {
             jobs,
             stores: Box::new(stores),
             seed: Cell::new(host.seed),
-            http: HttpRunner::new(),
+            platform: LambdaPlatform::new(host.clock.clone(), Rc::new(HttpRunner::new())),
             clock: host.clock,
             log: host.log,
         })
@@ -315,9 +311,11 @@ impl<S: StateStore + EffectLedger + 'static> Handler<S> {
         ))
     }
 
-    /// Claims and runs one job's slots: the first claim with `first`, then
-    /// (while slots are due and time allows) with a tick, so that
-    /// `catch_up = "all"` runs every kept late slot.
+    /// Claims and runs one job's slots with the runtime's run loop: the
+    /// first claim with `first`, then (while slots are due and time allows)
+    /// with a tick, so that `catch_up = "all"` runs every kept late slot. A
+    /// failed run ends the job's work in this invocation: the function
+    /// returns an error, and Lambda's re-delivery runs the retry.
     async fn serve(
         &self,
         coord: &Coord<S>,
@@ -326,81 +324,62 @@ impl<S: StateStore + EffectLedger + 'static> Handler<S> {
         inv: &Invocation,
     ) -> JobReport {
         let job = spec.name.as_str();
+        let platform: Rc<dyn Platform> = Rc::new(self.platform.until(inv.deadline));
+        let more_due = |spec: &JobSpec, now: Timestamp| more_due(coord, spec, now);
+        let options = ServeOptions {
+            owner: &inv.request_id,
+            trigger: first,
+            retry_within: Duration::ZERO,
+            more_due: Some(&more_due),
+        };
+        let served = serve(coord, &spec, &self.jobs, &platform, &options).await;
         let mut report = JobReport {
             runs: Vec::new(),
             idle: Vec::new(),
             errors: Vec::new(),
         };
-        let mut trigger = first;
-        let mut longest = Duration::ZERO;
-        for _ in 0..MAX_RUNS {
-            let now = (self.clock)();
-            let claim = coord.claim(&spec, now, trigger, &inv.request_id).await;
-            let fates = coord.store().take_fates(job);
-            match claim {
-                Err(e) => {
-                    self.fates(inv, job, fates);
-                    report.errors.push(coord_error(job, "claim", &e));
-                    break;
-                }
-                Ok(Claim::Idle(idle)) => {
-                    self.fates(inv, job, fates);
-                    self.idle(&mut report, &spec, trigger, idle, inv, now);
-                    break;
-                }
-                Ok(Claim::Claimed(lease)) => {
-                    let run = self.run(coord, &spec, lease, inv, fates).await;
-                    longest = longest.max(run.duration);
-                    report.runs.push(run.summary);
-                    if let Some(e) = run.error {
-                        report.errors.push(e);
-                        break;
-                    }
-                }
+        // Slots given a fate by this job's writes (missed by a claim, dead
+        // by a failure): on the last run's line, or a line of their own.
+        let fates = coord.store().take_fates(job);
+        let last = served.runs.len().saturating_sub(1);
+        for (i, run) in served.runs.iter().enumerate() {
+            let fates = if i == last { fates } else { Fates::default() };
+            report.runs.push(self.run_line(inv, run, fates));
+            if let Some(e) = run_error(run) {
+                report.errors.push(e);
             }
-            let now = (self.clock)();
-            if !self.more_due(coord, &spec, now) {
-                break;
-            }
-            let left = until(now, inv.deadline);
-            if left
-                < longest
-                    .saturating_add(CATCH_UP_MARGIN)
-                    .saturating_add(RESERVE)
-            {
-                self.emit(&json!({
-                    "level": "warn",
-                    "msg": "catch_up_deferred",
-                    "request_id": inv.request_id,
-                    "job": job,
-                    "reason": format!(
-                        "{} left, the longest run took {}: the next trigger runs the rest",
-                        human(left),
-                        human(longest)
-                    ),
-                }));
-                break;
-            }
-            trigger = Trigger::Tick;
+        }
+        if served.runs.is_empty() {
+            self.fates(inv, job, fates);
+        }
+        if let Some(e) = &served.claim_error {
+            report.errors.push(coord_error(job, "claim", e));
+        }
+        if let Some((trigger, idle)) = served.idle {
+            self.idle(&mut report, &spec, trigger, idle, inv, (self.clock)());
+        }
+        if let Some(reason) = served.deferred {
+            self.emit(&json!({
+                "level": "warn",
+                "msg": "catch_up_deferred",
+                "request_id": inv.request_id,
+                "job": job,
+                "reason": reason,
+            }));
         }
         report
     }
 
-    /// Is another slot or retry of the job due, judging by the record the
-    /// last write left? (Costs no request; a wrong guess costs one read.)
-    fn more_due(&self, coord: &Coord<S>, spec: &JobSpec, now: Timestamp) -> bool {
-        let Some(state) = coord.store().known(spec.name.as_str()) else {
-            return false;
-        };
-        if state.paused {
-            return false;
-        }
-        let retry = state.pending.iter().any(|p| p.not_before <= now);
-        let slot = spec
-            .schedule
-            .next_after(state.cursor)
-            .is_some_and(|s| s <= now && spec.in_window(s));
-        retry || slot
+    /// Logs a run's line (its EMF document) and returns its summary.
+    fn run_line(&self, inv: &Invocation, run: &RunReport, fates: Fates) -> Value {
+        self.emit(&log::run_line(&inv.request_id, run, fates));
+        json!({
+            "job": run.job,
+            "slot": format_instant(run.slot),
+            "attempt": run.attempt,
+            "fence": run.fence,
+            "outcome": run.outcome.as_str(),
+        })
     }
 
     fn fates(&self, inv: &Invocation, job: &str, fates: Fates) {
@@ -451,7 +430,7 @@ impl<S: StateStore + EffectLedger + 'static> Handler<S> {
             report.errors.push(e);
             return;
         }
-        let (reason, detail) = idle_detail(&idle);
+        let (reason, detail) = idle_reason(&idle);
         self.emit(&log::idle_line(
             &inv.request_id,
             job,
@@ -462,237 +441,76 @@ impl<S: StateStore + EffectLedger + 'static> Handler<S> {
             .idle
             .push(json!({"job": job, "reason": reason, "detail": detail}));
     }
+}
 
-    /// Runs one claimed slot and records its outcome with the lease's fence.
-    async fn run(
-        &self,
-        coord: &Coord<S>,
-        spec: &Rc<JobSpec>,
-        lease: Lease,
-        inv: &Invocation,
-        claimed: Fates,
-    ) -> RunResult {
-        let job = spec.name.as_str();
-        let started = (self.clock)();
-        let cut_at = sub(inv.deadline, RESERVE);
-        let budget = until(started, cut_at);
-        let outcome = self.execute(coord, spec, &lease, cut_at, budget).await;
-        let ended = (self.clock)();
-        let duration = until(started, ended);
-        let fence = lease.fence;
-        let slot_id = format!("{job}@{}", format_instant(lease.slot));
-        let (end, error, retry_at) = match outcome {
-            Ok(result) => match coord.complete(spec, fence, result.as_deref(), ended).await {
-                Ok(()) => (RunEnd::Succeeded, None, None),
-                Err(CoordError::Refused(r)) => (
-                    RunEnd::LeaseLost,
-                    Some(HandlerError::new(
-                        ErrorKind::LeaseLost,
-                        format!("slot {slot_id} ran, but its completion was refused: {r}"),
-                    )),
-                    None,
-                ),
-                Err(e) => (
-                    RunEnd::Unrecorded,
-                    Some(coord_error(
-                        job,
-                        &format!("record the success of {slot_id}"),
-                        &e,
-                    )),
-                    None,
-                ),
-            },
-            Err(job_error) => {
-                let failed = coord
-                    .fail(spec, fence, &job_error.message, job_error.permanent, ended)
-                    .await;
-                let kind = if job_error.permanent {
-                    "permanently"
-                } else {
-                    "transiently"
-                };
-                let what = format!(
-                    "slot {slot_id} attempt {} failed {kind}: {}",
-                    lease.attempt, job_error.message
-                );
-                match failed {
-                    Ok(FailOutcome::RetryAt(t)) => (
-                        RunEnd::Retrying,
-                        Some(HandlerError::new(
-                            ErrorKind::RunFailed,
-                            format!("{what}; its retry may start at {}", format_instant(t)),
-                        )),
-                        Some(t),
-                    ),
-                    Ok(FailOutcome::Dead) => (
-                        RunEnd::Dead,
-                        Some(HandlerError::new(
-                            ErrorKind::SlotDead,
-                            format!(
-                                "{what}; the slot is a dead letter (redrive it with `cronslot dlq`)"
-                            ),
-                        )),
-                        None,
-                    ),
-                    Err(CoordError::Refused(r)) => (
-                        RunEnd::LeaseLost,
-                        Some(HandlerError::new(
-                            ErrorKind::LeaseLost,
-                            format!("{what}; and its failure was refused: {r}"),
-                        )),
-                        None,
-                    ),
-                    Err(e) => (
-                        RunEnd::Unrecorded,
-                        Some(coord_error(job, &format!("record that {what}"), &e)),
-                        None,
-                    ),
-                }
-            }
+/// Is another slot or retry of the job due, judging by the record the last
+/// write left? (Costs no request; a wrong guess costs one read.)
+fn more_due<S>(coord: &Coord<S>, spec: &JobSpec, now: Timestamp) -> bool {
+    let Some(state) = coord.store().known(spec.name.as_str()) else {
+        return false;
+    };
+    if state.paused {
+        return false;
+    }
+    let retry = state.pending.iter().any(|p| p.not_before <= now);
+    let slot = spec
+        .schedule
+        .next_after(state.cursor)
+        .is_some_and(|s| s <= now && spec.in_window(s));
+    retry || slot
+}
+
+/// The invocation's error for a run that did not succeed: Lambda retries
+/// the event on any error, and the error type says which.
+fn run_error(run: &RunReport) -> Option<HandlerError> {
+    let slot_id = run.slot_id();
+    let what = |e: &JobError| {
+        let kind = if e.is_permanent() {
+            "permanently"
+        } else {
+            "transiently"
         };
-        let mut fates = coord.store().take_fates(job);
-        fates.missed += claimed.missed;
-        fates.dead += claimed.dead;
-        let report = RunReport {
-            request_id: inv.request_id.clone(),
-            job: job.to_string(),
-            slot: lease.slot,
-            attempt: lease.attempt,
-            fence,
-            lag_ms: started.as_millisecond() - lease.slot.as_millisecond(),
-            duration_ms: u64::try_from(duration.as_millis()).unwrap_or(u64::MAX),
-            end,
-            error: error.as_ref().map(|e| e.message.clone()),
-            retry_at,
-            fates,
-            at: ended,
-        };
-        self.emit(&log::run_line(&report));
-        RunResult {
-            summary: json!({
-                "job": job,
-                "slot": format_instant(lease.slot),
-                "attempt": lease.attempt,
-                "fence": fence,
-                "outcome": end.as_str(),
-            }),
-            duration,
-            error,
+        format!(
+            "slot {slot_id} attempt {} failed {kind}: {}",
+            run.attempt,
+            e.message()
+        )
+    };
+    let refused = run.record_error.clone().unwrap_or_default();
+    match (run.outcome, &run.job_error) {
+        (Outcome::Succeeded, _) => None,
+        (Outcome::Retrying { at }, Some(e)) => Some(HandlerError::new(
+            ErrorKind::RunFailed,
+            format!("{}; its retry may start at {}", what(e), format_instant(at)),
+        )),
+        (Outcome::Dead, Some(e)) => Some(HandlerError::new(
+            ErrorKind::SlotDead,
+            format!(
+                "{}; the slot is a dead letter (redrive it with `cronslot dlq`)",
+                what(e)
+            ),
+        )),
+        (Outcome::LeaseLost, Some(e)) => Some(HandlerError::new(
+            ErrorKind::LeaseLost,
+            format!("{}; and {refused}", what(e)),
+        )),
+        (Outcome::LeaseLost, None) => Some(HandlerError::new(
+            ErrorKind::LeaseLost,
+            format!("slot {slot_id} ran, but {refused}"),
+        )),
+        (_, job_error) => {
+            let doing = match job_error {
+                Some(e) => format!("record that {}", what(e)),
+                None => format!("record the success of {slot_id}"),
+            };
+            Some(match &run.store_error {
+                Some(e) => coord_error(&run.job, &doing, e),
+                None => HandlerError::new(
+                    ErrorKind::StoreFailed,
+                    format!("job {:?}: could not {doing}: {refused}", run.job),
+                ),
+            })
         }
-    }
-
-    /// Runs the job's action within `budget`; `Ok` carries a short result.
-    async fn execute(
-        &self,
-        coord: &Coord<S>,
-        spec: &Rc<JobSpec>,
-        lease: &Lease,
-        cut_at: Timestamp,
-        budget: Duration,
-    ) -> Result<Option<String>, JobError> {
-        match &spec.action {
-            Action::Function => {
-                let Some(function) = self.jobs.get(spec.name.as_str()) else {
-                    return Err(JobError::permanent(format!(
-                        "no function is registered for job {:?}",
-                        spec.name.as_str()
-                    )));
-                };
-                let ledger = RunLedger::new(
-                    coord.clone(),
-                    spec.clone(),
-                    lease.clone(),
-                    self.clock.clone(),
-                );
-                let ctx = RunContext::new(
-                    RunFacts {
-                        job: spec.name.as_str().to_string(),
-                        slot: lease.slot,
-                        fence: lease.fence,
-                        attempt: lease.attempt,
-                        lease_deadline: lease.expires_at,
-                        deadline: cut_at,
-                        checkpoint: lease.checkpoint.clone(),
-                    },
-                    Rc::new(ledger),
-                );
-                match tokio::time::timeout(budget, run_catching(function, ctx)).await {
-                    Ok(result) => result.map(|()| None),
-                    Err(_) => Err(cut(budget)),
-                }
-            }
-            Action::Http {
-                url,
-                method,
-                headers,
-                timeout,
-            } => {
-                let call = HttpCall {
-                    url,
-                    method: *method,
-                    headers,
-                    idempotency_key: format!(
-                        "{}@{}",
-                        spec.name.as_str(),
-                        format_instant(lease.slot)
-                    ),
-                    fence: lease.fence,
-                    attempt: lease.attempt,
-                    scheduled_at: lease.slot,
-                    timeout: *timeout,
-                };
-                // Whichever ends first: the job's own timeout (inside
-                // `send`) or the invocation's deadline.
-                match tokio::time::timeout(budget, self.http.send(&call)).await {
-                    Ok(result) => result.map(Some),
-                    Err(_) => Err(cut(budget)),
-                }
-            }
-            Action::Command { .. } => Err(JobError::permanent(
-                "command jobs do not run in Lambda (refused when the function starts)",
-            )),
-        }
-    }
-}
-
-fn cut(budget: Duration) -> JobError {
-    JobError::transient(format!(
-        "the run was cut after {} to leave time to record it before the Lambda invocation's deadline; raise the function timeout (and the job's lease), or shorten the job",
-        human(budget)
-    ))
-}
-
-/// A duration for messages: milliseconds below a second (where
-/// `format_duration`, which counts whole seconds, would say `0s`).
-fn human(d: Duration) -> String {
-    if d < Duration::from_secs(1) {
-        format!("{}ms", d.as_millis())
-    } else {
-        format_duration(d)
-    }
-}
-
-fn idle_detail(idle: &Idle) -> (&'static str, Value) {
-    let at = |t: &Timestamp| Value::from(format_instant(*t));
-    match idle {
-        Idle::AlreadyResolved { slot } => ("already_resolved", json!({"slot": at(slot)})),
-        Idle::InProgress { slot, fence } => {
-            ("in_progress", json!({"slot": at(slot), "fence": fence}))
-        }
-        Idle::NothingDue {
-            next_slot,
-            next_retry,
-        } => (
-            "nothing_due",
-            json!({"next_slot": next_slot.as_ref().map(at), "next_retry": next_retry.as_ref().map(at)}),
-        ),
-        Idle::Busy { live } => ("busy", json!({"live": live})),
-        Idle::Paused => ("paused", Value::Null),
-        Idle::RetryLater { slot, not_before } => (
-            "retry_later",
-            json!({"slot": at(slot), "not_before": at(not_before)}),
-        ),
-        Idle::NotYetDue { slot } => ("not_yet_due", json!({"slot": at(slot)})),
     }
 }
 
@@ -709,9 +527,4 @@ fn coord_error(job: &str, doing: &str, e: &CoordError) -> HandlerError {
 /// The time from `from` to `to`, zero if `to` is not later.
 fn until(from: Timestamp, to: Timestamp) -> Duration {
     Duration::try_from(to.duration_since(from)).unwrap_or(Duration::ZERO)
-}
-
-fn sub(t: Timestamp, d: Duration) -> Timestamp {
-    let d = SignedDuration::try_from(d).unwrap_or(SignedDuration::MAX);
-    t.checked_sub(d).unwrap_or(Timestamp::MIN)
 }

@@ -7,11 +7,14 @@
 use std::fmt;
 use std::path::PathBuf;
 
-use cronslot_core::manifest::{Action, Manifest, Trigger, load_precompiled};
+use cronslot_core::manifest::{Manifest, Trigger, load_precompiled};
 
 use super::event::TICK_RULE;
 use super::http;
-use super::jobs::Jobs;
+use super::platform::LambdaPlatform;
+use cronslot_runtime::Jobs;
+use jiff::Timestamp;
+use std::rc::Rc;
 
 /// The environment variable naming a manifest file.
 pub const MANIFEST_ENV: &str = "CRONSLOT_MANIFEST";
@@ -179,33 +182,20 @@ fn read(path: PathBuf) -> Result<(String, String), InitError> {
     }
 }
 
-/// Checks the manifest against the registered functions and the Lambda
+/// Checks the manifest against the registered functions (the runtime's
+/// [`Jobs::check`], in the words every platform uses) and the Lambda
 /// environment. Returns the warnings (fine to start with, worth a log line).
 pub fn check(manifest: &Manifest, jobs: &Jobs) -> Result<Vec<String>, InitError> {
-    let mut problems = Vec::new();
+    let platform = LambdaPlatform::new(Rc::new(Timestamp::now), Rc::default());
+    let mut problems = match jobs.check(&manifest.jobs, &platform) {
+        Ok(()) => Vec::new(),
+        Err(e) => e.problems().to_vec(),
+    };
     let mut warnings = Vec::new();
-    let mut missing = Vec::new();
     for spec in &manifest.jobs {
         let name = spec.name.as_str();
-        match &spec.action {
-            Action::Function => {
-                if jobs.get(name).is_none() {
-                    missing.push(name);
-                }
-            }
-            Action::Command { .. } => problems.push(format!(
-                "job {name:?} is a command job: commands do not run in Lambda (the provided.al2023 runtime has no tools a command could rely on, and the package holds only the bootstrap); run it with the local runner, or make it an http job or a Rust function"
-            )),
-            Action::Http {
-                url,
-                method,
-                headers,
-                ..
-            } => {
-                if let Err(e) = http::validate(url, *method, headers) {
-                    problems.push(format!("job {name:?}: its request cannot be built: {e}"));
-                }
-            }
+        if let Err(e) = http::validate(spec) {
+            problems.push(format!("job {name:?}: its request cannot be built: {e}"));
         }
         if name == TICK_RULE.trim_start_matches(super::event::RULE_PREFIX)
             && spec.trigger == Trigger::Dedicated
@@ -215,53 +205,11 @@ pub fn check(manifest: &Manifest, jobs: &Jobs) -> Result<Vec<String>, InitError>
             ));
         }
     }
-    if !missing.is_empty() {
-        problems.push(format!(
-            "no function is registered for the manifest's function jobs {}: register each with Jobs::register(\"<name>\", |ctx| async move {{ … }}), or give the job an http action",
-            quoted(&missing)
-        ));
-    }
-    let mut stray = Vec::new();
-    let mut shadowed = Vec::new();
-    for name in jobs.names() {
-        match manifest.job(name).map(|s| &s.action) {
-            None => stray.push(name),
-            Some(Action::Function) => {}
-            Some(_) => shadowed.push(name),
-        }
-    }
-    if !stray.is_empty() {
-        problems.push(format!(
-            "functions are registered for jobs the manifest does not have: {} (a typo, or a job removed from the manifest?)",
-            quoted(&stray)
-        ));
-    }
-    if !shadowed.is_empty() {
-        problems.push(format!(
-            "functions are registered for jobs the manifest runs as http or command jobs, so they would never run: {}",
-            quoted(&shadowed)
-        ));
-    }
-    let twice: Vec<&str> = jobs.registered_twice().iter().map(String::as_str).collect();
-    if !twice.is_empty() {
-        problems.push(format!(
-            "functions registered more than once (the last one would win): {}",
-            quoted(&twice)
-        ));
-    }
     if problems.is_empty() {
         Ok(warnings)
     } else {
         Err(InitError { problems })
     }
-}
-
-fn quoted(names: &[&str]) -> String {
-    names
-        .iter()
-        .map(|n| format!("{n:?}"))
-        .collect::<Vec<_>>()
-        .join(", ")
 }
 
 #[cfg(test)]

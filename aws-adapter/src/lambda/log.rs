@@ -5,7 +5,7 @@
 
 use std::rc::Rc;
 
-use cronslot_core::coord::format_instant;
+use cronslot_runtime::{Outcome, RunReport};
 use jiff::Timestamp;
 use serde_json::{Map, Value, json};
 
@@ -21,86 +21,28 @@ pub fn stdout() -> LogSink {
     Rc::new(|line| println!("{line}"))
 }
 
-/// How a run ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RunEnd {
-    Succeeded,
-    /// Failed; the retry is scheduled.
-    Retrying,
-    /// Failed for good: a dead letter.
-    Dead,
-    /// The run finished but its lease was superseded, so its outcome was
-    /// refused.
-    LeaseLost,
-    /// The run finished but its outcome could not be stored.
-    Unrecorded,
-}
-
-impl RunEnd {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            RunEnd::Succeeded => "succeeded",
-            RunEnd::Retrying => "failed_retrying",
-            RunEnd::Dead => "failed_dead",
-            RunEnd::LeaseLost => "lease_lost",
-            RunEnd::Unrecorded => "unrecorded",
-        }
-    }
-}
-
-/// Everything one run's line says.
-#[derive(Debug, Clone)]
-pub struct RunReport {
-    pub request_id: String,
-    pub job: String,
-    pub slot: Timestamp,
-    pub attempt: u32,
-    pub fence: u64,
-    /// From the scheduled instant to the start (negative when started early
-    /// within the skew margin).
-    pub lag_ms: i64,
-    pub duration_ms: u64,
-    pub end: RunEnd,
-    /// What the job or the store said, when it did not succeed.
-    pub error: Option<String>,
-    pub retry_at: Option<Timestamp>,
-    /// Slots the run's writes gave a fate.
-    pub fates: Fates,
-    /// When the run ended.
-    pub at: Timestamp,
-}
-
-/// The run's line: the EMF document plus the run's fields.
-pub fn run_line(r: &RunReport) -> Value {
-    let succeeded = r.end == RunEnd::Succeeded;
+/// The run's line: the EMF document (succeeded, failed, lag, duration,
+/// and the fates `fates` counts), the runtime's fields of the run (the
+/// same on every platform), and the request id.
+pub fn run_line(request_id: &str, r: &RunReport, fates: Fates) -> Value {
+    let succeeded = r.outcome == Outcome::Succeeded;
     let mut metrics = vec![
         Metric::count(metrics::RUN_SUCCEEDED, u64::from(succeeded)),
         Metric::count(metrics::RUN_FAILED, u64::from(!succeeded)),
-        Metric::millis(metrics::LAG_MS, u64::try_from(r.lag_ms).unwrap_or(0)),
-        Metric::millis(metrics::DURATION_MS, r.duration_ms),
+        Metric::millis(metrics::LAG_MS, u64::try_from(r.lag_ms()).unwrap_or(0)),
+        Metric::millis(
+            metrics::DURATION_MS,
+            u64::try_from(r.duration_ms()).unwrap_or(0),
+        ),
     ];
-    push_fates(&mut metrics, r.fates);
-    let mut doc = metrics::emf(&r.job, r.at.as_millisecond(), &metrics);
+    push_fates(&mut metrics, fates);
+    let mut doc = metrics::emf(&r.job, r.ended.as_millisecond(), &metrics);
     let level = if succeeded { "info" } else { "error" };
-    let fields = json!({
-        "level": level,
-        "msg": "run",
-        "request_id": r.request_id,
-        "slot": format!("{}@{}", r.job, format_instant(r.slot)),
-        "scheduled_at": format_instant(r.slot),
-        "attempt": r.attempt,
-        "fence": r.fence,
-        "lag_ms": r.lag_ms,
-        "duration_ms": r.duration_ms,
-        "outcome": r.end.as_str(),
-    });
-    merge(&mut doc, fields);
-    if let Some(e) = &r.error {
-        doc.insert("error".into(), Value::from(e.as_str()));
-    }
-    if let Some(t) = r.retry_at {
-        doc.insert("retry_at".into(), Value::from(format_instant(t)));
-    }
+    merge(
+        &mut doc,
+        json!({"level": level, "msg": "run", "request_id": request_id}),
+    );
+    doc.extend(r.fields());
     Value::Object(doc)
 }
 

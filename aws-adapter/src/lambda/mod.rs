@@ -58,9 +58,9 @@
 //!
 //! A function job is registered by name with [`Jobs::register`] and gets an
 //! owned [`RunContext`] (idempotency key, fence, attempt, deadlines, effect
-//! ledger); it fails with [`JobError::transient`] (retried) or
-//! [`JobError::permanent`] (dead letter), and a panic counts as a transient
-//! failure. `http` jobs need no Rust: the function sends the request (see
+//! ledger: the runtime's, the same on every platform); it fails with
+//! [`JobError::transient`] (retried) or [`JobError::permanent`] (dead
+//! letter), and a panic counts as a transient failure (a crashed run). `http` jobs need no Rust: the function sends the request (see
 //! [`http`]). `command` jobs are refused when the function starts:
 //! `provided.al2023` has no tools a command could rely on. The function
 //! starts only if every function job of the manifest is registered, and
@@ -106,18 +106,17 @@ pub mod event;
 mod handler;
 pub mod http;
 mod init;
-mod jobs;
-mod ledger;
 pub mod log;
 pub mod metrics;
 mod observe;
+mod platform;
 mod runtime;
 
+pub use cronslot_runtime::{JobError, Jobs, LocalFuture, RunContext};
 pub use error::{ErrorKind, HandlerError};
 pub use handler::{
     CATCH_UP_MARGIN, Clock, Handler, Host, Invocation, MAX_RUNS, RESERVE, StoreFactory,
 };
 pub use init::{InitError, MANIFEST_ENV, ManifestSource, check};
-pub use jobs::{JobError, Jobs, LocalFuture, RunContext};
 pub use observe::{Fates, Observed};
 pub use runtime::{ENDPOINT_ENV, Error, TABLE_ENV, run, serve};

@@ -15,7 +15,8 @@ use serde_json::{Value, json};
 
 use super::handler::{Handler, Host, Invocation, RESERVE};
 use super::init::{InitError, MANIFEST_ENV, ManifestSource};
-use super::jobs::Jobs;
+use cronslot_runtime::Jobs;
+
 use crate::dynamo::DynamoStore;
 
 /// The error `run` and `serve` return (the Lambda runtime's).

@@ -1,13 +1,13 @@
 //! A manual run: the Worker claims the job's current slot, runs it and
 //! records the outcome; the admin route reports what happened.
 
-use std::future::Future;
+use std::rc::Rc;
 
 use cronslot_core::coord::{
-    Claim, CoordError, Coordinator, FailOutcome, Idle, JobResult, Lease, SlotId, Trigger,
+    Claim, CoordError, Coordinator, FailOutcome, Idle, Lease, SlotId, Trigger,
 };
 use cronslot_core::manifest::JobSpec;
-use jiff::Timestamp;
+use cronslot_runtime::{Jobs, Outcome, Platform, RunReport, run_lease};
 
 use super::execute::coord_error;
 use super::{Reply, TriggerDoc, TriggerKind};
@@ -17,75 +17,96 @@ use super::{Reply, TriggerDoc, TriggerKind};
 pub enum TriggerOutcome {
     /// The Worker cannot run this job (a `command` job, a function it does
     /// not have); nothing was claimed.
-    CannotRun { reason: String },
+    CannotRun {
+        /// Why, in a sentence.
+        reason: String,
+    },
     /// Nothing to run: paused, already ran, running, waiting for a retry…
     NotClaimed(Idle),
     /// The claim failed.
     ClaimFailed(CoordError),
     /// Ran, succeeded, recorded.
-    Succeeded { lease: Lease },
+    Succeeded {
+        /// The lease the run held.
+        lease: Lease,
+    },
     /// Ran, failed, recorded: retried later or dead.
     Failed {
+        /// The lease the run held.
         lease: Lease,
+        /// The job's error.
         error: String,
+        /// Whether the error was permanent.
         permanent: bool,
+        /// Retried at an instant, or dead.
         fate: FailOutcome,
     },
     /// Ran, but the outcome could not be recorded (the lease was
     /// superseded or expired, or the store failed).
     NotRecorded {
+        /// The lease the run held.
         lease: Lease,
+        /// Whether the job itself succeeded.
         succeeded: bool,
-        error: CoordError,
+        /// Why the outcome was not recorded.
+        error: String,
+        /// Whether a later attempt to reach the store may work.
+        transient: bool,
     },
 }
 
-/// Claims the job's current slot with `Trigger::Manual` as `owner`, runs
-/// `run` with the lease, and records the outcome at `clock()` (read after
-/// the run). A convenience for the Worker; it may do the same steps itself.
-pub async fn trigger_run<C, F, Fut>(
-    spec: &JobSpec,
-    coord: &C,
+/// Claims the job's current slot with `Trigger::Manual` as `owner` and runs
+/// it with the runtime's run loop ([`run_lease`]): the same context, time
+/// limit and recording as a scheduled run.
+pub async fn trigger_run<C: Coordinator + 'static>(
+    spec: &Rc<JobSpec>,
+    coord: &Rc<C>,
     owner: &str,
-    clock: impl Fn() -> Timestamp,
-    run: F,
-) -> TriggerOutcome
-where
-    C: Coordinator,
-    F: FnOnce(Lease) -> Fut,
-    Fut: Future<Output = JobResult>,
-{
-    let lease = match coord.claim(spec, clock(), Trigger::Manual, owner).await {
+    jobs: &Jobs,
+    platform: &Rc<dyn Platform>,
+) -> TriggerOutcome {
+    let lease = match coord
+        .claim(spec, platform.now(), Trigger::Manual, owner)
+        .await
+    {
         Ok(Claim::Claimed(lease)) => lease,
         Ok(Claim::Idle(idle)) => return TriggerOutcome::NotClaimed(idle),
         Err(e) => return TriggerOutcome::ClaimFailed(e),
     };
-    let result = run(lease.clone()).await;
-    let now = clock();
-    match result {
-        Ok(()) => match coord.complete(spec, lease.fence, None, now).await {
-            Ok(()) => TriggerOutcome::Succeeded { lease },
-            Err(error) => TriggerOutcome::NotRecorded {
-                lease,
-                succeeded: true,
-                error,
-            },
+    let report = run_lease(coord, spec, lease.clone(), jobs, platform).await;
+    trigger_outcome(lease, report)
+}
+
+/// What a manual run's report says, for the admin reply.
+pub fn trigger_outcome(lease: Lease, report: RunReport) -> TriggerOutcome {
+    let error = report
+        .job_error
+        .as_ref()
+        .map(|e| e.message().to_string())
+        .unwrap_or_default();
+    let permanent = report.job_error.as_ref().is_some_and(|e| e.is_permanent());
+    match report.outcome {
+        Outcome::Succeeded => TriggerOutcome::Succeeded { lease },
+        Outcome::Retrying { at } => TriggerOutcome::Failed {
+            lease,
+            error,
+            permanent,
+            fate: FailOutcome::RetryAt(at),
         },
-        Err(e) => match coord
-            .fail(spec, lease.fence, &e.message, e.permanent, now)
-            .await
-        {
-            Ok(fate) => TriggerOutcome::Failed {
-                lease,
-                error: e.message,
-                permanent: e.permanent,
-                fate,
-            },
-            Err(error) => TriggerOutcome::NotRecorded {
-                lease,
-                succeeded: false,
-                error,
-            },
+        Outcome::Dead => TriggerOutcome::Failed {
+            lease,
+            error,
+            permanent,
+            fate: FailOutcome::Dead,
+        },
+        _ => TriggerOutcome::NotRecorded {
+            lease,
+            succeeded: report.job_error.is_none(),
+            transient: report
+                .store_error
+                .as_ref()
+                .is_some_and(CoordError::is_transient),
+            error: report.record_error.unwrap_or_default(),
         },
     }
 }
@@ -172,6 +193,7 @@ pub fn trigger_reply(spec: &JobSpec, outcome: &TriggerOutcome) -> Reply {
             lease,
             succeeded,
             error,
+            transient,
         } => {
             with_lease(&mut doc, lease);
             doc.outcome = TriggerKind::NotRecorded;
@@ -180,8 +202,8 @@ pub fn trigger_reply(spec: &JobSpec, outcome: &TriggerOutcome) -> Reply {
                 "{} {how}, but its outcome could not be recorded: {error}",
                 SlotId::new(&spec.name, lease.slot)
             );
-            doc.error = Some(error.to_string());
-            store_status(spec, error)
+            doc.error = Some(error.clone());
+            if *transient { 503 } else { 500 }
         }
     };
     Reply::json(status, &doc)

@@ -3,10 +3,13 @@
 //! `fetch` to it.
 
 use std::rc::Rc;
+use std::time::Duration;
 
 use cronslot_core::coord::exec::join_all;
 use cronslot_core::coord::{JobError, format_instant};
-use cronslot_core::manifest::{Action, JobSpec, Manifest, load_precompiled};
+use cronslot_core::manifest::{Manifest, load_precompiled};
+use cronslot_runtime::http::{BODY_EXCERPT, HttpFailure, HttpRequest, HttpResponse};
+use cronslot_runtime::{Jobs, LocalFuture, Platform, RunContext, ServeOptions, serve};
 use jiff::{SignedDuration, Timestamp};
 use serde_json::{Value, json};
 use worker::{
@@ -19,10 +22,7 @@ use super::{OBJECT_BINDING, now, random_seed};
 use crate::admin::{self, AdminRequest, AdminRoute};
 use crate::client::ObjectClient;
 use crate::dispatch::dispatch;
-use crate::http_job;
-use crate::run::{
-    Clock, Executor, Jobs, LocalFuture, RETRY_WITHIN_EVENT, RunContext, Serving, context, serve,
-};
+use crate::run::{RETRY_WITHIN_EVENT, lines};
 
 type Client = ObjectClient<StubTransport>;
 
@@ -65,10 +65,17 @@ impl Cronslot {
     /// Registers the function that runs the manifest's job `name`.
     pub fn register<F, Fut>(mut self, name: &str, function: F) -> Cronslot
     where
-        F: Fn(RunContext) -> Fut + 'static,
+        F: Fn(RunContext) -> Fut + Send + Sync + 'static,
         Fut: std::future::Future<Output = Result<(), JobError>> + 'static,
     {
         self.jobs = self.jobs.register(name, function);
+        self
+    }
+
+    /// Uses `jobs` (the runtime's registry, shared with every platform)
+    /// for the manifest's function jobs, in place of any registered so far.
+    pub fn with_jobs(mut self, jobs: Jobs) -> Cronslot {
+        self.jobs = jobs;
         self
     }
 
@@ -89,12 +96,13 @@ impl Cronslot {
     /// The manifest, checked against the registered functions.
     fn checked(&self) -> Result<&Manifest, String> {
         let manifest = self.manifest.as_ref().map_err(Clone::clone)?;
-        let problems = crate::check::check(manifest, self.jobs.names());
-        if problems.is_empty() {
-            Ok(manifest)
-        } else {
-            Err(problems.join("; "))
-        }
+        let platform = WorkerPlatform {
+            clock: Rc::new(now),
+        };
+        self.jobs
+            .check(&manifest.jobs, &platform)
+            .map(|()| manifest)
+            .map_err(|e| e.to_string())
     }
 
     fn client(env: &Env) -> worker::Result<Rc<Client>> {
@@ -134,27 +142,29 @@ impl Cronslot {
         // The event's scheduled time is the trigger time; the run's clock
         // advances from it with the runtime's.
         let started = now();
-        let clock: Clock = Rc::new(move || {
+        let clock: Rc<dyn Fn() -> Timestamp> = Rc::new(move || {
             scheduled
                 .checked_add(now().duration_since(started).max(SignedDuration::ZERO))
                 .unwrap_or(Timestamp::MAX)
         });
         let owner = format!("cf:{}:{:016x}", format_instant(scheduled), random_seed());
-        let executor = WorkerExecutor { jobs: &self.jobs };
-        let how = Serving {
-            owner: &owner,
-            clock,
-            executor: &executor,
-            sleep: Rc::new(|d| Box::pin(worker::Delay::from(d))),
-            retry_within: self.retry_within,
-        };
+        let platform: Rc<dyn Platform> = Rc::new(WorkerPlatform { clock });
         let runs = plan.jobs.iter().map(|(spec, trigger)| {
-            serve(
-                client.clone(),
-                Rc::new((*spec).clone()),
-                *trigger,
-                how.clone(),
-            )
+            let spec = Rc::new((*spec).clone());
+            let (client, platform, owner) = (client.clone(), platform.clone(), owner.as_str());
+            let jobs = &self.jobs;
+            let retry_within = self.retry_within;
+            let trigger = *trigger;
+            async move {
+                let options = ServeOptions {
+                    owner,
+                    trigger,
+                    retry_within,
+                    more_due: None,
+                };
+                let served = serve(&client, &spec, jobs, &platform, &options).await;
+                lines(spec.name.as_str(), &served)
+            }
         });
         for lines in join_all(runs.collect()).await {
             for line in lines {
@@ -204,14 +214,11 @@ impl Cronslot {
                 return Response::error("not found", 404);
             };
             let spec = Rc::new(spec.clone());
-            let clock: Clock = Rc::new(now);
             let owner = format!("cf:manual:{:016x}", random_seed());
-            let executor = WorkerExecutor { jobs: &self.jobs };
-            let outcome = admin::trigger_run(&spec, &*client, &owner, now, |lease| {
-                let ctx = context(client.clone(), spec.clone(), lease, clock.clone());
-                executor.execute(spec.clone(), ctx)
-            })
-            .await;
+            let platform: Rc<dyn Platform> = Rc::new(WorkerPlatform {
+                clock: Rc::new(now),
+            });
+            let outcome = admin::trigger_run(&spec, &client, &owner, &self.jobs, &platform).await;
             return reply(admin::trigger_reply(&spec, &outcome));
         }
         reply(admin::execute(&route, manifest, &*client, now()).await)
@@ -237,88 +244,65 @@ fn log(line: &Value) {
     }
 }
 
-/// Runs a job's action in the Worker: a registered function, or an `http`
-/// request through the Worker's `fetch`.
-struct WorkerExecutor<'a> {
-    jobs: &'a Jobs,
+/// The Worker as a runtime [`Platform`]: its clock (anchored at the
+/// event's scheduled time for a Cron Trigger), JavaScript timers, and
+/// `fetch` for `http` jobs. A Worker has no processes.
+struct WorkerPlatform {
+    clock: Rc<dyn Fn() -> Timestamp>,
 }
 
-impl Executor for WorkerExecutor<'_> {
-    fn execute(
+impl Platform for WorkerPlatform {
+    fn name(&self) -> &'static str {
+        "a Worker"
+    }
+
+    fn now(&self) -> Timestamp {
+        (self.clock)()
+    }
+
+    fn sleep(&self, duration: Duration) -> LocalFuture<'static, ()> {
+        Box::pin(worker::Delay::from(duration))
+    }
+
+    fn send_http(
         &self,
-        spec: Rc<JobSpec>,
-        ctx: RunContext,
-    ) -> LocalFuture<'static, Result<(), JobError>> {
-        match &spec.action {
-            Action::Function => match self.jobs.get(spec.name.as_str()) {
-                Some(function) => function(ctx),
-                None => Box::pin(async move {
-                    Err(JobError::permanent(format!(
-                        "no function is registered for job {}",
-                        spec.name.as_str()
-                    )))
-                }),
-            },
-            Action::Http { .. } => Box::pin(http(spec, ctx)),
-            Action::Command { .. } => Box::pin(async move {
-                Err(JobError::permanent(
-                    "command jobs cannot run in a Worker (there are no processes)",
-                ))
-            }),
-        }
+        request: HttpRequest,
+    ) -> LocalFuture<'static, Result<HttpResponse, HttpFailure>> {
+        Box::pin(send(request))
     }
 }
 
-async fn http(spec: Rc<JobSpec>, ctx: RunContext) -> Result<(), JobError> {
-    let Action::Http {
-        url,
-        method,
-        headers,
-        timeout,
-    } = &spec.action
-    else {
-        return Err(JobError::permanent("not an http job"));
+/// Sends an `http` job's request with the Worker's `fetch`, redirects
+/// not followed. Dropping the future (the run loop's timeout) abandons it.
+async fn send(request: HttpRequest) -> Result<HttpResponse, HttpFailure> {
+    let permanent = |what: String, e: worker::Error| HttpFailure {
+        permanent: true,
+        message: format!("{what}: {e}"),
     };
-    let permanent = |what: &str, e: worker::Error| JobError::permanent(format!("{what}: {e}"));
-    let request_headers = Headers::new();
-    for (name, value) in http_job::request_headers(headers, &ctx) {
-        request_headers
-            .set(&name, &value)
-            .map_err(|e| permanent(&format!("header {name:?}"), e))?;
+    let headers = Headers::new();
+    for (name, value) in &request.headers {
+        headers
+            .set(name, value)
+            .map_err(|e| permanent(format!("header {name:?}"), e))?;
     }
-    let method = Method::from(method.as_str().to_string());
-    let controller = worker::AbortController::default();
     let mut init = RequestInit::new();
-    init.with_method(method)
-        .with_headers(request_headers)
+    init.with_method(Method::from(request.method.as_str().to_string()))
+        .with_headers(headers)
         .with_redirect(RequestRedirect::Manual);
-    let request = Request::new_with_init(url, &init)
-        .map_err(|e| permanent(&format!("request to {url}"), e))?;
-    let signal = controller.signal();
-    let fetch = Fetch::Request(request);
-    let send = fetch.send_with_signal(&signal);
-    let limit = worker::Delay::from(*timeout);
-    futures_util::pin_mut!(send);
-    futures_util::pin_mut!(limit);
-    match futures_util::future::select(send, limit).await {
-        futures_util::future::Either::Left((Ok(mut response), _)) => {
-            let status = response.status_code();
-            let body = if (200..300).contains(&status) {
-                String::new()
-            } else {
-                response.text().await.unwrap_or_default()
-            };
-            http_job::outcome(url, status, &body)
-        }
-        futures_util::future::Either::Left((Err(e), _)) => {
-            Err(JobError::transient(format!("request to {url} failed: {e}")))
-        }
-        futures_util::future::Either::Right(((), _)) => {
-            controller.abort();
-            Err(JobError::transient(format!(
-                "request to {url} timed out after {}s",
-                timeout.as_secs()
-            )))
-        }
+    let outgoing = Request::new_with_init(&request.url, &init)
+        .map_err(|e| permanent(format!("request to {}", request.url), e))?;
+    let mut response = Fetch::Request(outgoing)
+        .send()
+        .await
+        .map_err(|e| HttpFailure {
+            permanent: false,
+            message: e.to_string(),
+        })?;
+    let status = response.status_code();
+    let mut body = Vec::new();
+    if !(200..300).contains(&status) {
+        body = response.bytes().await.unwrap_or_default();
+        body.truncate(BODY_EXCERPT);
     }
+    Ok(HttpResponse { status, body })
 }

@@ -8,13 +8,19 @@ use super::coordinator::CoordError;
 /// Why a run failed: transient failures are retried on the same slot (with
 /// backoff, up to `max_attempts`), permanent ones make the slot a dead
 /// letter.
+///
+/// Build one with [`JobError::transient`] or [`JobError::permanent`], or
+/// with `?` from an [`EffectError`] or a [`CoordError`] (which choose by
+/// their kind).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct JobError {
-    pub permanent: bool,
-    pub message: String,
+    permanent: bool,
+    message: String,
 }
 
 impl JobError {
+    /// A failure worth another attempt of the same slot (a timeout, a
+    /// busy destination), retried with backoff up to `max_attempts`.
     pub fn transient(message: impl Into<String>) -> JobError {
         JobError {
             permanent: false,
@@ -22,11 +28,24 @@ impl JobError {
         }
     }
 
+    /// A failure no retry can fix (bad input, a refused request): the slot
+    /// becomes a dead letter at once.
     pub fn permanent(message: impl Into<String>) -> JobError {
         JobError {
             permanent: true,
             message: message.into(),
         }
+    }
+
+    /// Whether the slot is dead at once rather than retried.
+    pub fn is_permanent(&self) -> bool {
+        self.permanent
+    }
+
+    /// What went wrong, as recorded with the attempt (and in the dead
+    /// letter).
+    pub fn message(&self) -> &str {
+        &self.message
     }
 }
 
