@@ -10,11 +10,15 @@ use super::coordinator::CoordError;
 /// letter.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct JobError {
+    /// Whether retrying is pointless: the slot then becomes a dead letter
+    /// at once instead of being retried.
     pub permanent: bool,
+    /// What went wrong: the error the run reports.
     pub message: String,
 }
 
 impl JobError {
+    /// A failure worth retrying (a timeout, a busy upstream).
     pub fn transient(message: impl Into<String>) -> JobError {
         JobError {
             permanent: false,
@@ -22,6 +26,8 @@ impl JobError {
         }
     }
 
+    /// A failure that retrying will not fix (bad input, a refused
+    /// request).
     pub fn permanent(message: impl Into<String>) -> JobError {
         JobError {
             permanent: true,
