@@ -56,7 +56,7 @@ pub struct Staleness {
 }
 
 impl Staleness {
-    /// True when the verdict is [`Health::Stale`]: what alarms fire on.
+    /// True when the verdict is [`Health::Stale`].
     pub fn is_stale(&self) -> bool {
         self.health == Health::Stale
     }

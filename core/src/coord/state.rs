@@ -106,10 +106,10 @@ pub enum Origin {
 }
 
 /// The right to run one slot until `expires_at` (plus the skew margin).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 ///
 /// A claim hands it to the worker that runs the slot; the worker passes its
 /// `fence` back to complete, fail, heartbeat or checkpoint.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Lease {
     /// The worker that claimed the slot (the id it gave to the claim).
     pub owner: String,
@@ -140,10 +140,10 @@ pub struct Lease {
 }
 
 /// A slot waiting for another attempt.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 ///
 /// Retries, redriven dead letters, backfilled slots and manual triggers of a
 /// slot already passed wait here until a claim takes them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PendingRun {
     /// The slot's scheduled instant.
     pub slot: Timestamp,
@@ -167,10 +167,10 @@ pub struct PendingRun {
 }
 
 /// A slot whose retries are exhausted or whose error was permanent.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 ///
 /// It stays in the record (up to 100 per job) for an operator to look at or
 /// redrive.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DeadLetter {
     /// The slot's scheduled instant.
     pub slot: Timestamp,
@@ -363,11 +363,11 @@ pub struct ScheduleChange {
 }
 
 /// Everything a store keeps about one job.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 ///
 /// Stores keep it encoded ([`encode_state`], [`decode_state`]) and replace
 /// it only by compare-and-set; the transitions of [`decide`](super::decide)
 /// change it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct JobState {
     /// The layout version the record was written with
     /// ([`SCHEMA_VERSION`]).

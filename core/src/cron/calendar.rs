@@ -16,10 +16,10 @@ pub(crate) const MIN_YEAR: i32 = -9999;
 pub(crate) const MAX_YEAR: i32 = 9999;
 
 /// A wall-clock minute: no zone, no seconds. Ordered chronologically.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 ///
 /// Fields are public and unchecked: [`Civil::is_valid`] tells whether they
 /// name a real minute of the proleptic Gregorian calendar.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Civil {
     /// The year, -9999..=9999 (the range the search covers).
     pub year: i32,

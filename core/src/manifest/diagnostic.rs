@@ -16,11 +16,11 @@ pub enum Severity {
 }
 
 /// One problem in a manifest.
-#[derive(Debug, Clone, PartialEq, Eq)]
 ///
 /// `Display` shows it the way rustc does: a `file:line:column: message`
 /// header (with `warning: ` before a warning's message), the source line,
 /// and a caret under the column.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Diagnostic {
     /// Error or warning.
     pub severity: Severity,

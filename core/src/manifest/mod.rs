@@ -326,9 +326,9 @@ impl Action {
 
 /// `[defaults]` resolved against the built-in defaults: what a job that sets
 /// nothing gets.
-#[derive(Debug, Clone, PartialEq, Eq)]
 ///
 /// Each field has the meaning of the [`JobSpec`] field of the same name.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Defaults {
     /// The IANA zone name (`timezone`).
     pub timezone: String,

@@ -35,11 +35,11 @@ pub enum JobNameErrorKind {
 }
 
 /// A refused job name, with the 1-based character position of the problem.
-#[derive(Debug, Clone, PartialEq, Eq)]
 ///
 /// `Display` is one sentence, with a valid name close to the refused one
 /// when there is one (`invalid job name "Daily Report": 'D' is uppercase;
 /// names are lowercase (did you mean "daily-report"?)`).
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct JobNameError {
     /// The refused name, as given.
     pub name: String,
@@ -66,7 +66,11 @@ impl JobName {
     ///
     /// let err = JobName::new("Daily Report").unwrap_err();
     /// assert_eq!(err.column, 1);
-    /// assert!(err.to_string().ends_with("(did you mean \"daily-report\"?)"));
+    /// assert_eq!(
+    ///     err.to_string(),
+    ///     "invalid job name \"Daily Report\": 'D' is uppercase; names are lowercase \
+    ///      (did you mean \"daily-report\"?)",
+    /// );
     /// # Ok::<(), cronslot_core::manifest::JobNameError>(())
     /// ```
     pub fn new(name: impl Into<String>) -> Result<JobName, JobNameError> {
