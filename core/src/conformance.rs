@@ -101,7 +101,9 @@ pub fn at(seconds: i64) -> Timestamp {
         .expect("in range")
 }
 
+/// A minute, in seconds (for [`at`]).
 pub const MIN: i64 = 60;
+/// An hour, in seconds (for [`at`]).
 pub const HOUR: i64 = 3600;
 
 /// A job spec from manifest lines (`name` and `schedule` included).

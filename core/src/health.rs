@@ -30,6 +30,9 @@ pub enum Health {
 }
 
 impl Health {
+    /// The verdict as written in machine-readable output (`"ok"`,
+    /// `"stale"`, `"never_succeeded"`, `"paused"`, `"no_bound"`), the same
+    /// as its serde form.
     pub fn as_str(self) -> &'static str {
         match self {
             Health::Ok => "ok",
@@ -44,6 +47,7 @@ impl Health {
 /// The verdict with what it was computed from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Staleness {
+    /// The verdict.
     pub health: Health,
     /// The bound ([`JobSpec::stale_after_at`]); `None`: the job has none.
     pub bound: Option<Duration>,
@@ -52,6 +56,7 @@ pub struct Staleness {
 }
 
 impl Staleness {
+    /// True when the verdict is [`Health::Stale`].
     pub fn is_stale(&self) -> bool {
         self.health == Health::Stale
     }

@@ -41,9 +41,18 @@ pub enum DstOverlap {
     Twice,
 }
 
+/// What a fixed-time slot does at a DST transition: in a spring-forward gap
+/// and in a fall-back overlap. Manifests set it with `dst_gap` and
+/// `dst_overlap`.
+///
+/// The default, shift/once, is Vixie cron's: no fixed-time slot is lost and
+/// none runs twice. Interval-like expressions (see
+/// [`CronExpr::is_interval_like`]) ignore the policy and follow real time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
 pub struct DstPolicy {
+    /// What a slot whose wall-clock time does not exist does.
     pub gap: DstGap,
+    /// What a slot whose wall-clock time occurs twice does.
     pub overlap: DstOverlap,
 }
 
@@ -87,7 +96,9 @@ impl Eq for Zone {}
 /// An unknown or malformed zone name.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ZoneError {
+    /// The name that was refused, as given.
     pub name: String,
+    /// A likely fix (`did you mean America/New_York?`), when there is one.
     pub hint: Option<String>,
 }
 
@@ -104,6 +115,8 @@ impl fmt::Display for ZoneError {
 impl std::error::Error for ZoneError {}
 
 impl Zone {
+    /// UTC, built in: known without a tz database, and its offset is always
+    /// zero.
     pub fn utc() -> Zone {
         Zone {
             name: "UTC".into(),
@@ -157,10 +170,15 @@ impl Zone {
         self.tzif.as_deref()
     }
 
+    /// The zone's name: for [`Zone::get`], as the tz database spells it (the
+    /// lookup ignores letter case); for [`Zone::from_tzif`], as given. Zones
+    /// compare equal by name.
     pub fn name(&self) -> &str {
         &self.name
     }
 
+    /// The underlying `jiff` time zone, for conversions this type does not
+    /// offer.
     pub fn time_zone(&self) -> &TimeZone {
         &self.tz
     }
@@ -334,6 +352,8 @@ fn ts(second: i64) -> Timestamp {
 /// How a slot relates to DST.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum SlotKind {
+    /// A slot at its own wall-clock time: away from any transition, or in
+    /// the first pass through a repeated time.
     Regular,
     /// The wall-clock time fell in a DST gap; the slot runs at the first
     /// instant after it.
@@ -350,6 +370,7 @@ pub struct Occurrence {
     /// The wall-clock minute the expression matched (for a shifted slot,
     /// the time in the gap).
     pub local: Civil,
+    /// How the slot relates to DST.
     pub kind: SlotKind,
 }
 
@@ -357,6 +378,7 @@ pub struct Occurrence {
 /// not run, and the coordinator records it as missed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct GapSkip {
+    /// The wall-clock minute that fell in the gap.
     pub local: Civil,
     /// The transition that opened the gap.
     pub transition: Timestamp,
@@ -367,7 +389,14 @@ pub struct GapSkip {
 /// fired by then never will under the zone's current rules.
 const HORIZON_YEARS: i32 = 401;
 
-/// A cron expression in a zone with a DST policy.
+/// A cron expression in a zone with a DST policy: what turns wall-clock
+/// matches into the instants (slots) a job runs at.
+///
+/// Slots are whole-second instants. [`Schedule::next_after`] and
+/// [`Schedule::prev_before`] find one slot, [`Schedule::iter_after`] walks
+/// them with their wall-clock time and [`SlotKind`], and
+/// [`Schedule::count_between`] counts them without walking. See
+/// [`Schedule::next_after`] for an example across a DST gap.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Schedule {
     cron: CronExpr,
@@ -390,6 +419,9 @@ fn floor_second(t: Timestamp) -> (i64, bool) {
 }
 
 impl Schedule {
+    /// `cron` evaluated in `zone`. `policy` applies to fixed-time
+    /// expressions; interval-like ones follow real time across DST whatever
+    /// it says (see [`Schedule::follows_real_time`]).
     pub fn new(cron: CronExpr, zone: Zone, policy: DstPolicy) -> Schedule {
         Schedule {
             cron,
@@ -423,12 +455,16 @@ impl Schedule {
         Schedule::new(cron, Zone::utc(), DstPolicy::default())
     }
 
+    /// The cron expression.
     pub fn cron(&self) -> &CronExpr {
         &self.cron
     }
+    /// The zone the expression is evaluated in.
     pub fn zone(&self) -> &Zone {
         &self.zone
     }
+    /// The DST policy, as given (it has no effect when the schedule
+    /// [follows real time](Schedule::follows_real_time)).
     pub fn policy(&self) -> DstPolicy {
         self.policy
     }
@@ -443,11 +479,50 @@ impl Schedule {
         !self.follows_real_time() && self.policy.overlap == DstOverlap::Once
     }
 
+    /// True when the expression matches no minute ever (`0 0 31 2 *`):
+    /// every search then returns `None` and every count 0.
     pub fn never_fires(&self) -> bool {
         self.cron.never_fires()
     }
 
-    /// The first slot strictly after `t`.
+    /// The first slot strictly after `t`; `None` when there is none: the
+    /// schedule never fires, or its next slot lies past the search horizon
+    /// (401 years) or the range of `Timestamp`.
+    ///
+    /// # Examples
+    ///
+    /// `30 2 * * *` in New York across the spring-forward of 2026-03-08,
+    /// when 02:00 EST jumps to 03:00 EDT and 02:30 does not exist. Under
+    /// the default policy (`dst_gap = "shift"`) that day's slot runs at the
+    /// first instant after the gap, 03:00 EDT:
+    ///
+    /// ```
+    /// use cronslot_core::{CronExpr, DstPolicy, Schedule, Zone};
+    /// use jiff::Timestamp;
+    ///
+    /// let schedule = Schedule::new(
+    ///     CronExpr::parse("30 2 * * *")?,
+    ///     Zone::get("America/New_York")?,
+    ///     DstPolicy::default(),
+    /// );
+    /// let after: Timestamp = "2026-03-07T00:00:00Z".parse()?;
+    ///
+    /// let first = schedule.next_after(after).unwrap();
+    /// assert_eq!(first.to_string(), "2026-03-07T07:30:00Z"); // 02:30 EST
+    /// let second = schedule.next_after(first).unwrap();
+    /// assert_eq!(second.to_string(), "2026-03-08T07:00:00Z"); // 03:00 EDT, shifted
+    /// let third = schedule.next_after(second).unwrap();
+    /// assert_eq!(third.to_string(), "2026-03-09T06:30:00Z"); // 02:30 EDT
+    ///
+    /// // Under `dst_gap = "skip"` the slot in the gap does not exist.
+    /// let skipping = Schedule::new(
+    ///     CronExpr::parse("30 2 * * *")?,
+    ///     Zone::get("America/New_York")?,
+    ///     DstPolicy::SKIP_ONCE,
+    /// );
+    /// assert_eq!(skipping.next_after(first), Some(third));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn next_after(&self, t: Timestamp) -> Option<Timestamp> {
         self.next_occurrence(t).map(|o| o.instant)
     }

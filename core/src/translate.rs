@@ -75,6 +75,7 @@ impl fmt::Display for Platform {
 /// schedule's slots.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Translation {
+    /// The platform the expression is written for.
     pub platform: Platform,
     /// EventBridge: `cron(m h dom mon dow *)`; Cloudflare: five fields.
     pub expression: String,
@@ -143,31 +144,53 @@ pub enum DstMismatch {
 pub enum Inexact {
     /// Both day fields restrict days and a day matches if either does
     /// (Vixie's rule).
-    DaysEither { platform: Platform },
+    DaysEither {
+        /// The platform translated to.
+        platform: Platform,
+    },
     /// Both day fields restrict days and a day must match both (`+`, or a
     /// field beginning with `*` that is not full, such as `*/2`).
-    DaysBoth { platform: Platform },
+    DaysBoth {
+        /// The platform translated to.
+        platform: Platform,
+    },
     /// A construct the target dialect lacks.
     Construct {
+        /// The platform translated to.
         platform: Platform,
+        /// The field that uses the construct.
         field: Field,
         /// The field as written, when the source has separate fields.
         text: Option<String>,
+        /// What the platform cannot write.
         construct: Construct,
     },
     /// A zone other than UTC on a platform that knows only UTC.
-    UtcOnly { platform: Platform, zone: String },
+    UtcOnly {
+        /// The platform translated to.
+        platform: Platform,
+        /// The schedule's zone.
+        zone: String,
+    },
     /// The DST policy differs from the platform's at a transition; `local`
     /// and `transition` are the first example from 1970 on.
     Dst {
+        /// The platform translated to.
         platform: Platform,
+        /// The schedule's zone.
         zone: String,
+        /// What cronslot and the platform do differently.
         mismatch: DstMismatch,
+        /// The first matching wall-clock minute in a gap or overlap.
         local: Civil,
+        /// The instant of the transition that makes the gap or overlap.
         transition: Timestamp,
     },
     /// No date ever matches, so there is nothing to deploy.
-    NeverFires { platform: Platform },
+    NeverFires {
+        /// The platform translated to.
+        platform: Platform,
+    },
 }
 
 impl fmt::Display for Inexact {
@@ -255,6 +278,51 @@ fn format_civil(c: Civil) -> String {
 
 /// Translates `schedule` to `platform`'s dialect, exactly, or returns every
 /// reason it cannot.
+///
+/// Exact means the platform, given [`Translation::expression`] and
+/// [`Translation::timezone`], fires at exactly the schedule's slots,
+/// DST transitions included. The expression is rebuilt from the parsed
+/// fields in the platform's own syntax (weekdays 1-7 from Sunday, `?` in
+/// EventBridge's unused day field), not copied from the source text.
+///
+/// # Errors
+///
+/// Every [`Inexact`] reason, not just the first, so that a user can fix them
+/// all at once (or a manifest can fall back to tick mode).
+///
+/// # Examples
+///
+/// ```
+/// use cronslot_core::translate::{Inexact, Platform, translate};
+/// use cronslot_core::{CronExpr, DstPolicy, Schedule, Zone};
+///
+/// let weekdays = Schedule::utc(CronExpr::parse("0 9 * * MON-FRI")?);
+///
+/// let eb = translate(&weekdays, Platform::EventBridge).unwrap();
+/// assert_eq!(eb.expression, "cron(0 9 ? * 2-6 *)");
+/// assert_eq!(eb.timezone, "UTC");
+///
+/// let cf = translate(&weekdays, Platform::Cloudflare).unwrap();
+/// assert_eq!(cf.expression, "0 9 * * 2-6");
+/// assert_eq!(cf.timezone, "UTC");
+///
+/// // In New York: EventBridge takes the zone; Cloudflare knows only UTC.
+/// let new_york = Schedule::new(
+///     CronExpr::parse("0 9 * * MON-FRI")?,
+///     Zone::get("America/New_York")?,
+///     DstPolicy::default(),
+/// );
+/// let eb = translate(&new_york, Platform::EventBridge).unwrap();
+/// assert_eq!(eb.timezone, "America/New_York");
+/// let reasons = translate(&new_york, Platform::Cloudflare).unwrap_err();
+/// assert!(matches!(reasons.as_slice(), [Inexact::UtcOnly { .. }]));
+/// assert_eq!(
+///     reasons[0].to_string(),
+///     "Cloudflare Cron Triggers runs in UTC only, and this schedule's \
+///      wall-clock times in America/New_York are not the same times in UTC",
+/// );
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn translate(schedule: &Schedule, platform: Platform) -> Result<Translation, Vec<Inexact>> {
     let cron = schedule.cron();
     let mut reasons = Vec::new();

@@ -19,20 +19,25 @@ use crate::manifest::JobSpec;
 pub enum EffectError {
     /// Another live run holds this effect right now.
     Held {
+        /// The worker whose run holds it.
         owner: String,
+        /// That run's fence.
         fence: u64,
     },
     /// A newer run of this slot holds or did it: this run is stale and must
     /// stop.
     Superseded {
+        /// The newer fence.
         fence: u64,
     },
     /// The effect itself failed (the closure's error).
     Failed(String),
     /// The result is too large to record.
     ResultTooLarge {
+        /// The result's size (the limit is 1024 bytes).
         bytes: usize,
     },
+    /// The coordinator (or its store) failed or refused.
     Coordinator(CoordError),
 }
 
@@ -69,6 +74,8 @@ pub struct JobContext<'a, C: Coordinator> {
 }
 
 impl<'a, C: Coordinator> JobContext<'a, C> {
+    /// The context of the run holding `lease` (as a claim returned it) for
+    /// the job `spec`, reporting through `coordinator`.
     pub fn new(
         coordinator: &'a C,
         spec: &'a JobSpec,
@@ -85,14 +92,17 @@ impl<'a, C: Coordinator> JobContext<'a, C> {
         }
     }
 
+    /// The job's name.
     pub fn job(&self) -> &str {
         self.spec.name.as_str()
     }
 
+    /// The job's spec.
     pub fn spec(&self) -> &JobSpec {
         self.spec
     }
 
+    /// The slot this run is for.
     pub fn slot_id(&self) -> SlotId {
         SlotId::new(&self.spec.name, self.lease.slot)
     }
@@ -124,6 +134,8 @@ impl<'a, C: Coordinator> JobContext<'a, C> {
         self.expires_at.get()
     }
 
+    /// The lease as claimed (its expiry is not updated by heartbeats; see
+    /// [`JobContext::lease_deadline`]).
     pub fn lease(&self) -> &Lease {
         &self.lease
     }

@@ -24,14 +24,19 @@ use crate::manifest::JobSpec;
 /// Why a coordinator operation did not happen.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CoordError {
+    /// The store failed; [`CoordError::is_transient`] tells whether that is
+    /// worth retrying.
     Store(StoreError),
     /// The store refused the operation: a superseded or expired fence, or an
     /// oversized value.
     Refused(Refusal),
+    /// A trigger that cannot be honoured (an instant that is not a slot).
     Trigger(TriggerError),
+    /// A backfill request that cannot be honoured.
     Backfill(BackfillError),
     /// Other writers won the compare-and-set this many times in a row.
     Contention {
+        /// The conditional writes tried ([`MAX_CAS_ATTEMPTS`]).
         attempts: u32,
     },
 }
@@ -86,6 +91,10 @@ pub trait Coordinator {
         owner: &str,
     ) -> Result<Claim, CoordError>;
 
+    /// Records the run of `fence` as succeeded, with an optional short
+    /// result. Refused when the fence no longer holds a lease (superseded,
+    /// or expired and taken over) or the result is too large; completing
+    /// twice with the same fence is not an error.
     async fn complete(
         &self,
         spec: &JobSpec,
@@ -94,6 +103,11 @@ pub trait Coordinator {
         now: Timestamp,
     ) -> Result<(), CoordError>;
 
+    /// Records the run of `fence` as failed: the slot is retried after a
+    /// jittered backoff ([`FailOutcome::RetryAt`]), or becomes a dead letter
+    /// ([`FailOutcome::Dead`]) when the error is permanent, the attempts are
+    /// used up, delivery is at-most-once, or no retry could start before the
+    /// next slot.
     async fn fail(
         &self,
         spec: &JobSpec,
@@ -111,6 +125,8 @@ pub trait Coordinator {
         now: Timestamp,
     ) -> Result<Timestamp, CoordError>;
 
+    /// Saves a small `value` (at most 4096 bytes) with the live lease of
+    /// `fence`; a retry of the slot starts from it.
     async fn checkpoint(
         &self,
         spec: &JobSpec,
@@ -123,8 +139,12 @@ pub trait Coordinator {
     /// given their fates) without writing it.
     async fn status(&self, spec: &JobSpec, now: Timestamp) -> Result<JobState, CoordError>;
 
+    /// Pauses the job: slots that come due from `now` on are skipped
+    /// (reason: paused) until it is resumed.
     async fn pause(&self, spec: &JobSpec, now: Timestamp) -> Result<(), CoordError>;
 
+    /// Resumes the job: slots that came due while it was paused stay
+    /// skipped, the next ones run.
     async fn resume(&self, spec: &JobSpec, now: Timestamp) -> Result<(), CoordError>;
 
     /// Sends dead letters back to run: one slot, or all.
@@ -135,6 +155,10 @@ pub trait Coordinator {
         now: Timestamp,
     ) -> Result<Vec<Timestamp>, CoordError>;
 
+    /// Queues the job's past slots in `[from, to]` to run, oldest first,
+    /// and returns them; with `dry_run`, only returns them. Slots
+    /// running, waiting or dead are left alone (see
+    /// [`decide::backfill`](super::decide::backfill)).
     async fn backfill(
         &self,
         spec: &JobSpec,
@@ -156,6 +180,8 @@ pub trait Coordinator {
         hold: Duration,
     ) -> Result<EffectBegin, CoordError>;
 
+    /// Records the effect `key` as done with `result`; only the fence that
+    /// began it can ([`EffectFinish::NotHeld`] otherwise).
     async fn finish_effect(
         &self,
         key: &str,
@@ -164,6 +190,7 @@ pub trait Coordinator {
         now: Timestamp,
     ) -> Result<EffectFinish, CoordError>;
 
+    /// The ledger entry of the effect `key`, if there is one.
     async fn read_effect(&self, key: &str) -> Result<Option<EffectRecord>, CoordError>;
 }
 
@@ -223,6 +250,7 @@ impl<S> CasCoordinator<S> {
         }
     }
 
+    /// The store, for what the coordinator does not offer.
     pub fn store(&self) -> &S {
         &self.store
     }

@@ -47,30 +47,40 @@ pub enum Trigger {
 pub enum Idle {
     /// Nothing due; the next slot (if any) and the next retry (if any).
     NothingDue {
+        /// The job's next slot, if it has one before its `end_at`.
         next_slot: Option<Timestamp>,
+        /// The earliest instant a waiting retry may start, if one waits.
         next_retry: Option<Timestamp>,
     },
     /// The overlap policy allows no more live leases.
     Busy {
+        /// The live leases now.
         live: usize,
     },
+    /// The job is paused.
     Paused,
     /// A duplicate delivery of a slot that is already resolved.
     AlreadyResolved {
+        /// The slot delivered.
         slot: Timestamp,
     },
     /// A duplicate delivery of a slot that is running now.
     InProgress {
+        /// The slot delivered.
         slot: Timestamp,
+        /// The fence of the run holding it.
         fence: u64,
     },
     /// The slot failed and waits for its retry time.
     RetryLater {
+        /// The slot delivered.
         slot: Timestamp,
+        /// When its retry may start.
         not_before: Timestamp,
     },
     /// A dedicated trigger for a slot that is not due yet.
     NotYetDue {
+        /// The slot delivered.
         slot: Timestamp,
     },
 }
@@ -79,7 +89,10 @@ pub enum Idle {
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum TriggerError {
     /// The time is not a slot of the job's schedule.
-    NotASlot { slot: Timestamp },
+    NotASlot {
+        /// The instant the trigger carried.
+        slot: Timestamp,
+    },
 }
 
 impl fmt::Display for TriggerError {
@@ -97,7 +110,10 @@ impl std::error::Error for TriggerError {}
 /// The result of a claim.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Claim {
+    /// A slot to run now: run it, then complete or fail it with the lease's
+    /// fence.
     Claimed(Lease),
+    /// Nothing to run now, and why.
     Idle(Idle),
 }
 
@@ -106,12 +122,26 @@ pub enum Claim {
 pub enum Refusal {
     /// No live lease carries this fence: a newer claim superseded it, or it
     /// expired and its slot was handed on.
-    Superseded { fence: u64, latest: u64 },
+    Superseded {
+        /// The fence the caller gave.
+        fence: u64,
+        /// The job's latest fence.
+        latest: u64,
+    },
     /// The lease is past its expiry (plus skew): the run must stop.
-    Expired { fence: u64, expired_at: Timestamp },
+    Expired {
+        /// The fence the caller gave.
+        fence: u64,
+        /// When its lease expired.
+        expired_at: Timestamp,
+    },
+    /// A result or checkpoint larger than the record allows.
     TooLarge {
+        /// What was too large (`"the result"`, `"the checkpoint"`).
         what: &'static str,
+        /// Its size.
         bytes: usize,
+        /// The most allowed.
         max: usize,
     },
 }
@@ -138,7 +168,11 @@ impl std::error::Error for Refusal {}
 /// What happened to a failed run.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum FailOutcome {
+    /// The slot will be retried, not before this instant.
     RetryAt(Timestamp),
+    /// The slot is a dead letter (permanent error, attempts used up,
+    /// at-most-once delivery, no retry could start before the next slot, or
+    /// too many runs pending).
     Dead,
 }
 
@@ -972,9 +1006,21 @@ pub fn fit_record(state: &mut JobState) -> bool {
 /// A backfill request that cannot be honoured.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum BackfillError {
+    /// `from` is after `to`.
     EmptyRange,
-    InFuture { to: Timestamp },
-    TooMany { count: usize, max: usize },
+    /// `to` is after now: only past slots can be backfilled.
+    InFuture {
+        /// The requested end of the range.
+        to: Timestamp,
+    },
+    /// The range holds more slots than may be queued at once.
+    TooMany {
+        /// Slots found before giving up (more may follow).
+        count: usize,
+        /// The most that may be queued now ([`MAX_BACKFILL`], less when
+        /// runs are already pending).
+        max: usize,
+    },
 }
 
 impl fmt::Display for BackfillError {

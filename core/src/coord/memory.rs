@@ -45,6 +45,7 @@ pub struct MemoryStore {
 }
 
 impl MemoryStore {
+    /// An empty store whose operations complete without yielding.
     pub fn new() -> MemoryStore {
         MemoryStore::default()
     }
@@ -74,6 +75,7 @@ impl MemoryStore {
         self.lock().writes
     }
 
+    /// State records read so far (successful `get`s).
     pub fn reads(&self) -> u64 {
         self.lock().reads
     }

@@ -2,6 +2,7 @@
 
 /// A source of random 64-bit words (retry jitter).
 pub trait RandomSource {
+    /// The next random word, uniform over all of `u64`.
     fn next_u64(&mut self) -> u64;
 
     /// A uniform value in `0..=max` (full jitter). Modulo bias is below
@@ -21,6 +22,8 @@ pub struct SplitMix64 {
 }
 
 impl SplitMix64 {
+    /// A generator seeded with `seed`: the same seed gives the same
+    /// sequence, so a simulation replays exactly.
     pub fn new(seed: u64) -> SplitMix64 {
         SplitMix64 { state: seed }
     }

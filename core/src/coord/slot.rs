@@ -8,6 +8,21 @@ use jiff::Timestamp;
 
 use crate::manifest::{JobName, validate_job_name};
 
+/// The identity of one slot: a job's name and the slot's scheduled instant.
+///
+/// It displays as `job@2026-03-08T07:00:00Z` (see [`format_instant`]) and
+/// parses back from that text. It is the same for every attempt of the slot,
+/// which makes it the idempotency key a run hands to the APIs it calls.
+///
+/// ```
+/// use cronslot_core::coord::SlotId;
+///
+/// let id: SlotId = "daily-report@2026-03-08T07:00:00Z".parse()?;
+/// assert_eq!(id.job(), "daily-report");
+/// assert_eq!(id.at().as_second(), 1_772_953_200);
+/// assert_eq!(id.to_string(), "daily-report@2026-03-08T07:00:00Z");
+/// # Ok::<(), cronslot_core::coord::SlotIdError>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct SlotId {
     job: String,
@@ -15,6 +30,7 @@ pub struct SlotId {
 }
 
 impl SlotId {
+    /// The slot of `job` at `at`.
     pub fn new(job: &JobName, at: Timestamp) -> SlotId {
         SlotId {
             job: job.as_str().to_string(),
@@ -22,10 +38,12 @@ impl SlotId {
         }
     }
 
+    /// The job's name.
     pub fn job(&self) -> &str {
         &self.job
     }
 
+    /// The slot's scheduled instant.
     pub fn at(&self) -> Timestamp {
         self.at
     }
@@ -55,7 +73,7 @@ impl fmt::Display for SlotId {
     }
 }
 
-/// A slot id that cannot be read.
+/// A slot id that cannot be read; the text says why.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SlotIdError(pub String);
 

@@ -49,6 +49,7 @@ pub enum MissReason {
 }
 
 impl MissReason {
+    /// Every reason, in declaration order (for reports that list each).
     pub const ALL: [MissReason; 4] = [
         MissReason::Downtime,
         MissReason::Overlap,
@@ -56,6 +57,8 @@ impl MissReason {
         MissReason::Dst,
     ];
 
+    /// The reason as written in output (`"catch_up"`), the same as its
+    /// serde form.
     pub fn as_str(self) -> &'static str {
         match self {
             MissReason::Downtime => "downtime",
@@ -70,12 +73,15 @@ impl MissReason {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum SkipReason {
+    /// The job was paused when the slot came due.
     Paused,
     /// Before `start_at` or at/after `end_at`.
     OutsideWindow,
 }
 
 impl SkipReason {
+    /// The reason as written in output (`"outside_window"`), the same as
+    /// its serde form.
     pub fn as_str(self) -> &'static str {
         match self {
             SkipReason::Paused => "paused",
@@ -100,17 +106,31 @@ pub enum Origin {
 }
 
 /// The right to run one slot until `expires_at` (plus the skew margin).
+///
+/// A claim hands it to the worker that runs the slot; the worker passes its
+/// `fence` back to complete, fail, heartbeat or checkpoint.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Lease {
+    /// The worker that claimed the slot (the id it gave to the claim).
     pub owner: String,
+    /// The slot's scheduled instant.
     pub slot: Timestamp,
+    /// The claim's fence: greater than every earlier fence of the job, so
+    /// destinations can refuse a stale writer, and the store refuses
+    /// completions of a superseded run.
     pub fence: u64,
     /// 1 for the first run of the slot.
     pub attempt: u32,
+    /// When the claim was made.
     pub claimed_at: Timestamp,
+    /// The lease runs out at this instant; it counts as expired once the
+    /// job's skew margin has passed too. A heartbeat moves it.
     pub expires_at: Timestamp,
+    /// The last checkpoint saved for the slot, by this run or an earlier
+    /// attempt.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub checkpoint: Option<String>,
+    /// How the run came to be.
     #[serde(default)]
     pub origin: Origin,
     /// Retries of this slot must start before this instant (the next slot),
@@ -120,30 +140,50 @@ pub struct Lease {
 }
 
 /// A slot waiting for another attempt.
+///
+/// Retries, redriven dead letters, backfilled slots and manual triggers of a
+/// slot already passed wait here until a claim takes them.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PendingRun {
+    /// The slot's scheduled instant.
     pub slot: Timestamp,
     /// The attempt number the next run will have.
     pub attempt: u32,
+    /// The run may not start before this instant (the retry's backoff).
     pub not_before: Timestamp,
+    /// The run must start before this instant (the schedule's next slot),
+    /// or the slot becomes a dead letter; `None`: no such limit.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retry_until: Option<Timestamp>,
+    /// The error of the previous attempt (or of the dead letter redriven).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_error: Option<String>,
+    /// The checkpoint the next run starts from.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub checkpoint: Option<String>,
+    /// How the run came to be.
     #[serde(default)]
     pub origin: Origin,
 }
 
 /// A slot whose retries are exhausted or whose error was permanent.
+///
+/// It stays in the record (up to 100 per job) for an operator to look at or
+/// redrive.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DeadLetter {
+    /// The slot's scheduled instant.
     pub slot: Timestamp,
+    /// Attempts made.
     pub attempts: u32,
+    /// The last error, with why it was not retried.
     pub last_error: String,
+    /// The fence of the last attempt's claim (for a slot whose retry
+    /// window closed, the job's fence at that time).
     pub fence: u64,
+    /// When the slot became a dead letter.
     pub died_at: Timestamp,
+    /// The last checkpoint saved, which a redrive hands on.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub checkpoint: Option<String>,
 }
@@ -153,12 +193,18 @@ pub struct DeadLetter {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "outcome", rename_all = "snake_case")]
 pub enum RunOutcome {
+    /// The run completed.
     Succeeded {
+        /// The short result the run reported, if any.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         result: Option<String>,
     },
+    /// The run reported a failure.
     Failed {
+        /// The error it reported (a long one is cut, to keep the record
+        /// small).
         error: String,
+        /// Whether it was permanent (no retry).
         permanent: bool,
     },
     /// The lease expired before the run reported (a crash, a pause, a kill).
@@ -168,6 +214,7 @@ pub enum RunOutcome {
 }
 
 impl RunOutcome {
+    /// True for [`RunOutcome::Succeeded`].
     pub fn succeeded(&self) -> bool {
         matches!(self, RunOutcome::Succeeded { .. })
     }
@@ -177,12 +224,20 @@ impl RunOutcome {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(try_from = "StoredRun")]
 pub struct RunRecord {
+    /// The slot's scheduled instant.
     pub slot: Timestamp,
+    /// The run's attempt number (1 for the first).
     pub attempt: u32,
+    /// The run's fence.
     pub fence: u64,
+    /// The worker that ran it.
     pub owner: String,
+    /// When the slot was claimed.
     pub started_at: Timestamp,
+    /// When the outcome was recorded (for an expired or superseded run,
+    /// when that was noticed).
     pub finished_at: Timestamp,
+    /// How the run ended.
     #[serde(flatten)]
     pub outcome: RunOutcome,
 }
@@ -248,6 +303,7 @@ impl TryFrom<StoredRun> for RunRecord {
 pub struct Counters {
     /// Claims (runs started), retries included.
     pub runs: u64,
+    /// Successful runs.
     pub succeeded: u64,
     /// Failed attempts (each retry that fails counts).
     pub failed: u64,
@@ -256,21 +312,28 @@ pub struct Counters {
     /// Dead letters dropped from the capped list (still counted in `dead`).
     #[serde(default)]
     pub dead_dropped: u64,
+    /// Slots that did not run, by reason (reasons with none are absent).
     #[serde(default)]
     pub missed: BTreeMap<MissReason, u64>,
+    /// Slots that were not due to run, by reason (reasons with none are
+    /// absent).
     #[serde(default)]
     pub skipped: BTreeMap<SkipReason, u64>,
+    /// Dead letters sent back to run.
     #[serde(default)]
     pub redriven: u64,
+    /// Past slots queued by backfills.
     #[serde(default)]
     pub backfilled: u64,
 }
 
 impl Counters {
+    /// Missed slots, every reason together.
     pub fn missed_total(&self) -> u64 {
         self.missed.values().sum()
     }
 
+    /// Skipped slots, every reason together.
     pub fn skipped_total(&self) -> u64 {
         self.skipped.values().sum()
     }
@@ -291,43 +354,68 @@ impl Counters {
 /// A schedule change noticed by the coordinator (the spec hash differed).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ScheduleChange {
+    /// When the change was noticed.
     pub at: Timestamp,
+    /// The spec hash before.
     pub from_hash: String,
+    /// The spec hash after.
     pub to_hash: String,
 }
 
 /// Everything a store keeps about one job.
+///
+/// Stores keep it encoded ([`encode_state`], [`decode_state`]) and replace
+/// it only by compare-and-set; the transitions of [`decide`](super::decide)
+/// change it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct JobState {
+    /// The layout version the record was written with
+    /// ([`SCHEMA_VERSION`]).
     pub schema: u32,
+    /// The job's name.
     pub job: String,
+    /// The [spec hash](crate::manifest::spec_hash) the record was last
+    /// planned with; a different one means the job's slots changed
+    /// (schedule, zone, DST policy or active window).
     pub spec_hash: String,
+    /// When the record was created: slots before it never run (unless
+    /// backfilled).
     pub created_at: Timestamp,
     /// Every slot at or before the cursor has been taken (claimed, or given a
     /// fate). Never moves backwards.
     pub cursor: Timestamp,
     /// The highest fence issued; every claim takes the next one.
     pub fence: u64,
+    /// Runs in progress, each holding its slot.
     #[serde(default)]
     pub leases: Vec<Lease>,
+    /// Slots waiting for a run (retries, redrives, backfills, manual
+    /// triggers).
     #[serde(default)]
     pub pending: Vec<PendingRun>,
+    /// Slots given up on: at most 100, the oldest dropped first (and
+    /// counted in [`Counters::dead_dropped`]).
     #[serde(default)]
     pub dead: Vec<DeadLetter>,
     /// Newest last; at most `history.succeeded` successes and
     /// `history.failed` other outcomes.
     #[serde(default)]
     pub history: Vec<RunRecord>,
+    /// Running totals.
     #[serde(default)]
     pub counters: Counters,
+    /// Due slots are skipped (reason: paused) while this is set.
     #[serde(default)]
     pub paused: bool,
     /// Why cronslot paused the job itself (its record outgrew the budget);
     /// `None` when an operator paused it or it runs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub paused_reason: Option<String>,
+    /// The newest successful run, kept whatever the history limits (health
+    /// checks measure staleness from it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_success: Option<RunRecord>,
+    /// The newest schedule change noticed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_schedule_change: Option<ScheduleChange>,
 }
@@ -355,6 +443,9 @@ impl JobState {
         }
     }
 
+    /// The lease with this fence, if the record still holds it (a run that
+    /// completed, failed or was superseded has none; nor has an expired
+    /// one once the record was brought up to date).
     pub fn lease_for_fence(&self, fence: u64) -> Option<&Lease> {
         self.leases.iter().find(|l| l.fence == fence)
     }
@@ -383,7 +474,9 @@ impl JobState {
 /// A stored record that cannot be read.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DecodeError {
+    /// The job whose record it is.
     pub job: String,
+    /// What is wrong with it.
     pub message: String,
 }
 

@@ -20,15 +20,20 @@ use super::state::{DecodeError, JobState};
 /// handed back to [`StateStore::put`].
 pub type Version = u64;
 
+/// A value read from a store with the version to hand back to a conditional
+/// write.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Versioned<T> {
+    /// The value.
     pub value: T,
+    /// The store's version of it.
     pub version: Version,
 }
 
 /// The outcome of a conditional write.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PutResult {
+    /// Written; the record's new version.
     Written(Version),
     /// The version did not match; here is the current record (`None` when
     /// there is none), so the caller can re-plan without another read.
@@ -49,13 +54,18 @@ pub enum StoreErrorKind {
     Other,
 }
 
+/// An error of a store operation: its kind decides whether it is worth
+/// retrying (see [`CoordError::is_transient`](super::CoordError::is_transient)).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StoreError {
+    /// What went wrong, for the caller to decide what to do.
     pub kind: StoreErrorKind,
+    /// What happened, for logs and operators.
     pub message: String,
 }
 
 impl StoreError {
+    /// An error of the given kind.
     pub fn new(kind: StoreErrorKind, message: impl Into<String>) -> StoreError {
         StoreError {
             kind,
@@ -63,10 +73,12 @@ impl StoreError {
         }
     }
 
+    /// A [`StoreErrorKind::Unavailable`] error: worth retrying.
     pub fn unavailable(message: impl Into<String>) -> StoreError {
         Self::new(StoreErrorKind::Unavailable, message)
     }
 
+    /// A [`StoreErrorKind::Other`] error: not worth retrying.
     pub fn other(message: impl Into<String>) -> StoreError {
         Self::new(StoreErrorKind::Other, message)
     }
@@ -114,9 +126,14 @@ pub trait StateStore {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(try_from = "StoredEffect")]
 pub struct EffectRecord {
+    /// The effect's key: `job@slot/name` (see
+    /// [`JobContext::effect_key`](super::JobContext::effect_key)).
     pub key: String,
+    /// The worker whose run holds or did the effect.
     pub owner: String,
+    /// That run's fence.
     pub fence: u64,
+    /// In progress or done.
     #[serde(flatten)]
     pub state: EffectState,
 }
@@ -126,9 +143,18 @@ pub struct EffectRecord {
 #[serde(tag = "state", rename_all = "snake_case")]
 pub enum EffectState {
     /// Someone is doing it; the hold lapses at `expires_at`.
-    InProgress { expires_at: Timestamp },
+    InProgress {
+        /// When the hold lapses and another run may take the effect over.
+        expires_at: Timestamp,
+    },
     /// Done: never again for this key.
-    Done { result: String, done_at: Timestamp },
+    Done {
+        /// The result the effect returned, handed to later runs instead of
+        /// doing it again.
+        result: String,
+        /// When it was recorded as done.
+        done_at: Timestamp,
+    },
 }
 
 /// [`EffectRecord`] as stored, with the state's fields beside the key's
@@ -183,16 +209,26 @@ pub enum EffectBegin {
     /// Go ahead, then call `finish_effect`.
     Acquired,
     /// Already done by an earlier run: here is its result; do not repeat it.
-    AlreadyDone { result: String },
+    AlreadyDone {
+        /// The result recorded when it was done.
+        result: String,
+    },
     /// Another live run (a different owner with a newer or equal fence)
     /// holds it.
     Held {
+        /// The worker holding it.
         owner: String,
+        /// The fence of the run holding it.
         fence: u64,
+        /// When its hold lapses.
         expires_at: Timestamp,
     },
     /// A newer fence holds or did it: this run is stale.
-    Superseded { fence: u64 },
+    Superseded {
+        /// The newer fence: the ledger entry's, or, when the run no longer
+        /// holds a live lease, the job's latest fence.
+        fence: u64,
+    },
 }
 
 /// The ledger rule, shared by every store so they agree exactly: what
@@ -252,6 +288,8 @@ pub fn decide_begin(
 /// The answer to "I did it".
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum EffectFinish {
+    /// Recorded as done (or had already been, by the same fence with the
+    /// same result).
     Recorded,
     /// The entry is held by another fence (or missing): nothing written.
     NotHeld,
@@ -293,6 +331,9 @@ pub const MAX_EFFECT_RESULT_BYTES: usize = 1024;
 /// A store-backed record of effects done, keyed by slot and effect name:
 /// an effect recorded as done is not done again by a retry.
 pub trait EffectLedger {
+    /// Asks to start the effect `key` for the run `owner`/`fence`, holding
+    /// it for `hold` from `now`: applies [`decide_begin`] to the entry
+    /// atomically.
     async fn begin_effect(
         &self,
         key: &str,
@@ -302,6 +343,8 @@ pub trait EffectLedger {
         hold: Duration,
     ) -> Result<EffectBegin, StoreError>;
 
+    /// Records the effect `key` as done with `result`, if `fence` holds it:
+    /// applies [`decide_finish`] to the entry atomically.
     async fn finish_effect(
         &self,
         key: &str,
@@ -310,6 +353,7 @@ pub trait EffectLedger {
         now: Timestamp,
     ) -> Result<EffectFinish, StoreError>;
 
+    /// The entry of `key`, if there is one.
     async fn read_effect(&self, key: &str) -> Result<Option<EffectRecord>, StoreError>;
 }
 

@@ -16,16 +16,25 @@ pub(crate) const MIN_YEAR: i32 = -9999;
 pub(crate) const MAX_YEAR: i32 = 9999;
 
 /// A wall-clock minute: no zone, no seconds. Ordered chronologically.
+///
+/// Fields are public and unchecked: [`Civil::is_valid`] tells whether they
+/// name a real minute of the proleptic Gregorian calendar.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Civil {
+    /// The year, -9999..=9999 (the range the search covers).
     pub year: i32,
+    /// The month, 1..=12.
     pub month: u8,
+    /// The day of the month, 1..=31 (up to the month's length).
     pub day: u8,
+    /// The hour, 0..=23.
     pub hour: u8,
+    /// The minute, 0..=59.
     pub minute: u8,
 }
 
 impl Civil {
+    /// The first minute the calendar search covers: -9999-01-01 00:00.
     pub const MIN: Civil = Civil {
         year: MIN_YEAR,
         month: 1,
@@ -33,6 +42,7 @@ impl Civil {
         hour: 0,
         minute: 0,
     };
+    /// The last minute the calendar search covers: 9999-12-31 23:59.
     pub const MAX: Civil = Civil {
         year: MAX_YEAR,
         month: 12,
@@ -41,6 +51,8 @@ impl Civil {
         minute: 59,
     };
 
+    /// The minute `year-month-day hour:minute`, taken as given (not checked;
+    /// see [`Civil::is_valid`]).
     pub fn new(year: i32, month: u8, day: u8, hour: u8, minute: u8) -> Civil {
         Civil {
             year,
@@ -51,6 +63,8 @@ impl Civil {
         }
     }
 
+    /// True when the fields name a real minute within [`Civil::MIN`]..=
+    /// [`Civil::MAX`] (no 30 February, no hour 24).
     pub fn is_valid(&self) -> bool {
         (MIN_YEAR..=MAX_YEAR).contains(&self.year)
             && (1..=12).contains(&self.month)
@@ -84,7 +98,7 @@ impl Civil {
         }
     }
 
-    /// 0 = Sunday … 6 = Saturday.
+    /// The day of the week: 0 = Sunday … 6 = Saturday.
     pub fn weekday(&self) -> u8 {
         weekday_of(self.year, self.month, self.day)
     }

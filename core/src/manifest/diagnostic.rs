@@ -5,15 +5,24 @@
 use std::fmt;
 use std::ops::Range;
 
+/// How serious a [`Diagnostic`] is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Severity {
+    /// The manifest is invalid: it is refused.
     Error,
+    /// Valid, but probably not what was meant (a dedicated trigger on an
+    /// every-minute job, retries that cannot fit before the next slot…).
     Warning,
 }
 
 /// One problem in a manifest.
+///
+/// `Display` shows it the way rustc does: a `file:line:column: message`
+/// header (with `warning: ` before a warning's message), the source line,
+/// and a caret under the column.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Diagnostic {
+    /// Error or warning.
     pub severity: Severity,
     /// The file name given to [`super::parse_manifest`].
     pub file: String,
@@ -61,7 +70,11 @@ impl fmt::Display for Diagnostic {
 /// along the way. `Display` shows the errors, separated by blank lines.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ManifestErrors {
+    /// Every error, in file order; never empty when returned by
+    /// [`super::parse_manifest`].
     pub errors: Vec<Diagnostic>,
+    /// The warnings found along the way (none after a TOML syntax error),
+    /// in file order.
     pub warnings: Vec<Diagnostic>,
 }
 

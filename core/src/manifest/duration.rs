@@ -22,7 +22,9 @@ const ACCEPTED: &str =
 /// Why a duration string was refused; `Display` is one sentence.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DurationError {
+    /// The text that was refused.
     pub text: String,
+    /// What is wrong and how durations are written, in one sentence.
     pub message: String,
 }
 
@@ -43,6 +45,22 @@ fn error(text: &str, message: String) -> DurationError {
 
 /// Parses a manifest duration. Zero (`"0s"`) parses; whether zero makes
 /// sense is for the field to decide.
+///
+/// Units are `d`, `h`, `m` and `s`, each at most once, largest first, whole
+/// numbers only, no spaces; the total is at most [`MAX_DURATION`].
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+///
+/// use cronslot_core::manifest::{format_duration, parse_duration};
+///
+/// assert_eq!(parse_duration("1h30m"), Ok(Duration::from_secs(5400)));
+/// assert_eq!(format_duration(Duration::from_secs(5400)), "1h30m");
+/// assert!(parse_duration("1.5h").is_err());
+/// assert!(parse_duration("90").unwrap_err().to_string().contains("has no unit"));
+/// ```
 pub fn parse_duration(text: &str) -> Result<Duration, DurationError> {
     if text.is_empty() {
         return Err(error(text, format!("the duration is empty; {ACCEPTED}")));

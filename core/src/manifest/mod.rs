@@ -9,6 +9,11 @@
 //! built-in default of docs/design.md §5. The tables `retry` and `history` merge
 //! key by key, so a job that writes `retry = { max_attempts = 5 }` keeps the
 //! backoff of `[defaults]`.
+//!
+//! See [`parse_manifest`] for an example. Where no TOML parser should be
+//! linked (a Lambda function, a Worker), a build script validates the
+//! manifest and the program loads its precompiled form
+//! ([`Manifest::to_precompiled`], [`load_precompiled`]).
 
 mod base64;
 mod diagnostic;
@@ -44,22 +49,34 @@ pub use precompiled::{
     PRECOMPILED_FORMAT, PRECOMPILED_VERSION, PrecompiledError, load_precompiled,
 };
 
-/// Built-in defaults (docs/design.md §5) and limits.
+/// Built-in defaults (docs/design.md §5) and limits: what a manifest key
+/// set neither on the job nor in `[defaults]` gets, and the bounds values
+/// are checked against.
 pub mod defaults {
     use std::time::Duration;
 
+    /// `timezone`: UTC.
     pub const TIMEZONE: &str = "UTC";
+    /// `lease`: 15 minutes.
     pub const LEASE: Duration = Duration::from_secs(15 * 60);
+    /// `starting_deadline`: 10 minutes.
     pub const STARTING_DEADLINE: Duration = Duration::from_secs(10 * 60);
+    /// `max_catch_up`: 10 slots.
     pub const MAX_CATCH_UP: u32 = 10;
+    /// `retry.max_attempts`: 3 (the first attempt and two retries).
     pub const MAX_ATTEMPTS: u32 = 3;
+    /// `retry.backoff`: 30 seconds.
     pub const BACKOFF: Duration = Duration::from_secs(30);
+    /// `retry.max_backoff`: 10 minutes.
     pub const MAX_BACKOFF: Duration = Duration::from_secs(10 * 60);
+    /// `skew_margin`: 5 seconds.
     pub const SKEW_MARGIN: Duration = Duration::from_secs(5);
     /// `overlap = "allow"` without `max_concurrency`: bounded, because every
     /// live lease is kept in the job's state record.
     pub const MAX_CONCURRENCY: u32 = 10;
+    /// `history.succeeded`: the 3 newest successful runs are kept.
     pub const HISTORY_SUCCEEDED: u32 = 3;
+    /// `history.failed`: the newest unsuccessful run is kept.
     pub const HISTORY_FAILED: u32 = 1;
     /// `http` jobs without `method`: a scheduled call triggers work, and
     /// work is not a safe, cacheable GET.
@@ -108,7 +125,11 @@ pub enum Overlap {
     #[default]
     Forbid,
     /// Up to `max_concurrency` live leases at once.
-    Allow { max_concurrency: u32 },
+    Allow {
+        /// The most live leases at once (1 to
+        /// [`defaults::MAX_CONCURRENCY_LIMIT`]).
+        max_concurrency: u32,
+    },
     /// The new claim supersedes the old lease (its fence is bumped).
     Replace,
 }
@@ -117,6 +138,12 @@ pub enum Overlap {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Delivery {
+    /// A slot whose run crashed (its lease expired) or failed transiently
+    /// runs again, up to `retry.max_attempts`: no slot is lost to a crash,
+    /// but a run may repeat work an earlier attempt did (the effect ledger,
+    /// [`JobContext::effect`], keeps such work to once).
+    ///
+    /// [`JobContext::effect`]: crate::coord::JobContext::effect
     #[default]
     AtLeastOnce,
     /// The claim resolves the slot: a crash loses it.
@@ -185,7 +212,11 @@ impl RetryPolicy {
 /// `successfulJobsHistoryLimit` / `failedJobsHistoryLimit`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct HistoryLimits {
+    /// How many of the newest successful runs are kept (at most
+    /// [`defaults::HISTORY_LIMIT`]).
     pub succeeded: u32,
+    /// How many of the newest other runs (failed, lease expired,
+    /// superseded) are kept (at most [`defaults::HISTORY_LIMIT`]).
     pub failed: u32,
 }
 
@@ -201,16 +232,24 @@ impl Default for HistoryLimits {
 /// The HTTP methods an `http` job may use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum HttpMethod {
+    /// `GET`.
     Get,
+    /// `HEAD`.
     Head,
+    /// `POST`, the default ([`defaults::HTTP_METHOD`]).
     Post,
+    /// `PUT`.
     Put,
+    /// `PATCH`.
     Patch,
+    /// `DELETE`.
     Delete,
+    /// `OPTIONS`.
     Options,
 }
 
 impl HttpMethod {
+    /// Every method, in declaration order.
     pub const ALL: [HttpMethod; 7] = [
         HttpMethod::Get,
         HttpMethod::Head,
@@ -221,6 +260,7 @@ impl HttpMethod {
         HttpMethod::Options,
     ];
 
+    /// The method as sent on the wire, uppercase: `"POST"`.
     pub fn as_str(self) -> &'static str {
         match self {
             HttpMethod::Get => "GET",
@@ -249,7 +289,10 @@ pub enum Action {
     /// A process: exit 0 succeeds, 75 is a transient failure, anything else
     /// permanent; a timeout is transient.
     Command {
+        /// The program and its arguments, run without a shell.
         argv: Vec<String>,
+        /// The process is killed after this long (a transient failure); the
+        /// manifest's `timeout`, or the lease.
         timeout: Duration,
         /// Added to the inherited environment (after cronslot's own
         /// `CRONSLOT_*` variables, which cannot be overridden).
@@ -258,14 +301,21 @@ pub enum Action {
     /// A request: 2xx succeeds, 408/429/5xx are transient, other 4xx
     /// permanent.
     Http {
+        /// The URL requested.
         url: String,
+        /// The method ([`defaults::HTTP_METHOD`] unless set).
         method: HttpMethod,
+        /// Headers to send with the request, by name.
         headers: BTreeMap<String, String>,
+        /// The request is abandoned after this long (a transient failure);
+        /// the manifest's `timeout`, or the lease.
         timeout: Duration,
     },
 }
 
 impl Action {
+    /// The timeout of a command or http job; `None` for a function job,
+    /// which bounds its own run time (within its lease).
     pub fn timeout(&self) -> Option<Duration> {
         match self {
             Action::Function => None,
@@ -276,21 +326,37 @@ impl Action {
 
 /// `[defaults]` resolved against the built-in defaults: what a job that sets
 /// nothing gets.
+///
+/// Each field has the meaning of the [`JobSpec`] field of the same name.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Defaults {
+    /// The IANA zone name (`timezone`).
     pub timezone: String,
+    /// `trigger`.
     pub trigger: Trigger,
+    /// `lease`.
     pub lease: Duration,
+    /// `starting_deadline`.
     pub starting_deadline: Duration,
+    /// `catch_up`.
     pub catch_up: CatchUp,
+    /// `max_catch_up`.
     pub max_catch_up: u32,
+    /// `overlap` with `max_concurrency`.
     pub overlap: Overlap,
+    /// The `retry` table.
     pub retry: RetryPolicy,
+    /// `delivery`.
     pub delivery: Delivery,
+    /// `dst_gap` and `dst_overlap`.
     pub dst: DstPolicy,
+    /// `skew_margin`.
     pub skew_margin: Duration,
+    /// `paused`.
     pub paused: bool,
+    /// `stale_after`; `None`: derived from each job's schedule.
     pub stale_after: Option<Duration>,
+    /// The `history` table.
     pub history: HistoryLimits,
     /// Timeout of command and http jobs; `None`: the lease.
     pub timeout: Option<Duration>,
@@ -321,6 +387,7 @@ impl Default for Defaults {
 /// One job, fully resolved: every policy has its value.
 #[derive(Debug, Clone, PartialEq)]
 pub struct JobSpec {
+    /// The job's name: its key in slot ids, store records and events.
     pub name: JobName,
     /// The cron expression in the job's zone with its DST policy.
     pub schedule: Schedule,
@@ -328,18 +395,30 @@ pub struct JobSpec {
     pub schedule_text: String,
     /// The zone's IANA name.
     pub timezone: String,
+    /// How the job's slots reach it: the shared tick or a trigger of its
+    /// own.
     pub trigger: Trigger,
     /// The longest a run may hold its slot; must cover the platform timeout.
     pub lease: Duration,
     /// A slot older than this when planned is missed.
     pub starting_deadline: Duration,
+    /// Which late slots run after an outage.
     pub catch_up: CatchUp,
+    /// Under `catch_up = "all"`, the most late slots that run.
     pub max_catch_up: u32,
+    /// What a slot does while an earlier run still holds a lease.
     pub overlap: Overlap,
+    /// Retries after transient failures.
     pub retry: RetryPolicy,
+    /// Whether a slot may run again after a crash.
     pub delivery: Delivery,
     /// Margin added to lease expiry comparisons to absorb clock skew.
     pub skew_margin: Duration,
+    /// The job starts paused: a record created for it is created paused
+    /// (its slots are skipped). Once the record exists, pausing and
+    /// resuming are operations on it ([`Coordinator::pause`]).
+    ///
+    /// [`Coordinator::pause`]: crate::coord::Coordinator::pause
     pub paused: bool,
     /// Slots before this instant do not run (inclusive bound).
     pub start_at: Option<Timestamp>,
@@ -348,11 +427,14 @@ pub struct JobSpec {
     /// How long without a success before health checks and alarms call the
     /// job stale; `None`: see [`JobSpec::stale_after_at`].
     pub stale_after: Option<Duration>,
+    /// How many finished runs the job's record keeps.
     pub history: HistoryLimits,
+    /// What runs for a slot.
     pub action: Action,
 }
 
 impl JobSpec {
+    /// The DST policy of the job's schedule (`dst_gap`, `dst_overlap`).
     pub fn dst_policy(&self) -> DstPolicy {
         self.schedule.policy()
     }
@@ -393,6 +475,7 @@ impl JobSpec {
 /// A validated manifest.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Manifest {
+    /// `[defaults]`, resolved against the built-in defaults.
     pub defaults: Defaults,
     /// In file order.
     pub jobs: Vec<JobSpec>,
@@ -401,6 +484,7 @@ pub struct Manifest {
 }
 
 impl Manifest {
+    /// The job named `name`, if there is one.
     pub fn job(&self, name: &str) -> Option<&JobSpec> {
         self.jobs.iter().find(|j| j.name.as_str() == name)
     }
@@ -410,12 +494,83 @@ impl Manifest {
 ///
 /// Needs the `toml` feature (on by default); without it, a manifest is
 /// loaded from its precompiled form ([`load_precompiled`]).
+///
+/// # Errors
+///
+/// [`ManifestErrors`] with every error found (not just the first), each
+/// with file, line, column and the source line, and the warnings found
+/// along the way.
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+///
+/// use cronslot_core::manifest::{Action, CatchUp, Trigger, parse_manifest};
+///
+/// let text = r#"
+/// [defaults]
+/// timezone = "America/New_York"
+/// lease = "5m"
+///
+/// [[job]]
+/// name = "daily-report"
+/// schedule = "0 9 * * MON-FRI"
+/// trigger = "dedicated"
+///
+/// [[job]]
+/// name = "cleanup"
+/// schedule = "*/15 * * * *"
+/// timezone = "UTC"
+/// command = ["./cleanup.sh", "--fast"]
+/// "#;
+/// let manifest = parse_manifest(text, "cronslot.toml")?;
+/// assert!(manifest.warnings.is_empty());
+///
+/// let report = manifest.job("daily-report").unwrap();
+/// assert_eq!(report.schedule_text, "0 9 * * MON-FRI");
+/// assert_eq!(report.timezone, "America/New_York"); // from [defaults]
+/// assert_eq!(report.lease, Duration::from_secs(5 * 60)); // from [defaults]
+/// assert_eq!(report.trigger, Trigger::Dedicated);
+/// assert_eq!(report.catch_up, CatchUp::Latest); // built in
+/// assert_eq!(report.action, Action::Function); // no command, no http
+///
+/// // 09:00 in New York on Friday 2026-03-06 is 14:00 UTC.
+/// let next = report.schedule.next_after("2026-03-06T00:00:00Z".parse()?);
+/// assert_eq!(next, Some("2026-03-06T14:00:00Z".parse()?));
+///
+/// let cleanup = &manifest.jobs[1];
+/// assert_eq!(cleanup.timezone, "UTC");
+/// assert_eq!(cleanup.action.timeout(), Some(Duration::from_secs(5 * 60))); // the lease
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+///
+/// Errors point at the line and column, as rustc does:
+///
+/// ```
+/// use cronslot_core::manifest::parse_manifest;
+///
+/// let text = "[[job]]\nname = \"nightly\"\nschedule = \"0 9 * * 8\"\n";
+/// let errors = parse_manifest(text, "cronslot.toml").unwrap_err();
+/// assert_eq!(errors.errors.len(), 1);
+/// let error = &errors.errors[0];
+/// assert_eq!((error.line, error.column), (3, 21));
+/// assert_eq!(
+///     errors.to_string(),
+///     "cronslot.toml:3:21: invalid schedule \"0 9 * * 8\": \"8\" in day-of-week \
+///      (column 9) is out of range 0-7; weekdays are 0-7 (0 and 7 are Sunday) or SUN-SAT\n  \
+///      |\n\
+///      3 | schedule = \"0 9 * * 8\"\n  \
+///      |                     ^",
+/// );
+/// ```
 #[cfg(feature = "toml")]
 pub fn parse_manifest(text: &str, file: &str) -> Result<Manifest, ManifestErrors> {
     validate::parse(text, file)
 }
 
 impl Trigger {
+    /// The value as the manifest writes it (`"dedicated"`); also `Display`.
     pub fn as_str(self) -> &'static str {
         match self {
             Trigger::Tick => "tick",
@@ -425,6 +580,7 @@ impl Trigger {
 }
 
 impl CatchUp {
+    /// The value as the manifest writes it (`"latest"`); also `Display`.
     pub fn as_str(self) -> &'static str {
         match self {
             CatchUp::Latest => "latest",
@@ -435,6 +591,8 @@ impl CatchUp {
 }
 
 impl Overlap {
+    /// The mode as the manifest writes it (`"forbid"`, `"allow"`,
+    /// `"replace"`), without `max_concurrency` (which `Display` adds).
     pub fn as_str(self) -> &'static str {
         match self {
             Overlap::Forbid => "forbid",
@@ -445,6 +603,7 @@ impl Overlap {
 }
 
 impl Delivery {
+    /// The value as the manifest writes it (`"at_least_once"`); also `Display`.
     pub fn as_str(self) -> &'static str {
         match self {
             Delivery::AtLeastOnce => "at_least_once",

@@ -15,24 +15,35 @@ pub struct JobName(String);
 /// What is wrong with a job name.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum JobNameErrorKind {
+    /// The name is empty.
     Empty,
+    /// The name is longer than [`JobName::MAX_CHARS`].
     TooLong {
+        /// Its length, in characters.
         chars: usize,
     },
     /// The first character is `-` or `_`.
     BadStart {
+        /// The first character.
         ch: char,
     },
     /// A character outside `a-z 0-9 - _`.
     BadChar {
+        /// The first such character.
         ch: char,
     },
 }
 
 /// A refused job name, with the 1-based character position of the problem.
+///
+/// `Display` is one sentence, with a valid name close to the refused one
+/// when there is one (`invalid job name "Daily Report": 'D' is uppercase;
+/// names are lowercase (did you mean "daily-report"?)`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct JobNameError {
+    /// The refused name, as given.
     pub name: String,
+    /// What is wrong with it.
     pub kind: JobNameErrorKind,
     /// 1-based position (in characters) of the offending character, or of
     /// the first character past the limit for a name that is too long.
@@ -40,18 +51,40 @@ pub struct JobNameError {
 }
 
 impl JobName {
+    /// The longest a name may be, in characters.
     pub const MAX_CHARS: usize = 64;
 
+    /// Checks `name` ([`validate_job_name`]) and wraps it.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use cronslot_core::manifest::JobName;
+    ///
+    /// let name = JobName::new("daily-report")?;
+    /// assert_eq!(name.as_str(), "daily-report");
+    ///
+    /// let err = JobName::new("Daily Report").unwrap_err();
+    /// assert_eq!(err.column, 1);
+    /// assert_eq!(
+    ///     err.to_string(),
+    ///     "invalid job name \"Daily Report\": 'D' is uppercase; names are lowercase \
+    ///      (did you mean \"daily-report\"?)",
+    /// );
+    /// # Ok::<(), cronslot_core::manifest::JobNameError>(())
+    /// ```
     pub fn new(name: impl Into<String>) -> Result<JobName, JobNameError> {
         let name = name.into();
         validate_job_name(&name)?;
         Ok(JobName(name))
     }
 
+    /// The name as a string slice.
     pub fn as_str(&self) -> &str {
         &self.0
     }
 
+    /// The name as an owned `String`, without copying.
     pub fn into_string(self) -> String {
         self.0
     }

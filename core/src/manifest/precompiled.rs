@@ -44,6 +44,8 @@ pub const PRECOMPILED_VERSION: u32 = 1;
 /// Why a precompiled manifest was refused: one sentence per problem.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PrecompiledError {
+    /// Every problem found, one sentence each; most begin with where the
+    /// problem is (`jobs[2]: …`). Never empty.
     pub problems: Vec<String>,
 }
 
