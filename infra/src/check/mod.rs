@@ -26,8 +26,9 @@ use crate::render::read_manifest;
 use crate::render::wrangler::{DO_BINDING, DO_CLASS, HASH_VAR};
 use crate::schedule_cmds::{parse_instant, utc};
 
-use cfn::{Entry, Identity, Via};
+use cfn::{Entry, Via};
 use fires::{Span, compare, is_every_minute, platform_schedule, posix_reading, same};
+use input::Identity;
 
 /// One difference (or note), at a line of the template when it has one.
 #[derive(Debug)]
