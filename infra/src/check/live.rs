@@ -4,10 +4,10 @@
 //! does, without a line (0), so the findings, the diff and the exit codes
 //! are `check`'s own.
 
-use crate::Failure;
 use crate::cli::{ApiPlatform, CheckArgs};
-use crate::render::read_manifest;
-use crate::schedule_cmds::parse_instant;
+use crate::exit::Failure;
+use crate::manifest::read_manifest;
+use crate::parse::parse_instant;
 use crate::sync::scheduler::{self, DEFAULT_GROUP, Deployed, valid_name};
 
 use super::cfn::{Entry, Via};
