@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum};
+use clap::{Args, Parser, Subcommand, ValueEnum};
 use clap_complete::Shell;
 
 #[derive(Debug, Parser)]
@@ -479,13 +479,10 @@ pub struct SyncArgs {
     pub endpoint_url: Option<String>,
 }
 
-pub fn print_completions(shell: Shell) {
-    let mut command = Cli::command();
-    clap_complete::generate(shell, &mut command, "cronslot", &mut std::io::stdout());
-}
-
 #[cfg(test)]
 mod tests {
+    use clap::CommandFactory;
+
     use super::*;
 
     #[test]

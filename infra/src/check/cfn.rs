@@ -4,18 +4,10 @@
 
 use saphyr::{LoadableYamlNode, MarkedYaml, Scalar, YamlData};
 
+use super::input::{Identity, identify};
+
 /// A node of the template.
 type Node<'a> = MarkedYaml<'a>;
-
-/// Who a schedule triggers, read from its input (or a rule's name).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Identity {
-    Job(String),
-    Tick,
-    /// Not a cronslot trigger (no `cronslot` input, no `cronslot-` rule
-    /// name), with what was found instead.
-    Unknown(String),
-}
 
 /// Which EventBridge feature fires the schedule.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -293,7 +285,7 @@ fn scheduler(params: &Params<'_, '_>, name: &str, resource: &Node<'_>, p: &Node<
             Identity::Unknown(format!("an Input check cannot read: {why}")),
             None,
         ),
-        Some(Ok(text)) => super::input::identify(&text, true),
+        Some(Ok(text)) => identify(&text, true),
     };
     Entry {
         line,
@@ -316,7 +308,7 @@ fn rule_identity(
     input: Option<Result<String, String>>,
 ) -> (Identity, Option<String>) {
     match input {
-        Some(Ok(text)) => super::input::identify(&text, false),
+        Some(Ok(text)) => identify(&text, false),
         Some(Err(why)) => (
             Identity::Unknown(format!("an Input check cannot read: {why}")),
             None,

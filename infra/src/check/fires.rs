@@ -5,7 +5,7 @@ use cronslot_core::schedule::{DstPolicy, Schedule, Zone};
 use cronslot_core::{CronExpr, Dialect};
 use jiff::Timestamp;
 
-use crate::schedule_cmds::{local, utc};
+use crate::format::{local, utc};
 
 /// A span of time to compare over: `[from, until)`.
 #[derive(Debug, Clone, Copy)]

@@ -5,7 +5,15 @@
 use cronslot_aws::lambda::event::{Target, decode};
 use serde_json::Value;
 
-use super::cfn::Identity;
+/// Who a schedule triggers, read from its input (or a rule's name).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Identity {
+    Job(String),
+    Tick,
+    /// Not a cronslot trigger (no `cronslot` input, no `cronslot-` rule
+    /// name), with what was found instead.
+    Unknown(String),
+}
 
 /// The placeholder Scheduler replaces with the slot's instant.
 pub const SCHEDULED_TIME: &str = "<aws.scheduler.scheduled-time>";

@@ -4,14 +4,15 @@
 //! does, without a line (0), so the findings, the diff and the exit codes
 //! are `check`'s own.
 
-use crate::Failure;
 use crate::cli::{ApiPlatform, CheckArgs};
-use crate::render::read_manifest;
-use crate::schedule_cmds::parse_instant;
+use crate::exit::Failure;
+use crate::manifest::read_manifest;
+use crate::parse::parse_instant;
 use crate::sync::scheduler::{self, DEFAULT_GROUP, Deployed, valid_name};
 
-use super::cfn::{Entry, Identity, Via};
+use super::cfn::{Entry, Via};
 use super::fires::Span;
+use super::input::{Identity, identify};
 
 /// A deployed schedule as `check` reads a template's.
 fn entry(d: &Deployed) -> Entry {
@@ -20,7 +21,7 @@ fn entry(d: &Deployed) -> Entry {
             Identity::Unknown("no Input (the function would receive {})".into()),
             None,
         ),
-        Some(text) => super::input::identify(text, true),
+        Some(text) => identify(text, true),
     };
     let flexible = d.flexible_mode().map(|mode| match &d.flexible {
         Some((_, Some(minutes))) => format!("{mode} (up to {minutes} minutes late)"),

@@ -1,15 +1,16 @@
-//! `check`: compare a template's schedules with the manifest by the
-//! instants they fire at, each read in its platform's dialect.
+//! Comparing a template's schedules with the manifest by the instants they
+//! fire at, each read in its platform's dialect: what `cronslot check`
+//! reports (the command is `commands/check.rs`).
 //!
 //! The diff goes to stdout (one finding per line, `FILE:LINE: ...`, with
 //! indented details); exit 0 when consistent, 1 with differences, 2 when
 //! the template or the manifest cannot be read.
 
-mod cfn;
-mod fires;
+pub mod cfn;
+pub mod fires;
 mod input;
-mod live;
-mod wrangler;
+pub mod live;
+pub mod wrangler;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -19,15 +20,14 @@ use cronslot_core::schedule::{Schedule, Zone};
 use cronslot_core::translate::Platform;
 use cronslot_core::{CronExpr, Dialect};
 
-use crate::Failure;
-use crate::cli::CheckArgs;
+use crate::exit::Failure;
+use crate::format::utc;
 use crate::render::plan::{self, CLOUDFLARE_TICK, EVENTBRIDGE_TICK, MAX_EVENT_AGE, Plan};
-use crate::render::read_manifest;
 use crate::render::wrangler::{DO_BINDING, DO_CLASS, HASH_VAR};
-use crate::schedule_cmds::{parse_instant, utc};
 
-use cfn::{Entry, Identity, Via};
+use cfn::{Entry, Via};
 use fires::{Span, compare, is_every_minute, platform_schedule, posix_reading, same};
+use input::Identity;
 
 /// One difference (or note), at a line of the template when it has one.
 #[derive(Debug)]
@@ -38,7 +38,7 @@ struct Finding {
 }
 
 #[derive(Debug, Default)]
-struct Report {
+pub struct Report {
     problems: Vec<Finding>,
     notes: Vec<Finding>,
     /// Schedules (or crons) read from the template.
@@ -63,7 +63,7 @@ impl Report {
     }
 }
 
-fn bad_template(file: &str, line: Option<usize>, message: &str) -> Failure {
+pub fn bad_template(file: &str, line: Option<usize>, message: &str) -> Failure {
     match line.filter(|l| *l > 0) {
         Some(line) => Failure::bad_input(format!("error: {file}:{line}: {message}")),
         None => Failure::bad_input(format!("error: {file}: {message}")),
@@ -71,39 +71,13 @@ fn bad_template(file: &str, line: Option<usize>, message: &str) -> Failure {
 }
 
 /// A wrangler file, or a CloudFormation/SAM template.
-fn is_wrangler(path: &Path) -> bool {
+pub fn is_wrangler(path: &Path) -> bool {
     path.extension()
         .is_some_and(|e| e.eq_ignore_ascii_case("toml"))
 }
 
-pub fn check(args: CheckArgs) -> Result<(), Failure> {
-    if let Some(platform) = args.live {
-        return live::check(&args, platform);
-    }
-    let Some(template) = &args.template else {
-        return Err(Failure::bad_input(
-            "error: pass a TEMPLATE, or --live aws to check what is deployed",
-        ));
-    };
-    let (manifest_text, manifest) = read_manifest(&args.manifest)?;
-    let after = parse_instant("--after", args.after.as_deref())?;
-    let span = Span::year_after(after);
-    let file = template.display().to_string();
-    let text = std::fs::read_to_string(template)
-        .map_err(|e| Failure::bad_input(format!("error: cannot read template {file}: {e}")))?;
-    let report = if is_wrangler(template) {
-        let w = wrangler::read(&text)
-            .map_err(|e| bad_template(&file, e.line, &format!("not valid TOML: {}", e.message)))?;
-        cloudflare(&file, &w, &manifest, &manifest_text, span, args.cron_limit)?
-    } else {
-        let entries = cfn::read(&text).map_err(|e| bad_template(&file, e.line, &e.message))?;
-        aws(&file, &entries, &manifest, span)?
-    };
-    conclude(&file, &args.manifest, &report, span)
-}
-
 /// Prints the report; exit 1 when it found differences.
-fn conclude(file: &str, manifest: &Path, report: &Report, span: Span) -> Result<(), Failure> {
+pub fn conclude(file: &str, manifest: &Path, report: &Report, span: Span) -> Result<(), Failure> {
     print_report(file, &manifest.display().to_string(), report, span);
     if report.problems.is_empty() {
         Ok(())
@@ -226,7 +200,12 @@ fn eventbridge_fires(
     )))))
 }
 
-fn aws(file: &str, entries: &[Entry], manifest: &Manifest, span: Span) -> Result<Report, Failure> {
+pub fn aws(
+    file: &str,
+    entries: &[Entry],
+    manifest: &Manifest,
+    span: Span,
+) -> Result<Report, Failure> {
     let mut report = Report::default();
     let mut by_job: BTreeMap<String, Vec<&Entry>> = BTreeMap::new();
     let mut ticks: Vec<&Entry> = Vec::new();
@@ -603,7 +582,7 @@ fn diagnose(
     );
 }
 
-fn cloudflare(
+pub fn cloudflare(
     file: &str,
     w: &wrangler::Wrangler,
     manifest: &Manifest,

@@ -10,7 +10,7 @@ use jiff::Timestamp;
 
 use super::plan::{self, AlarmPlan, Plan};
 use super::{Rendered, Source};
-use crate::schedule_cmds::{local, utc};
+use crate::format::{local, utc};
 
 /// Table cells: pipes escaped, no line breaks.
 fn cell(text: &str) -> String {

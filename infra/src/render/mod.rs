@@ -1,5 +1,6 @@
-//! `render`: infrastructure templates (SAM, CloudFormation, wrangler.toml)
-//! and an operations table (Markdown) from the manifest.
+//! Infrastructure templates (SAM, CloudFormation, wrangler.toml) and an
+//! operations table (Markdown) from the manifest: what `cronslot render`
+//! writes (the command is `commands/render.rs`).
 //!
 //! Every output is a pure function of the manifest's text, its path as
 //! given and the flags (Markdown's next runs also of `--after`), so the
@@ -7,18 +8,16 @@
 //! with a fresh render.
 
 pub mod aws;
-mod markdown;
+pub mod markdown;
 pub mod plan;
 pub mod wrangler;
 pub mod yaml;
 
 use std::path::{Component, Path, PathBuf};
 
-use cronslot_core::manifest::{Action, Manifest, parse_manifest};
+use cronslot_core::manifest::{Action, Manifest};
 
-use crate::Failure;
-use crate::cli::{RenderArgs, RenderFormat};
-use crate::schedule_cmds::parse_instant;
+use crate::exit::Failure;
 
 /// What a renderer is given.
 pub struct Source<'a> {
@@ -35,115 +34,9 @@ pub struct Rendered {
     pub notes: Vec<String>,
 }
 
-/// Reads and validates a manifest, keeping its text for the hash.
-pub fn read_manifest(path: &Path) -> Result<(String, Manifest), Failure> {
-    let text = std::fs::read_to_string(path).map_err(|e| {
-        Failure::bad_input(format!(
-            "error: cannot read manifest {}: {e}",
-            path.display()
-        ))
-    })?;
-    let manifest = parse_manifest(&text, &path.display().to_string())
-        .map_err(|errors| Failure::bad_input(errors.to_string()))?;
-    Ok((text, manifest))
-}
-
-pub fn render(args: RenderArgs) -> Result<(), Failure> {
-    check_flags(&args)?;
-    let (text, manifest) = read_manifest(&args.manifest)?;
-    let source = Source {
-        manifest: &manifest,
-        path: &args.manifest,
-        hash: plan::manifest_hash(&text),
-    };
-    let rendered = match args.format {
-        RenderFormat::Sam | RenderFormat::Cloudformation => {
-            refuse_commands(
-                &manifest,
-                "Lambda (provided.al2023 has no tools a command could rely on)",
-            )?;
-            let sam = args.format == RenderFormat::Sam;
-            let binary = match &args.binary {
-                Some(b) => Some(b.clone()),
-                None => cargo_binary(&args.manifest)?,
-            };
-            let code_uri = match &args.code_uri {
-                Some(c) => c.clone(),
-                None => default_code_uri(&args.manifest, args.out.as_deref()),
-            };
-            aws::render(
-                &source,
-                &aws::Options {
-                    sam,
-                    code_uri,
-                    binary,
-                },
-            )
-        }
-        RenderFormat::Wrangler => {
-            refuse_commands(&manifest, "a Worker (it cannot start processes)")?;
-            let name = match &args.name {
-                Some(name) => {
-                    wrangler::check_worker_name(name)?;
-                    name.clone()
-                }
-                None => wrangler::default_worker_name(&args.manifest),
-            };
-            wrangler::render(
-                &source,
-                &name,
-                args.cron_limit.unwrap_or(wrangler::DEFAULT_CRON_LIMIT),
-            )
-        }
-        RenderFormat::Markdown => {
-            let after = parse_instant("--after", args.after.as_deref())?;
-            markdown::render(&source, after)
-        }
-    };
-    for note in &rendered.notes {
-        eprintln!("note: {note}");
-    }
-    match &args.out {
-        None => {
-            print!("{}", rendered.text);
-            Ok(())
-        }
-        Some(out) => write_file(out, &rendered.text),
-    }
-}
-
-/// Flags that do not apply to the format are refused rather than ignored.
-fn check_flags(args: &RenderArgs) -> Result<(), Failure> {
-    let format = match args.format {
-        RenderFormat::Sam => "sam",
-        RenderFormat::Cloudformation => "cloudformation",
-        RenderFormat::Wrangler => "wrangler",
-        RenderFormat::Markdown => "markdown",
-    };
-    let allowed: &[&str] = match args.format {
-        RenderFormat::Sam => &["code-uri", "binary"],
-        RenderFormat::Cloudformation => &["binary"],
-        RenderFormat::Wrangler => &["name", "cron-limit"],
-        RenderFormat::Markdown => &["after"],
-    };
-    let given = [
-        ("name", args.name.is_some()),
-        ("cron-limit", args.cron_limit.is_some()),
-        ("code-uri", args.code_uri.is_some()),
-        ("binary", args.binary.is_some()),
-        ("after", args.after.is_some()),
-    ];
-    for (flag, present) in given {
-        if present && !allowed.contains(&flag) {
-            return Err(Failure::bad_input(format!(
-                "error: --{flag} does not apply to `cronslot render {format}`"
-            )));
-        }
-    }
-    Ok(())
-}
-
-fn refuse_commands(manifest: &Manifest, platform: &str) -> Result<(), Failure> {
+/// Refuses a manifest with command jobs for a platform that cannot run
+/// them.
+pub fn refuse_commands(manifest: &Manifest, platform: &str) -> Result<(), Failure> {
     let commands: Vec<String> = manifest
         .jobs
         .iter()
@@ -159,7 +52,8 @@ fn refuse_commands(manifest: &Manifest, platform: &str) -> Result<(), Failure> {
     )))
 }
 
-fn write_file(out: &Path, text: &str) -> Result<(), Failure> {
+/// Writes `text` to `out` (its directory created), never half a file.
+pub fn write_file(out: &Path, text: &str) -> Result<(), Failure> {
     let fail = |e: std::io::Error| {
         Failure::bad_input(format!("error: cannot write {}: {e}", out.display()))
     };
@@ -179,7 +73,7 @@ fn write_file(out: &Path, text: &str) -> Result<(), Failure> {
 
 /// The binary cargo-lambda builds: the only `[[bin]]` of the Cargo.toml
 /// beside the manifest, else its package name; `None` without a Cargo.toml.
-fn cargo_binary(manifest: &Path) -> Result<Option<String>, Failure> {
+pub fn cargo_binary(manifest: &Path) -> Result<Option<String>, Failure> {
     let dir = manifest.parent().unwrap_or(Path::new(""));
     let cargo = if dir.as_os_str().is_empty() {
         PathBuf::from("Cargo.toml")
@@ -219,7 +113,7 @@ fn cargo_binary(manifest: &Path) -> Result<Option<String>, Failure> {
 
 /// The manifest's directory, relative to the directory `out` is written
 /// to (or to the working directory when writing to stdout).
-fn default_code_uri(manifest: &Path, out: Option<&Path>) -> String {
+pub fn default_code_uri(manifest: &Path, out: Option<&Path>) -> String {
     let manifest_dir = normalise(manifest.parent().unwrap_or(Path::new("")));
     let base = normalise(out.and_then(Path::parent).unwrap_or(Path::new("")));
     let rel = relative(&manifest_dir, &base);

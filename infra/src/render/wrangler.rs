@@ -5,7 +5,7 @@ use std::path::Path;
 
 use super::plan::{self, CLOUDFLARE_TICK};
 use super::{Rendered, Source, comment_lines};
-use crate::Failure;
+use crate::exit::Failure;
 
 /// Cloudflare's Free plan allows five cron triggers per Worker (Paid: 250).
 pub const DEFAULT_CRON_LIMIT: u32 = 5;

@@ -13,7 +13,7 @@ use aws_sdk_scheduler::operation::get_schedule::{GetScheduleError, GetScheduleOu
 use aws_sdk_scheduler::operation::get_schedule_group::GetScheduleGroupError;
 use aws_sdk_scheduler::types::{ActionAfterCompletion, FlexibleTimeWindowMode, ScheduleState};
 
-use crate::Failure;
+use crate::exit::Failure;
 
 /// The schedule group `sync` and `check --live` use unless told otherwise.
 pub const DEFAULT_GROUP: &str = "cronslot";

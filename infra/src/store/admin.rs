@@ -22,7 +22,7 @@ use std::time::Duration;
 
 use cronslot_cf::admin::{
     BackfillDoc, ErrorDoc, ErrorKind, JobReport, PauseDoc, RedriveDoc, StatusDoc, TOKEN_SECRET,
-    TriggerDoc, TriggerKind,
+    TriggerDoc,
 };
 use cronslot_core::coord::{
     Claim, CoordError, Coordinator, EffectBegin, EffectFinish, EffectRecord, FailOutcome, JobState,
@@ -33,8 +33,9 @@ use jiff::Timestamp;
 use reqwest::{Method, Url};
 use serde::de::DeserializeOwned;
 
-use super::{PROBLEM, Records, StoreTarget, wait};
-use crate::Failure;
+use super::records::Records;
+use super::runtime::runtime_available;
+use crate::exit::Failure;
 
 /// How long to wait for a connection.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -53,9 +54,17 @@ impl fmt::Debug for Token {
     }
 }
 
+/// A Worker's admin routes as `--store` and `--token-env` name them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Target {
+    pub base_url: String,
+    pub token_env: String,
+    pub token: Token,
+}
+
 /// Parses `http(s)://HOST[:PORT]/PREFIX` and reads the token from the
 /// variable `--token-env` names.
-pub fn parse_target(url: &str, token_env: Option<&str>) -> Result<StoreTarget, Failure> {
+pub fn parse_target(url: &str, token_env: Option<&str>) -> Result<Target, Failure> {
     let bad = |why: String| Failure::bad_input(format!("error: --store {url:?}: {why}"));
     let parsed = Url::parse(url).map_err(|e| bad(format!("not a valid URL: {e}")))?;
     let Some(host) = parsed.host_str().filter(|h| !h.is_empty()) else {
@@ -118,7 +127,7 @@ pub fn parse_target(url: &str, token_env: Option<&str>) -> Result<StoreTarget, F
             )));
         }
     };
-    Ok(StoreTarget::Admin {
+    Ok(Target {
         base_url,
         token_env: var.to_string(),
         token: Token(token),
@@ -137,8 +146,13 @@ pub struct AdminStore {
 }
 
 impl AdminStore {
-    pub fn new(base_url: &str, token_env: &str, token: &Token) -> Result<AdminStore, String> {
-        if !super::runtime_available() {
+    pub fn new(target: &Target) -> Result<AdminStore, String> {
+        let Target {
+            base_url,
+            token_env,
+            token,
+        } = target;
+        if !runtime_available() {
             return Err("cannot start the async runtime the HTTP client needs".into());
         }
         let mut builder = reqwest::Client::builder()
@@ -326,6 +340,11 @@ impl AdminStore {
             Ok(doc) => Ok(doc),
             Err(_) => Err(self.error_from(&url, status, &body)),
         }
+    }
+
+    /// The environment variable the token was read from (for hints).
+    pub fn token_env(&self) -> &str {
+        &self.token_env
     }
 
     fn unsupported(&self, what: &str) -> CoordError {
@@ -524,42 +543,5 @@ impl Coordinator for AdminStore {
 
     async fn read_effect(&self, _key: &str) -> Result<Option<EffectRecord>, CoordError> {
         Err(self.unsupported("reading an effect"))
-    }
-}
-
-/// `cronslot trigger JOB --store https://…`: the Worker claims the current
-/// slot, runs it and records the outcome. Exit 0 when the run succeeded, 1
-/// when nothing ran or it failed, 2 when the Worker cannot run the job.
-pub fn trigger(store: &AdminStore, label: &str, spec: &JobSpec) -> Result<(), Failure> {
-    let job = spec.name.as_str();
-    let doc = wait(store.trigger(spec))
-        .map_err(|e| super::coord_failure(label, "triggering", job, &e))?;
-    match doc.outcome {
-        TriggerKind::Succeeded => {
-            println!("{} (run by the Worker at {label})", doc.message);
-            Ok(())
-        }
-        TriggerKind::CannotRun => Err(Failure::bad_input(format!("error: {}", doc.message))),
-        TriggerKind::Failed => {
-            let hint = match &doc.fate {
-                Some(FailOutcome::Dead) => format!(
-                    "\nsend it back with: cronslot dlq redrive {job} --slot {} --store {label} --token-env {}",
-                    doc.slot.map(|s| s.to_string()).unwrap_or_default(),
-                    store.token_env
-                ),
-                _ => String::new(),
-            };
-            Err(Failure {
-                code: PROBLEM,
-                message: format!("error: {}{hint}", doc.message),
-            })
-        }
-        TriggerKind::NotClaimed
-        | TriggerKind::ClaimFailed
-        | TriggerKind::NotRecorded
-        | TriggerKind::Unknown => Err(Failure {
-            code: PROBLEM,
-            message: format!("error: {}", doc.message),
-        }),
     }
 }

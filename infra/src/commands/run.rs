@@ -1,5 +1,6 @@
-//! `run`: the manifest's command and http jobs on the embedded SQLite store,
-//! with N competing workers, until a time or Ctrl-C; then the summary.
+//! `cronslot run`: the manifest's command and http jobs on the embedded
+//! SQLite store, with N competing workers, until a time or Ctrl-C; then the
+//! summary.
 //!
 //! Every argument is checked before anything starts (exit 2 with the
 //! reason). Logs go to stderr, the summary to stdout. Exit 0 when the run
@@ -13,11 +14,11 @@ use cronslot_core::manifest::{Action, Manifest, parse_duration};
 use cronslot_local::{Clock, LogFormat, Runner, SqliteStore, init_logging, parse_sqlite_location};
 use jiff::{SignedDuration, Timestamp};
 
-use crate::Failure;
 use crate::cli::{self, RunArgs};
-use crate::validate::load_manifest;
+use crate::exit::Failure;
+use crate::manifest::load_manifest;
 
-pub fn run(args: RunArgs) -> Result<(), Failure> {
+pub fn exec(args: RunArgs) -> Result<(), Failure> {
     let clock = clock(args.speed)?;
     let until = args
         .until
@@ -54,10 +55,9 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
         Some(Until::At(t)) => runner = runner.until(t),
         None => {}
     }
-    let summary = runner.run().map_err(|e| Failure {
-        code: 1,
-        message: format!("error: {e}"),
-    })?;
+    let summary = runner
+        .run()
+        .map_err(|e| Failure::problem(format!("error: {e}")))?;
     print!("{summary}");
     if !summary.ok() {
         let mut problems = Vec::new();
@@ -69,10 +69,7 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
             ));
         }
         problems.extend(summary.worker_failures.iter().cloned());
-        return Err(Failure {
-            code: 1,
-            message: format!("error: {}", problems.join("; ")),
-        });
+        return Err(Failure::problem(format!("error: {}", problems.join("; "))));
     }
     Ok(())
 }

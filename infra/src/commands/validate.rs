@@ -1,30 +1,17 @@
-//! `validate`: read a manifest, report every error, or print every job with
-//! its next three slots.
+//! `cronslot validate`: read a manifest, report every error, or print every
+//! job with its next three slots.
 
 use std::fmt::Write as _;
-use std::path::Path;
 
 use cronslot_core::explain::explain;
-use cronslot_core::manifest::{Manifest, parse_manifest};
 
-use crate::Failure;
 use crate::cli::ValidateArgs;
-use crate::schedule_cmds::{local, parse_instant, utc};
+use crate::exit::Failure;
+use crate::format::{local, utc};
+use crate::manifest::load_manifest;
+use crate::parse::parse_instant;
 
-/// Reads and checks a manifest; every problem becomes one bad-input failure
-/// listing all errors with file, line and column.
-pub fn load_manifest(path: &Path) -> Result<Manifest, Failure> {
-    let text = std::fs::read_to_string(path).map_err(|e| {
-        Failure::bad_input(format!(
-            "error: cannot read manifest {}: {e}",
-            path.display()
-        ))
-    })?;
-    parse_manifest(&text, &path.display().to_string())
-        .map_err(|errors| Failure::bad_input(errors.to_string()))
-}
-
-pub fn validate(args: ValidateArgs) -> Result<(), Failure> {
+pub fn exec(args: ValidateArgs) -> Result<(), Failure> {
     let manifest = load_manifest(&args.manifest)?;
     let after = parse_instant("--after", args.after.as_deref())?;
     let mut out = String::new();

@@ -1,0 +1,235 @@
+//! `cronslot dlq list|redrive`: the dead letters (slots whose retries are
+//! exhausted), listed as a table or JSON, or sent back to run with a fresh
+//! attempt budget.
+//!
+//! Exit codes: 0 done (an empty list, or a job without dead letters to
+//! redrive); 1 nothing could be redriven, or the store failed; 2 bad input
+//! (a `--slot` that is not a dead letter of the job).
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use cronslot_core::coord::{CoordError, Coordinator, DeadLetter, SlotId};
+use cronslot_core::manifest::JobSpec;
+use jiff::Timestamp;
+use serde::Serialize;
+
+use crate::cli::{DlqAction, DlqArgs, Format, StoreArgs};
+use crate::exit::{Failure, coord_failure};
+use crate::format::{ERROR_CELL_CHARS, Ts, one_line, slot_id, to_json, utc};
+use crate::parse::parse_rfc3339;
+use crate::store::{Session, wait, with_backend};
+
+pub fn exec(args: DlqArgs) -> Result<(), Failure> {
+    match args.action {
+        DlqAction::List { store, job, format } => dlq_list(&store, job.as_deref(), format),
+        DlqAction::Redrive { store, job, slot } => dlq_redrive(&store, &job, slot.as_deref()),
+    }
+}
+
+/// A dead letter in JSON: in `dlq list` and in `status` (its newest).
+#[derive(Serialize)]
+pub struct DeadView {
+    pub slot: Ts,
+    pub slot_id: String,
+    pub attempts: u32,
+    pub fence: u64,
+    pub died_at: Ts,
+    pub last_error: String,
+}
+
+pub fn dead_view(spec: &JobSpec, d: &DeadLetter) -> DeadView {
+    DeadView {
+        slot: Ts(d.slot),
+        slot_id: slot_id(spec, d.slot),
+        attempts: d.attempts,
+        fence: d.fence,
+        died_at: Ts(d.died_at),
+        last_error: d.last_error.clone(),
+    }
+}
+
+/// One dead letter in `cronslot dlq list --format json`:
+/// `{"dead_letters":[{"job","slot","slot_id","attempts","fence","died_at","last_error"}],
+///   "dropped":{"job":N}}` — sorted by job then slot; `dropped` counts, per
+/// job, dead letters that fell off the capped list (jobs with none omitted).
+#[derive(Serialize)]
+struct DlqReport {
+    now: Ts,
+    store: String,
+    dead_letters: Vec<DlqEntry>,
+    dropped: BTreeMap<String, u64>,
+}
+
+#[derive(Serialize)]
+struct DlqEntry {
+    job: String,
+    #[serde(flatten)]
+    letter: DeadView,
+}
+
+fn dlq_list(args: &StoreArgs, job: Option<&str>, format: Format) -> Result<(), Failure> {
+    let session = Session::open(args, job)?;
+    let specs = session.jobs(job)?;
+    let mut report = DlqReport {
+        now: Ts(session.now),
+        store: session.store.clone(),
+        dead_letters: Vec::new(),
+        dropped: BTreeMap::new(),
+    };
+    for spec in &specs {
+        let name = spec.name.as_str();
+        let state = with_backend!(&session.backend, c => wait(c.status(spec, session.now)))
+            .map_err(|e| coord_failure(&session.store, "reading", name, &e))?;
+        let mut dead: Vec<&DeadLetter> = state.dead.iter().collect();
+        dead.sort_by_key(|d| d.slot);
+        report
+            .dead_letters
+            .extend(dead.into_iter().map(|d| DlqEntry {
+                job: name.to_string(),
+                letter: dead_view(spec, d),
+            }));
+        if state.counters.dead_dropped > 0 {
+            report
+                .dropped
+                .insert(name.to_string(), state.counters.dead_dropped);
+        }
+    }
+    report
+        .dead_letters
+        .sort_by(|a, b| (&a.job, a.letter.slot.0).cmp(&(&b.job, b.letter.slot.0)));
+    match format {
+        Format::Json => println!("{}", to_json(&report)?),
+        Format::Text => print!("{}", dlq_text(&report)),
+    }
+    Ok(())
+}
+
+fn dlq_text(report: &DlqReport) -> String {
+    let mut out = String::new();
+    if report.dead_letters.is_empty() {
+        let _ = writeln!(out, "no dead letters in store {}", report.store);
+    } else {
+        let rows: Vec<[String; 6]> = report
+            .dead_letters
+            .iter()
+            .map(|e| {
+                [
+                    e.job.clone(),
+                    utc(e.letter.slot.0),
+                    e.letter.attempts.to_string(),
+                    e.letter.fence.to_string(),
+                    utc(e.letter.died_at.0),
+                    one_line(&e.letter.last_error, ERROR_CELL_CHARS),
+                ]
+            })
+            .collect();
+        let header = ["JOB", "SLOT", "ATTEMPTS", "FENCE", "DIED AT", "LAST ERROR"];
+        let mut widths = header.map(str::len);
+        for row in &rows {
+            for (w, cell) in widths.iter_mut().zip(row) {
+                *w = (*w).max(cell.chars().count());
+            }
+        }
+        let mut print_row = |cells: [&str; 6]| {
+            let mut line = String::new();
+            for (i, cell) in cells.iter().enumerate() {
+                if i + 1 == cells.len() {
+                    line.push_str(cell);
+                } else {
+                    let _ = write!(line, "{cell:<w$}  ", w = widths[i]);
+                }
+            }
+            let _ = writeln!(out, "{}", line.trim_end());
+        };
+        print_row(header);
+        for row in &rows {
+            print_row([&row[0], &row[1], &row[2], &row[3], &row[4], &row[5]]);
+        }
+        let n = report.dead_letters.len();
+        let _ = writeln!(
+            out,
+            "\n{n} dead letter{}; send them back to run with: cronslot dlq redrive JOB [--slot RFC3339]",
+            if n == 1 { "" } else { "s" }
+        );
+    }
+    for (job, n) in &report.dropped {
+        let _ = writeln!(
+            out,
+            "{job}: {n} older dead letter{} dropped from the capped list (counted in status)",
+            if *n == 1 { " was" } else { "s were" }
+        );
+    }
+    out
+}
+
+fn dlq_redrive(args: &StoreArgs, job: &str, slot: Option<&str>) -> Result<(), Failure> {
+    let session = Session::open(args, Some(job))?;
+    let spec = session.job(job)?;
+    let slot = slot
+        .map(|s| parse_slot_flag("--slot", s, spec))
+        .transpose()?;
+    let now = session.now;
+    let fail = |doing: &str, e: CoordError| coord_failure(&session.store, doing, job, &e);
+    let redriven = with_backend!(&session.backend, c => wait(c.redrive(spec, slot, now)))
+        .map_err(|e| fail("redriving", e))?;
+    if redriven.is_empty() {
+        let state = with_backend!(&session.backend, c => wait(c.status(spec, now)))
+            .map_err(|e| fail("reading", e))?;
+        return match slot {
+            None if state.dead.is_empty() => {
+                println!("job {job} has no dead letters; nothing redriven");
+                Ok(())
+            }
+            None => Err(Failure::problem(format!(
+                "error: none of the {} dead letters of job {job} could be redriven: each is running or waiting already, or the job has too many pending runs",
+                state.dead.len()
+            ))),
+            Some(s) if state.slot_in_flight(s) => Err(Failure::bad_input(format!(
+                "error: {} is not a dead letter: it is running or waiting for a retry now (cronslot status --job {job})",
+                slot_id(spec, s)
+            ))),
+            Some(s) => {
+                let known: Vec<String> = state.dead.iter().map(|d| utc(d.slot)).collect();
+                let known = if known.is_empty() {
+                    "the job has no dead letters".to_string()
+                } else {
+                    format!("its dead letters: {}", known.join(", "))
+                };
+                Err(Failure::bad_input(format!(
+                    "error: {} is not a dead letter of job {job}; {known}",
+                    slot_id(spec, s)
+                )))
+            }
+        };
+    }
+    let n = redriven.len();
+    println!(
+        "redrove {n} dead letter{} of job {job} with a fresh attempt budget; a runner on store {} claims {} next:",
+        if n == 1 { "" } else { "s" },
+        session.store,
+        if n == 1 { "it" } else { "them" }
+    );
+    for s in redriven {
+        println!("  {}", slot_id(spec, s));
+    }
+    Ok(())
+}
+
+/// Parses an instant flag: RFC 3339, or a slot id `job@RFC3339` of `job`.
+fn parse_slot_flag(flag: &str, text: &str, spec: &JobSpec) -> Result<Timestamp, Failure> {
+    if text.contains('@') {
+        let id: SlotId = text
+            .parse()
+            .map_err(|e| Failure::bad_input(format!("error: {flag}: {e}")))?;
+        if id.job() != spec.name.as_str() {
+            return Err(Failure::bad_input(format!(
+                "error: {flag} {text:?} is a slot of job {:?}, not of {:?}",
+                id.job(),
+                spec.name.as_str()
+            )));
+        }
+        return Ok(id.at());
+    }
+    parse_rfc3339(flag, text)
+}

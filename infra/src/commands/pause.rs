@@ -1,0 +1,85 @@
+//! `cronslot pause` and `cronslot resume`: one function, that sets or
+//! clears a job's paused flag. A paused job's slots are skipped (and
+//! counted) until it is resumed; runs in progress are not stopped.
+//!
+//! Exit codes: 0 done (pausing a paused job too: nothing to do); 1 the
+//! store failed or refused the write; 2 bad input.
+
+use cronslot_core::coord::{CoordError, Coordinator, SkipReason};
+use cronslot_core::health;
+
+use crate::cli::JobArgs;
+use crate::exit::{Failure, coord_failure};
+use crate::format::{instant_text, slot_id};
+use crate::store::{Session, wait, with_backend};
+
+pub fn pause(args: JobArgs) -> Result<(), Failure> {
+    set_paused(&args, true)
+}
+
+pub fn resume(args: JobArgs) -> Result<(), Failure> {
+    set_paused(&args, false)
+}
+
+fn set_paused(args: &JobArgs, paused: bool) -> Result<(), Failure> {
+    let session = Session::open(&args.store, Some(&args.job))?;
+    let spec = session.job(&args.job)?;
+    let job = spec.name.as_str();
+    let now = session.now;
+    let fail = |doing: &str, e: CoordError| coord_failure(&session.store, doing, job, &e);
+    let before = with_backend!(&session.backend, c => wait(c.status(spec, now)))
+        .map_err(|e| fail("reading", e))?;
+    let zone = spec.schedule.zone();
+    if before.paused == paused {
+        let state = if paused { "paused" } else { "not paused" };
+        println!("job {job} is already {state}; nothing changed");
+        return Ok(());
+    }
+    let doing = if paused { "pausing" } else { "resuming" };
+    let changed = if paused {
+        with_backend!(&session.backend, c => wait(c.pause(spec, now)))
+    } else {
+        with_backend!(&session.backend, c => wait(c.resume(spec, now)))
+    };
+    changed.map_err(|e| fail(doing, e))?;
+    let after = with_backend!(&session.backend, c => wait(c.status(spec, now)))
+        .map_err(|e| fail("reading", e))?;
+    if paused {
+        println!(
+            "paused job {job} in store {}: its slots are skipped (and counted) until `cronslot resume {job}`",
+            session.store
+        );
+        if !after.leases.is_empty() {
+            println!(
+                "{} run{} in progress {} not stopped:",
+                after.leases.len(),
+                if after.leases.len() == 1 { "" } else { "s" },
+                if after.leases.len() == 1 { "is" } else { "are" }
+            );
+            for l in &after.leases {
+                println!(
+                    "  {}  owner {}  fence {}",
+                    slot_id(spec, l.slot),
+                    l.owner,
+                    l.fence
+                );
+            }
+        }
+    } else {
+        let skipped = after
+            .counters
+            .skipped
+            .get(&SkipReason::Paused)
+            .copied()
+            .unwrap_or(0);
+        println!(
+            "resumed job {job} in store {}; slots skipped while paused, over all pauses: {skipped}",
+            session.store
+        );
+        match health::next_slot(spec, now) {
+            Some(t) => println!("next slot {}", instant_text(t, zone)),
+            None => println!("no slot left in the job's active window"),
+        }
+    }
+    Ok(())
+}

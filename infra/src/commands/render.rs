@@ -1,0 +1,107 @@
+//! `cronslot render FORMAT`: a template (SAM, CloudFormation, wrangler.toml)
+//! or the operations table (Markdown) from the manifest, on stdout or into
+//! `--out`. Exit 0, or 2 on bad input.
+
+use crate::cli::{RenderArgs, RenderFormat};
+use crate::exit::Failure;
+use crate::manifest::read_manifest;
+use crate::parse::parse_instant;
+use crate::render::{
+    Source, aws, cargo_binary, default_code_uri, markdown, plan, refuse_commands, wrangler,
+    write_file,
+};
+
+pub fn exec(args: RenderArgs) -> Result<(), Failure> {
+    check_flags(&args)?;
+    let (text, manifest) = read_manifest(&args.manifest)?;
+    let source = Source {
+        manifest: &manifest,
+        path: &args.manifest,
+        hash: plan::manifest_hash(&text),
+    };
+    let rendered = match args.format {
+        RenderFormat::Sam | RenderFormat::Cloudformation => {
+            refuse_commands(
+                &manifest,
+                "Lambda (provided.al2023 has no tools a command could rely on)",
+            )?;
+            let sam = args.format == RenderFormat::Sam;
+            let binary = match &args.binary {
+                Some(b) => Some(b.clone()),
+                None => cargo_binary(&args.manifest)?,
+            };
+            let code_uri = match &args.code_uri {
+                Some(c) => c.clone(),
+                None => default_code_uri(&args.manifest, args.out.as_deref()),
+            };
+            aws::render(
+                &source,
+                &aws::Options {
+                    sam,
+                    code_uri,
+                    binary,
+                },
+            )
+        }
+        RenderFormat::Wrangler => {
+            refuse_commands(&manifest, "a Worker (it cannot start processes)")?;
+            let name = match &args.name {
+                Some(name) => {
+                    wrangler::check_worker_name(name)?;
+                    name.clone()
+                }
+                None => wrangler::default_worker_name(&args.manifest),
+            };
+            wrangler::render(
+                &source,
+                &name,
+                args.cron_limit.unwrap_or(wrangler::DEFAULT_CRON_LIMIT),
+            )
+        }
+        RenderFormat::Markdown => {
+            let after = parse_instant("--after", args.after.as_deref())?;
+            markdown::render(&source, after)
+        }
+    };
+    for note in &rendered.notes {
+        eprintln!("note: {note}");
+    }
+    match &args.out {
+        None => {
+            print!("{}", rendered.text);
+            Ok(())
+        }
+        Some(out) => write_file(out, &rendered.text),
+    }
+}
+
+/// Flags that do not apply to the format are refused rather than ignored.
+fn check_flags(args: &RenderArgs) -> Result<(), Failure> {
+    let format = match args.format {
+        RenderFormat::Sam => "sam",
+        RenderFormat::Cloudformation => "cloudformation",
+        RenderFormat::Wrangler => "wrangler",
+        RenderFormat::Markdown => "markdown",
+    };
+    let allowed: &[&str] = match args.format {
+        RenderFormat::Sam => &["code-uri", "binary"],
+        RenderFormat::Cloudformation => &["binary"],
+        RenderFormat::Wrangler => &["name", "cron-limit"],
+        RenderFormat::Markdown => &["after"],
+    };
+    let given = [
+        ("name", args.name.is_some()),
+        ("cron-limit", args.cron_limit.is_some()),
+        ("code-uri", args.code_uri.is_some()),
+        ("binary", args.binary.is_some()),
+        ("after", args.after.is_some()),
+    ];
+    for (flag, present) in given {
+        if present && !allowed.contains(&flag) {
+            return Err(Failure::bad_input(format!(
+                "error: --{flag} does not apply to `cronslot render {format}`"
+            )));
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,252 @@
+//! `cronslot trigger`: run the current slot of a job now, once.
+//!
+//! On a SQLite or DynamoDB store this claims the job's latest slot at or
+//! before now as a runner would, runs its command here ([`runner`]) and
+//! records the outcome; on a Worker's admin URL the Worker claims, runs
+//! and records the slot itself.
+//!
+//! Exit codes: 0 the run succeeded; 1 nothing ran (the slot already ran,
+//! is running, or the job is paused), the run failed, or the store failed;
+//! 2 bad input, or a job kind that cannot be run here.
+
+mod runner;
+
+use std::io::Write as _;
+use std::time::Instant;
+
+use cronslot_cf::admin::TriggerKind;
+use cronslot_core::coord::Trigger as ClaimTrigger;
+use cronslot_core::coord::{Claim, Coordinator, FailOutcome, Idle};
+use cronslot_core::manifest::{Action, JobSpec};
+use jiff::Timestamp;
+
+use crate::cli::JobArgs;
+use crate::exit::{Failure, coord_failure};
+use crate::format::{ERROR_CELL_CHARS, format_took, one_line, shell_words, slot_id, utc};
+use crate::store::admin::AdminStore;
+use crate::store::{Backend, Session, wait, with_backend};
+
+use runner::{CommandJob, RunResult, run_command};
+
+/// `cli-<hostname>-<pid>`: who holds a lease taken by `trigger`.
+fn owner_id() -> String {
+    let host = ["/proc/sys/kernel/hostname", "/etc/hostname"]
+        .iter()
+        .find_map(|p| std::fs::read_to_string(p).ok())
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .or_else(|| std::env::var("COMPUTERNAME").ok())
+        .map(|h| {
+            h.trim()
+                .chars()
+                .filter(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | '_'))
+                .collect::<String>()
+        })
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "local".to_string());
+    format!("cli-{host}-{}", std::process::id())
+}
+
+pub fn exec(args: JobArgs) -> Result<(), Failure> {
+    let session = Session::open(&args.store, Some(&args.job))?;
+    let spec = session.job(&args.job)?;
+    if let Backend::Admin(worker) = &session.backend {
+        // The Worker runs the job (it has the functions and the fetch).
+        return on_worker(worker, &session.store, spec);
+    }
+    // Refuse what this command cannot run before claiming anything: a
+    // claimed slot that nobody runs would wait for its lease to expire.
+    let command = match &spec.action {
+        Action::Command { argv, timeout, env } => CommandJob {
+            argv,
+            timeout: *timeout,
+            env,
+        },
+        Action::Http { url, .. } => {
+            return Err(Failure::bad_input(format!(
+                "error: job {:?} is an http job ({url}); `cronslot trigger` runs command jobs only \
+                 (`cronslot run` runs http jobs on their schedule). Nothing was claimed.",
+                spec.name.as_str()
+            )));
+        }
+        Action::Function => {
+            return Err(Failure::bad_input(format!(
+                "error: job {:?} runs a Rust function registered in your own program, which the cronslot CLI \
+                 does not contain; `cronslot trigger` runs command jobs only. Nothing was claimed.",
+                spec.name.as_str()
+            )));
+        }
+    };
+    with_backend!(&session.backend, c => trigger_on(c, &session, spec, &command))
+}
+
+fn trigger_on<C: Coordinator>(
+    c: &C,
+    session: &Session,
+    spec: &JobSpec,
+    command: &CommandJob<'_>,
+) -> Result<(), Failure> {
+    let job = spec.name.as_str();
+    let store = &session.store;
+    let owner = owner_id();
+    let claim = wait(c.claim(spec, session.now, ClaimTrigger::Manual, &owner))
+        .map_err(|e| coord_failure(store, "claiming a slot of", job, &e))?;
+    let lease = match claim {
+        Claim::Claimed(lease) => lease,
+        Claim::Idle(idle) => return Err(Failure::problem(idle_message(c, session, spec, &idle))),
+    };
+    let id = slot_id(spec, lease.slot);
+    println!(
+        "claimed {id} (attempt {}, fence {}, owner {owner}, lease until {}); running: {}",
+        lease.attempt,
+        lease.fence,
+        utc(lease.expires_at),
+        shell_words(command.argv)
+    );
+    let _ = std::io::stdout().flush();
+    let started = Instant::now();
+    let outcome = run_command(spec, &lease, command);
+    let took = format_took(started.elapsed());
+    let finished = Timestamp::now();
+    match outcome {
+        RunResult::Succeeded => {
+            wait(c.complete(spec, lease.fence, None, finished)).map_err(|e| {
+                Failure::problem(format!(
+                    "error: {id} succeeded in {took}, but store {store} refused to record it: {e}"
+                ))
+            })?;
+            println!(
+                "{id} succeeded in {took}; recorded with fence {}",
+                lease.fence
+            );
+            Ok(())
+        }
+        RunResult::Failed { error, permanent } => {
+            let kind = if permanent { "permanent" } else { "transient" };
+            let fate = wait(c.fail(spec, lease.fence, &error, permanent, finished)).map_err(|e| {
+                Failure::problem(format!(
+                    "error: {id} failed in {took} ({kind}: {error}), and store {store} refused to record it: {e}"
+                ))
+            })?;
+            let next = match fate {
+                FailOutcome::RetryAt(at) => format!(
+                    "attempt {} is due at {} (a runner on the store retries it)",
+                    lease.attempt + 1,
+                    utc(at)
+                ),
+                FailOutcome::Dead => format!(
+                    "the slot is now a dead letter (cronslot dlq list --job {job}; cronslot dlq redrive {job} --slot {})",
+                    utc(lease.slot)
+                ),
+            };
+            Err(Failure::problem(format!(
+                "error: {id} failed in {took} ({kind}): {error}\n{next}"
+            )))
+        }
+    }
+}
+
+/// Why a trigger found nothing to run, with what to do about it.
+fn idle_message<C: Coordinator>(c: &C, session: &Session, spec: &JobSpec, idle: &Idle) -> String {
+    let job = spec.name.as_str();
+    match idle {
+        Idle::Paused => format!("job {job} is paused; nothing ran (cronslot resume {job} first)"),
+        Idle::Busy { live } => format!(
+            "job {job} already has {live} run{} in progress and its overlap policy ({}) allows no more; nothing ran (cronslot status --job {job})",
+            if *live == 1 { "" } else { "s" },
+            spec.overlap
+        ),
+        Idle::InProgress { slot, fence } => format!(
+            "the current slot {} is running now (fence {fence}); nothing ran",
+            slot_id(spec, *slot)
+        ),
+        Idle::RetryLater { slot, not_before } => format!(
+            "the current slot {} waits for its retry at {}; nothing ran",
+            slot_id(spec, *slot),
+            utc(*not_before)
+        ),
+        Idle::NotYetDue { slot } => {
+            format!("slot {} is not due yet; nothing ran", slot_id(spec, *slot))
+        }
+        Idle::NothingDue { next_slot, .. } => match next_slot {
+            Some(t) => format!(
+                "job {job} has no slot at or before now to run; its next slot is {}",
+                utc(*t)
+            ),
+            None => format!("job {job} has no slot to run: its schedule has none left"),
+        },
+        Idle::AlreadyResolved { slot } => {
+            let id = slot_id(spec, *slot);
+            let Ok(state) = wait(c.status(spec, session.now)) else {
+                return format!("the current slot {id} is already resolved; nothing ran");
+            };
+            if state.paused {
+                return format!("job {job} is paused; nothing ran (cronslot resume {job} first)");
+            }
+            if let Some(run) = state
+                .history
+                .iter()
+                .rev()
+                .chain(state.last_success.iter())
+                .find(|r| r.slot == *slot && r.outcome.succeeded())
+            {
+                return format!(
+                    "the current slot {id} already ran: it succeeded at {} (fence {}); nothing ran",
+                    utc(run.finished_at),
+                    run.fence
+                );
+            }
+            if let Some(d) = state.dead.iter().find(|d| d.slot == *slot) {
+                return format!(
+                    "the current slot {id} already ran and is a dead letter ({} attempt{}: {}); \
+                     send it back with: cronslot dlq redrive {job} --slot {}",
+                    d.attempts,
+                    if d.attempts == 1 { "" } else { "s" },
+                    one_line(&d.last_error, ERROR_CELL_CHARS),
+                    utc(*slot)
+                );
+            }
+            if *slot < state.created_at {
+                return format!(
+                    "the current slot {id} came before job {job} was first recorded in this store ({}): \
+                     cronslot does not run slots from before a job existed. To run it anyway: \
+                     cronslot backfill {job} --from {t} --to {t}, then cronslot trigger {job}",
+                    utc(state.created_at),
+                    t = utc(*slot)
+                );
+            }
+            format!(
+                "the current slot {id} is already resolved (it ran, or was missed or skipped: cronslot status --job {job}); nothing ran"
+            )
+        }
+    }
+}
+
+/// `cronslot trigger JOB --store https://…`: the Worker claims the current
+/// slot, runs it and records the outcome. Exit 0 when the run succeeded, 1
+/// when nothing ran or it failed, 2 when the Worker cannot run the job.
+fn on_worker(store: &AdminStore, label: &str, spec: &JobSpec) -> Result<(), Failure> {
+    let job = spec.name.as_str();
+    let doc = wait(store.trigger(spec)).map_err(|e| coord_failure(label, "triggering", job, &e))?;
+    match doc.outcome {
+        TriggerKind::Succeeded => {
+            println!("{} (run by the Worker at {label})", doc.message);
+            Ok(())
+        }
+        TriggerKind::CannotRun => Err(Failure::bad_input(format!("error: {}", doc.message))),
+        TriggerKind::Failed => {
+            let hint = match &doc.fate {
+                Some(FailOutcome::Dead) => format!(
+                    "\nsend it back with: cronslot dlq redrive {job} --slot {} --store {label} --token-env {}",
+                    doc.slot.map(|s| s.to_string()).unwrap_or_default(),
+                    store.token_env()
+                ),
+                _ => String::new(),
+            };
+            Err(Failure::problem(format!("error: {}{hint}", doc.message)))
+        }
+        TriggerKind::NotClaimed
+        | TriggerKind::ClaimFailed
+        | TriggerKind::NotRecorded
+        | TriggerKind::Unknown => Err(Failure::problem(format!("error: {}", doc.message))),
+    }
+}

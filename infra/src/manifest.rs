@@ -1,0 +1,47 @@
+//! Reading the manifest a command names, and finding a job in it. Every
+//! problem is bad input (exit 2), listing all errors with file, line and
+//! column.
+
+use std::path::Path;
+
+use cronslot_core::manifest::{JobSpec, Manifest, parse_manifest};
+
+use crate::exit::Failure;
+
+/// Reads and checks a manifest.
+pub fn load_manifest(path: &Path) -> Result<Manifest, Failure> {
+    read_manifest(path).map(|(_, manifest)| manifest)
+}
+
+/// Reads and validates a manifest, keeping its text for the hash.
+pub fn read_manifest(path: &Path) -> Result<(String, Manifest), Failure> {
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        Failure::bad_input(format!(
+            "error: cannot read manifest {}: {e}",
+            path.display()
+        ))
+    })?;
+    let manifest = parse_manifest(&text, &path.display().to_string())
+        .map_err(|errors| Failure::bad_input(errors.to_string()))?;
+    Ok((text, manifest))
+}
+
+/// The job named `name`, or bad input listing the jobs the manifest has.
+pub fn find_job<'m>(
+    manifest: &'m Manifest,
+    path: &Path,
+    name: &str,
+) -> Result<&'m JobSpec, Failure> {
+    manifest.job(name).ok_or_else(|| {
+        let known: Vec<&str> = manifest.jobs.iter().map(|j| j.name.as_str()).collect();
+        let known = if known.is_empty() {
+            "it defines no jobs".to_string()
+        } else {
+            format!("known jobs: {}", known.join(", "))
+        };
+        Failure::bad_input(format!(
+            "error: no job {name:?} in manifest {}; {known}",
+            path.display()
+        ))
+    })
+}
