@@ -26,6 +26,7 @@ mod records;
 mod runtime;
 
 use std::path::PathBuf;
+use std::rc::Rc;
 
 use cronslot_aws::dynamo::{DynamoStore, parse_dynamodb_location};
 use cronslot_core::coord::CasCoordinator;
@@ -136,7 +137,10 @@ impl StoreTarget {
                 let store = SqliteStore::open(path).map_err(|e| {
                     Failure::bad_input(format!("error: store {}: {e}", self.label()))
                 })?;
-                Ok(Backend::Sqlite(CasCoordinator::new(store, jitter_seed())))
+                Ok(Backend::Sqlite(Rc::new(CasCoordinator::new(
+                    store,
+                    jitter_seed(),
+                ))))
             }
             StoreTarget::Dynamo(url) => {
                 // The table must exist (the deployed template creates it);
@@ -144,7 +148,10 @@ impl StoreTarget {
                 let store = wait(DynamoStore::from_url(url)).map_err(|e| {
                     Failure::bad_input(format!("error: store {}: {e}", self.label()))
                 })?;
-                Ok(Backend::Dynamo(CasCoordinator::new(store, jitter_seed())))
+                Ok(Backend::Dynamo(Rc::new(CasCoordinator::new(
+                    store,
+                    jitter_seed(),
+                ))))
             }
             StoreTarget::Admin(target) => admin::AdminStore::new(target)
                 .map(Backend::Admin)
@@ -155,8 +162,8 @@ impl StoreTarget {
 
 /// An opened store and the coordinator over it.
 pub enum Backend {
-    Sqlite(CasCoordinator<SqliteStore>),
-    Dynamo(CasCoordinator<DynamoStore>),
+    Sqlite(Rc<CasCoordinator<SqliteStore>>),
+    Dynamo(Rc<CasCoordinator<DynamoStore>>),
     Admin(admin::AdminStore),
 }
 
@@ -165,8 +172,14 @@ pub enum Backend {
 macro_rules! with_backend {
     ($backend:expr, $c:ident => $body:expr) => {
         match $backend {
-            $crate::store::Backend::Sqlite($c) => $body,
-            $crate::store::Backend::Dynamo($c) => $body,
+            $crate::store::Backend::Sqlite(coordinator) => {
+                let $c = &**coordinator;
+                $body
+            }
+            $crate::store::Backend::Dynamo(coordinator) => {
+                let $c = &**coordinator;
+                $body
+            }
             $crate::store::Backend::Admin($c) => $body,
         }
     };

@@ -1,32 +1,32 @@
 //! `cronslot trigger`: run the current slot of a job now, once.
 //!
 //! On a SQLite or DynamoDB store this claims the job's latest slot at or
-//! before now as a runner would, runs its command here ([`runner`]) and
-//! records the outcome; on a Worker's admin URL the Worker claims, runs
-//! and records the slot itself.
+//! before now as a runner would, and runs it here with the runtime's run
+//! loop and the local runner's process runner (the same code as `cronslot
+//! run`: its process group, time limit, environment, exit codes and stderr
+//! excerpt), which records the outcome; on a Worker's admin URL the Worker
+//! claims, runs and records the slot itself.
 //!
 //! Exit codes: 0 the run succeeded; 1 nothing ran (the slot already ran,
 //! is running, or the job is paused), the run failed, or the store failed;
 //! 2 bad input, or a job kind that cannot be run here.
 
-mod runner;
-
 use std::io::Write as _;
+use std::rc::Rc;
 use std::time::Instant;
 
 use cronslot_cf::admin::TriggerKind;
 use cronslot_core::coord::Trigger as ClaimTrigger;
 use cronslot_core::coord::{Claim, Coordinator, FailOutcome, Idle};
 use cronslot_core::manifest::{Action, JobSpec};
-use jiff::Timestamp;
+use cronslot_local::{Clock, LocalPlatform};
+use cronslot_runtime::{Jobs, Outcome, Platform, run_lease};
 
 use crate::cli::JobArgs;
 use crate::exit::{Failure, coord_failure};
 use crate::format::{ERROR_CELL_CHARS, format_took, one_line, shell_words, slot_id, utc};
 use crate::store::admin::AdminStore;
-use crate::store::{Backend, Session, wait, with_backend};
-
-use runner::{CommandJob, RunResult, run_command};
+use crate::store::{Backend, Session, wait};
 
 /// `cli-<hostname>-<pid>`: who holds a lease taken by `trigger`.
 fn owner_id() -> String {
@@ -55,12 +55,8 @@ pub fn exec(args: JobArgs) -> Result<(), Failure> {
     }
     // Refuse what this command cannot run before claiming anything: a
     // claimed slot that nobody runs would wait for its lease to expire.
-    let command = match &spec.action {
-        Action::Command { argv, timeout, env } => CommandJob {
-            argv,
-            timeout: *timeout,
-            env,
-        },
+    let argv = match &spec.action {
+        Action::Command { argv, .. } => argv,
         Action::Http { url, .. } => {
             return Err(Failure::bad_input(format!(
                 "error: job {:?} is an http job ({url}); `cronslot trigger` runs command jobs only \
@@ -76,14 +72,18 @@ pub fn exec(args: JobArgs) -> Result<(), Failure> {
             )));
         }
     };
-    with_backend!(&session.backend, c => trigger_on(c, &session, spec, &command))
+    match &session.backend {
+        Backend::Sqlite(c) => trigger_on(c, &session, spec, argv),
+        Backend::Dynamo(c) => trigger_on(c, &session, spec, argv),
+        Backend::Admin(worker) => on_worker(worker, &session.store, spec),
+    }
 }
 
-fn trigger_on<C: Coordinator>(
-    c: &C,
+fn trigger_on<C: Coordinator + 'static>(
+    c: &Rc<C>,
     session: &Session,
     spec: &JobSpec,
-    command: &CommandJob<'_>,
+    argv: &[String],
 ) -> Result<(), Failure> {
     let job = spec.name.as_str();
     let store = &session.store;
@@ -92,7 +92,9 @@ fn trigger_on<C: Coordinator>(
         .map_err(|e| coord_failure(store, "claiming a slot of", job, &e))?;
     let lease = match claim {
         Claim::Claimed(lease) => lease,
-        Claim::Idle(idle) => return Err(Failure::problem(idle_message(c, session, spec, &idle))),
+        Claim::Idle(idle) => {
+            return Err(Failure::problem(idle_message(&**c, session, spec, &idle)));
+        }
     };
     let id = slot_id(spec, lease.slot);
     println!(
@@ -100,46 +102,50 @@ fn trigger_on<C: Coordinator>(
         lease.attempt,
         lease.fence,
         utc(lease.expires_at),
-        shell_words(command.argv)
+        shell_words(argv)
     );
     let _ = std::io::stdout().flush();
     let started = Instant::now();
-    let outcome = run_command(spec, &lease, command);
+    let platform: Rc<dyn Platform> = Rc::new(LocalPlatform::new(Clock::real()));
+    let spec = Rc::new(spec.clone());
+    let report = wait(run_lease(c, &spec, lease.clone(), &Jobs::new(), &platform));
     let took = format_took(started.elapsed());
-    let finished = Timestamp::now();
-    match outcome {
-        RunResult::Succeeded => {
-            wait(c.complete(spec, lease.fence, None, finished)).map_err(|e| {
-                Failure::problem(format!(
-                    "error: {id} succeeded in {took}, but store {store} refused to record it: {e}"
-                ))
-            })?;
+    let error = report.job_error.as_ref();
+    let what = |e: &cronslot_runtime::JobError| {
+        let kind = if e.is_permanent() {
+            "permanent"
+        } else {
+            "transient"
+        };
+        format!("({kind}): {}", e.message())
+    };
+    match report.outcome {
+        Outcome::Succeeded => {
             println!(
                 "{id} succeeded in {took}; recorded with fence {}",
                 lease.fence
             );
             Ok(())
         }
-        RunResult::Failed { error, permanent } => {
-            let kind = if permanent { "permanent" } else { "transient" };
-            let fate = wait(c.fail(spec, lease.fence, &error, permanent, finished)).map_err(|e| {
-                Failure::problem(format!(
-                    "error: {id} failed in {took} ({kind}: {error}), and store {store} refused to record it: {e}"
-                ))
-            })?;
-            let next = match fate {
-                FailOutcome::RetryAt(at) => format!(
-                    "attempt {} is due at {} (a runner on the store retries it)",
-                    lease.attempt + 1,
-                    utc(at)
-                ),
-                FailOutcome::Dead => format!(
-                    "the slot is now a dead letter (cronslot dlq list --job {job}; cronslot dlq redrive {job} --slot {})",
-                    utc(lease.slot)
-                ),
+        Outcome::Retrying { at } => Err(Failure::problem(format!(
+            "error: {id} failed in {took} {}\nattempt {} is due at {} (a runner on the store retries it)",
+            error.map(what).unwrap_or_default(),
+            lease.attempt + 1,
+            utc(at)
+        ))),
+        Outcome::Dead => Err(Failure::problem(format!(
+            "error: {id} failed in {took} {}\nthe slot is now a dead letter (cronslot dlq list --job {job}; cronslot dlq redrive {job} --slot {})",
+            error.map(what).unwrap_or_default(),
+            utc(lease.slot)
+        ))),
+        _ => {
+            let how = match error {
+                None => "succeeded".to_string(),
+                Some(e) => format!("failed {}", what(e)),
             };
             Err(Failure::problem(format!(
-                "error: {id} failed in {took} ({kind}): {error}\n{next}"
+                "error: {id} {how} in {took}, but store {store} did not record it: {}",
+                report.record_error.as_deref().unwrap_or("no reason given")
             )))
         }
     }
