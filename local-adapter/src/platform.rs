@@ -6,10 +6,9 @@ use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Duration;
 
-use cronslot_core::coord::CoordError;
 use cronslot_runtime::command::CommandRequest;
 use cronslot_runtime::http::{HttpFailure, HttpRequest, HttpResponse};
-use cronslot_runtime::{JobError, LocalFuture, Platform};
+use cronslot_runtime::{JobError, LocalFuture, Platform, RunEvent};
 use jiff::Timestamp;
 use tokio::sync::watch;
 
@@ -87,17 +86,28 @@ impl Platform for LocalPlatform {
         })
     }
 
-    fn work_ended(&self, job: &str, slot: Timestamp) {
-        if let Some(shared) = &self.shared {
-            shared.tally().work_ended(job, slot);
+    fn observe(&self, event: &RunEvent<'_>) {
+        match *event {
+            RunEvent::WorkEnded { job, slot } => {
+                if let Some(shared) = &self.shared {
+                    shared.tally().work_ended(job, slot);
+                }
+            }
+            RunEvent::StoreRetry { job, what, error } => {
+                if let Some(shared) = &self.shared {
+                    shared.tally().store_error();
+                }
+                tracing::warn!(job, error = %error, "recording the {what} failed; trying again");
+            }
+            RunEvent::Heartbeat {
+                job,
+                fence,
+                expires_at,
+            } => {
+                tracing::debug!(job, fence, expires_at = %expires_at, "heartbeat");
+            }
+            _ => {}
         }
-    }
-
-    fn store_retry(&self, job: &str, what: &str, error: &CoordError) {
-        if let Some(shared) = &self.shared {
-            shared.tally().store_error();
-        }
-        tracing::warn!(job, error = %error, "recording the {what} failed; trying again");
     }
 
     fn send_http(

@@ -51,7 +51,7 @@ pub use context::RunContext;
 pub use cronslot_core::coord::{JobError, JobResult};
 pub use jobs::{Jobs, RegistryError};
 pub use outcome::{Outcome, idle_reason};
-pub use platform::{LocalFuture, Platform, PlatformDeadline};
+pub use platform::{LocalFuture, Platform, PlatformDeadline, RunEvent};
 pub use run::{
     MAX_RUNS_PER_TRIGGER, MoreDue, RECORD_RETRY, RunReport, ServeOptions, Served, run_lease, serve,
 };

@@ -30,6 +30,40 @@ pub struct PlatformDeadline {
     pub advice: String,
 }
 
+/// What a run does on its way, as [`Platform::observe`] is told.
+#[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
+pub enum RunEvent<'a> {
+    /// The run's work has ended; its outcome is not recorded yet. (Once it
+    /// is, another worker may rightly claim the slot's retry: a watcher
+    /// counts the run as finished here.)
+    WorkEnded {
+        /// The job.
+        job: &'a str,
+        /// The slot's scheduled instant.
+        slot: Timestamp,
+    },
+    /// A heartbeat extended the lease.
+    Heartbeat {
+        /// The job.
+        job: &'a str,
+        /// The run's fence.
+        fence: u64,
+        /// The lease's new expiry.
+        expires_at: Timestamp,
+    },
+    /// A store operation of the run (`"heartbeat"`, `"success"`,
+    /// `"failure"`) failed and will be tried again.
+    StoreRetry {
+        /// The job.
+        job: &'a str,
+        /// What was being written.
+        what: &'a str,
+        /// The store's error.
+        error: &'a CoordError,
+    },
+}
+
 /// Everything platform-specific the runtime needs. Each adapter implements
 /// it once: the local runner (tokio, reqwest, processes), Lambda (tokio,
 /// the AWS SDK's HTTP connector), a Worker (`fetch`, JavaScript timers) and
@@ -58,18 +92,11 @@ pub trait Platform {
         Box::pin(std::future::pending())
     }
 
-    /// Called when a run's work has ended, before its outcome is recorded
-    /// (a host that watches for a slot running twice counts the run as
-    /// finished here: once the outcome is recorded, another worker may
-    /// rightly claim the slot's retry). Nothing, by default.
-    fn work_ended(&self, job: &str, slot: Timestamp) {
-        let _ = (job, slot);
-    }
-
-    /// Called when a store operation of a run (`"heartbeat"`, `"success"`,
-    /// `"failure"`) failed and will be tried again. Nothing, by default.
-    fn store_retry(&self, job: &str, what: &str, error: &CoordError) {
-        let _ = (job, what, error);
+    /// Told what a run does on its way, for hosts that watch runs (the
+    /// local runner's duplicate detector and store-error count, the
+    /// simulation's model). Nothing, by default.
+    fn observe(&self, event: &RunEvent<'_>) {
+        let _ = event;
     }
 
     /// Sends one request of an `http` job and reads at most

@@ -27,7 +27,7 @@ use cronslot_core::manifest::{Action, JobSpec, format_duration};
 use jiff::{SignedDuration, Timestamp};
 use serde_json::{Map, Value, json};
 
-use crate::platform::{LocalFuture, Platform};
+use crate::platform::{LocalFuture, Platform, RunEvent};
 use crate::{JobError, Jobs, Outcome, RunContext, command, http, panic};
 
 /// Between tries of recording an outcome the store did not take.
@@ -300,7 +300,10 @@ pub async fn run_lease<C: Coordinator + 'static>(
     );
     let ended = supervise(spec, &lease, &ctx, deadline, by_platform, jobs, platform).await;
     let ran_until = platform.now();
-    platform.work_ended(spec.name.as_str(), lease.slot);
+    platform.observe(&RunEvent::WorkEnded {
+        job: spec.name.as_str(),
+        slot: lease.slot,
+    });
     let mut report = RunReport {
         job: spec.name.as_str().to_string(),
         slot: lease.slot,
@@ -424,7 +427,14 @@ async fn supervise(
         }
         if heartbeats && now >= next_beat {
             match ctx.heartbeat().await {
-                Ok(_) => next_beat = add(now, every),
+                Ok(expires_at) => {
+                    platform.observe(&RunEvent::Heartbeat {
+                        job: spec.name.as_str(),
+                        fence: lease.fence,
+                        expires_at,
+                    });
+                    next_beat = add(now, every);
+                }
                 Err(CoordError::Refused(refusal)) => {
                     return Ended::LeaseLost(format!(
                         "a heartbeat was refused ({refusal}): the run no longer held its slot and was stopped"
@@ -433,7 +443,11 @@ async fn supervise(
                 // Tried again soon; the lease is still ours until it
                 // expires, and a later heartbeat or the record will tell.
                 Err(e) => {
-                    platform.store_retry(spec.name.as_str(), "heartbeat", &e);
+                    platform.observe(&RunEvent::StoreRetry {
+                        job: spec.name.as_str(),
+                        what: "heartbeat",
+                        error: &e,
+                    });
                     next_beat = add(now, RECORD_RETRY.min(every));
                 }
             }
@@ -461,7 +475,11 @@ async fn record<T>(
                 if now >= give_up {
                     return Err(e);
                 }
-                platform.store_retry(spec.name.as_str(), what, &e);
+                platform.observe(&RunEvent::StoreRetry {
+                    job: spec.name.as_str(),
+                    what,
+                    error: &e,
+                });
                 platform.sleep(RECORD_RETRY.min(until(now, give_up))).await;
             }
             other => return other,

@@ -16,6 +16,14 @@
 //! deploys schedule changes ([`SCHEDULES`]: a new
 //! spec hash; runs already started keep the spec they started with).
 //!
+//! Each claimed slot runs through the runtime's run loop
+//! ([`cronslot_runtime::run_lease`], the one every platform runs) with a
+//! registered job function and a [`Platform`] on the virtual clock: the
+//! run's time limit, heartbeats, panics policy and recording of outcomes
+//! are the product's, not the simulation's. Half the jobs may run past
+//! their lease (their function's time limit is twice it, so the run loop
+//! heartbeats); the others are cut at their lease.
+//!
 //! After every step the records, and every write the store applied, are
 //! checked against [`model`], which does not use `decide.rs`.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -30,13 +38,18 @@ use std::future::Future;
 use std::pin::Pin;
 use std::rc::Rc;
 use std::task::{Context, Poll, Waker};
+use std::time::Duration;
 
 use cronslot_core::coord::exec::block_on;
 use cronslot_core::coord::{
-    CasCoordinator, Claim, CoordError, Coordinator, EffectError, EffectLedger, EffectState, Idle,
-    JobContext, RandomSource, SplitMix64, StateStore, Trigger,
+    CasCoordinator, Claim, Coordinator, EffectError, EffectLedger, EffectState, Idle, RandomSource,
+    SplitMix64, StateStore, Trigger,
 };
 use cronslot_core::manifest::{JobSpec, parse_manifest};
+use cronslot_runtime::http::{HttpFailure, HttpRequest, HttpResponse};
+use cronslot_runtime::{
+    JobError, JobResult, Jobs, LocalFuture, Outcome, Platform, RunContext, RunEvent, run_lease,
+};
 use jiff::{SignedDuration, Timestamp};
 
 pub use faults::{Applied, FaultCounts, FaultPlan, FaultStore};
@@ -353,11 +366,115 @@ struct Shared {
     /// Reads the ledger without faults: is this effect recorded as done?
     ledger_done: Box<dyn Fn(&str) -> bool>,
     report: RefCell<SimReport>,
+    /// How the run each owner is running behaves.
+    plans: RefCell<BTreeMap<String, RunPlan>>,
+    /// The simulated jobs' function, registered for every job.
+    jobs: Jobs,
+}
+
+thread_local! {
+    /// The simulation running on this thread. Job functions are `Send +
+    /// Sync` (the local runner shares its registry between threads), so
+    /// the simulated job reaches the simulation's state through here
+    /// instead of capturing it.
+    static SIM: RefCell<Option<Rc<Shared>>> = const { RefCell::new(None) };
+}
+
+/// The job every simulated job runs: its effect (if planned), then its
+/// work in virtual time, then the planned outcome.
+async fn simulated_job(ctx: RunContext) -> JobResult {
+    let Some(sh) = SIM.with(|s| s.borrow().clone()) else {
+        return Err(JobError::permanent("no simulation on this thread"));
+    };
+    let Some(plan) = sh.plans.borrow().get(ctx.owner()).copied() else {
+        return Err(JobError::permanent("no plan for this run"));
+    };
+    let mut outcome = plan.outcome;
+    if plan.effect {
+        let key = format!("{}/send", ctx.idempotency_key());
+        let ran = ctx
+            .effect("send", || async {
+                let recorded_done = (sh.ledger_done)(&key);
+                *sh.effects.borrow_mut().entry(key.clone()).or_default() += 1;
+                sh.events.borrow_mut().push(Event::EffectRan {
+                    key: key.clone(),
+                    recorded_done,
+                });
+                Ok::<_, String>("sent".to_string())
+            })
+            .await;
+        match ran {
+            Ok(_) => {}
+            Err(e @ EffectError::Superseded { .. }) => return Err(e.into()),
+            Err(_) => outcome = 1,
+        }
+    }
+    ctx.sleep(Duration::try_from(plan.work).unwrap_or(Duration::ZERO))
+        .await;
+    match outcome {
+        0 => Ok(()),
+        1 => Err(JobError::transient("simulated failure")),
+        _ => Err(JobError::permanent("simulated failure")),
+    }
+}
+
+/// The simulation as a runtime platform: the virtual clock as one process
+/// sees it (skewed), sleeps that end when the simulation's clock passes
+/// them, and heartbeats reported to the model.
+struct SimPlatform {
+    sh: Rc<Shared>,
+    skew: SignedDuration,
+    job: usize,
+}
+
+impl Platform for SimPlatform {
+    fn name(&self) -> &'static str {
+        "the simulation"
+    }
+
+    fn now(&self) -> Timestamp {
+        plus(self.sh.clock.get(), self.skew)
+    }
+
+    fn sleep(&self, duration: Duration) -> LocalFuture<'static, ()> {
+        let until = plus(
+            self.sh.clock.get(),
+            SignedDuration::try_from(duration).unwrap_or(SignedDuration::MAX),
+        );
+        let sh = self.sh.clone();
+        Box::pin(SleepUntil {
+            clock: Box::new(move || sh.clock.get()),
+            until,
+        })
+    }
+
+    fn observe(&self, event: &RunEvent<'_>) {
+        if let RunEvent::Heartbeat {
+            fence, expires_at, ..
+        } = *event
+        {
+            self.sh.events.borrow_mut().push(Event::Heartbeat {
+                job: self.job,
+                fence,
+                expires_at,
+            });
+        }
+    }
+
+    fn send_http(
+        &self,
+        request: HttpRequest,
+    ) -> LocalFuture<'static, Result<HttpResponse, HttpFailure>> {
+        Box::pin(std::future::ready(Err(HttpFailure {
+            permanent: true,
+            message: format!("the simulation has no http jobs ({})", request.url),
+        })))
+    }
 }
 
 /// One process: a coordinator (with its cache), an owner id, a skewed clock.
 struct Proc<S> {
-    coord: CasCoordinator<FaultStore<S>>,
+    coord: Rc<CasCoordinator<FaultStore<S>>>,
     owner: String,
     skew: SignedDuration,
 }
@@ -373,22 +490,21 @@ struct Worker<S> {
 #[derive(Debug, Clone, Copy)]
 struct RunPlan {
     work: SignedDuration,
-    heartbeat: bool,
     effect: bool,
     /// 0 success, 1 transient failure, 2 permanent failure.
     outcome: u8,
 }
 
 /// Pending until the virtual clock reaches `until`.
-struct SleepUntil<'a> {
-    clock: &'a Cell<Timestamp>,
+struct SleepUntil {
+    clock: Box<dyn Fn() -> Timestamp>,
     until: Timestamp,
 }
 
-impl Future for SleepUntil<'_> {
+impl Future for SleepUntil {
     type Output = ();
     fn poll(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<()> {
-        if self.clock.get() >= self.until {
+        if (self.clock)() >= self.until {
             Poll::Ready(())
         } else {
             Poll::Pending
@@ -471,11 +587,8 @@ async fn run_one<S: StateStore + EffectLedger + 'static>(
     spec: Rc<JobSpec>,
     sched: Sched,
 ) {
-    let spec = &*spec;
-    let skew = p.skew;
-    let clock = || plus(sh.clock.get(), skew);
-    let now = clock();
-    let lease = match p.coord.claim(spec, now, trigger, &p.owner).await {
+    let now = plus(sh.clock.get(), p.skew);
+    let lease = match p.coord.claim(&spec, now, trigger, &p.owner).await {
         Ok(Claim::Claimed(l)) => l,
         Ok(Claim::Idle(idle)) => {
             let mut r = sh.report.borrow_mut();
@@ -499,74 +612,37 @@ async fn run_one<S: StateStore + EffectLedger + 'static>(
         sched,
     });
     let fence = lease.fence;
-    let ctx = JobContext::new(&p.coord, spec, lease, &clock);
-    let mut outcome = plan.outcome;
-    if plan.effect {
-        let key = ctx.effect_key("send");
-        let ran = ctx
-            .effect("send", || async {
-                let recorded_done = (sh.ledger_done)(&key);
-                *sh.effects.borrow_mut().entry(key.clone()).or_default() += 1;
-                sh.events.borrow_mut().push(Event::EffectRan {
-                    key: key.clone(),
-                    recorded_done,
-                });
-                Ok::<_, String>("sent".to_string())
-            })
-            .await;
-        match ran {
-            Ok(_) => {}
-            Err(EffectError::Superseded { .. }) => return,
-            Err(_) => outcome = 1,
-        }
-    }
-    let end = plus(sh.clock.get(), plan.work);
-    let third = SignedDuration::try_from(spec.lease).unwrap_or(secs(60)) / 3;
-    while sh.clock.get() < end {
-        let next = if plan.heartbeat {
-            plus(sh.clock.get(), third).min(end)
-        } else {
-            end
-        };
-        SleepUntil {
-            clock: &sh.clock,
-            until: next,
-        }
-        .await;
-        if plan.heartbeat && sh.clock.get() < end {
-            match ctx.heartbeat().await {
-                Ok(expires_at) => sh.events.borrow_mut().push(Event::Heartbeat {
-                    job,
-                    fence,
-                    expires_at,
-                }),
-                Err(CoordError::Refused(_)) => return,
-                Err(_) => {}
+    sh.plans.borrow_mut().insert(p.owner.clone(), plan);
+    let platform: Rc<dyn Platform> = Rc::new(SimPlatform {
+        sh: sh.clone(),
+        skew: p.skew,
+        job,
+    });
+    let report = run_lease(&p.coord, &spec, lease, &sh.jobs, &platform).await;
+    let event = match report.outcome {
+        Outcome::Succeeded => Event::Completed { job, fence },
+        Outcome::Retrying { .. } | Outcome::Dead => Event::Failed { job, fence },
+        _ => return,
+    };
+    sh.events.borrow_mut().push(event);
+}
+
+/// The registry: every job runs [`simulated_job`]; on even-numbered jobs
+/// its time limit is twice the lease (long runs keep their lease by the
+/// run loop's heartbeats), on the others the lease (long runs are cut).
+fn simulated_jobs(variants: &[Vec<(Rc<JobSpec>, Sched)>]) -> Jobs {
+    variants
+        .iter()
+        .enumerate()
+        .fold(Jobs::new(), |jobs, (j, vs)| {
+            let spec = &vs[0].0;
+            let name = spec.name.as_str();
+            if j % 2 == 0 {
+                jobs.register_with_timeout(name, spec.lease * 2, simulated_job)
+            } else {
+                jobs.register(name, simulated_job)
             }
-        }
-    }
-    for _ in 0..3 {
-        let r = match outcome {
-            0 => p
-                .coord
-                .complete(spec, fence, Some("ok"), clock())
-                .await
-                .map(|()| Event::Completed { job, fence }),
-            o => p
-                .coord
-                .fail(spec, fence, "simulated failure", o == 2, clock())
-                .await
-                .map(|_| Event::Failed { job, fence }),
-        };
-        match r {
-            Ok(e) => {
-                sh.events.borrow_mut().push(e);
-                return;
-            }
-            Err(e) if e.is_transient() => continue,
-            Err(_) => return,
-        }
-    }
+        })
 }
 
 fn new_proc<S: Clone>(
@@ -576,7 +652,7 @@ fn new_proc<S: Clone>(
     incarnation: u32,
 ) -> Rc<Proc<S>> {
     Rc::new(Proc {
-        coord: CasCoordinator::new(store.clone(), rng.next_u64()),
+        coord: Rc::new(CasCoordinator::new(store.clone(), rng.next_u64())),
         owner: format!("w{index}-{incarnation}"),
         skew: secs(range(rng, -2, 2)),
     })
@@ -629,7 +705,10 @@ where
             seed: cfg.seed,
             ..SimReport::default()
         }),
+        plans: RefCell::new(BTreeMap::new()),
+        jobs: simulated_jobs(&variants),
     });
+    SIM.with(|s| *s.borrow_mut() = Some(sh.clone()));
     let plan = Rc::new(RefCell::new(FaultPlan::new(
         rng.next_u64(),
         cfg.store_unavailable_ppm,
@@ -869,7 +948,6 @@ where
             let o = rng.next_u64() % 100;
             let plan = RunPlan {
                 work: secs(work),
-                heartbeat: rng.next_u64() % 2 == 0,
                 effect: rng.next_u64() % 4 != 0,
                 outcome: if calm || o < 88 {
                     0
