@@ -290,7 +290,7 @@ fn http_job_through_the_workers_fetch() {
         first["error"]
             .as_str()
             .unwrap()
-            .contains("answered 503: busy"),
+            .contains("HTTP 503 from http://127.0.0.1:18791/hooks/cronslot?from=workerd: busy"),
         "{first}"
     );
     let slot_id = first["slot_id"].as_str().unwrap().to_string();
@@ -324,6 +324,11 @@ fn http_job_through_the_workers_fetch() {
         );
         assert_eq!(header(headers, "cronslot-scheduled-at"), [slot]);
         assert_eq!(header(headers, "x-team"), ["payroll"]);
+        // The runtime's User-Agent, the same on every platform.
+        assert_eq!(
+            header(headers, "user-agent"),
+            [cronslot_runtime::http::USER_AGENT]
+        );
         let fence = header(headers, "cronslot-fence");
         assert_eq!(fence.len(), 1, "one fence: {headers:?}");
         fences.push(fence[0].parse::<u64>().unwrap());
