@@ -566,6 +566,11 @@ pub async fn serve<C: Coordinator + 'static>(
                     break;
                 }
                 let now = platform.now();
+                if let Some(more_due) = options.more_due {
+                    if !more_due(spec, now) {
+                        break;
+                    }
+                }
                 if let Some(d) = platform.deadline() {
                     let left = until(now, d.cut_runs_at);
                     if left < longest.saturating_add(CATCH_UP_MARGIN) {
@@ -574,11 +579,6 @@ pub async fn serve<C: Coordinator + 'static>(
                             human(left),
                             human(longest)
                         ));
-                        break;
-                    }
-                }
-                if let Some(more_due) = options.more_due {
-                    if !more_due(spec, now) {
                         break;
                     }
                 }
