@@ -103,10 +103,19 @@ pub trait Platform {
     /// [`http::BODY_EXCERPT`](crate::http::BODY_EXCERPT) bytes of a failed
     /// response's body. Redirects must not be followed. The runtime bounds
     /// the exchange by the request's timeout.
+    ///
+    /// By default the platform sends none: the run fails permanently,
+    /// saying so (a test or simulation platform).
     fn send_http(
         &self,
         request: HttpRequest,
-    ) -> LocalFuture<'static, Result<HttpResponse, HttpFailure>>;
+    ) -> LocalFuture<'static, Result<HttpResponse, HttpFailure>> {
+        let message = format!("{} sends no requests ({})", self.name(), request.url);
+        Box::pin(std::future::ready(Err(HttpFailure {
+            permanent: true,
+            message,
+        })))
+    }
 
     /// Whether this platform can start processes (`command` jobs). Lambda's
     /// `provided.al2023` and Workers cannot: such jobs are refused at

@@ -10,7 +10,6 @@ use std::time::Duration;
 
 use jiff::{SignedDuration, Timestamp};
 
-use crate::http::{HttpFailure, HttpRequest, HttpResponse};
 use crate::platform::{LocalFuture, Platform};
 
 /// A [`Platform`] whose clock moves only when told to (or when something
@@ -66,15 +65,5 @@ impl Platform for VirtualPlatform {
             this.advance(duration);
             this.slept.set(this.slept.get().saturating_add(duration));
         })
-    }
-
-    fn send_http(
-        &self,
-        request: HttpRequest,
-    ) -> LocalFuture<'static, Result<HttpResponse, HttpFailure>> {
-        Box::pin(std::future::ready(Err(HttpFailure {
-            permanent: true,
-            message: format!("a virtual platform sends no requests ({})", request.url),
-        })))
     }
 }

@@ -46,7 +46,6 @@ use cronslot_core::coord::{
     SplitMix64, StateStore, Trigger,
 };
 use cronslot_core::manifest::{JobSpec, parse_manifest};
-use cronslot_runtime::http::{HttpFailure, HttpRequest, HttpResponse};
 use cronslot_runtime::{
     JobError, JobResult, Jobs, LocalFuture, Outcome, Platform, RunContext, RunEvent, run_lease,
 };
@@ -459,16 +458,6 @@ impl Platform for SimPlatform {
                 expires_at,
             });
         }
-    }
-
-    fn send_http(
-        &self,
-        request: HttpRequest,
-    ) -> LocalFuture<'static, Result<HttpResponse, HttpFailure>> {
-        Box::pin(std::future::ready(Err(HttpFailure {
-            permanent: true,
-            message: format!("the simulation has no http jobs ({})", request.url),
-        })))
     }
 }
 
