@@ -201,10 +201,12 @@ impl DynamoStore {
         self
     }
 
+    /// The SDK client the store uses (its own retries turned off).
     pub fn client(&self) -> &Client {
         &self.client
     }
 
+    /// The table's name.
     pub fn table(&self) -> &str {
         &self.table
     }

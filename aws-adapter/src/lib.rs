@@ -2,6 +2,8 @@
 //! state lives in one DynamoDB table and every decision is stored with a
 //! conditional write.
 
+#![deny(missing_docs)]
+
 pub mod dynamo;
 pub mod lambda;
 

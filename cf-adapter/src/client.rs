@@ -22,6 +22,7 @@ use crate::spec_text::encode_spec;
 /// answer body. A transport error is a store error (the object was not
 /// reached, or its answer was lost).
 pub trait Transport {
+    /// Sends `body` to the object of `job` and returns its answer's body.
     async fn call(&self, job: &str, body: String) -> Result<String, StoreError>;
 }
 
@@ -34,6 +35,7 @@ pub struct ObjectClient<T> {
 }
 
 impl<T: Transport> ObjectClient<T> {
+    /// A client sending every operation through `transport`.
     pub fn new(transport: T) -> ObjectClient<T> {
         ObjectClient {
             transport,
@@ -41,6 +43,7 @@ impl<T: Transport> ObjectClient<T> {
         }
     }
 
+    /// The transport the client sends through.
     pub fn transport(&self) -> &T {
         &self.transport
     }

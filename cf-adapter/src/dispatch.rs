@@ -28,6 +28,8 @@ pub fn dedicated_cron(spec: &JobSpec) -> Option<String> {
 /// The jobs an event serves, each with its trigger.
 #[derive(Debug)]
 pub struct Dispatch<'m> {
+    /// The jobs to serve, in manifest order, each with the trigger to
+    /// claim it with: `Tick`, or the event's slot for a dedicated cron.
     pub jobs: Vec<(&'m JobSpec, Trigger)>,
     /// The event's cron matched no job and is not the tick.
     pub unknown_cron: bool,

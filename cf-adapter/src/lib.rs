@@ -3,27 +3,49 @@
 //! Worker with the runtime's run loop and context (the same as on every
 //! platform); the object records the outcome.
 //!
+//! A Worker embeds the manifest and registers its job functions in a
+//! `Cronslot`, forwards its `scheduled` and `fetch` events to it, and
+//! exports the `CronslotJob` Durable Object class under the binding
+//! `OBJECT_BINDING` (these three exist on `wasm32` only). The [`admin`]
+//! routes and their JSON documents are public too: the `cronslot` CLI reads
+//! the documents with `--store https://…`.
+//!
 //! Everything that decides something is platform-neutral and tested
-//! natively: the object's request handling ([`object`]) over any SQLite
-//! ([`sql`]), the wire protocol ([`protocol`]), the Worker's coordinator
-//! client ([`client`]), which jobs an event serves ([`dispatch`]) and the
-//! admin routes ([`admin`]). Only the glue to the `worker` crate sits under
+//! natively: the object's request handling over any SQLite, the wire
+//! protocol between Worker and object, the Worker's coordinator client,
+//! which jobs an event serves ([`dispatch`]) and the admin routes
+//! ([`admin`]). Only the glue to the `worker` crate sits under
 //! `cfg(target_arch = "wasm32")`, because `worker` panics on every call
 //! outside a JavaScript runtime.
 
+#![warn(missing_docs)]
+
 pub mod admin;
-pub mod client;
+mod client;
 pub mod dispatch;
-pub mod object;
-pub mod object_store;
+mod object;
+mod object_store;
+// not public API: used by this crate's tests (tests/fuzz_protocol.rs).
+#[doc(hidden)]
 pub mod protocol;
 pub mod run;
+// not public API: used by this crate's tests (fuzz_protocol, object_native).
+#[doc(hidden)]
 pub mod spec_text;
+// not public API: used by cronslot-tests (src/sim_backends.rs: rusqlite).
+#[doc(hidden)]
 pub mod sql;
 
-pub use client::{ObjectClient, Transport};
 pub use cronslot_runtime::{JobError, Jobs, RunContext};
+
+// not public API: used by this crate's tests and cronslot-tests (cf_workerd).
+#[doc(hidden)]
+pub use client::{ObjectClient, Transport};
+// not public API: used by this crate's tests (object_native, fuzz_protocol).
+#[doc(hidden)]
 pub use object::JobObject;
+// not public API: used by cronslot-tests (tests/src/sim_backends.rs).
+#[doc(hidden)]
 pub use object_store::ObjectStore;
 
 #[cfg(target_arch = "wasm32")]

@@ -22,7 +22,7 @@ use crate::sql::Sql;
 
 /// Largest request body the object reads: a spec and a few fields; a
 /// checkpoint or effect result is bounded by the core far below this.
-pub const MAX_REQUEST_BYTES: usize = 512 * 1024;
+pub(crate) const MAX_REQUEST_BYTES: usize = 512 * 1024;
 
 /// One job's object: its coordinator and the last spec it parsed.
 pub struct JobObject<S> {
@@ -41,6 +41,7 @@ impl<S: Sql> JobObject<S> {
         }
     }
 
+    /// The object's storage.
     pub fn store(&self) -> &ObjectStore<S> {
         self.coordinator.store()
     }
@@ -68,7 +69,8 @@ impl<S: Sql> JobObject<S> {
         })
     }
 
-    pub async fn handle(&self, request: &ObjectRequest) -> ObjectReply {
+    /// Serves one decoded request.
+    async fn handle(&self, request: &ObjectRequest) -> ObjectReply {
         let spec = self.spec(request)?;
         self.apply(&spec, &request.op)
             .await

@@ -33,6 +33,8 @@ pub struct ObjectStore<S> {
 }
 
 impl<S: Sql> ObjectStore<S> {
+    /// The store over the object's SQLite `sql`; its tables are created on
+    /// first use.
     pub fn new(sql: S) -> ObjectStore<S> {
         ObjectStore {
             sql,

@@ -25,72 +25,125 @@ pub struct ObjectRequest {
     pub job: String,
     /// The job's spec as a one-job manifest.
     pub spec: String,
+    /// What to do.
     pub op: Op,
 }
 
+/// A coordinator operation with its arguments (the job and spec are the
+/// request's). `now` is always the caller's clock; the rest are the
+/// arguments of the [`Coordinator`](cronslot_core::coord::Coordinator)
+/// method of the same name.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Op {
+    /// `claim`.
     Claim {
+        /// The caller's clock.
         now: Timestamp,
+        /// What the claim is for.
         trigger: Trigger,
+        /// Who claims.
         owner: String,
     },
+    /// `complete`.
     Complete {
+        /// The run's fence.
         fence: u64,
+        /// The run's result, if any.
         result: Option<String>,
+        /// The caller's clock.
         now: Timestamp,
     },
+    /// `fail`.
     Fail {
+        /// The run's fence.
         fence: u64,
+        /// The job's error.
         error: String,
+        /// Whether the error is permanent (no retry).
         permanent: bool,
+        /// The caller's clock.
         now: Timestamp,
     },
+    /// `heartbeat`.
     Heartbeat {
+        /// The run's fence.
         fence: u64,
+        /// The caller's clock.
         now: Timestamp,
     },
+    /// `checkpoint`.
     Checkpoint {
+        /// The run's fence.
         fence: u64,
+        /// The checkpoint to store.
         value: String,
+        /// The caller's clock.
         now: Timestamp,
     },
+    /// `status`.
     Status {
+        /// The caller's clock.
         now: Timestamp,
     },
     /// The record as stored, not brought up to now.
     Record,
+    /// `pause`.
     Pause {
+        /// The caller's clock.
         now: Timestamp,
     },
+    /// `resume`.
     Resume {
+        /// The caller's clock.
         now: Timestamp,
     },
+    /// `redrive`.
     Redrive {
+        /// The one dead letter to send back; `None`: all of them.
         slot: Option<Timestamp>,
+        /// The caller's clock.
         now: Timestamp,
     },
+    /// `backfill`.
     Backfill {
+        /// Where the range starts (inclusive).
         from: Timestamp,
+        /// Where it ends (inclusive).
         to: Timestamp,
+        /// The caller's clock.
         now: Timestamp,
+        /// Report the slots without queueing them.
         dry_run: bool,
     },
+    /// `begin_effect`.
     BeginEffect {
+        /// The effect's key.
         key: String,
+        /// Who begins it.
         owner: String,
+        /// The run's fence.
         fence: u64,
+        /// The caller's clock.
         now: Timestamp,
+        /// How long the hold lasts before another run may take the effect
+        /// over, in milliseconds.
         hold_ms: u64,
     },
+    /// `finish_effect`.
     FinishEffect {
+        /// The effect's key.
         key: String,
+        /// The run's fence.
         fence: u64,
+        /// The effect's result.
         result: String,
+        /// The caller's clock.
         now: Timestamp,
     },
+    /// `read_effect`.
     ReadEffect {
+        /// The effect's key.
         key: String,
     },
 }
@@ -121,15 +174,25 @@ impl Op {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Answer {
+    /// To `claim`.
     Claim(Claim),
+    /// To `complete`, `checkpoint`, `pause` and `resume`.
     Done,
+    /// To `fail`.
     Fail(FailOutcome),
+    /// To `heartbeat`: the lease's new expiry.
     Expiry(Timestamp),
+    /// To `status`.
     State(Box<JobState>),
+    /// To `record`: `None` before the job's first claim.
     Record(Option<Box<JobState>>),
+    /// To `redrive` and `backfill`.
     Slots(Vec<Timestamp>),
+    /// To `begin_effect`.
     EffectBegin(EffectBegin),
+    /// To `finish_effect`.
     EffectFinish(EffectFinish),
+    /// To `read_effect`.
     Effect(Option<EffectRecord>),
 }
 
@@ -140,43 +203,67 @@ pub type ObjectReply = Result<Answer, WireError>;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum WireError {
+    /// [`CoordError::Store`].
     Store {
+        /// The store error's kind.
         kind: WireStoreKind,
+        /// Its message.
         message: String,
     },
+    /// [`Refusal::Superseded`].
     Superseded {
+        /// The fence the caller gave.
         fence: u64,
+        /// The job's latest fence.
         latest: u64,
     },
+    /// [`Refusal::Expired`].
     Expired {
+        /// The fence the caller gave.
         fence: u64,
+        /// When its lease expired.
         expired_at: Timestamp,
     },
+    /// [`Refusal::TooLarge`].
     TooLarge {
+        /// What was too large.
         what: String,
+        /// Its size.
         bytes: usize,
+        /// The most allowed.
         max: usize,
     },
+    /// [`TriggerError::NotASlot`].
     NotASlot {
+        /// The instant the trigger carried.
         slot: Timestamp,
     },
+    /// [`CoordError::Backfill`].
     Backfill(BackfillError),
+    /// [`CoordError::Contention`].
     Contention {
+        /// The conditional writes tried.
         attempts: u32,
     },
     /// The request itself was wrong: bad JSON, a spec that does not parse,
     /// a job that is not the object's.
     BadRequest {
+        /// What was wrong, for a person.
         message: String,
     },
 }
 
+/// A [`StoreErrorKind`] on the wire.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum WireStoreKind {
+    /// [`StoreErrorKind::Unavailable`].
     Unavailable,
+    /// [`StoreErrorKind::Corrupt`].
     Corrupt,
+    /// [`StoreErrorKind::Ambiguous`].
     Ambiguous,
+    /// [`StoreErrorKind::Other`].
     Other,
 }
 
@@ -188,7 +275,8 @@ impl From<&CoordError> for WireError {
                     StoreErrorKind::Unavailable => WireStoreKind::Unavailable,
                     StoreErrorKind::Corrupt => WireStoreKind::Corrupt,
                     StoreErrorKind::Ambiguous => WireStoreKind::Ambiguous,
-                    StoreErrorKind::Other => WireStoreKind::Other,
+                    // `Other`, or a kind newer than this crate.
+                    _ => WireStoreKind::Other,
                 },
                 message: s.message.clone(),
             },
@@ -211,6 +299,16 @@ impl From<&CoordError> for WireError {
             CoordError::Backfill(b) => WireError::Backfill(b.clone()),
             CoordError::Contention { attempts } => WireError::Contention {
                 attempts: *attempts,
+            },
+            // An error (or refusal, or trigger error) newer than this
+            // protocol: its text as a store error, retryable if it was.
+            other => WireError::Store {
+                kind: if other.is_transient() {
+                    WireStoreKind::Unavailable
+                } else {
+                    WireStoreKind::Other
+                },
+                message: other.to_string(),
             },
         }
     }

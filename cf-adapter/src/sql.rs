@@ -8,10 +8,15 @@ use std::fmt;
 /// A value bound to or read from a statement.
 #[derive(Debug, Clone, PartialEq)]
 pub enum SqlValue {
+    /// `NULL`.
     Null,
+    /// An `INTEGER`.
     Integer(i64),
+    /// A `REAL`.
     Real(f64),
+    /// A `TEXT`.
     Text(String),
+    /// A `BLOB`.
     Blob(Vec<u8>),
 }
 
@@ -30,10 +35,13 @@ impl fmt::Display for SqlError {
 /// a write cannot be interleaved with another request, and the writes of
 /// one request are committed together.
 pub trait Sql {
+    /// Runs `sql` with `params` bound to its `?` placeholders, in order;
+    /// returns every row, each a value per column.
     fn exec(&self, sql: &str, params: &[SqlValue]) -> Result<Vec<Vec<SqlValue>>, SqlError>;
 }
 
 impl SqlValue {
+    /// The text of a `Text`.
     pub fn as_text(&self) -> Option<&str> {
         match self {
             SqlValue::Text(t) => Some(t),
@@ -41,6 +49,8 @@ impl SqlValue {
         }
     }
 
+    /// The integer of an `Integer`, or of a `Real` that holds a whole
+    /// number JavaScript represents exactly.
     pub fn as_integer(&self) -> Option<i64> {
         match self {
             SqlValue::Integer(i) => Some(*i),

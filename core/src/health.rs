@@ -15,6 +15,7 @@ use crate::manifest::JobSpec;
 /// A job's health at an instant.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum Health {
     /// A success within the staleness bound.
     Ok,

@@ -47,6 +47,8 @@ pub fn coord_failure(store: &str, doing: &str, job: &str, e: &CoordError) -> Fai
         CoordError::Store(_) | CoordError::Refused(_) | CoordError::Contention { .. } => {
             Failure::problem(message)
         }
+        // An error newer than this CLI: not known to be the input's fault.
+        _ => Failure::problem(message),
     }
 }
 

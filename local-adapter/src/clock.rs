@@ -23,6 +23,7 @@ const MAX_REAL_SLEEP: Duration = Duration::from_secs(60);
 /// A `--speed` that is not in `(0, MAX_SPEED]`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SpeedError {
+    /// The speed that was asked for.
     pub speed: f64,
 }
 
@@ -92,6 +93,8 @@ impl Clock {
         }
     }
 
+    /// The clock's current reading: the system time, or for an accelerated
+    /// clock its start plus the real time elapsed since times its speed.
     pub fn now(&self) -> Timestamp {
         match &self.kind {
             Kind::Real => Timestamp::now(),

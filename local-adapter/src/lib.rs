@@ -11,7 +11,47 @@
 //! shared by every platform), with N competing
 //! workers, heartbeats, structured logs and a [`Summary`] at the end, on
 //! the real clock or an accelerated [`Clock`].
+//!
+//! ```
+//! use cronslot_core::manifest::parse_manifest;
+//! use cronslot_local::{Clock, Jobs, Runner, SqliteStore};
+//! use jiff::Timestamp;
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let manifest = parse_manifest(
+//!     r#"
+//! [[job]]
+//! name = "report"
+//! schedule = "* * * * *"
+//! "#,
+//!     "cronslot.toml",
+//! )?;
+//! let jobs = Jobs::new().register("report", |ctx| async move {
+//!     // The same key for every attempt of a slot: `report@<slot>`.
+//!     let key = ctx.idempotency_key();
+//!     ctx.effect("send", || async move { Ok(format!("sent {key}")) })
+//!         .await?;
+//!     Ok(())
+//! });
+//!
+//! // A clock that reads 00:00:30 now and runs 600 times faster than real
+//! // time: the slots 00:01, 00:02 and 00:03 pass in about a third of a
+//! // real second.
+//! let start: Timestamp = "2030-01-01T00:00:30Z".parse()?;
+//! let clock = Clock::accelerated_from(start, 600.0)?;
+//! let summary = Runner::new(SqliteStore::open_in_memory()?, manifest.jobs, clock)
+//!     .with_jobs(jobs)
+//!     .until("2030-01-01T00:03:50Z".parse()?)
+//!     .run()?;
+//!
+//! let report = summary.job("report").ok_or("no summary of the job")?;
+//! assert_eq!(report.succeeded, 3);
+//! assert!(summary.ok(), "{summary}");
+//! # Ok(())
+//! # }
+//! ```
 
+#![deny(missing_docs)]
 #![cfg_attr(
     not(test),
     deny(clippy::unwrap_used, clippy::expect_used, clippy::panic)

@@ -26,7 +26,9 @@ use crate::clock::Clock;
 /// `debug`, `trace`; default `info`).
 pub const LOG_LEVEL_VAR: &str = "CRONSLOT_LOG";
 
+/// How [`init_logging`] writes events.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum LogFormat {
     /// One human-readable line per event.
     Pretty,

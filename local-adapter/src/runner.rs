@@ -109,6 +109,9 @@ pub struct Runner {
 }
 
 impl Runner {
+    /// A runner of `specs` (a manifest's jobs) over `store`, timed by
+    /// `clock`: one worker, no registered functions, no end (it runs until
+    /// a [`StopHandle`] stops it), Ctrl-C not handled.
     pub fn new(store: SqliteStore, specs: Vec<JobSpec>, clock: Clock) -> Runner {
         Runner {
             store,
@@ -163,6 +166,8 @@ impl Runner {
         self
     }
 
+    /// A handle that stops this runner from another thread once
+    /// [`Runner::run`] has started (call it before: `run` takes the runner).
     pub fn stop_handle(&self) -> StopHandle {
         StopHandle {
             tx: Arc::clone(&self.stop),

@@ -74,7 +74,9 @@ const SQL_NOW: &str = "strftime('%Y-%m-%dT%H:%M:%fZ', 'now')";
 /// The `--store` value that was not a SQLite location, and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LocationError {
+    /// The `--store` value as given.
     pub input: String,
+    /// What is wrong with it and the syntax expected, for a person.
     pub message: String,
 }
 

@@ -184,11 +184,13 @@ impl Tally {
 /// One job's part of the summary.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct JobSummary {
+    /// The job's name.
     pub job: String,
     /// Distinct slots this runner ran (claimed at least once).
     pub slots_run: u64,
     /// Runs (attempts), retries included.
     pub runs: u64,
+    /// Runs that succeeded and whose success was recorded.
     pub succeeded: u64,
     /// Runs that were a retry of their slot (attempt 2 or later).
     pub retries: u64,
@@ -208,10 +210,12 @@ pub struct JobSummary {
 }
 
 impl JobSummary {
+    /// Slots missed while the runner ran, whatever the reason.
     pub fn missed_total(&self) -> u64 {
         self.missed.values().sum()
     }
 
+    /// Slots skipped while the runner ran, whatever the reason.
     pub fn skipped_total(&self) -> u64 {
         self.skipped.values().sum()
     }
@@ -220,10 +224,15 @@ impl JobSummary {
 /// What a runner did, returned when it stops (and printed by `cronslot run`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Summary {
+    /// When the runner started, by its clock.
     pub started_at: Timestamp,
+    /// When every worker had ended, by its clock.
     pub stopped_at: Timestamp,
+    /// The clock's speed (1 for the real clock).
     pub speed: f64,
+    /// The workers the runner started.
     pub workers: u32,
+    /// One entry per job of the manifest, in manifest order.
     pub jobs: Vec<JobSummary>,
     /// Claims of a slot that lost it to another worker of this process:
     /// a worker woke for a due slot and the store gave it to another one
@@ -247,6 +256,7 @@ impl Summary {
         self.slots_run_twice.is_empty() && self.worker_failures.is_empty()
     }
 
+    /// The summary of the job `name`, if the runner had it.
     pub fn job(&self, name: &str) -> Option<&JobSummary> {
         self.jobs.iter().find(|j| j.job == name)
     }

@@ -255,6 +255,8 @@ impl Worker {
             // Another run holds the job, it is paused, or (dedicated
             // triggers only) not due: nothing to wait for but the poll.
             Idle::Busy { .. } | Idle::Paused | Idle::NotYetDue { .. } => None,
+            // A reason newer than this runner: the poll too.
+            _ => None,
         }
     }
 

@@ -50,7 +50,8 @@ impl Outcome {
 
 /// Why a claim ran nothing, as a name and its details, for log lines and
 /// summaries: `nothing_due`, `busy`, `paused`, `already_resolved`,
-/// `in_progress`, `retry_later` or `not_yet_due`.
+/// `in_progress`, `retry_later` or `not_yet_due` (`other`, with the
+/// reason's debug text, for a reason newer than this crate).
 pub fn idle_reason(idle: &Idle) -> (&'static str, Value) {
     let at = |t: &Timestamp| Value::from(format_instant(*t));
     match idle {
@@ -72,5 +73,8 @@ pub fn idle_reason(idle: &Idle) -> (&'static str, Value) {
             json!({"slot": at(slot), "not_before": at(not_before)}),
         ),
         Idle::NotYetDue { slot } => ("not_yet_due", json!({"slot": at(slot)})),
+        // A reason added to the core after this was written: named
+        // generically, its details kept as text.
+        other => ("other", json!({"idle": format!("{other:?}")})),
     }
 }

@@ -41,11 +41,15 @@ pub const FENCE_VALUE: &str = ":cronslot_fence";
 /// not collide with the caller's own).
 #[derive(Debug, Clone, PartialEq)]
 pub struct FenceCondition {
+    /// The destination item's number attribute that holds the fence.
     pub attribute: String,
+    /// The run's fence.
     pub fence: u64,
     /// `attribute_not_exists(#cronslot_fence) OR #cronslot_fence <= :cronslot_fence`
     pub expression: String,
+    /// The expression attribute names: [`FENCE_NAME`] → `attribute`.
     pub names: HashMap<String, String>,
+    /// The expression attribute values: [`FENCE_VALUE`] → the fence.
     pub values: HashMap<String, AttributeValue>,
 }
 

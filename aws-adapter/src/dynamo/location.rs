@@ -5,6 +5,7 @@ use std::fmt;
 /// Where a DynamoDB store lives, as parsed from a `dynamodb://` URL.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DynamoLocation {
+    /// The table's name.
     pub table: String,
     /// `None`: the region of the environment (`AWS_REGION`, the profile).
     pub region: Option<String>,
@@ -16,7 +17,9 @@ pub struct DynamoLocation {
 /// A `--store` value that is not a DynamoDB location, and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LocationError {
+    /// The `--store` value as given.
     pub input: String,
+    /// What is wrong with it and the syntax expected, for a person.
     pub message: String,
 }
 

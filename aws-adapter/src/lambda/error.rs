@@ -18,6 +18,7 @@ use lambda_runtime::Diagnostic;
 
 /// The kinds of failure, each with its Lambda `errorType`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum ErrorKind {
     /// Malformed payload, unknown job, bad time, a time that is not a slot.
     InvalidEvent,
@@ -87,11 +88,14 @@ impl ErrorKind {
 /// A failed invocation.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HandlerError {
+    /// What kind of failure, which names its `errorType`.
     pub kind: ErrorKind,
+    /// What happened, for a person.
     pub message: String,
 }
 
 impl HandlerError {
+    /// An error of `kind` saying `message`.
     pub fn new(kind: ErrorKind, message: impl Into<String>) -> HandlerError {
         HandlerError {
             kind,

@@ -39,6 +39,7 @@ const DETAIL_KEYS: [&str; 2] = ["job", "tick"];
 pub struct EventError {
     /// JSON path of the offending value (`$` is the whole payload).
     pub path: String,
+    /// What is wrong with it, for a person.
     pub message: String,
 }
 
@@ -61,23 +62,29 @@ impl std::error::Error for EventError {}
 
 /// Who sent the event, with what it says about the delivery.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Source {
     /// An EventBridge Scheduler target input.
     Scheduler {
+        /// Scheduler's execution id (`<aws.scheduler.execution-id>`).
         execution_id: Option<String>,
         /// Scheduler's delivery attempt (1 for the first).
         attempt: Option<u32>,
+        /// The schedule's ARN (`<aws.scheduler.schedule-arn>`).
         schedule_arn: Option<String>,
     },
     /// An EventBridge Rule's Scheduled Event.
     Rule {
+        /// The name of the first rule in `resources`, if any.
         rule: Option<String>,
+        /// The event's `id`.
         id: Option<String>,
     },
 }
 
 /// What the event asks for.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Target {
     /// A dedicated trigger of one job.
     Job(String),
@@ -88,7 +95,9 @@ pub enum Target {
 /// A decoded event, not yet checked against the manifest.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Event {
+    /// Who sent it.
     pub source: Source,
+    /// What it asks for.
     pub target: Target,
     /// The scheduled instant (a Rule's `time` cut to the minute).
     pub time: Timestamp,
@@ -118,11 +127,20 @@ impl Event {
 
 /// What an event asks the handler to do, checked against the manifest.
 #[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
 pub enum Work<'m> {
     /// Run this slot of this job (then catch up on its later due slots).
-    Slot { spec: &'m JobSpec, slot: Timestamp },
+    Slot {
+        /// The job, from the manifest.
+        spec: &'m JobSpec,
+        /// The slot: a slot of the job's schedule.
+        slot: Timestamp,
+    },
     /// Run what is due of every tick-mode job.
-    Tick { time: Timestamp },
+    Tick {
+        /// The event's scheduled instant.
+        time: Timestamp,
+    },
 }
 
 /// Decodes a payload into an event.

@@ -44,7 +44,9 @@ pub const MAX_RUNS: usize = 1000;
 
 /// What the handler takes from its surroundings.
 pub struct Host {
+    /// Where `now` comes from.
     pub clock: Clock,
+    /// Where log lines go.
     pub log: LogSink,
     /// Seeds retry jitter.
     pub seed: u64,
@@ -144,6 +146,7 @@ impl<S: StateStore + EffectLedger + 'static> Handler<S> {
         })
     }
 
+    /// The manifest the handler serves.
     pub fn manifest(&self) -> &Manifest {
         &self.manifest
     }

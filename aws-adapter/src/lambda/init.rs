@@ -22,10 +22,12 @@ pub const MANIFEST_ENV: &str = "CRONSLOT_MANIFEST";
 /// Why the function cannot start.
 #[derive(Clone, PartialEq, Eq)]
 pub struct InitError {
+    /// Every problem found, one sentence each.
     pub problems: Vec<String>,
 }
 
 impl InitError {
+    /// An error of a single problem.
     pub fn one(problem: impl Into<String>) -> InitError {
         InitError {
             problems: vec![problem.into()],

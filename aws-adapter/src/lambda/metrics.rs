@@ -39,13 +39,18 @@ pub const DURATION_MS: &str = "DurationMs";
 /// not a slot: refused for good, so it gets its own metric to alarm on.
 pub const INVALID_EVENT: &str = "InvalidEvent";
 
+/// A metric's EMF unit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Unit {
+    /// A number of things (`Count`).
     Count,
+    /// A duration (`Milliseconds`).
     Milliseconds,
 }
 
 impl Unit {
+    /// The unit's name in the EMF document.
     pub fn as_str(self) -> &'static str {
         match self {
             Unit::Count => "Count",
@@ -57,12 +62,16 @@ impl Unit {
 /// One value of one metric.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Metric {
+    /// The metric's name (one of this module's constants).
     pub name: &'static str,
+    /// Its unit.
     pub unit: Unit,
+    /// Its value.
     pub value: u64,
 }
 
 impl Metric {
+    /// A count of `value` things.
     pub fn count(name: &'static str, value: u64) -> Metric {
         Metric {
             name,
@@ -71,6 +80,7 @@ impl Metric {
         }
     }
 
+    /// A duration of `value` milliseconds.
     pub fn millis(name: &'static str, value: u64) -> Metric {
         Metric {
             name,

@@ -15,7 +15,9 @@ use jiff::Timestamp;
 /// What the handler's own writes added to a job's counters.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Fates {
+    /// Slots given the fate "missed".
     pub missed: u64,
+    /// Slots that became dead letters.
     pub dead: u64,
 }
 
@@ -39,6 +41,7 @@ pub struct Observed<S> {
 }
 
 impl<S> Observed<S> {
+    /// Watches `inner`, having seen nothing yet.
     pub fn new(inner: S) -> Observed<S> {
         Observed {
             inner,
@@ -46,6 +49,7 @@ impl<S> Observed<S> {
         }
     }
 
+    /// The store watched.
     pub fn inner(&self) -> &S {
         &self.inner
     }

@@ -16,38 +16,47 @@ use serde::{Deserialize, Serialize};
 pub struct StatusDoc {
     /// The instant the status was computed at (the Worker's clock).
     pub now: Timestamp,
+    /// One report per job.
     pub jobs: Vec<JobReport>,
 }
 
 /// One job in [`StatusDoc`]: a summary, and the record it is computed from.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct JobReport {
+    /// The job's name.
     pub job: String,
     /// False when the store has no record of the job yet (no tick has
     /// planned it); `record` is then the record a first tick would create.
     pub recorded: bool,
+    /// Whether the job is paused.
     pub paused: bool,
     /// `ok | stale | never_succeeded | paused | no_bound` (the rule of
     /// `cronslot_core::health::assess`, as `cronslot status` uses it).
     pub health: Health,
+    /// Whether `health` is `stale`.
     pub stale: bool,
     /// The staleness bound (`stale_after`, or derived from the schedule);
     /// `null`: the job has none (fewer than two slots remain).
     pub stale_after_seconds: Option<u64>,
     /// When the job is (or was) stale without a success; `null`: never.
     pub stale_at: Option<Timestamp>,
-    /// When the last successful run finished, and its slot.
+    /// When the last successful run finished; `null`: never.
     pub last_success: Option<Timestamp>,
+    /// The slot of the last successful run.
     pub last_success_slot: Option<Timestamp>,
     /// The next slot after `now` in the job's active window.
     pub next_slot: Option<Timestamp>,
+    /// Runs holding a lease now.
     pub live_leases: usize,
     /// The highest fence issued.
     pub fence: u64,
     /// Runs waiting for a runner: retries, backfills, redrives.
     pub pending: usize,
+    /// Claims (runs started), retries included.
     pub runs: u64,
+    /// Successful runs.
     pub succeeded: u64,
+    /// Failed attempts (each retry that fails counts).
     pub failed: u64,
     /// Missed slots by reason; every reason is present (0 when none).
     pub missed: BTreeMap<String, u64>,
@@ -64,10 +73,13 @@ pub struct JobReport {
 /// (or the jobs whose state could not be read).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct HealthDoc {
+    /// The verdict over every job.
     pub status: HealthState,
+    /// The instant the health was computed at (the Worker's clock).
     pub now: Timestamp,
     /// Jobs whose staleness was checked.
     pub checked: usize,
+    /// The jobs found stale (then the status is `stale`).
     pub stale: Vec<StaleJob>,
     /// Jobs not checked: paused, without a bound, never recorded.
     pub unchecked: Vec<UncheckedJob>,
@@ -75,49 +87,66 @@ pub struct HealthDoc {
     pub errors: Vec<JobErrorDoc>,
 }
 
+/// [`HealthDoc`]'s verdict (`"ok"`, `"stale"`, `"unknown"`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum HealthState {
+    /// Every checked job succeeded within its bound. HTTP 200.
     Ok,
+    /// A job is stale. HTTP 503.
     Stale,
     /// A job's state could not be read: health cannot be vouched for.
     Unknown,
 }
 
+/// A stale job in [`HealthDoc`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StaleJob {
+    /// The job's name.
     pub job: String,
-    /// `null`: the job never succeeded.
+    /// When its last successful run finished; `null`: it never succeeded.
     pub last_success: Option<Timestamp>,
+    /// Its staleness bound, as in [`JobReport`].
     pub stale_after_seconds: Option<u64>,
+    /// When it became stale.
     pub stale_at: Option<Timestamp>,
 }
 
+/// A job [`HealthDoc`] did not check, and why.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct UncheckedJob {
+    /// The job's name.
     pub job: String,
     /// `paused | no_bound | not_recorded`.
     pub reason: String,
 }
 
+/// A job whose state [`HealthDoc`] could not read.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct JobErrorDoc {
+    /// The job's name.
     pub job: String,
+    /// What went wrong, for a person.
     pub message: String,
 }
 
 /// `GET {p}/dlq`: dead letters sorted by job, then slot.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DlqDoc {
+    /// The instant the list was read at (the Worker's clock).
     pub now: Timestamp,
+    /// The dead letters held now.
     pub dead_letters: Vec<DlqEntry>,
     /// Per job, dead letters dropped from the capped list (jobs with none
     /// omitted).
     pub dropped: BTreeMap<String, u64>,
 }
 
+/// One dead letter in [`DlqDoc`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DlqEntry {
+    /// The job's name.
     pub job: String,
     /// `job@slot`: the idempotency key the runs had.
     pub slot_id: String,
@@ -130,13 +159,16 @@ pub struct DlqEntry {
 /// there was nothing to redrive).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RedriveDoc {
+    /// The job's name.
     pub job: String,
+    /// The slots sent back to run.
     pub redriven: Vec<Timestamp>,
 }
 
 /// `POST {p}/jobs/{job}/pause` and `/resume`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PauseDoc {
+    /// The job's name.
     pub job: String,
     /// The state after the request.
     pub paused: bool,
@@ -148,31 +180,40 @@ pub struct PauseDoc {
 /// that would be).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BackfillDoc {
+    /// The job's name.
     pub job: String,
+    /// True when nothing was queued: `slots` are what would have been.
     pub dry_run: bool,
+    /// The slots queued (or that would be).
     pub slots: Vec<Timestamp>,
 }
 
 /// `POST {p}/jobs/{job}/trigger`: what the manual run did.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TriggerDoc {
+    /// The job's name.
     pub job: String,
+    /// What happened.
     pub outcome: TriggerKind,
     /// One sentence for a person.
     pub message: String,
     /// The claimed slot (absent when nothing was claimed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slot: Option<Timestamp>,
+    /// The claimed slot's id, `job@slot`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slot_id: Option<String>,
+    /// The run's attempt of its slot (1 for the first).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub attempt: Option<u32>,
+    /// The run's fence.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fence: Option<u64>,
     /// The run's error (`failed`), or the store's (`claim_failed`,
     /// `not_recorded`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// Whether the run's error was permanent (`failed`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub permanent: Option<bool>,
     /// What became of a failed run: retried at an instant, or dead.
@@ -183,8 +224,11 @@ pub struct TriggerDoc {
     pub idle: Option<Idle>,
 }
 
+/// What a manual run came to, in [`TriggerDoc`] (`"succeeded"`,
+/// `"failed"`, `"not_claimed"`, …), with the HTTP status it is sent with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum TriggerKind {
     /// Ran and succeeded; recorded. HTTP 200.
     Succeeded,
@@ -208,7 +252,9 @@ pub enum TriggerKind {
 pub struct ErrorDoc {
     /// The HTTP status, repeated.
     pub status: u16,
+    /// What kind of error.
     pub error: ErrorKind,
+    /// What went wrong, for a person.
     pub message: String,
     /// The query parameter at fault (400).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -219,11 +265,14 @@ pub struct ErrorDoc {
     /// The core's refusal of a backfill (400), for clients to rebuild it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub backfill: Option<BackfillError>,
+    /// The core's refusal of a trigger (400).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trigger: Option<TriggerError>,
 }
 
 impl ErrorDoc {
+    /// An error of `error` kind sent with `status`, without the optional
+    /// fields.
     pub fn new(status: u16, error: ErrorKind, message: impl Into<String>) -> ErrorDoc {
         ErrorDoc {
             status,
@@ -237,8 +286,11 @@ impl ErrorDoc {
     }
 }
 
+/// The kind of an [`ErrorDoc`] (`"unauthorized"`, `"not_found"`, …), with
+/// the HTTP status it is sent with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum ErrorKind {
     /// 401: no token, or not the Worker's.
     Unauthorized,

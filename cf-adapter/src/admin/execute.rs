@@ -256,6 +256,12 @@ async fn health_reply<C: Coordinator>(manifest: &Manifest, coord: &C, now: Times
                 });
             }
             Health::Ok | Health::NeverSucceeded => doc.checked += 1,
+            // A verdict newer than this crate: not checked either, with its
+            // name as the reason.
+            _ => doc.unchecked.push(UncheckedJob {
+                job,
+                reason: verdict.health.as_str().to_string(),
+            }),
         }
     }
     let status = if !doc.errors.is_empty() {
@@ -323,7 +329,12 @@ pub(crate) fn coord_error(spec: &JobSpec, doing: &str, e: &CoordError) -> Reply 
             StoreErrorKind::Corrupt | StoreErrorKind::Other => {
                 ErrorDoc::new(500, ErrorKind::Internal, message)
             }
+            // A kind newer than this crate: not known to be worth retrying.
+            _ => ErrorDoc::new(500, ErrorKind::Internal, message),
         },
+        // An error newer than this crate: its transience decides.
+        _ if e.is_transient() => ErrorDoc::new(503, ErrorKind::Unavailable, message),
+        _ => ErrorDoc::new(500, ErrorKind::Internal, message),
     };
     let reply = Reply::error_doc(doc);
     if reply.status == 503 {

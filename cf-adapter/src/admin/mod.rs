@@ -93,11 +93,15 @@ pub struct AdminRequest<'a> {
 /// An HTTP reply for the Worker to send as is.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Reply {
+    /// The HTTP status.
     pub status: u16,
+    /// The `Content-Type` header's value ([`JSON`], [`PROMETHEUS`] or
+    /// [`TEXT`]).
     pub content_type: &'static str,
     /// Headers besides `Content-Type` (`Allow`, `WWW-Authenticate`,
     /// `Cache-Control`).
     pub headers: Vec<(String, String)>,
+    /// The body, as text.
     pub body: String,
 }
 
@@ -160,6 +164,7 @@ fn no_store() -> (String, String) {
 
 /// The body format of the status routes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum StatusFormat {
     /// `{p}/status`: [`StatusDoc`].
     Json,
@@ -170,35 +175,55 @@ pub enum StatusFormat {
 /// A recognised, authorised, well-formed admin request. Jobs are known to
 /// the manifest [`route`] was given.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum AdminRoute {
+    /// `GET {p}/health`.
     Health,
+    /// `GET {p}/status` and `GET {p}/metrics`.
     Status {
+        /// The one job asked for; `None`: every job.
         job: Option<JobName>,
+        /// Which of the two routes.
         format: StatusFormat,
     },
+    /// `GET {p}/dlq`.
     Dlq {
+        /// The one job asked for; `None`: every job.
         job: Option<JobName>,
     },
+    /// `POST {p}/jobs/{job}/redrive`.
     Redrive {
+        /// The job.
         job: JobName,
+        /// The one dead letter to send back; `None`: all of them.
         slot: Option<Timestamp>,
     },
+    /// `POST {p}/jobs/{job}/pause`.
     Pause {
+        /// The job.
         job: JobName,
     },
+    /// `POST {p}/jobs/{job}/resume`.
     Resume {
+        /// The job.
         job: JobName,
     },
+    /// `POST {p}/jobs/{job}/backfill`.
     Backfill {
+        /// The job.
         job: JobName,
+        /// Where the range of slots starts (inclusive).
         from: Timestamp,
+        /// Where it ends (inclusive).
         to: Timestamp,
+        /// Report the slots without queueing them.
         dry_run: bool,
     },
     /// Run the job's current slot now: the Worker claims it with
     /// `Trigger::Manual`, runs it and records the outcome ([`trigger_run`]),
     /// then answers with [`trigger_reply`]. [`execute`] does not run jobs.
     Trigger {
+        /// The job.
         job: JobName,
     },
 }

@@ -14,6 +14,7 @@ use super::{Reply, TriggerDoc, TriggerKind};
 
 /// What a manual run did.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum TriggerOutcome {
     /// The Worker cannot run this job (a `command` job, a function it does
     /// not have); nothing was claimed.
@@ -247,5 +248,7 @@ fn idle_text(spec: &JobSpec, idle: &Idle) -> String {
             "the current slot {} is already resolved (it ran, or was missed or skipped); nothing ran",
             id(*slot)
         ),
+        // A reason newer than this crate.
+        other => format!("job {job} has nothing to run now ({other:?}); nothing ran"),
     }
 }

@@ -4,6 +4,9 @@
 //! are in the platform-neutral modules.
 
 mod entry;
+// The `new` and `fetch` bindings `#[durable_object]` generates on
+// `CronslotJob` cannot carry docs.
+#[allow(missing_docs)]
 mod object_class;
 mod transport;
 

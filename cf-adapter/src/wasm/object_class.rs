@@ -50,6 +50,11 @@ impl Sql for ObjectSql {
     }
 }
 
+/// The Durable Object class that holds one job's state: one object per
+/// job (`id_from_name(job)`), on SQLite-backed storage. A Worker exports it
+/// (`pub use cronslot_cf::CronslotJob;`), and its wrangler config binds it
+/// as [`OBJECT_BINDING`](crate::OBJECT_BINDING) with the class in a
+/// `new_sqlite_classes` migration (`cronslot render wrangler` writes both).
 #[durable_object]
 pub struct CronslotJob {
     object: JobObject<ObjectSql>,

@@ -23,6 +23,7 @@ use crate::manifest::JobSpec;
 
 /// Why a coordinator operation did not happen.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum CoordError {
     /// The store failed; [`CoordError::is_transient`] tells whether that is
     /// worth retrying.

@@ -44,6 +44,7 @@ pub enum Trigger {
 
 /// Why a claim found nothing to run.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[non_exhaustive]
 pub enum Idle {
     /// Nothing due; the next slot (if any) and the next retry (if any).
     NothingDue {
@@ -87,6 +88,7 @@ pub enum Idle {
 
 /// A trigger that cannot be honoured at all (not a transient condition).
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[non_exhaustive]
 pub enum TriggerError {
     /// The time is not a slot of the job's schedule.
     NotASlot {
@@ -119,6 +121,7 @@ pub enum Claim {
 
 /// Why a completion, failure, heartbeat or checkpoint was refused.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Refusal {
     /// No live lease carries this fence: a newer claim superseded it, or it
     /// expired and its slot was handed on.

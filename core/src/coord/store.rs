@@ -42,6 +42,7 @@ pub enum PutResult {
 
 /// What went wrong talking to a store.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum StoreErrorKind {
     /// Throttled, timed out, unreachable: worth retrying.
     Unavailable,

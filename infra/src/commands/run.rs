@@ -39,6 +39,8 @@ pub fn exec(args: RunArgs) -> Result<(), Failure> {
             LogFormat::Pretty => eprintln!("{warning}"),
             // Every stderr line stays one JSON object.
             LogFormat::Json => tracing::warn!(warning = %warning, "manifest warning"),
+            // A format newer than this CLI: through the logs, in its format.
+            _ => tracing::warn!(warning = %warning, "manifest warning"),
         }
     }
     let store = SqliteStore::open(&path).map_err(|e| {

@@ -412,6 +412,8 @@ fn job_text(out: &mut String, s: &JobStatus, spec: &JobSpec, now: Timestamp) {
         }
         Health::Paused => "paused (not checked for staleness)".to_string(),
         Health::NoBound => "no staleness bound: fewer than two slots remain".to_string(),
+        // A verdict newer than this CLI: its name.
+        other => other.as_str().to_string(),
     };
     line(out, "health", &health);
     match &s.last_success {

@@ -224,6 +224,8 @@ fn idle_message<C: Coordinator>(c: &C, session: &Session, spec: &JobSpec, idle: 
                 "the current slot {id} is already resolved (it ran, or was missed or skipped: cronslot status --job {job}); nothing ran"
             )
         }
+        // A reason newer than this CLI.
+        other => format!("job {job} has nothing to run now ({other:?}); nothing ran"),
     }
 }
 
@@ -254,5 +256,7 @@ fn on_worker(store: &AdminStore, label: &str, spec: &JobSpec) -> Result<(), Fail
         | TriggerKind::ClaimFailed
         | TriggerKind::NotRecorded
         | TriggerKind::Unknown => Err(Failure::problem(format!("error: {}", doc.message))),
+        // An outcome newer than this CLI: not a success.
+        _ => Err(Failure::problem(format!("error: {}", doc.message))),
     }
 }
