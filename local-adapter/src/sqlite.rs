@@ -71,22 +71,7 @@ CREATE TABLE effects (
 /// decision reads them (decisions use the caller's `now`).
 const SQL_NOW: &str = "strftime('%Y-%m-%dT%H:%M:%fZ', 'now')";
 
-/// The `--store` value that was not a SQLite location, and why.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LocationError {
-    /// The `--store` value as given.
-    pub input: String,
-    /// What is wrong with it and the syntax expected, for a person.
-    pub message: String,
-}
-
-impl fmt::Display for LocationError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.message)
-    }
-}
-
-impl std::error::Error for LocationError {}
+pub use cronslot_core::coord::LocationError;
 
 const LOCATION_SYNTAX: &str = "expected sqlite:PATH (for example sqlite:cronslot.db) or sqlite://PATH (sqlite:///var/lib/cronslot.db for an absolute path)";
 

@@ -1,7 +1,5 @@
 //! The CLI's `--store dynamodb://TABLE?region=R[&endpoint=URL]` syntax.
 
-use std::fmt;
-
 /// Where a DynamoDB store lives, as parsed from a `dynamodb://` URL.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DynamoLocation {
@@ -14,22 +12,7 @@ pub struct DynamoLocation {
     pub endpoint: Option<String>,
 }
 
-/// A `--store` value that is not a DynamoDB location, and why.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LocationError {
-    /// The `--store` value as given.
-    pub input: String,
-    /// What is wrong with it and the syntax expected, for a person.
-    pub message: String,
-}
-
-impl fmt::Display for LocationError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.message)
-    }
-}
-
-impl std::error::Error for LocationError {}
+pub use cronslot_core::coord::LocationError;
 
 const SYNTAX: &str = "expected dynamodb://TABLE?region=REGION[&endpoint=URL], for example dynamodb://cronslot?region=us-east-1 or dynamodb://cronslot?region=us-east-1&endpoint=http://127.0.0.1:5000";
 

@@ -25,6 +25,6 @@ pub use state::{
     encode_state,
 };
 pub use store::{
-    EffectBegin, EffectFinish, EffectLedger, EffectRecord, EffectState, PutResult, StateStore,
-    StoreError, StoreErrorKind, Version, Versioned, decide_begin, decide_finish,
+    EffectBegin, EffectFinish, EffectLedger, EffectRecord, EffectState, LocationError, PutResult,
+    StateStore, StoreError, StoreErrorKind, Version, Versioned, decide_begin, decide_finish,
 };

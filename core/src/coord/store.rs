@@ -105,6 +105,24 @@ impl fmt::Display for StoreError {
 
 impl std::error::Error for StoreError {}
 
+/// A store location (a `--store` URL, or a store's own configuration) that
+/// cannot be used, and why: one type for every store's parser.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LocationError {
+    /// The location as given.
+    pub input: String,
+    /// What is wrong with it and the syntax expected, for a person.
+    pub message: String,
+}
+
+impl fmt::Display for LocationError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for LocationError {}
+
 /// A compare-and-set store of per-job state records.
 pub trait StateStore {
     /// The record of `job` and its version, or `None` if the job has none.
