@@ -176,7 +176,7 @@ impl Corpus {
 
     /// How many calls give the same instant in both (they differ by design
     /// where croner's fixed-time and day rules differ, see
-    /// tests/differential.rs).
+    /// tests/it/differential.rs).
     fn agreement(&self) -> (usize, usize) {
         let mut same = 0;
         for &(i, z) in &self.pairs {

@@ -26,69 +26,67 @@ use crate::coord::{
 };
 use crate::manifest::{JobSpec, parse_manifest};
 
-/// Every test of the suite, by name, for runners that iterate.
-pub const TESTS: &[&str] = &[
-    "first_claim_wins",
-    "concurrent_claimers_run_each_slot_once",
-    "overlap_forbid",
-    "overlap_allow",
-    "overlap_replace",
-    "lease_expiry_takeover_with_higher_fence",
-    "redelivery_after_lease_expiry_retries",
-    "superseded_completion_refused",
-    "transient_failure_retries_same_slot",
-    "exhausted_retries_dead_then_redrive",
-    "catch_up_latest_after_outage",
-    "catch_up_all_after_outage",
-    "catch_up_none_after_outage",
-    "pause_and_resume",
-    "at_most_once",
-    "effect_ledger_skips_recorded_effect",
-    "checkpoint_resumes_on_retry",
-    "schedule_change_keeps_cursor",
-    "dedicated_trigger_for_non_slot_is_refused",
-    "backfill_runs_past_slots",
-    "heartbeat_extends_lease",
-    "manual_trigger_keeps_fates",
-];
-
-/// Runs the named test; `false` when the name is unknown.
-pub async fn run<C: Coordinator>(name: &str, c: &C, ns: &str) -> bool {
-    match name {
-        "first_claim_wins" => first_claim_wins(c, ns).await,
-        "concurrent_claimers_run_each_slot_once" => {
-            concurrent_claimers_run_each_slot_once(c, ns).await
+/// Every test of the suite, named once. [`TESTS`](crate::conformance::TESTS),
+/// [`run`](crate::conformance::run) and the `#[test]` functions of
+/// [`conformance_suite!`](crate::conformance_suite) are generated from this
+/// list, so they cannot disagree; a store's test file names no test (it
+/// invokes `conformance_suite!`), so it cannot miss one. A unit test of this
+/// module checks that every `pub async fn name<C: Coordinator>(c: &C, ns:
+/// &str)` of the module is on the list.
+///
+/// `conformance_tests!([path::to::callback] args…)` expands to
+/// `path::to::callback! { args…; first_claim_wins, …, manual_trigger_keeps_fates }`:
+/// the tokens in brackets name the macro to call, and whatever follows them
+/// is handed back before the `;`.
+#[macro_export]
+macro_rules! conformance_tests {
+    ([$($callback:tt)*] $($args:tt)*) => {
+        $($callback)*! {
+            $($args)*;
+            first_claim_wins,
+            concurrent_claimers_run_each_slot_once,
+            overlap_forbid,
+            overlap_allow,
+            overlap_replace,
+            lease_expiry_takeover_with_higher_fence,
+            redelivery_after_lease_expiry_retries,
+            superseded_completion_refused,
+            transient_failure_retries_same_slot,
+            exhausted_retries_dead_then_redrive,
+            catch_up_latest_after_outage,
+            catch_up_all_after_outage,
+            catch_up_none_after_outage,
+            pause_and_resume,
+            at_most_once,
+            effect_ledger_skips_recorded_effect,
+            checkpoint_resumes_on_retry,
+            schedule_change_keeps_cursor,
+            dedicated_trigger_for_non_slot_is_refused,
+            backfill_runs_past_slots,
+            heartbeat_extends_lease,
+            manual_trigger_keeps_fates,
         }
-        "overlap_forbid" => overlap_forbid(c, ns).await,
-        "overlap_allow" => overlap_allow(c, ns).await,
-        "overlap_replace" => overlap_replace(c, ns).await,
-        "lease_expiry_takeover_with_higher_fence" => {
-            lease_expiry_takeover_with_higher_fence(c, ns).await
-        }
-        "superseded_completion_refused" => superseded_completion_refused(c, ns).await,
-        "transient_failure_retries_same_slot" => transient_failure_retries_same_slot(c, ns).await,
-        "exhausted_retries_dead_then_redrive" => exhausted_retries_dead_then_redrive(c, ns).await,
-        "catch_up_latest_after_outage" => catch_up_latest_after_outage(c, ns).await,
-        "catch_up_all_after_outage" => catch_up_all_after_outage(c, ns).await,
-        "catch_up_none_after_outage" => catch_up_none_after_outage(c, ns).await,
-        "pause_and_resume" => pause_and_resume(c, ns).await,
-        "at_most_once" => at_most_once(c, ns).await,
-        "effect_ledger_skips_recorded_effect" => effect_ledger_skips_recorded_effect(c, ns).await,
-        "checkpoint_resumes_on_retry" => checkpoint_resumes_on_retry(c, ns).await,
-        "schedule_change_keeps_cursor" => schedule_change_keeps_cursor(c, ns).await,
-        "dedicated_trigger_for_non_slot_is_refused" => {
-            dedicated_trigger_for_non_slot_is_refused(c, ns).await
-        }
-        "backfill_runs_past_slots" => backfill_runs_past_slots(c, ns).await,
-        "heartbeat_extends_lease" => heartbeat_extends_lease(c, ns).await,
-        "manual_trigger_keeps_fates" => manual_trigger_keeps_fates(c, ns).await,
-        "redelivery_after_lease_expiry_retries" => {
-            redelivery_after_lease_expiry_retries(c, ns).await
-        }
-        _ => return false,
-    }
-    true
+    };
 }
+
+/// `TESTS` and `run`, from the list of [`conformance_tests!`](crate::conformance_tests).
+macro_rules! tests_and_run {
+    (; $($name:ident),* $(,)?) => {
+        /// Every test of the suite, by name, for runners that iterate.
+        pub const TESTS: &[&str] = &[$(stringify!($name)),*];
+
+        /// Runs the named test; `false` when the name is unknown.
+        pub async fn run<C: Coordinator>(name: &str, c: &C, ns: &str) -> bool {
+            match name {
+                $(stringify!($name) => $name(c, ns).await,)*
+                _ => return false,
+            }
+            true
+        }
+    };
+}
+
+crate::conformance_tests!([tests_and_run]);
 
 /// A Monday, 00:00 UTC: the suite's time zero.
 pub fn t0() -> Timestamp {
@@ -841,24 +839,16 @@ fn block_on_named<F: Future<Output = bool>>(name: &str, f: F) -> bool {
     crate::coord::exec::block_on(f)
 }
 
-/// Declares one `#[test]` per conformance function for a coordinator made by
+/// Declares one `#[test]` per conformance test (the list of
+/// [`conformance_tests!`](crate::conformance_tests), so a failure names its
+/// test) for a coordinator made by
 /// `$make` (an expression evaluated afresh in each test), driven by
 /// `$block_on` (`cronslot_core::coord::exec::block_on` for stores without a
 /// runtime; a runtime's `block_on` otherwise).
 #[macro_export]
 macro_rules! conformance_suite {
     ($make:expr, $block_on:path, $ns:literal) => {
-        $crate::conformance_suite!(@each $make, $block_on, $ns;
-            first_claim_wins, concurrent_claimers_run_each_slot_once, overlap_forbid,
-            overlap_allow, overlap_replace, lease_expiry_takeover_with_higher_fence,
-            redelivery_after_lease_expiry_retries,
-            superseded_completion_refused, transient_failure_retries_same_slot,
-            exhausted_retries_dead_then_redrive, catch_up_latest_after_outage,
-            catch_up_all_after_outage, catch_up_none_after_outage, pause_and_resume,
-            at_most_once, effect_ledger_skips_recorded_effect, checkpoint_resumes_on_retry,
-            schedule_change_keeps_cursor, dedicated_trigger_for_non_slot_is_refused,
-            backfill_runs_past_slots, heartbeat_extends_lease,
-            manual_trigger_keeps_fates);
+        $crate::conformance_tests!([$crate::conformance_suite] @each $make, $block_on, $ns);
     };
     (@each $make:expr, $block_on:path, $ns:literal; $($name:ident),* $(,)?) => {
         $(
@@ -927,4 +917,54 @@ where
         "the spec hash changed"
     );
     assert_eq!(state.dead.len(), 1);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::TESTS;
+
+    /// The tests of this file: every `pub async fn` that takes only a
+    /// coordinator and a namespace.
+    fn test_functions() -> Vec<String> {
+        let source = include_str!("conformance.rs");
+        let mut found = Vec::new();
+        for (at, _) in source.match_indices("\npub async fn ") {
+            let rest = &source[at + "\npub async fn ".len()..];
+            let Some(end) = rest.find('{') else { continue };
+            let signature: String = rest[..end].split_whitespace().collect::<Vec<_>>().join(" ");
+            if let Some(name) = signature.strip_suffix("<C: Coordinator>(c: &C, ns: &str)") {
+                found.push(name.to_string());
+            }
+        }
+        found
+    }
+
+    #[test]
+    fn every_test_function_is_on_the_list() {
+        let functions = test_functions();
+        assert!(functions.len() > 10, "the scan found {functions:?}");
+        let missing: Vec<_> = functions
+            .iter()
+            .filter(|f| !TESTS.contains(&f.as_str()))
+            .collect();
+        assert!(
+            missing.is_empty(),
+            "conformance tests missing from `conformance_tests!`: {missing:?}"
+        );
+        // And the other way round (`run` would not compile otherwise, but
+        // a name listed twice would).
+        let mut listed: Vec<&str> = TESTS.to_vec();
+        listed.sort_unstable();
+        listed.dedup();
+        assert_eq!(listed.len(), TESTS.len(), "a test is listed twice");
+        assert_eq!(listed.len(), functions.len());
+    }
+
+    #[test]
+    fn run_refuses_an_unknown_name() {
+        use crate::coord::exec::block_on;
+        use crate::coord::{CasCoordinator, MemoryStore};
+        let c = CasCoordinator::new(MemoryStore::new(), 7);
+        assert!(!block_on(super::run("no_such_test", &c, "x")));
+    }
 }

@@ -114,7 +114,7 @@ type Object = Rc<ObjectStore<RusqliteSql>>;
 /// is among these (the object's are the special case of one coordinator
 /// with requests in sequence), so this tests a superset of what it must
 /// survive. What it does not model is workerd itself (input/output gates,
-/// storage resets, object eviction): `tests/cf_workerd.rs` runs the object
+/// storage resets, object eviction): `tests/it/cf_workerd.rs` runs the object
 /// there.
 #[derive(Clone, Default)]
 pub struct ObjectStores {

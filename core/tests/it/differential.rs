@@ -74,7 +74,7 @@ use jiff::tz::TimeZone;
 
 // ------------------------------------------------------------ croner adapter
 
-#[path = "common/croner_jiff.rs"]
+#[path = "../common/croner_jiff.rs"]
 mod croner_jiff;
 use croner_jiff::Zt;
 

@@ -1,7 +1,7 @@
 //! `cronslot render`: the checked-in templates are fresh, the output is
 //! deterministic, and bad input is refused.
 //!
-//! `CRONSLOT_BLESS=1 cargo test -p cronslot-cli --test render` rewrites the
+//! `CRONSLOT_BLESS=1 cargo test -p cronslot-cli --test it render::` rewrites the
 //! checked-in templates from the examples' manifests.
 
 use std::path::{Path, PathBuf};
@@ -82,7 +82,7 @@ fn checked_in_templates_are_fresh() {
     }
     assert!(
         stale.is_empty(),
-        "stale templates: render them again with CRONSLOT_BLESS=1 cargo test -p cronslot-cli --test render:\n  {}",
+        "stale templates (render them again with CRONSLOT_BLESS=1 cargo test -p cronslot-cli --test it render::):\n  {}",
         stale.join("\n  ")
     );
 }

@@ -1,6 +1,6 @@
 //! The deterministic simulation (issue 7) on more stores: the Durable
 //! Object's store (`cronslot_cf::ObjectStore` on a real SQLite per job) and
-//! the DynamoDB store on moto. `tests/simulation.rs` runs it on the memory
+//! the DynamoDB store on moto. `simulation.rs` runs it on the memory
 //! and SQLite stores.
 //!
 //! `CRONSLOT_SIM_SLOTS=N` sets the virtual slots of the main tests (a
@@ -44,7 +44,7 @@ fn check(store: &str, test: &str, slots: u64, r: &SimReport) {
         r.violations.is_empty(),
         "simulation on {store} failed with seed {seed}; replay with \
          CRONSLOT_SIM_SEED={seed} CRONSLOT_SIM_SLOTS={slots} cargo test -p cronslot-tests \
-         --test simulation_stores {test}\n{}",
+         --test it simulation_stores::{test}\n{}",
         r.violations.join("\n"),
         seed = r.seed,
     );
@@ -66,7 +66,7 @@ fn same_as_memory(store: &str, test: &str, cfg: &SimConfig, r: &SimReport) {
         (m.trace_hash, m.claims, &m.store),
         "seed {seed}: {store} and the memory store ran differently (trace hash, claims, store \
          operations); replay with CRONSLOT_SIM_SEED={seed} CRONSLOT_SIM_SLOTS={slots} cargo test \
-         -p cronslot-tests --test simulation_stores {test}",
+         -p cronslot-tests --test it simulation_stores::{test}",
         seed = cfg.seed,
         slots = cfg.slots,
     );

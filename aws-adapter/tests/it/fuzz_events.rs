@@ -54,22 +54,22 @@ const KEYS: [&str; 16] = [
 ];
 
 const FIXTURES: [&str; 16] = [
-    include_str!("fixtures/malformed-attempt.json"),
-    include_str!("fixtures/malformed-bad-time.json"),
-    include_str!("fixtures/malformed-job-type.json"),
-    include_str!("fixtures/malformed-no-target.json"),
-    include_str!("fixtures/malformed-no-time.json"),
-    include_str!("fixtures/malformed-not-object.json"),
-    include_str!("fixtures/malformed-placeholder.json"),
-    include_str!("fixtures/malformed-rule-name.json"),
-    include_str!("fixtures/malformed-rule-source.json"),
-    include_str!("fixtures/malformed-unknown-key.json"),
-    include_str!("fixtures/not-a-slot.json"),
-    include_str!("fixtures/rule.json"),
-    include_str!("fixtures/scheduler.json"),
-    include_str!("fixtures/tick-rule.json"),
-    include_str!("fixtures/tick-scheduler.json"),
-    include_str!("fixtures/unknown-job.json"),
+    include_str!("../fixtures/malformed-attempt.json"),
+    include_str!("../fixtures/malformed-bad-time.json"),
+    include_str!("../fixtures/malformed-job-type.json"),
+    include_str!("../fixtures/malformed-no-target.json"),
+    include_str!("../fixtures/malformed-no-time.json"),
+    include_str!("../fixtures/malformed-not-object.json"),
+    include_str!("../fixtures/malformed-placeholder.json"),
+    include_str!("../fixtures/malformed-rule-name.json"),
+    include_str!("../fixtures/malformed-rule-source.json"),
+    include_str!("../fixtures/malformed-unknown-key.json"),
+    include_str!("../fixtures/not-a-slot.json"),
+    include_str!("../fixtures/rule.json"),
+    include_str!("../fixtures/scheduler.json"),
+    include_str!("../fixtures/tick-rule.json"),
+    include_str!("../fixtures/tick-scheduler.json"),
+    include_str!("../fixtures/unknown-job.json"),
 ];
 
 fn config(cases: u32) -> Config {
@@ -89,7 +89,7 @@ fn config(cases: u32) -> Config {
 fn manifest() -> &'static Manifest {
     static M: OnceLock<Manifest> = OnceLock::new();
     M.get_or_init(|| {
-        parse_manifest(include_str!("fixtures/cronslot.toml"), "cronslot.toml")
+        parse_manifest(include_str!("../fixtures/cronslot.toml"), "cronslot.toml")
             .expect("fixture manifest")
     })
 }

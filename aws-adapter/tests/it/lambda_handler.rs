@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 
-const MANIFEST: &str = include_str!("fixtures/cronslot.toml");
+const MANIFEST: &str = include_str!("../fixtures/cronslot.toml");
 
 fn at(text: &str) -> Timestamp {
     text.parse().expect("instant")

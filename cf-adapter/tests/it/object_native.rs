@@ -2,7 +2,7 @@
 //! through the real wire protocol, object code and SQL, on a real SQLite
 //! per object (what a SQLite-backed Durable Object is), with the transport
 //! calling the object in-process instead of through workerd. The same suite
-//! runs in workerd in `tests/tests/cf_workerd.rs`.
+//! runs in workerd in `tests/tests/it/cf_workerd.rs`.
 
 use std::cell::RefCell;
 use std::collections::HashMap;

@@ -33,10 +33,10 @@ const FILE: &str = "fuzz/cronslot.toml";
 const CASE_BUDGET: Duration = Duration::from_secs(5);
 
 const REAL: [&str; 4] = [
-    include_str!("../../examples/cronslot.toml"),
-    include_str!("../../examples/aws-jobs/cronslot.toml"),
-    include_str!("../../examples/cf-jobs/cronslot.toml"),
-    include_str!("../../aws-adapter/tests/fixtures/cronslot.toml"),
+    include_str!("../../../examples/cronslot.toml"),
+    include_str!("../../../examples/aws-jobs/cronslot.toml"),
+    include_str!("../../../examples/cf-jobs/cronslot.toml"),
+    include_str!("../../../aws-adapter/tests/fixtures/cronslot.toml"),
 ];
 
 fn config(cases: u32) -> Config {

@@ -3,7 +3,7 @@
 //! that memory, SQLite and the Durable Object pass. Each test gets a table
 //! of its own on the binary's moto server.
 
-mod support;
+use crate::support;
 
 cronslot_core::conformance_suite!(
     support::conformance_coordinator(),

@@ -34,7 +34,7 @@ fn check(store: &str, r: &SimReport) {
         r.violations.is_empty(),
         "simulation on {store} failed with seed {seed}; replay with \
          CRONSLOT_SIM_SEED={seed} CRONSLOT_SIM_SLOTS=<same> cargo test -p cronslot-tests \
-         --test simulation\n{}",
+         --test it simulation::\n{}",
         r.violations.join("\n"),
         seed = r.seed,
     );

@@ -2,10 +2,10 @@
 //! (one per request sent): a run (claim + complete) costs at most one read
 //! and two writes; a duplicate delivery of a resolved slot one read and no
 //! write. The printed table goes into docs/performance.md
-//! (`cargo test -p cronslot-aws --test dynamo_requests -- --nocapture`).
+//! (`cargo test -p cronslot-aws --test it -- dynamo_requests:: --nocapture`).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod support;
+use crate::support;
 
 use std::collections::BTreeMap;
 

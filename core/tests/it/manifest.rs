@@ -47,7 +47,7 @@ schedule = "0 * * * *"
 http = { url = "https://example.com/hook", method = "POST" }
 "#;
 
-const EXAMPLE_FILE: &str = include_str!("../../examples/cronslot.toml");
+const EXAMPLE_FILE: &str = include_str!("../../../examples/cronslot.toml");
 
 fn parse(text: &str) -> Manifest {
     match parse_manifest(text, FILE) {

@@ -5,7 +5,7 @@
 //! with random faults run every slot exactly once.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod support;
+use crate::support;
 
 use std::cell::RefCell;
 use std::collections::BTreeMap;

@@ -1,0 +1,9 @@
+//! The integration tests of cronslot-cf, one module per subject, linked into
+//! one test binary (a binary per file would link the dependencies once per
+//! file). One module alone:
+//! `cargo test -p cronslot-cf --test it -- object_native::`.
+
+mod admin;
+mod fuzz_protocol;
+mod object_native;
+mod run_native;

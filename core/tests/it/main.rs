@@ -1,0 +1,16 @@
+//! The integration tests of cronslot-core, one module per subject, linked
+//! into one test binary (a binary per file would link the dependencies once
+//! per file). One module alone:
+//! `cargo test -p cronslot-core --test it -- manifest::`.
+
+mod count;
+mod differential;
+mod dst;
+mod fuzz_dialects;
+// These two read manifests from TOML text (`parse_manifest`).
+#[cfg(feature = "toml")]
+mod fuzz_manifest;
+#[cfg(feature = "toml")]
+mod manifest;
+mod parse_props;
+mod translate;

@@ -1,0 +1,17 @@
+//! The integration tests of the `cronslot` command, one module per subject,
+//! linked into one test binary (a binary per file would link the
+//! dependencies, the AWS SDK among them, once per file). One module alone:
+//! `cargo test -p cronslot-cli --test it -- render::`.
+//!
+//! The tests drive the built binary (`CARGO_BIN_EXE_cronslot`); those on
+//! moto share the test binary's one moto server, each with a table or
+//! schedule group of its own.
+
+mod check;
+mod cli;
+mod render;
+mod run;
+mod store_admin;
+mod store_cmds;
+mod store_dynamo;
+mod sync_aws;

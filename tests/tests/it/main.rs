@@ -1,0 +1,16 @@
+//! The cross-crate tests, one module per subject, linked into one test
+//! binary (a binary per file would link the dependencies, the AWS SDK among
+//! them, once per file). One module alone:
+//! `cargo test -p cronslot-tests --test it -- simulation::`.
+//!
+//! The tests on moto share the binary's one moto server, each with a table
+//! of its own; the workerd tests start a `wrangler dev` each.
+
+mod bad_input;
+mod cf_workerd;
+mod conformance_memory;
+mod crash_points;
+mod memory_store;
+mod policies;
+mod simulation;
+mod simulation_stores;
