@@ -2,6 +2,7 @@
 //! store, simulations, and emulator end-to-end tests. The tests live in
 //! `tests/`; this library holds what they share.
 
+pub mod fuzz;
 pub mod moto;
 pub mod sim;
 pub mod sim_backends;

@@ -253,15 +253,7 @@ fn key() -> BoxedStrategy<String> {
 }
 
 fn any_json() -> BoxedStrategy<Value> {
-    leaf()
-        .prop_recursive(4, 48, 6, |inner| {
-            prop_oneof![
-                prop::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
-                prop::collection::vec((key(), inner), 0..6)
-                    .prop_map(|kv| Value::Object(kv.into_iter().collect())),
-            ]
-        })
-        .boxed()
+    cronslot_tests::fuzz::json_tree(leaf(), key(), 48, 6)
 }
 
 /// A value for a field: usually the right type, sometimes anything.
