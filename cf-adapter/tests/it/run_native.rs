@@ -143,3 +143,39 @@ fn without_the_wait_the_retry_is_left_to_a_later_tick() {
         seen.lock().unwrap()
     );
 }
+
+#[test]
+fn a_panicking_job_is_a_transient_failure_in_the_workers_lines() {
+    // The runtime's panic policy, as the Worker's serving code reports it
+    // (natively: in a real isolate a panic aborts it, and the lease's expiry
+    // gives the slot the same fate later).
+    let w = World::new("2026-01-05T00:00:00Z");
+    let spec = spec("{ max_attempts = 2, backoff = \"5s\", max_backoff = \"5s\" }");
+    let jobs = Jobs::new().register("flaky", |ctx| async move {
+        if ctx.attempt() == 1 {
+            panic!("a bug in the job");
+        }
+        Ok(())
+    });
+    w.serve(&spec, Trigger::Tick, RETRY_WITHIN_EVENT, &jobs);
+    w.platform.set("2026-01-05T00:01:00Z".parse().unwrap());
+    let lines = w.serve(&spec, Trigger::Tick, RETRY_WITHIN_EVENT, &jobs);
+    let runs: Vec<(&str, &str)> = lines
+        .iter()
+        .filter(|l| l["msg"] == "run")
+        .map(|l| {
+            (
+                l["outcome"].as_str().unwrap(),
+                l["error"].as_str().unwrap_or(""),
+            )
+        })
+        .collect();
+    assert_eq!(
+        runs,
+        [
+            ("retrying", "the job panicked: a bug in the job"),
+            ("succeeded", "")
+        ],
+        "{lines:?}"
+    );
+}
