@@ -112,6 +112,17 @@ trigger = "dedicated"
         assert_eq!(d.jobs[0].1, Trigger::Slot(t));
         // A zoned job cannot be a UTC cron: it stays on the tick.
         assert_eq!(dedicated_cron(&m.jobs[2]), None);
+        // Both day fields restricted: Cloudflare ORs them as Vixie does, so
+        // the job gets its own cron.
+        let either = parse_manifest(
+            "[[job]]\nname = \"first-or-monday\"\nschedule = \"0 12 1 * MON\"\ntrigger = \"dedicated\"\n",
+            "m.toml",
+        )
+        .unwrap();
+        assert_eq!(
+            dedicated_cron(&either.jobs[0]).as_deref(),
+            Some("0 12 1 * 2")
+        );
     }
 
     #[test]

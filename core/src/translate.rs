@@ -205,7 +205,13 @@ impl fmt::Display for Inexact {
             Inexact::DaysBoth { platform } => write!(
                 f,
                 "the schedule fires only on days matching both day-of-month and day-of-week, \
-                 which {platform} cannot express; restrict only one of the two fields"
+                 which {platform} cannot express{}; restrict only one of the two fields",
+                if *platform == Platform::Cloudflare {
+                    " (it matches a day if either field matches whenever neither is a bare `*`, \
+                     and counts a field such as `*/2` as restricting days)"
+                } else {
+                    ""
+                }
             ),
             Inexact::Construct {
                 platform,
@@ -448,6 +454,17 @@ fn render_days(
         DayPlan::Every => Ok(("*".to_string(), any)),
         DayPlan::MonthDays(dom) => Ok((render_dom(cron, dom, platform)?, any)),
         DayPlan::WeekDays(dow) => Ok((any, render_dow(cron, dow, platform)?)),
+        // Cloudflare's parser (saffron) matches a day if either day field
+        // matches whenever neither is a bare `*`: Vixie's OR, exactly.
+        DayPlan::Either(dom, dow) if platform == Platform::Cloudflare => {
+            match (
+                render_dom(cron, dom, platform),
+                render_dow(cron, dow, platform),
+            ) {
+                (Ok(dom), Ok(dow)) => Ok((dom, dow)),
+                (dom, dow) => Err(dom.err().into_iter().chain(dow.err()).flatten().collect()),
+            }
+        }
         DayPlan::Either(dom, dow) => Err(both_fields_reasons(
             cron,
             dom,

@@ -27,6 +27,11 @@ struct Rules {
     dow_step: bool,
     /// `L` alone in day-of-week means Saturday (Quartz).
     dow_bare_l: bool,
+    /// Only a bare `*` leaves a day field unrestricted (Cloudflare's
+    /// parser, saffron: `*/2` restricts days, so with the other day field
+    /// restricted too a day matches if either matches). Otherwise any
+    /// field that begins with `*` does not count as restricting (Vixie).
+    bare_star_only: bool,
 }
 
 impl Rules {
@@ -42,6 +47,7 @@ impl Rules {
                 macros: true,
                 dow_step: true,
                 dow_bare_l: false,
+                bare_star_only: false,
             },
             Dialect::EventBridge => Rules {
                 dialect,
@@ -53,6 +59,7 @@ impl Rules {
                 macros: false,
                 dow_step: false,
                 dow_bare_l: true,
+                bare_star_only: false,
             },
             Dialect::Cloudflare => Rules {
                 dialect,
@@ -64,7 +71,17 @@ impl Rules {
                 macros: false,
                 dow_step: true,
                 dow_bare_l: false,
+                bare_star_only: true,
             },
+        }
+    }
+
+    /// Whether a day field's text leaves days unrestricted.
+    fn unrestricted(&self, text: &str) -> bool {
+        if self.bare_star_only {
+            text == "*"
+        } else {
+            text.starts_with('*')
         }
     }
 
@@ -690,7 +707,7 @@ fn parse_dom(
     }
     Ok(DomParsed {
         spec,
-        star: text.starts_with('*'),
+        star: rules.unrestricted(text),
         question: false,
     })
 }
@@ -871,7 +888,7 @@ fn parse_dow(
     }
     Ok(DowParsed {
         spec,
-        star: text.starts_with('*'),
+        star: rules.unrestricted(text),
         question: false,
         and,
     })

@@ -403,10 +403,19 @@ fn every_minute_fixed_time_with_default_policy_is_inexact() {
 fn both_day_fields_restricted() {
     for platform in [Platform::EventBridge, Platform::Cloudflare] {
         let run = |expr| translate(&schedule(expr, "UTC", DEFAULT), platform);
-        assert_eq!(
-            reasons(run("0 9 1 * MON")),
-            [Inexact::DaysEither { platform }]
-        );
+        if platform == Platform::EventBridge {
+            assert_eq!(
+                reasons(run("0 9 1 * MON")),
+                [Inexact::DaysEither { platform }]
+            );
+        } else {
+            // Cloudflare (saffron) ORs two restricted day fields, as Vixie
+            // does: exact (issue 18).
+            let t = run("0 9 1 * MON").unwrap();
+            assert_eq!(t.expression, "0 9 1 * 2");
+        }
+        // `*/2` restricts days for saffron but not in the input dialect
+        // (AND): the dialects disagree, so it is refused with that reason.
         assert_eq!(
             reasons(run("0 9 */2 * MON")),
             [Inexact::DaysBoth { platform }]
@@ -425,6 +434,11 @@ fn both_day_fields_restricted() {
     }
     .to_string();
     assert!(message.contains("either") && message.contains("EventBridge"));
+    let message = Inexact::DaysBoth {
+        platform: Platform::Cloudflare,
+    }
+    .to_string();
+    assert!(message.contains("`*/2` as restricting days"), "{message}");
 }
 
 fn constructs(found: &[Inexact]) -> Vec<Construct> {
@@ -514,19 +528,15 @@ fn all_reasons_are_collected() {
             ..
         }
     )));
+    // Cloudflare ORs the day fields itself; what each field lacks, and the
+    // zone, are still all reported.
     let found = reasons(cloudflare("0 9 1,L * MON#1,MON#3", NY, DEFAULT));
-    assert_eq!(found.len(), 4, "{found:?}");
-    assert_eq!(
-        found[0],
-        Inexact::DaysEither {
-            platform: Platform::Cloudflare
-        }
-    );
+    assert_eq!(found.len(), 3, "{found:?}");
     assert_eq!(
         constructs(&found),
         [Construct::LastDayInList, Construct::NthWeekdayInList]
     );
-    assert!(matches!(found[3], Inexact::UtcOnly { .. }));
+    assert!(matches!(found[2], Inexact::UtcOnly { .. }));
 }
 
 #[test]
@@ -816,4 +826,16 @@ fn exact_translations_fire_at_the_same_instants() {
         exact * 4 >= total,
         "only {exact} of {total} translations were exact: the property is nearly vacuous"
     );
+}
+
+/// Cloudflare's parser (saffron) restricts days with any field but a bare
+/// `*`, and ORs two restricted day fields (issue 18).
+#[test]
+fn the_cloudflare_dialect_reads_day_fields_as_saffron_does() {
+    let cf = |text| CronExpr::parse_dialect(text, cronslot_core::Dialect::Cloudflare).unwrap();
+    assert!(cf("0 12 1 * 2").days_are_either());
+    assert!(cf("0 12 */2 * 2").days_are_either(), "`*/2` restricts days");
+    assert!(!cf("0 12 * * 2").days_are_either());
+    // The input dialect counts a field that begins with `*` as unrestricted.
+    assert!(!CronExpr::parse("0 12 */2 * 1").unwrap().days_are_either());
 }
