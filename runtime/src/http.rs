@@ -182,13 +182,11 @@ pub fn judge(
     })
 }
 
-/// The error of a request that outlived its timeout.
-pub fn timed_out(request: &HttpRequest) -> JobError {
+/// The error of a request (`method url`) that outlived its `timeout`.
+pub fn timed_out(method: HttpMethod, url: &str, timeout: Duration) -> JobError {
     JobError::transient(format!(
-        "{} {} timed out after {}",
-        request.method,
-        request.url,
-        format_duration(request.timeout)
+        "{method} {url} timed out after {}",
+        format_duration(timeout)
     ))
 }
 
@@ -299,7 +297,12 @@ mod tests {
         .unwrap_err();
         assert!(permanent.is_permanent());
         assert_eq!(
-            timed_out(&request()).message(),
+            timed_out(
+                HttpMethod::Post,
+                "https://example.com/hook",
+                Duration::from_secs(30)
+            )
+            .message(),
             "POST https://example.com/hook timed out after 30s"
         );
     }

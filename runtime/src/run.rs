@@ -223,12 +223,9 @@ fn start(
 }
 
 /// The error of a run its time limit stopped.
-fn timed_out(spec: &JobSpec, ctx: &RunContext, limit: Duration) -> JobError {
+fn timed_out(spec: &JobSpec, limit: Duration) -> JobError {
     match &spec.action {
-        Action::Http { .. } => match http::plan(spec, ctx) {
-            Some(request) => http::timed_out(&request),
-            None => JobError::transient(format!("timed out after {}", human(limit))),
-        },
+        Action::Http { method, url, .. } => http::timed_out(*method, url, limit),
         Action::Command { .. } => JobError::transient(format!(
             "timed out after {} and was stopped (its process group was killed)",
             human(limit)
@@ -335,7 +332,7 @@ pub async fn run_lease<C: Coordinator + 'static>(
             None
         }
         Ended::Finished(Err(e)) => Some(e),
-        Ended::TimedOut { by_platform: false } => Some(timed_out(spec, &ctx, limit)),
+        Ended::TimedOut { by_platform: false } => Some(timed_out(spec, limit)),
         Ended::TimedOut { by_platform: true } => {
             let advice = platform_deadline.map(|d| d.advice).unwrap_or_default();
             Some(JobError::transient(format!(
