@@ -81,7 +81,10 @@ impl From<StoreError> for CoordError {
     }
 }
 
-/// Every operation on one job's slots. `now` always comes from the caller.
+/// Every operation on one job's slots. `now` always comes from the caller;
+/// a store that judges leases by its own clock
+/// ([`StateStore::get_judged`]) replaces it with that clock's reading for
+/// the operations that read the record.
 pub trait Coordinator {
     /// Plans and claims the next slot to run, if any.
     async fn claim(
@@ -265,15 +268,19 @@ impl<S> CasCoordinator<S> {
 }
 
 impl<S: StateStore> CasCoordinator<S> {
-    /// Applies `op` to the job's record atomically. When `op` leaves the
-    /// record unchanged nothing is written (a duplicate costs one read).
-    /// With `fresh: false` the remembered record is used when there is one.
+    /// Applies `op` to the job's record atomically, at the instant the
+    /// store judges by (`now`, or the store's clock when the record is
+    /// read). When `op` leaves the record unchanged nothing is written (a
+    /// duplicate costs one read). With `fresh: false` the remembered record
+    /// is used when there is one. A job without a record gets one created
+    /// at `created(now)`.
     async fn update<T, E>(
         &self,
         spec: &JobSpec,
-        created: Timestamp,
+        now: Timestamp,
+        created: impl Fn(Timestamp) -> Timestamp,
         fresh: bool,
-        mut op: impl FnMut(&mut JobState, &mut dyn RandomSource) -> Result<T, E>,
+        mut op: impl FnMut(&mut JobState, Timestamp, &mut dyn RandomSource) -> Result<T, E>,
     ) -> Result<T, CoordError>
     where
         CoordError: From<E>,
@@ -284,24 +291,24 @@ impl<S: StateStore> CasCoordinator<S> {
         } else {
             self.known.borrow().get(job).cloned()
         };
-        let mut current = match remembered {
-            Some(v) => Some(v),
+        let (mut current, now) = match remembered {
+            Some(v) => (Some(v), now),
             None => {
-                let read = self.store.get(job).await?;
+                let (read, judged) = self.store.get_judged(job, now).await?;
                 self.remember(job, read.as_ref());
-                read
+                (read, judged)
             }
         };
         for _ in 0..MAX_CAS_ATTEMPTS {
             let (mut next, expected) = match &current {
                 Some(v) => (v.value.clone(), Some(v.version)),
                 None => (
-                    JobState::new(job, &spec.spec_hash(), created, spec.paused),
+                    JobState::new(job, &spec.spec_hash(), created(now), spec.paused),
                     None,
                 ),
             };
             let mut rng = self.random();
-            let out = op(&mut next, &mut rng)?;
+            let out = op(&mut next, now, &mut rng)?;
             decide::fit_record(&mut next);
             if let Some(v) = &current {
                 if v.value == next {
@@ -351,13 +358,27 @@ impl<S: StateStore> CasCoordinator<S> {
         }
     }
 
-    async fn read(&self, spec: &JobSpec, now: Timestamp) -> Result<JobState, CoordError> {
+    /// The job's record (a new one when it has none) and the instant the
+    /// store judges by.
+    async fn read(
+        &self,
+        spec: &JobSpec,
+        now: Timestamp,
+    ) -> Result<(JobState, Timestamp), CoordError> {
         let job = spec.name.as_str();
-        Ok(match self.store.get(job).await? {
+        let (read, now) = self.store.get_judged(job, now).await?;
+        let state = match read {
             Some(Versioned { value, .. }) => value,
             None => JobState::new(job, &spec.spec_hash(), now, spec.paused),
-        })
+        };
+        Ok((state, now))
     }
+}
+
+/// A record created by an operation other than a claim starts at the
+/// operation's instant.
+fn same(now: Timestamp) -> Timestamp {
+    now
 }
 
 impl From<std::convert::Infallible> for CoordError {
@@ -392,8 +413,8 @@ impl<S: StateStore + EffectLedger> Coordinator for CasCoordinator<S> {
         trigger: Trigger,
         owner: &str,
     ) -> Result<Claim, CoordError> {
-        let created = decide::creation_instant(now, trigger);
-        self.update(spec, created, true, |state, rng| {
+        let created = |now| decide::creation_instant(now, trigger);
+        self.update(spec, now, created, true, |state, now, rng| {
             decide::claim(spec, state, now, trigger, owner, rng)
         })
         .await
@@ -406,7 +427,7 @@ impl<S: StateStore + EffectLedger> Coordinator for CasCoordinator<S> {
         result: Option<&str>,
         now: Timestamp,
     ) -> Result<(), CoordError> {
-        self.update(spec, now, false, |state, _| {
+        self.update(spec, now, same, false, |state, now, _| {
             decide::complete(spec, state, fence, result, now)
         })
         .await
@@ -420,7 +441,7 @@ impl<S: StateStore + EffectLedger> Coordinator for CasCoordinator<S> {
         permanent: bool,
         now: Timestamp,
     ) -> Result<FailOutcome, CoordError> {
-        self.update(spec, now, false, |state, rng| {
+        self.update(spec, now, same, false, |state, now, rng| {
             decide::fail(spec, state, fence, error, permanent, now, rng)
         })
         .await
@@ -432,7 +453,7 @@ impl<S: StateStore + EffectLedger> Coordinator for CasCoordinator<S> {
         fence: u64,
         now: Timestamp,
     ) -> Result<Timestamp, CoordError> {
-        self.update(spec, now, false, |state, _| {
+        self.update(spec, now, same, false, |state, now, _| {
             decide::heartbeat(spec, state, fence, now)
         })
         .await
@@ -445,21 +466,21 @@ impl<S: StateStore + EffectLedger> Coordinator for CasCoordinator<S> {
         value: &str,
         now: Timestamp,
     ) -> Result<(), CoordError> {
-        self.update(spec, now, false, |state, _| {
+        self.update(spec, now, same, false, |state, now, _| {
             decide::checkpoint(spec, state, fence, value, now)
         })
         .await
     }
 
     async fn status(&self, spec: &JobSpec, now: Timestamp) -> Result<JobState, CoordError> {
-        let mut state = self.read(spec, now).await?;
+        let (mut state, now) = self.read(spec, now).await?;
         let mut rng = self.random();
         decide::advance(spec, &mut state, now, &mut rng, false);
         Ok(state)
     }
 
     async fn pause(&self, spec: &JobSpec, now: Timestamp) -> Result<(), CoordError> {
-        self.update(spec, now, true, |state, rng| {
+        self.update(spec, now, same, true, |state, now, rng| {
             decide::pause(spec, state, now, rng);
             Ok::<(), std::convert::Infallible>(())
         })
@@ -467,7 +488,7 @@ impl<S: StateStore + EffectLedger> Coordinator for CasCoordinator<S> {
     }
 
     async fn resume(&self, spec: &JobSpec, now: Timestamp) -> Result<(), CoordError> {
-        self.update(spec, now, true, |state, rng| {
+        self.update(spec, now, same, true, |state, now, rng| {
             decide::resume(spec, state, now, rng);
             Ok::<(), std::convert::Infallible>(())
         })
@@ -480,7 +501,7 @@ impl<S: StateStore + EffectLedger> Coordinator for CasCoordinator<S> {
         slot: Option<Timestamp>,
         now: Timestamp,
     ) -> Result<Vec<Timestamp>, CoordError> {
-        self.update(spec, now, true, |state, _| {
+        self.update(spec, now, same, true, |state, now, _| {
             Ok::<_, std::convert::Infallible>(decide::redrive(state, slot, now))
         })
         .await
@@ -494,7 +515,7 @@ impl<S: StateStore + EffectLedger> Coordinator for CasCoordinator<S> {
         now: Timestamp,
         dry_run: bool,
     ) -> Result<Vec<Timestamp>, CoordError> {
-        self.update(spec, now, true, |state, _| {
+        self.update(spec, now, same, true, |state, now, _| {
             decide::backfill(spec, state, from, to, now, dry_run)
         })
         .await
@@ -511,7 +532,7 @@ impl<S: StateStore + EffectLedger> Coordinator for CasCoordinator<S> {
     ) -> Result<EffectBegin, CoordError> {
         // The store refuses effects of a superseded run: the fence must
         // still hold a live lease of the job.
-        let state = self.read(spec, now).await?;
+        let (state, now) = self.read(spec, now).await?;
         let live = state.lease_for_fence(fence).is_some_and(|l| {
             now <= l
                 .expires_at
@@ -539,5 +560,126 @@ impl<S: StateStore + EffectLedger> Coordinator for CasCoordinator<S> {
 
     async fn read_effect(&self, key: &str) -> Result<Option<EffectRecord>, CoordError> {
         Ok(self.store.read_effect(key).await?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::coord::MemoryStore;
+    use crate::coord::exec::block_on;
+    use crate::manifest::parse_manifest;
+
+    /// A memory store whose clock reads `clock`, whatever the caller's.
+    struct Clocked {
+        inner: MemoryStore,
+        clock: Cell<Timestamp>,
+    }
+
+    impl StateStore for Clocked {
+        async fn get(&self, job: &str) -> Result<Option<Versioned<JobState>>, StoreError> {
+            self.inner.get(job).await
+        }
+        async fn put(
+            &self,
+            job: &str,
+            state: &JobState,
+            expected: Option<super::super::store::Version>,
+        ) -> Result<PutResult, StoreError> {
+            self.inner.put(job, state, expected).await
+        }
+        async fn jobs(&self) -> Result<Vec<String>, StoreError> {
+            self.inner.jobs().await
+        }
+        async fn get_judged(
+            &self,
+            job: &str,
+            _now: Timestamp,
+        ) -> Result<(Option<Versioned<JobState>>, Timestamp), StoreError> {
+            Ok((self.inner.get(job).await?, self.clock.get()))
+        }
+    }
+
+    impl EffectLedger for Clocked {
+        async fn begin_effect(
+            &self,
+            key: &str,
+            owner: &str,
+            fence: u64,
+            now: Timestamp,
+            hold: Duration,
+        ) -> Result<EffectBegin, StoreError> {
+            self.inner.begin_effect(key, owner, fence, now, hold).await
+        }
+        async fn finish_effect(
+            &self,
+            key: &str,
+            fence: u64,
+            result: &str,
+            now: Timestamp,
+        ) -> Result<EffectFinish, StoreError> {
+            self.inner.finish_effect(key, fence, result, now).await
+        }
+        async fn read_effect(&self, key: &str) -> Result<Option<EffectRecord>, StoreError> {
+            self.inner.read_effect(key).await
+        }
+    }
+
+    fn at(s: &str) -> Timestamp {
+        s.parse().expect("valid instant")
+    }
+
+    /// Two servers whose clocks disagree by minutes judge a lease by the
+    /// store's clock: the one whose clock runs ahead cannot take over a
+    /// lease the store still counts live, and the one whose clock lags
+    /// still sees the slot due.
+    #[test]
+    fn a_store_with_a_clock_of_its_own_judges_leases_by_it() {
+        let spec = parse_manifest(
+            "[[job]]\nname = \"j\"\nschedule = \"*/10 * * * *\"\nlease = \"1m\"\n",
+            "t.toml",
+        )
+        .expect("valid")
+        .jobs
+        .remove(0);
+        let inner = MemoryStore::new();
+        let store = Clocked {
+            inner,
+            clock: Cell::new(at("2030-01-01T00:00:00Z")),
+        };
+        let c = CasCoordinator::new(store, 1);
+        // Created at the store's 00:00: the slot 00:10 is the first.
+        assert!(matches!(
+            block_on(c.claim(&spec, at("2029-12-31T23:50:00Z"), Trigger::Tick, "a")),
+            Ok(Claim::Idle(_))
+        ));
+        // The store's clock reaches 00:10:05 while server a's reads 23:57
+        // (slow by 13 minutes): a still claims the slot.
+        c.store().clock.set(at("2030-01-01T00:10:05Z"));
+        let lease = match block_on(c.claim(&spec, at("2029-12-31T23:57:00Z"), Trigger::Tick, "a")) {
+            Ok(Claim::Claimed(lease)) => lease,
+            other => panic!("the slot is due by the store's clock: {other:?}"),
+        };
+        assert_eq!(lease.slot, at("2030-01-01T00:10:00Z"));
+        assert_eq!(lease.expires_at, at("2030-01-01T00:11:05Z"));
+        // Server b's clock runs 5 minutes ahead: by it the lease expired
+        // long ago, by the store's it has not; b takes nothing over.
+        c.store().clock.set(at("2030-01-01T00:10:30Z"));
+        let b = CasCoordinator::new(
+            Clocked {
+                inner: c.store().inner.clone(),
+                clock: Cell::new(at("2030-01-01T00:10:30Z")),
+            },
+            2,
+        );
+        assert!(matches!(
+            block_on(b.claim(&spec, at("2030-01-01T00:15:30Z"), Trigger::Tick, "b")),
+            Ok(Claim::Idle(_))
+        ));
+        let status = block_on(b.status(&spec, at("2030-01-01T00:15:30Z"))).expect("reads");
+        assert!(
+            status.lease_for_fence(lease.fence).is_some(),
+            "the lease is live by the store's clock: {status:?}"
+        );
     }
 }

@@ -139,6 +139,20 @@ pub trait StateStore {
 
     /// Every job that has a record, sorted.
     async fn jobs(&self) -> Result<Vec<String>, StoreError>;
+
+    /// [`get`](StateStore::get), and the instant that leases are judged
+    /// by, read in the same round trip. A store without a clock of its own
+    /// answers the caller's `now` (the default). A store shared by servers
+    /// whose clocks may disagree (PostgreSQL) answers its own clock, so
+    /// that every server agrees on when a lease has expired: the
+    /// coordinator plans with that instant instead of the caller's.
+    async fn get_judged(
+        &self,
+        job: &str,
+        now: Timestamp,
+    ) -> Result<(Option<Versioned<JobState>>, Timestamp), StoreError> {
+        Ok((self.get(job).await?, now))
+    }
 }
 
 /// One entry of the effect ledger.
