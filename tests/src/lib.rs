@@ -1,9 +1,11 @@
 //! Cross-crate tests for cronslot: the store conformance suite on every
 //! store, simulations, and emulator end-to-end tests. The tests live in
-//! `tests/`; this library holds what they share.
+//! `tests/`; this library holds what they share (the moto, workerd and
+//! PostgreSQL harnesses among it).
 
 pub mod fuzz;
 pub mod moto;
+pub mod postgres;
 pub mod sim;
 pub mod sim_backends;
 pub mod workerd;
