@@ -22,29 +22,30 @@ fn state(job: &str, seconds: i64) -> JobState {
 /// `psql`, holding it for `seconds`; returns once the lock is held.
 fn hold(server: &Server, db: &str, lock: &str, seconds: f64) -> Child {
     let marker = unique("holder");
-    let child = server.spawn_psql(
+    let mut child = server.spawn_psql(
         db,
         &format!("/* {marker} */ BEGIN; {lock}; SELECT pg_sleep({seconds}); COMMIT;"),
     );
     let start = Instant::now();
-    loop {
-        // Sleeping means the lock statement before it is done.
-        let sleeping = server.psql(
+    // Sleeping means the lock statement before it is done.
+    let sleeping = || {
+        server.psql(
             db,
             &format!(
                 "SELECT count(*) FROM pg_stat_activity \
                  WHERE query LIKE '%{marker}%' AND wait_event = 'PgSleep'"
             ),
-        );
-        if sleeping == "1" {
-            return child;
+        ) == "1"
+    };
+    while !sleeping() {
+        if start.elapsed() > Duration::from_secs(10) {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("the lock was never taken");
         }
-        assert!(
-            start.elapsed() < Duration::from_secs(10),
-            "the lock was never taken"
-        );
         std::thread::sleep(Duration::from_millis(20));
     }
+    child
 }
 
 /// Holds an exclusive lock on the store's `job_state` (reads and writes

@@ -4,7 +4,9 @@
 //! `cargo test -p cronslot-tests --test it -- simulation::`.
 //!
 //! The tests on moto share the binary's one moto server, each with a table
-//! of its own; the workerd tests start a `wrangler dev` each.
+//! of its own; the PostgreSQL simulation runs on the binary's private
+//! PostgreSQL server, in a schema of its own; the workerd tests start a
+//! `wrangler dev` each.
 
 mod bad_input;
 mod cf_workerd;
@@ -13,4 +15,5 @@ mod crash_points;
 mod memory_store;
 mod policies;
 mod simulation;
+mod simulation_postgres;
 mod simulation_stores;
