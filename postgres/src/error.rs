@@ -134,7 +134,7 @@ pub(crate) fn classify(
         (
             StoreErrorKind::Unavailable,
             "check that the server is running and accepts TCP connections at this host and port \
-             (the store retries later)",
+             (worth retrying)",
         )
     } else if e.is_closed() || find_cause::<io::Error>(e).is_some() {
         match phase {
@@ -201,7 +201,7 @@ fn from_db(store: &str, doing: &str, phase: Phase, db: &DbError) -> PgError {
         (
             StoreErrorKind::Unavailable,
             "the server is busy, starting, read-only or timed the statement out; nothing was \
-             written, and the store retries later",
+             written (worth retrying)",
         )
     } else if *code == SqlState::ADMIN_SHUTDOWN || *code == SqlState::CRASH_SHUTDOWN {
         match phase {

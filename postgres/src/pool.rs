@@ -206,7 +206,8 @@ impl Shared {
             Err(_) => {
                 return Err(PgError::unavailable(format!(
                     "PostgreSQL store {}: all {} connections stayed busy for {}: the server is \
-                     slow or the store is shared by too many tasks; the store retries later",
+                     slow or the store is shared by too many tasks (worth retrying; or raise \
+                     max_connections)",
                     self.shown,
                     self.max_connections,
                     seconds(wait)
@@ -258,8 +259,8 @@ impl Shared {
             Ok(Err(e)) => Err(classify(&self.shown, "connecting", Phase::Connect, &e)),
             Err(_) => Err(PgError::unavailable(format!(
                 "PostgreSQL store {}: connecting: no answer within {} (connect_timeout): check \
-                 that the server is running and reachable at this host and port (the store \
-                 retries later)",
+                 that the server is running and reachable at this host and port (worth \
+                 retrying)",
                 self.shown,
                 seconds(limit)
             ))),

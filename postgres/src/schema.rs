@@ -222,10 +222,22 @@ fn settled(store: &str, schema: &str, found: &Probe) -> Result<Option<InitReport
              newer cronslot (this build knows up to {STORE_SCHEMA_VERSION}): upgrade cronslot, \
              or use another schema (?schema=NAME); nothing was written"
         ))),
-        Some(v)
-            if v == STORE_SCHEMA_VERSION
-                && TABLES.iter().all(|t| found.tables.iter().any(|f| f == t)) =>
-        {
+        Some(v) if v == STORE_SCHEMA_VERSION => {
+            let missing: Vec<&str> = TABLES
+                .iter()
+                .copied()
+                .filter(|t| !found.tables.iter().any(|f| f == t))
+                .collect();
+            if !missing.is_empty() {
+                // Recorded as created, yet gone: creating them again empty
+                // would hand out slots that already ran.
+                return Err(PgError::corrupt(format!(
+                    "PostgreSQL store {store}: schema {schema:?} is at store version {v} but \
+                     lacks table {}: restore it from a backup, or drop the schema to start \
+                     afresh",
+                    missing.join(", ")
+                )));
+            }
             Ok(Some(InitReport {
                 schema: schema.to_string(),
                 created_schema: false,

@@ -401,7 +401,7 @@ impl PgStore {
                 }
                 Err(PgError::unavailable(format!(
                     "PostgreSQL store {}: {}: other writers changed the entry {MAX_LEDGER_ATTEMPTS} \
-                     times in a row; the store retries later",
+                     times in a row (worth retrying)",
                     shared.shown,
                     doing()
                 )))

@@ -51,7 +51,26 @@ fn rw(d: StatementCounts) -> (u64, u64) {
 /// job's record that checks the run still holds its lease).
 #[test]
 fn statement_counts_are_exact() {
-    let store = fresh_store("counts");
+    let url = fresh_url("counts");
+    let store = block_on(open(&url, PgOptions::default()))
+        .unwrap()
+        .judge_by(JudgeClock::Caller);
+    // Creating the schema: one look at the catalog, then one transaction
+    // (BEGIN, the advisory lock, a second look, CREATE SCHEMA, the
+    // migration table, migration 1, its row, COMMIT), on one connection.
+    let opened = store.statements();
+    assert_eq!(
+        opened,
+        StatementCounts {
+            reads: 0,
+            writes: 0,
+            setup: 9,
+            connections: 1
+        }
+    );
+    // Opening an existing schema: the catalog and the version, two reads.
+    let again = block_on(open(&url, PgOptions::default())).unwrap();
+    assert_eq!(again.statements().setup, 2);
     let a = CasCoordinator::new(store.clone(), 1);
     let b = CasCoordinator::new(store.clone(), 2);
     let spec = job("pg", "counted", "schedule = \"* * * * *\"\nlease = \"1m\"");
@@ -496,4 +515,57 @@ fn clones_work_from_any_thread_and_runtime() {
 fn the_store_is_send_and_sync() {
     fn check<T: Send + Sync + Clone + 'static>() {}
     check::<PgStore>();
+}
+
+/// A Unix socket host: the socket's directory, percent-encoded, as libpq
+/// writes it.
+#[test]
+fn a_unix_socket_host() {
+    let dir = shared().socket_dir().to_string_lossy().replace('/', "%2F");
+    let url = format!(
+        "postgres://postgres@{dir}:{}/postgres?schema={}",
+        shared().port,
+        unique("sock")
+    );
+    let store = block_on(open(&url, PgOptions::default())).unwrap();
+    assert!(
+        store
+            .location()
+            .to_string()
+            .starts_with("postgres://postgres@%2F")
+    );
+    let state = JobState::new("j", "0000000000000000", at(0), false);
+    assert_eq!(
+        block_on(store.put("j", &state, None)).unwrap(),
+        PutResult::Written(1)
+    );
+}
+
+/// `sslmode=prefer` (the default) on a server without TLS: plain TCP.
+#[test]
+fn prefer_falls_back_to_plain_tcp() {
+    let url = format!(
+        "postgres://postgres@127.0.0.1:{}/postgres?schema={}",
+        shared().port,
+        unique("prefer")
+    );
+    let store = block_on(open(&url, PgOptions::default())).unwrap();
+    assert_eq!(
+        store.location().sslmode(),
+        cronslot_postgres::SslMode::Prefer
+    );
+    assert!(block_on(store.jobs()).unwrap().is_empty());
+}
+
+/// Tables recorded as created but gone are not quietly made again empty
+/// (that would run slots that already ran): the store refuses to open.
+#[test]
+fn a_schema_missing_a_table_is_refused() {
+    let url = fresh_url("dropped");
+    let store = block_on(open(&url, PgOptions::default())).unwrap();
+    let schema = store.location().schema().to_string();
+    shared().psql("postgres", &format!("DROP TABLE {schema}.job_state"));
+    let e = block_on(open(&url, PgOptions::default())).unwrap_err();
+    assert_eq!(e.kind(), &StoreErrorKind::Corrupt, "{e}");
+    assert!(e.message().contains("lacks table job_state"), "{e}");
 }
