@@ -69,12 +69,26 @@ fn hold_row(server: &Server, db: &str, schema: &str, job: &str, seconds: f64) ->
     )
 }
 
-/// Ends the store's connections (`pg_terminate_backend`) once `delay` has
-/// passed, from another thread.
-fn cut_later(app: &str, delay: Duration) -> std::thread::JoinHandle<u32> {
+/// Ends the store's connections (`pg_terminate_backend`) once its
+/// statement waits for a lock, from another thread.
+fn cut_when_waiting(app: &str) -> std::thread::JoinHandle<u32> {
     let app = app.to_string();
     std::thread::spawn(move || {
-        std::thread::sleep(delay);
+        let start = Instant::now();
+        while shared().psql(
+            "postgres",
+            &format!(
+                "SELECT count(*) FROM pg_stat_activity \
+                 WHERE application_name = '{app}' AND wait_event_type = 'Lock'"
+            ),
+        ) != "1"
+        {
+            assert!(
+                start.elapsed() < Duration::from_secs(10),
+                "the store's statement never waited for the lock"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
         shared().terminate_application(&app)
     })
 }
@@ -97,7 +111,7 @@ fn a_cut_connection_is_reported_and_the_next_call_reconnects() {
     let connections = store.statements().connections;
 
     let mut locker = hold_table(shared(), "postgres", &schema, 2.0);
-    let cutter = cut_later(&app, Duration::from_millis(300));
+    let cutter = cut_when_waiting(&app);
     let e = block_on(store.get("j")).unwrap_err();
     assert_eq!(e.kind, StoreErrorKind::Unavailable, "{e}");
     assert!(e.message.contains("terminating connection"), "{e}");
@@ -106,7 +120,7 @@ fn a_cut_connection_is_reported_and_the_next_call_reconnects() {
     locker.wait().unwrap();
 
     let mut locker = hold_row(shared(), "postgres", &schema, "j", 2.0);
-    let cutter = cut_later(&app, Duration::from_millis(300));
+    let cutter = cut_when_waiting(&app);
     let e = block_on(store.put("j", &state("j", 60), Some(1))).unwrap_err();
     assert_eq!(e.kind, StoreErrorKind::Ambiguous, "{e}");
     assert!(
@@ -126,11 +140,20 @@ fn a_cut_connection_is_reported_and_the_next_call_reconnects() {
     );
     assert!(store.statements().connections > connections);
 
-    // An idle connection cut between calls is noticed and replaced: the
-    // next call succeeds.
+    // An idle connection cut between calls is noticed (its end is read
+    // at once on loopback) and replaced: the next call succeeds. Were the
+    // call to race the close, it would fail as unavailable, and the one
+    // after it succeed.
     assert_eq!(shared().terminate_application(&app), 1);
     std::thread::sleep(Duration::from_millis(200));
-    assert_eq!(block_on(store.get("j")).unwrap().unwrap().version, 2);
+    let read = match block_on(store.get("j")) {
+        Ok(read) => read,
+        Err(e) => {
+            assert_eq!(e.kind, StoreErrorKind::Unavailable, "{e}");
+            block_on(store.get("j")).unwrap()
+        }
+    };
+    assert_eq!(read.unwrap().version, 2);
 }
 
 /// The coordinator turns an ambiguous write into a definite answer by
@@ -153,7 +176,7 @@ fn the_coordinator_resolves_a_cut_claim() {
     // cut. The coordinator reads back, finds the record unchanged, and
     // writes again, which waits until the lock is gone.
     let mut locker = hold_row(shared(), "postgres", &schema, &name, 1.0);
-    let cutter = cut_later(&app, Duration::from_millis(300));
+    let cutter = cut_when_waiting(&app);
     let claimed = block_on(c.claim(&spec, at(61), Trigger::Tick, "a")).unwrap();
     assert_eq!(cutter.join().unwrap(), 1);
     locker.wait().unwrap();

@@ -326,10 +326,14 @@ fn concurrent_first_use_creates_the_schema_once() {
         ),
         "1|1"
     );
-    // And `init` on an existing schema reports it already there.
+    // And `init` on an existing schema, from several tasks at once,
+    // reports it already there.
     let store = block_on(open(&url, PgOptions::default())).unwrap();
+    let inits = (0..4).map(|_| store.init()).collect();
+    for report in block_on(cronslot_core::coord::exec::join_all(inits)) {
+        assert!(report.as_ref().unwrap().already_there(), "{report:?}");
+    }
     let report = block_on(store.init()).unwrap();
-    assert!(report.already_there(), "{report}");
     assert_eq!(
         report.to_string(),
         format!("schema {schema:?} already there, at version 1")
