@@ -38,8 +38,33 @@ pub enum Command {
     Translate(TranslateArgs),
     /// Check a manifest and print every job with its next three slots.
     Validate(ValidateArgs),
-    /// Run the manifest's jobs on the embedded store (SQLite), each slot once.
+    /// Run the manifest's jobs on a store, each slot once, until stopped.
+    ///
+    /// On the embedded store (sqlite:PATH) for one machine, or on a shared
+    /// one (postgres://…, dynamodb://…) for a fleet: run it on every
+    /// server with the same manifest and store; each slot runs once. Exits
+    /// 0 when it stopped normally (dead letters are the jobs' failures, not
+    /// the runner's), 1 if a slot ran twice or a worker failed, 2 on bad
+    /// input. SIGTERM or Ctrl-C: claim nothing more and let running jobs
+    /// finish; a second one stops them too.
     Run(RunArgs),
+    /// Make one pass: run every job's due slots once, wait for them, exit.
+    ///
+    /// For system cron, systemd timers, Kubernetes CronJobs and CI
+    /// schedules: call it every minute on any number of machines with one
+    /// shared store; each slot runs once. Plans every job at now, runs the
+    /// due slots of command and http jobs within their timeouts, and
+    /// records each outcome. Exits 0 when every run succeeded and was
+    /// recorded (or nothing was due), 1 when a run failed (it is retried or
+    /// dead-lettered as usual) or the store failed, 2 on bad input (a Rust
+    /// function job, which only a program embedding cronslot can run).
+    Tick(TickArgs),
+    /// Create what a store needs: the SQLite file, the PostgreSQL schema, or the DynamoDB table.
+    ///
+    /// Idempotent: what exists already is left as it is (and said so).
+    /// Exits 0 when the store is ready, 1 when it could not be made ready,
+    /// 2 on bad input.
+    Init(InitArgs),
     /// Show each job's last success, next slot, live leases, fence, counts and dead letters.
     ///
     /// Also each job's health: ok, STALE (no success within `stale_after`,
@@ -226,10 +251,17 @@ pub struct ValidateArgs {
 #[derive(Debug, Args)]
 pub struct StoreArgs {
     /// The store: sqlite:PATH (the embedded default),
+    /// postgres://USER@HOST[:PORT]/DB[?sslmode=…&schema=…],
     /// dynamodb://TABLE?region=R[&endpoint=URL], or https://HOST/PREFIX (a
     /// Cloudflare Worker's admin routes, e.g. https://jobs.example.com/cronslot;
-    /// needs --token-env).
-    #[arg(long, value_name = "URL", default_value = "sqlite:cronslot.db")]
+    /// needs --token-env). Also read from CRONSLOT_STORE.
+    #[arg(
+        long,
+        value_name = "URL",
+        env = "CRONSLOT_STORE",
+        hide_env_values = true,
+        default_value = "sqlite:cronslot.db"
+    )]
     pub store: String,
     /// With an https:// store: the environment variable that holds the
     /// Worker's admin token (its CRONSLOT_ADMIN_TOKEN secret). The token is
@@ -257,8 +289,18 @@ pub struct RunArgs {
     /// The manifest whose jobs to run.
     #[arg(value_name = "MANIFEST", default_value = "cronslot.toml")]
     pub manifest: PathBuf,
-    /// The store: sqlite:PATH.
-    #[arg(long, value_name = "URL", default_value = "sqlite:cronslot.db")]
+    /// The store: sqlite:PATH (one machine),
+    /// postgres://USER@HOST[:PORT]/DB[?sslmode=…&schema=…] or
+    /// dynamodb://TABLE?region=R[&endpoint=URL] (a fleet). Prefer the
+    /// environment (CRONSLOT_STORE, PGPASSWORD) for a URL with a password:
+    /// a command line is visible to every user of the machine.
+    #[arg(
+        long,
+        value_name = "URL",
+        env = "CRONSLOT_STORE",
+        hide_env_values = true,
+        default_value = "sqlite:cronslot.db"
+    )]
     pub store: String,
     /// Clock speed: 60 makes a minute pass per second (demos and tests).
     #[arg(long, default_value_t = 1.0)]
@@ -272,6 +314,47 @@ pub struct RunArgs {
     /// Log lines: one per run, human-readable or JSON.
     #[arg(long, value_enum, default_value = "pretty")]
     pub log_format: LogFormat,
+    /// Serve health probes on this address (e.g. 0.0.0.0:8080): GET
+    /// /healthz answers 200 while every worker makes progress, GET /readyz
+    /// 200 while the store answers.
+    #[arg(long, value_name = "ADDR")]
+    pub health_listen: Option<String>,
+}
+
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Example (a crontab line, every minute, on any number of machines):\n  \
+                        * * * * * cronslot tick /etc/cronslot.toml --log-format json"
+)]
+pub struct TickArgs {
+    /// The manifest whose jobs to run.
+    #[arg(value_name = "MANIFEST", default_value = "cronslot.toml")]
+    pub manifest: PathBuf,
+    /// The store, as for `run` (sqlite:PATH, postgres://…, dynamodb://…).
+    #[arg(
+        long,
+        value_name = "URL",
+        env = "CRONSLOT_STORE",
+        hide_env_values = true,
+        default_value = "sqlite:cronslot.db"
+    )]
+    pub store: String,
+    /// Log lines: one per run, human-readable or JSON.
+    #[arg(long, value_enum, default_value = "pretty")]
+    pub log_format: LogFormat,
+}
+
+#[derive(Debug, Args)]
+pub struct InitArgs {
+    /// The store to create: sqlite:PATH, postgres://…, dynamodb://TABLE?region=R[&endpoint=URL].
+    #[arg(
+        long,
+        value_name = "URL",
+        env = "CRONSLOT_STORE",
+        hide_env_values = true,
+        default_value = "sqlite:cronslot.db"
+    )]
+    pub store: String,
 }
 
 #[derive(Debug, Args)]
