@@ -7,7 +7,7 @@ use crate::exit::Failure;
 use crate::store::StoreTarget;
 
 pub fn exec(args: InitArgs) -> Result<(), Failure> {
-    let target = StoreTarget::parse(&args.store, None)?;
+    let target = StoreTarget::parse_for_jobs(&args.store)?;
     println!("{}", target.init()?);
     Ok(())
 }

@@ -27,7 +27,7 @@ pub fn exec(args: RunArgs) -> Result<(), Failure> {
         .as_deref()
         .map(|text| parse_until(text, clock.now()))
         .transpose()?;
-    let target = StoreTarget::parse(&args.store, None)?;
+    let target = StoreTarget::parse_for_jobs(&args.store)?;
     let manifest = load_manifest(&args.manifest)?;
     refuse_function_jobs(&manifest, "run")?;
     let listener = args

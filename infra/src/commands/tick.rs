@@ -18,7 +18,7 @@ use crate::store::StoreTarget;
 use crate::store::jobs::with_job_store;
 
 pub fn exec(args: TickArgs) -> Result<(), Failure> {
-    let target = StoreTarget::parse(&args.store, None)?;
+    let target = StoreTarget::parse_for_jobs(&args.store)?;
     let manifest = load_manifest(&args.manifest)?;
     refuse_function_jobs(&manifest, "tick")?;
     let clock = Clock::real();

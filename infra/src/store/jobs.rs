@@ -30,6 +30,25 @@ macro_rules! with_job_store {
 pub(crate) use with_job_store;
 
 impl StoreTarget {
+    /// Parses `--store` for a command that runs jobs or creates a store
+    /// (`run`, `tick`, `init`): a Worker's admin URL is refused with the
+    /// reason, not asked for a token it would not use.
+    pub fn parse_for_jobs(url: &str) -> Result<StoreTarget, Failure> {
+        let scheme = url
+            .trim()
+            .split_once(':')
+            .map(|(s, _)| s.to_ascii_lowercase());
+        if matches!(scheme.as_deref(), Some("http" | "https")) {
+            return Err(Failure::bad_input(format!(
+                "error: --store {}: a Cloudflare Worker runs its own jobs (its Cron Triggers) \
+                 and its store is its Durable Objects; here --store takes sqlite:PATH, \
+                 postgres://… or dynamodb://…",
+                url.trim()
+            )));
+        }
+        StoreTarget::parse(url, None)
+    }
+
     /// Opens the store to run jobs on it, timed by `clock`. The SQLite file
     /// (and its directory) is created on first use; a DynamoDB table must
     /// exist (`cronslot init` creates it).
