@@ -508,7 +508,10 @@ pub fn literal_block(text: &str, indent: usize) -> Option<String> {
                     '\u{2028}' | '\u{2029}' | '\u{FEFF}' | '\u{FFFE}' | '\u{FFFF}'
                 ))
     };
-    if text.is_empty() || text.starts_with([' ', '\t', '\n']) || !text.chars().all(printable) {
+    // The first line with content sets the block's indentation: it may
+    // not begin with whitespace (empty lines before it are fine).
+    let first = text.split('\n').find(|l| !l.is_empty())?;
+    if first.starts_with([' ', '\t']) || !text.chars().all(printable) {
         return None;
     }
     let body = text.trim_end_matches('\n');
@@ -833,13 +836,14 @@ mod tests {
             "a = 1\n\n\n",
             "# c\n\n[x]\n  y = \"two  spaces\"  \n\tz = 1\n",
             "a = \"é ✓\"\n---\n...\n",
+            "\n\na = 1\n",
         ] {
             let block = literal_block(text, 4).expect("representable");
             let doc = format!("k: {block}");
             let docs = Yaml::load_from_str(&doc).expect("yaml");
             assert_eq!(docs[0]["k"].as_str(), Some(text), "{doc}");
         }
-        for text in ["", " a", "\na", "a\r\nb", "a\u{7}"] {
+        for text in ["", "\n\n", " a", "\n a", "\n  \na", "a\r\nb", "a\u{7}"] {
             assert!(literal_block(text, 4).is_none(), "{text:?}");
         }
     }
