@@ -154,13 +154,13 @@ fn invocation(container: &Node<'_>) -> Option<Invocation> {
     let mut manifest = None;
     let mut flags = Vec::new();
     while let Some(arg) = rest.next() {
-        if let Some(flag) = arg.strip_prefix("--").map(|_| arg.clone()) {
-            match flag.split_once('=') {
+        if arg.starts_with("--") {
+            match arg.split_once('=') {
                 Some((f, v)) => flags.push((f.to_string(), v.to_string())),
-                None if VALUE_FLAGS.contains(&flag.as_str()) => {
-                    flags.push((flag, rest.next().unwrap_or_default()));
+                None if VALUE_FLAGS.contains(&arg.as_str()) => {
+                    flags.push((arg, rest.next().unwrap_or_default()));
                 }
-                None => flags.push((flag, String::new())),
+                None => flags.push((arg, String::new())),
             }
         } else if manifest.is_none() {
             manifest = Some(arg);

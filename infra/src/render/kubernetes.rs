@@ -448,7 +448,11 @@ fn pod_spec(
         "terminationGracePeriodSeconds",
         grace,
     );
-    spec.push(
+    spec.push_commented(
+        wrap(
+            "A numeric non-root user, so that the kubelet can verify runAsNonRoot: the image must run as it.",
+            depth,
+        ),
         "securityContext",
         Map::new()
             .put("runAsNonRoot", true)
