@@ -358,7 +358,7 @@ pub enum RenderFormat {
     Wrangler,
     /// A table of every job for the people who operate them.
     Markdown,
-    /// Kubernetes: a Deployment (`cronslot run`) or CronJob (`cronslot tick`) with its ConfigMap.
+    /// A Deployment (`cronslot run`) or a CronJob (`cronslot tick`), with the manifest in a ConfigMap.
     Kubernetes,
 }
 
