@@ -333,7 +333,7 @@ fn workload(
     let spec = get(pod, "spec")?;
     let containers = items(get(spec, "containers"));
     let expected = format!(
-        "expected: cronslot {subcommand} {} --store \"$(CRONSLOT_STORE)\"",
+        "expected: cronslot {subcommand} {} (the store in env CRONSLOT_STORE)",
         crate::render::kubernetes::manifest_path()
     );
     let found = containers
@@ -466,18 +466,27 @@ fn env_reference(arg: &str) -> Option<&str> {
     arg.strip_prefix("$(")?.strip_suffix(')')
 }
 
-/// The store URL must come from a Secret: `--store "$(VAR)"` (or no
-/// `--store`, which reads CRONSLOT_STORE) with VAR from `secretKeyRef`.
+/// The store URL must come from a Secret: no `--store` (cronslot reads
+/// CRONSLOT_STORE), or `--store "$(VAR)"`, with the variable from
+/// `secretKeyRef`.
 fn store(report: &mut Report, what: &str, line: usize, container: &Node<'_>, inv: &Invocation) {
     let expected = || {
         vec![format!(
-            "expected: --store \"$({STORE_ENV})\" with env {STORE_ENV} from valueFrom.secretKeyRef (key url)"
+            "expected: no --store, and env {STORE_ENV} from valueFrom.secretKeyRef (key url)"
         )]
     };
     let var = match inv.flag("--store") {
         None => STORE_ENV,
         Some(value) => match env_reference(value) {
-            Some(var) => var,
+            Some(var) => {
+                report.note(
+                    Some(line),
+                    format!(
+                        "{what}: --store {value:?} puts the store URL on the process's command line, where the jobs can read it; leave --store out: cronslot reads {STORE_ENV}"
+                    ),
+                );
+                var
+            }
             None => {
                 report.problem(
                     Some(line),

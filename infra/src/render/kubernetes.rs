@@ -21,11 +21,13 @@ use crate::exit::Failure;
 /// Where the ConfigMap is mounted, and the key (file) that holds the manifest.
 pub const MOUNT_DIR: &str = "/etc/cronslot";
 pub const MANIFEST_KEY: &str = "cronslot.toml";
-/// The environment variable the store URL is read from, and the Secret's key.
+/// The environment variable `cronslot run` and `tick` read the store URL
+/// from when `--store` is not given, and the Secret's key that fills it.
+/// No `--store` is rendered: its value would be on the process's command
+/// line, which the jobs can read (`/proc/PID/cmdline`), while the runner
+/// withholds this variable from their environment.
 pub const STORE_ENV: &str = "CRONSLOT_STORE";
 pub const SECRET_KEY: &str = "url";
-/// `--store` as rendered: Kubernetes expands `$(VAR)` from the container's env.
-pub const STORE_ARG: &str = "$(CRONSLOT_STORE)";
 /// `cronslot run --health-listen`: `GET /healthz` and `GET /readyz`.
 pub const HEALTH_PORT: u16 = 8080;
 pub const HEALTH_PORT_NAME: &str = "health";
@@ -332,12 +334,12 @@ fn strings(items: &[&str]) -> Node {
     Node::Seq(items.iter().map(|s| Node::from(*s)).collect())
 }
 
-/// The cronslot container: `cronslot SUBCOMMAND MANIFEST --store
-/// $(CRONSLOT_STORE) [extra...]`, the store URL from the Secret.
-/// `depth`: the column of the container's keys.
+/// The cronslot container: `cronslot SUBCOMMAND MANIFEST [extra...]`, the
+/// store URL in CRONSLOT_STORE from the Secret. `depth`: the column of the
+/// container's keys.
 fn container(options: &Options, subcommand: &str, extra: &[&str], depth: usize) -> Map {
     let manifest = manifest_path();
-    let mut args = vec![subcommand, manifest.as_str(), "--store", STORE_ARG];
+    let mut args = vec![subcommand, manifest.as_str()];
     args.extend_from_slice(extra);
     let mut c = Map::new()
         .put("name", CONTAINER)
@@ -352,7 +354,13 @@ fn container(options: &Options, subcommand: &str, extra: &[&str], depth: usize) 
         "workingDir",
         "/tmp",
     );
-    c.push(
+    c.push_commented(
+        wrap(
+            &format!(
+                "The store URL, from the Secret: `cronslot {subcommand}` reads {STORE_ENV} when --store is not given, which keeps the URL off its command line, and withholds it from the jobs' environment."
+            ),
+            depth,
+        ),
         "env",
         vec![Node::from(
             Map::new().put("name", STORE_ENV).put(
@@ -743,7 +751,7 @@ fn header(source: &Source<'_>, options: &Options) -> Vec<String> {
     lines.extend(comment_lines(&what, "", 0));
     lines.extend(comment_lines(
         &format!(
-            "The store URL comes from the Secret {} (key {SECRET_KEY}), never from this file. It must be a store every pod shares (dynamodb://TABLE?region=R, with credentials from the pod's identity), not a file inside a pod: `kubectl create secret generic {} --from-literal={SECRET_KEY}='dynamodb://TABLE?region=REGION'`.",
+            "The store URL comes from the Secret {} (key {SECRET_KEY}), never from this file. It must be a store every pod shares (postgres://… or dynamodb://…, credentials from the Secret or the pod's identity), not a file inside a pod; create it once with `cronslot init --store URL`, then `kubectl create secret generic {} --from-literal={SECRET_KEY}='dynamodb://TABLE?region=REGION'`.",
             options.secret, options.secret
         ),
         "",

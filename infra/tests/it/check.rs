@@ -690,7 +690,7 @@ fn assert_config_map_drift(f: &Fixture, file: &str, text: &str) {
     let o = f.check_text(&format!("nosecret.{file}"), &text.replace(&env, ""));
     assert_fails(
         &o,
-        &["missing store Secret reference: --store reads $(CRONSLOT_STORE), which nothing sets"],
+        &["missing store Secret reference: no --store and no env CRONSLOT_STORE"],
     );
     let literal = text.replace(
         &env,
@@ -706,19 +706,35 @@ fn assert_config_map_drift(f: &Fixture, file: &str, text: &str) {
             "env CRONSLOT_STORE is written in the file (value): the store URL, with any credentials in it, belongs in a Secret",
         ],
     );
+    let manifest_arg = text
+        .lines()
+        .find(|l| l.trim() == "- /etc/cronslot/cronslot.toml")
+        .expect("the manifest argument");
+    let with_store = |value: &str| {
+        let store = manifest_arg.replace("/etc/cronslot/cronslot.toml", "\"--store\"");
+        let value = manifest_arg.replace("/etc/cronslot/cronslot.toml", value);
+        text.replace(manifest_arg, &format!("{manifest_arg}\n{store}\n{value}"))
+    };
     let o = f.check_text(
         &format!("argstore.{file}"),
-        &edit(
-            text,
-            "- \"$(CRONSLOT_STORE)\"",
-            "- \"postgres://u:secret@db/jobs\"",
-        ),
+        &with_store("\"postgres://u:secret@db/jobs\""),
     );
     assert_fails(
         &o,
         &["--store is written in the file (postgres://***@db/jobs)"],
     );
     assert!(!stdout(&o).contains("secret@"), "{}", stdout(&o));
+    // `--store "$(CRONSLOT_STORE)"` still reads the Secret, with a note.
+    let o = f.check_text(
+        &format!("envstore.{file}"),
+        &with_store("\"$(CRONSLOT_STORE)\""),
+    );
+    assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));
+    assert!(
+        stdout(&o).contains("puts the store URL on the process's command line"),
+        "{}",
+        stdout(&o)
+    );
 
     // The same jobs written another way: consistent, with a note.
     let o = f.check_text(

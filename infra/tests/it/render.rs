@@ -439,15 +439,10 @@ fn assert_pod(pod: &Yaml<'_>, subcommand: &str, name: &str, secret: &str, grace:
     let c = &containers[0];
     assert_eq!(str_list(&c["command"]), ["cronslot"]);
     let args = str_list(&c["args"]);
-    assert_eq!(
-        args[..4],
-        [
-            subcommand,
-            "/etc/cronslot/cronslot.toml",
-            "--store",
-            "$(CRONSLOT_STORE)"
-        ]
-    );
+    assert_eq!(args[..2], [subcommand, "/etc/cronslot/cronslot.toml"]);
+    // The store URL stays off the command line: cronslot reads it from the
+    // environment.
+    assert!(!args.iter().any(|a| a.starts_with("--store")), "{args:?}");
     let env = c["env"].as_vec().expect("env");
     assert_eq!(env.len(), 1);
     assert_eq!(env[0]["name"].as_str(), Some("CRONSLOT_STORE"));
@@ -496,7 +491,7 @@ fn kubernetes_deployment_runs_the_mounted_manifest_with_the_computed_values() {
     assert_pod(pod, "run", "cronslot", "cronslot-store", 330);
     let c = &pod["spec"]["containers"][0];
     assert_eq!(
-        str_list(&c["args"])[4..],
+        str_list(&c["args"])[2..],
         ["--health-listen", "0.0.0.0:8080"]
     );
     assert_eq!(
@@ -562,7 +557,7 @@ fn kubernetes_cronjob_ticks_every_minute_with_the_manifests_deadlines() {
     let pod = &job["template"];
     assert_eq!(pod["spec"]["restartPolicy"].as_str(), Some("Never"));
     assert_pod(pod, "tick", "cronslot", "cronslot-store", 330);
-    assert_eq!(str_list(&pod["spec"]["containers"][0]["args"]).len(), 4);
+    assert_eq!(str_list(&pod["spec"]["containers"][0]["args"]).len(), 2);
 }
 
 #[test]
