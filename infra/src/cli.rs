@@ -102,7 +102,10 @@ pub enum Command {
     /// dead-letter queue and a staleness alarm per job. `wrangler`: the
     /// Worker's crons (the tick, then dedicated jobs' exact UTC crons within
     /// --cron-limit), its Durable Object binding and migration. `markdown`:
-    /// every job for the people who operate it. The output is deterministic
+    /// every job for the people who operate it. `kubernetes`: a Deployment
+    /// running `cronslot run` (or, with --kind cronjob, a CronJob running
+    /// `cronslot tick` every minute) with the manifest in a ConfigMap and
+    /// the store URL from a Secret. The output is deterministic
     /// and says what it was generated from. A dedicated job without an
     /// exact translation runs on the tick, with a note (on stderr too).
     /// Exit 0, or 2 on bad input.
@@ -110,7 +113,9 @@ pub enum Command {
     /// Compare a template's schedules with the manifest, by fire times.
     ///
     /// Reads a SAM/CloudFormation template (YAML with !Ref/!Sub/... tags, or
-    /// JSON) or a wrangler.toml, evaluates every schedule in its platform's
+    /// JSON), a wrangler.toml, or a Kubernetes YAML from `render
+    /// kubernetes` (its ConfigMap's manifest is compared job by job, its
+    /// Deployment or CronJob with what render writes), evaluates every schedule in its platform's
     /// dialect (EventBridge counts weekdays 1-7 from Sunday, Cloudflare runs
     /// in UTC) and compares the instants it fires at over the next year with
     /// the manifest's slots: missing, extra and different schedules, wrong
@@ -436,13 +441,26 @@ pub enum RenderFormat {
     Wrangler,
     /// A table of every job for the people who operate them.
     Markdown,
+    /// A Deployment (`cronslot run`) or a CronJob (`cronslot tick`), with the manifest in a ConfigMap.
+    Kubernetes,
+}
+
+/// What `render kubernetes` runs the jobs with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum KubernetesKind {
+    /// Long-running `cronslot run` replicas competing for each slot.
+    Deployment,
+    /// A CronJob running `cronslot tick` every minute.
+    #[value(name = "cronjob")]
+    CronJob,
 }
 
 #[derive(Debug, Args)]
 #[command(
     after_help = "Examples:\n  cronslot render sam examples/aws-jobs/cronslot.toml --out template.yaml\n  \
                         cronslot render wrangler cronslot.toml --name my-jobs --cron-limit 250\n  \
-                        cronslot render markdown cronslot.toml > JOBS.md"
+                        cronslot render markdown cronslot.toml > JOBS.md\n  \
+                        cronslot render kubernetes cronslot.toml --kind cronjob --namespace jobs"
 )]
 pub struct RenderArgs {
     /// What to write.
@@ -455,6 +473,7 @@ pub struct RenderArgs {
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
     /// wrangler: the Worker's name (default: the manifest's directory name, or "cronslot").
+    /// kubernetes: the objects' name, a DNS-1123 label (default: the manifest's file stem).
     #[arg(long, value_name = "NAME")]
     pub name: Option<String>,
     /// wrangler: the account's cron trigger limit, counting the tick (5 on Free, 250 on Paid).
@@ -469,6 +488,22 @@ pub struct RenderArgs {
     /// markdown: list the next runs after this RFC 3339 instant (default: now).
     #[arg(long, value_name = "RFC3339")]
     pub after: Option<String>,
+    /// kubernetes: a Deployment running `cronslot run`, or a CronJob running `cronslot tick` [default: deployment].
+    #[arg(long, value_enum, value_name = "KIND")]
+    pub kind: Option<KubernetesKind>,
+    /// kubernetes --kind deployment: how many replicas (each slot still runs once) [default: 2].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub replicas: Option<u32>,
+    /// kubernetes: the container image with the cronslot binary (and whatever the command
+    /// jobs run) [default: ghcr.io/cronslot/cronslot:VERSION]; pin your own.
+    #[arg(long, value_name = "IMAGE")]
+    pub image: Option<String>,
+    /// kubernetes: the namespace of every object (default: none, kubectl's current one).
+    #[arg(long, value_name = "NAMESPACE")]
+    pub namespace: Option<String>,
+    /// kubernetes: the Secret whose key `url` holds the store URL [default: NAME-store].
+    #[arg(long, value_name = "SECRET")]
+    pub secret: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -478,7 +513,8 @@ pub struct RenderArgs {
                         cronslot check --live aws --manifest cronslot.toml --group cronslot"
 )]
 pub struct CheckArgs {
-    /// A SAM/CloudFormation template (.yaml, .yml, .json, .template) or a wrangler.toml.
+    /// A SAM/CloudFormation template (.yaml, .yml, .json, .template), a wrangler.toml,
+    /// or a Kubernetes YAML (`render kubernetes`).
     #[arg(
         value_name = "TEMPLATE",
         required_unless_present = "live",
