@@ -38,8 +38,33 @@ pub enum Command {
     Translate(TranslateArgs),
     /// Check a manifest and print every job with its next three slots.
     Validate(ValidateArgs),
-    /// Run the manifest's jobs on the embedded store (SQLite), each slot once.
+    /// Run the manifest's jobs on a store, each slot once, until stopped.
+    ///
+    /// On the embedded store (sqlite:PATH) for one machine, or on a shared
+    /// one (postgres://…, dynamodb://…) for a fleet: run it on every
+    /// server with the same manifest and store; each slot runs once. Exits
+    /// 0 when it stopped normally (dead letters are the jobs' failures, not
+    /// the runner's), 1 if a slot ran twice or a worker failed, 2 on bad
+    /// input. SIGTERM or Ctrl-C: claim nothing more and let running jobs
+    /// finish; a second one stops them too.
     Run(RunArgs),
+    /// Make one pass: run every job's due slots once, wait for them, exit.
+    ///
+    /// For system cron, systemd timers, Kubernetes CronJobs and CI
+    /// schedules: call it every minute on any number of machines with one
+    /// shared store; each slot runs once. Plans every job at now, runs the
+    /// due slots of command and http jobs within their timeouts, and
+    /// records each outcome. Exits 0 when every run succeeded and was
+    /// recorded (or nothing was due), 1 when a run failed (it is retried or
+    /// dead-lettered as usual) or the store failed, 2 on bad input (a Rust
+    /// function job, which only a program embedding cronslot can run).
+    Tick(TickArgs),
+    /// Create what a store needs: the SQLite file, the PostgreSQL schema, or the DynamoDB table.
+    ///
+    /// Idempotent: what exists already is left as it is (and said so).
+    /// Exits 0 when the store is ready, 1 when it could not be made ready,
+    /// 2 on bad input.
+    Init(InitArgs),
     /// Show each job's last success, next slot, live leases, fence, counts and dead letters.
     ///
     /// Also each job's health: ok, STALE (no success within `stale_after`,
@@ -77,7 +102,10 @@ pub enum Command {
     /// dead-letter queue and a staleness alarm per job. `wrangler`: the
     /// Worker's crons (the tick, then dedicated jobs' exact UTC crons within
     /// --cron-limit), its Durable Object binding and migration. `markdown`:
-    /// every job for the people who operate it. The output is deterministic
+    /// every job for the people who operate it. `kubernetes`: a Deployment
+    /// running `cronslot run` (or, with --kind cronjob, a CronJob running
+    /// `cronslot tick` every minute) with the manifest in a ConfigMap and
+    /// the store URL from a Secret. The output is deterministic
     /// and says what it was generated from. A dedicated job without an
     /// exact translation runs on the tick, with a note (on stderr too).
     /// Exit 0, or 2 on bad input.
@@ -85,7 +113,9 @@ pub enum Command {
     /// Compare a template's schedules with the manifest, by fire times.
     ///
     /// Reads a SAM/CloudFormation template (YAML with !Ref/!Sub/... tags, or
-    /// JSON) or a wrangler.toml, evaluates every schedule in its platform's
+    /// JSON), a wrangler.toml, or a Kubernetes YAML from `render
+    /// kubernetes` (its ConfigMap's manifest is compared job by job, its
+    /// Deployment or CronJob with what render writes), evaluates every schedule in its platform's
     /// dialect (EventBridge counts weekdays 1-7 from Sunday, Cloudflare runs
     /// in UTC) and compares the instants it fires at over the next year with
     /// the manifest's slots: missing, extra and different schedules, wrong
@@ -226,10 +256,17 @@ pub struct ValidateArgs {
 #[derive(Debug, Args)]
 pub struct StoreArgs {
     /// The store: sqlite:PATH (the embedded default),
+    /// postgres://USER@HOST[:PORT]/DB[?sslmode=…&schema=…],
     /// dynamodb://TABLE?region=R[&endpoint=URL], or https://HOST/PREFIX (a
     /// Cloudflare Worker's admin routes, e.g. https://jobs.example.com/cronslot;
-    /// needs --token-env).
-    #[arg(long, value_name = "URL", default_value = "sqlite:cronslot.db")]
+    /// needs --token-env). Also read from CRONSLOT_STORE.
+    #[arg(
+        long,
+        value_name = "URL",
+        env = "CRONSLOT_STORE",
+        hide_env_values = true,
+        default_value = "sqlite:cronslot.db"
+    )]
     pub store: String,
     /// With an https:// store: the environment variable that holds the
     /// Worker's admin token (its CRONSLOT_ADMIN_TOKEN secret). The token is
@@ -257,8 +294,18 @@ pub struct RunArgs {
     /// The manifest whose jobs to run.
     #[arg(value_name = "MANIFEST", default_value = "cronslot.toml")]
     pub manifest: PathBuf,
-    /// The store: sqlite:PATH.
-    #[arg(long, value_name = "URL", default_value = "sqlite:cronslot.db")]
+    /// The store: sqlite:PATH (one machine),
+    /// postgres://USER@HOST[:PORT]/DB[?sslmode=…&schema=…] or
+    /// dynamodb://TABLE?region=R[&endpoint=URL] (a fleet). Prefer the
+    /// environment (CRONSLOT_STORE, PGPASSWORD) for a URL with a password:
+    /// a command line is visible to every user of the machine.
+    #[arg(
+        long,
+        value_name = "URL",
+        env = "CRONSLOT_STORE",
+        hide_env_values = true,
+        default_value = "sqlite:cronslot.db"
+    )]
     pub store: String,
     /// Clock speed: 60 makes a minute pass per second (demos and tests).
     #[arg(long, default_value_t = 1.0)]
@@ -272,6 +319,47 @@ pub struct RunArgs {
     /// Log lines: one per run, human-readable or JSON.
     #[arg(long, value_enum, default_value = "pretty")]
     pub log_format: LogFormat,
+    /// Serve health probes on this address (e.g. 0.0.0.0:8080): GET
+    /// /healthz answers 200 while every worker makes progress, GET /readyz
+    /// 200 while the store answers.
+    #[arg(long, value_name = "ADDR")]
+    pub health_listen: Option<String>,
+}
+
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Example (a crontab line, every minute, on any number of machines):\n  \
+                        * * * * * cronslot tick /etc/cronslot.toml --log-format json"
+)]
+pub struct TickArgs {
+    /// The manifest whose jobs to run.
+    #[arg(value_name = "MANIFEST", default_value = "cronslot.toml")]
+    pub manifest: PathBuf,
+    /// The store, as for `run` (sqlite:PATH, postgres://…, dynamodb://…).
+    #[arg(
+        long,
+        value_name = "URL",
+        env = "CRONSLOT_STORE",
+        hide_env_values = true,
+        default_value = "sqlite:cronslot.db"
+    )]
+    pub store: String,
+    /// Log lines: one per run, human-readable or JSON.
+    #[arg(long, value_enum, default_value = "pretty")]
+    pub log_format: LogFormat,
+}
+
+#[derive(Debug, Args)]
+pub struct InitArgs {
+    /// The store to create: sqlite:PATH, postgres://…, dynamodb://TABLE?region=R[&endpoint=URL].
+    #[arg(
+        long,
+        value_name = "URL",
+        env = "CRONSLOT_STORE",
+        hide_env_values = true,
+        default_value = "sqlite:cronslot.db"
+    )]
+    pub store: String,
 }
 
 #[derive(Debug, Args)]
@@ -353,13 +441,26 @@ pub enum RenderFormat {
     Wrangler,
     /// A table of every job for the people who operate them.
     Markdown,
+    /// A Deployment (`cronslot run`) or a CronJob (`cronslot tick`), with the manifest in a ConfigMap.
+    Kubernetes,
+}
+
+/// What `render kubernetes` runs the jobs with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum KubernetesKind {
+    /// Long-running `cronslot run` replicas competing for each slot.
+    Deployment,
+    /// A CronJob running `cronslot tick` every minute.
+    #[value(name = "cronjob")]
+    CronJob,
 }
 
 #[derive(Debug, Args)]
 #[command(
     after_help = "Examples:\n  cronslot render sam examples/aws-jobs/cronslot.toml --out template.yaml\n  \
                         cronslot render wrangler cronslot.toml --name my-jobs --cron-limit 250\n  \
-                        cronslot render markdown cronslot.toml > JOBS.md"
+                        cronslot render markdown cronslot.toml > JOBS.md\n  \
+                        cronslot render kubernetes cronslot.toml --kind cronjob --namespace jobs"
 )]
 pub struct RenderArgs {
     /// What to write.
@@ -372,6 +473,7 @@ pub struct RenderArgs {
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
     /// wrangler: the Worker's name (default: the manifest's directory name, or "cronslot").
+    /// kubernetes: the objects' name, a DNS-1123 label (default: the manifest's file stem).
     #[arg(long, value_name = "NAME")]
     pub name: Option<String>,
     /// wrangler: the account's cron trigger limit, counting the tick (5 on Free, 250 on Paid).
@@ -386,6 +488,22 @@ pub struct RenderArgs {
     /// markdown: list the next runs after this RFC 3339 instant (default: now).
     #[arg(long, value_name = "RFC3339")]
     pub after: Option<String>,
+    /// kubernetes: a Deployment running `cronslot run`, or a CronJob running `cronslot tick` [default: deployment].
+    #[arg(long, value_enum, value_name = "KIND")]
+    pub kind: Option<KubernetesKind>,
+    /// kubernetes --kind deployment: how many replicas (each slot still runs once) [default: 2].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub replicas: Option<u32>,
+    /// kubernetes: the container image with the cronslot binary (and whatever the command
+    /// jobs run) [default: ghcr.io/cronslot/cronslot:VERSION]; pin your own.
+    #[arg(long, value_name = "IMAGE")]
+    pub image: Option<String>,
+    /// kubernetes: the namespace of every object (default: none, kubectl's current one).
+    #[arg(long, value_name = "NAMESPACE")]
+    pub namespace: Option<String>,
+    /// kubernetes: the Secret whose key `url` holds the store URL [default: NAME-store].
+    #[arg(long, value_name = "SECRET")]
+    pub secret: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -395,7 +513,8 @@ pub struct RenderArgs {
                         cronslot check --live aws --manifest cronslot.toml --group cronslot"
 )]
 pub struct CheckArgs {
-    /// A SAM/CloudFormation template (.yaml, .yml, .json, .template) or a wrangler.toml.
+    /// A SAM/CloudFormation template (.yaml, .yml, .json, .template), a wrangler.toml,
+    /// or a Kubernetes YAML (`render kubernetes`).
     #[arg(
         value_name = "TEMPLATE",
         required_unless_present = "live",

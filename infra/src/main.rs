@@ -10,6 +10,7 @@ mod cli;
 mod commands;
 mod exit;
 mod format;
+mod health;
 mod manifest;
 mod parse;
 mod render;

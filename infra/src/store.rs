@@ -22,6 +22,7 @@
 //! read once (the CLI is the only place that reads it).
 
 pub mod admin;
+pub mod jobs;
 mod records;
 mod runtime;
 

@@ -1,5 +1,6 @@
-//! The runner's clock: the real one, or an accelerated one for demos and
-//! tests.
+//! The runner's clock: the real one, the real one corrected to a shared
+//! store's clock (PostgreSQL judges leases by its own), or an accelerated
+//! one for demos and tests.
 //!
 //! Every duration of the system (leases, heartbeats, command timeouts,
 //! retry backoff, poll intervals) is in *clock* time: the coordinator only
@@ -7,6 +8,7 @@
 //! the one place that converts: at `--speed 60` a 30 s clock-time sleep is
 //! half a real second.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use jiff::{SignedDuration, Timestamp};
@@ -46,10 +48,16 @@ pub struct Clock {
     kind: Kind,
 }
 
-#[derive(Debug, Clone)]
+/// How far a store's clock is ahead of this machine's, as last measured
+/// (`None` before the first measurement).
+pub type OffsetSource = Arc<dyn Fn() -> Option<SignedDuration> + Send + Sync>;
+
+#[derive(Clone)]
 enum Kind {
     /// The system clock, as cron daemons use it.
     Real,
+    /// The system clock plus the store's offset from it.
+    Corrected(OffsetSource),
     /// `start` at the real instant `origin`, then `speed` clock seconds per
     /// real second (measured on the monotonic clock, so it never jumps).
     Scaled {
@@ -59,10 +67,40 @@ enum Kind {
     },
 }
 
+impl std::fmt::Debug for Kind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Kind::Real => f.write_str("Real"),
+            Kind::Corrected(offset) => f.debug_tuple("Corrected").field(&offset()).finish(),
+            Kind::Scaled {
+                origin,
+                start,
+                speed,
+            } => f
+                .debug_struct("Scaled")
+                .field("origin", origin)
+                .field("start", start)
+                .field("speed", speed)
+                .finish(),
+        }
+    }
+}
+
 impl Clock {
     /// The system clock.
     pub fn real() -> Clock {
         Clock { kind: Kind::Real }
+    }
+
+    /// The system clock corrected by `offset`: how far the store's clock
+    /// is ahead of this machine's, as the store last measured it. A fleet
+    /// whose store judges leases by its own clock (PostgreSQL) times its
+    /// runs by the same clock, so that a machine whose clock is off by
+    /// minutes still stops a run when the store says its lease ends.
+    pub fn corrected(offset: OffsetSource) -> Clock {
+        Clock {
+            kind: Kind::Corrected(offset),
+        }
     }
 
     /// A clock that starts at the real now and runs `speed` times faster.
@@ -88,7 +126,7 @@ impl Clock {
     /// Clock seconds per real second (1 for the real clock).
     pub fn speed(&self) -> f64 {
         match self.kind {
-            Kind::Real => 1.0,
+            Kind::Real | Kind::Corrected(_) => 1.0,
             Kind::Scaled { speed, .. } => speed,
         }
     }
@@ -98,6 +136,12 @@ impl Clock {
     pub fn now(&self) -> Timestamp {
         match &self.kind {
             Kind::Real => Timestamp::now(),
+            Kind::Corrected(offset) => {
+                let now = Timestamp::now();
+                offset()
+                    .and_then(|d| now.checked_add(d).ok())
+                    .unwrap_or(now)
+            }
             Kind::Scaled {
                 origin,
                 start,
@@ -174,5 +218,22 @@ mod tests {
         let passed = clock.now().duration_since(start);
         assert!(passed >= SignedDuration::from_secs(20), "{passed}");
         assert!(clock.real_until(start).is_zero());
+    }
+
+    #[test]
+    fn a_corrected_clock_reads_the_store_clock() {
+        let ahead = SignedDuration::from_mins(7);
+        let offset = Arc::new(std::sync::Mutex::new(None));
+        let source = Arc::clone(&offset);
+        let clock = Clock::corrected(Arc::new(move || *source.lock().unwrap()));
+        let drift = |clock: &Clock| clock.now().duration_since(Timestamp::now());
+        assert!(
+            drift(&clock).abs() < SignedDuration::from_secs(1),
+            "no offset yet"
+        );
+        *offset.lock().unwrap() = Some(ahead);
+        let d = drift(&clock);
+        assert!((d - ahead).abs() < SignedDuration::from_secs(1), "{d}");
+        assert_eq!(clock.speed(), 1.0);
     }
 }

@@ -17,6 +17,12 @@ use cronslot_runtime::command::{CommandRequest, Exit, StderrTail, judge};
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::process::Command;
 
+/// Variables of the runner's own environment that a command never
+/// inherits: they carry the store's password (`PGPASSWORD`, and the store
+/// URL that `--store` reads from `CRONSLOT_STORE`). A job that needs a
+/// password of its own sets it in its manifest `env`, which still applies.
+pub const WITHHELD_ENV: &[&str] = &["PGPASSWORD", "CRONSLOT_STORE"];
+
 /// How long stderr is still read after the child exits. A background
 /// process it started may hold the pipe open forever; the job is over all
 /// the same.
@@ -29,6 +35,9 @@ pub async fn run(request: CommandRequest) -> Result<Option<String>, JobError> {
         return Err(JobError::permanent("the command is empty"));
     };
     let mut command = Command::new(program);
+    for name in WITHHELD_ENV {
+        command.env_remove(name);
+    }
     command
         .args(args)
         .envs(request.env.iter().map(|(k, v)| (k, v)))

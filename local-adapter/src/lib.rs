@@ -59,6 +59,7 @@
 
 pub mod clock;
 pub mod command;
+pub mod health;
 mod http;
 pub mod log;
 mod platform;
@@ -73,8 +74,9 @@ pub use sqlite::{
 
 pub use clock::{Clock, MAX_SPEED, SpeedError};
 pub use cronslot_runtime::{JobError, JobResult, Jobs, RunContext};
+pub use health::{Health, Verdict};
 pub use log::{LOG_LEVEL_VAR, LogFormat, LogInitError, init_logging};
 pub use platform::LocalPlatform;
 pub use runner::{MAX_WORKERS, RunError, Runner, StopHandle};
 pub use summary::{JobSummary, Summary};
-pub use worker::LocalCoordinator;
+pub use worker::{LocalCoordinator, RunnerStore};

@@ -14,16 +14,16 @@ use tokio::sync::watch;
 
 use crate::clock::Clock;
 use crate::http::HttpClient;
-use crate::worker::{Shared, Stop};
+use crate::worker::{Stop, Watch};
 
 /// One worker's platform (or `cronslot trigger`'s).
 pub struct LocalPlatform {
     clock: Clock,
     http: Rc<HttpClient>,
     stop: Option<watch::Receiver<Stop>>,
-    /// The runner's shared state, whose tally watches for slots that run
-    /// twice and counts store errors.
-    shared: Option<Arc<Shared>>,
+    /// The runner's tally, which watches for slots that run twice and
+    /// counts store errors.
+    shared: Option<Arc<Watch>>,
 }
 
 impl LocalPlatform {
@@ -47,7 +47,7 @@ impl LocalPlatform {
     }
 
     /// Reports work ends and store retries to the runner's tally.
-    pub(crate) fn watched_by(self, shared: Arc<Shared>) -> LocalPlatform {
+    pub(crate) fn watched_by(self, shared: Arc<Watch>) -> LocalPlatform {
         LocalPlatform {
             shared: Some(shared),
             ..self

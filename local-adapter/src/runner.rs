@@ -1,8 +1,14 @@
-//! The local runner: N competing workers in one process over one SQLite
-//! store, each slot run once, until a time or Ctrl-C.
+//! The local runner: N competing workers in one process over one shared
+//! store (SQLite by default; PostgreSQL or DynamoDB for a fleet of
+//! machines), each slot run once, until a time or Ctrl-C; or one pass
+//! over what is due ([`Runner::single_pass`], `cronslot tick`).
 //!
 //! Each worker is a thread with its own current-thread runtime, `LocalSet`,
 //! owner id (`host-pid-w1`…) and `CasCoordinator` over a clone of the store.
+//! A store whose clients belong to a runtime must survive being used from
+//! several (PostgreSQL's store drives its connections on a runtime of its
+//! own); the runner's own thread keeps its runtime for the whole run, for
+//! reading the records at start and stop.
 //! Threads, not tasks on one thread, because the SQLite store's operations
 //! run inline (they never yield): workers on one thread would take turns
 //! and never actually compete, and one worker waiting on the file's lock
@@ -33,18 +39,19 @@ use std::fmt;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use cronslot_core::coord::{JobState, StateStore, format_instant};
+use cronslot_core::coord::{JobState, format_instant};
 use cronslot_core::manifest::{Action, JobSpec};
 use jiff::Timestamp;
 use tokio::sync::{mpsc, watch};
 
 use crate::SqliteStore;
 use crate::clock::{Clock, add};
+use crate::health::Health;
 use cronslot_runtime::Jobs;
 
 use crate::platform::LocalPlatform;
 use crate::summary::{Summary, SummaryInput, Tally, summarize};
-use crate::worker::{Shared, Stop, Worker};
+use crate::worker::{RunnerStore, Shared, Stop, Watch, Worker};
 
 /// The most workers one runner starts.
 pub const MAX_WORKERS: u32 = 64;
@@ -96,23 +103,25 @@ enum Until {
 
 /// Runs a manifest's jobs. Build it, then [`Runner::run`] blocks until
 /// `until`, a [`StopHandle`], or (with [`Runner::handle_ctrl_c`]) Ctrl-C.
-pub struct Runner {
-    store: SqliteStore,
+pub struct Runner<S: RunnerStore = SqliteStore> {
+    store: S,
     specs: Vec<JobSpec>,
     clock: Clock,
     jobs: Jobs,
     workers: u32,
     until: Option<Until>,
+    single_pass: bool,
     ctrl_c: bool,
     owner_prefix: String,
     stop: Arc<watch::Sender<Stop>>,
+    health: Arc<Health>,
 }
 
-impl Runner {
+impl<S: RunnerStore> Runner<S> {
     /// A runner of `specs` (a manifest's jobs) over `store`, timed by
     /// `clock`: one worker, no registered functions, no end (it runs until
     /// a [`StopHandle`] stops it), Ctrl-C not handled.
-    pub fn new(store: SqliteStore, specs: Vec<JobSpec>, clock: Clock) -> Runner {
+    pub fn new(store: S, specs: Vec<JobSpec>, clock: Clock) -> Runner<S> {
         Runner {
             store,
             specs,
@@ -120,48 +129,67 @@ impl Runner {
             jobs: Jobs::new(),
             workers: 1,
             until: None,
+            single_pass: false,
             ctrl_c: false,
             owner_prefix: default_owner_prefix(),
             stop: Arc::new(watch::channel(Stop::Running).0),
+            health: Arc::new(Health::new(1)),
         }
     }
 
     /// The Rust functions of the manifest's function jobs.
-    pub fn with_jobs(mut self, jobs: Jobs) -> Runner {
+    pub fn with_jobs(mut self, jobs: Jobs) -> Runner<S> {
         self.jobs = jobs;
         self
     }
 
     /// Competing workers (1 to [`MAX_WORKERS`]; other values are clamped).
-    pub fn workers(mut self, n: u32) -> Runner {
+    pub fn workers(mut self, n: u32) -> Runner<S> {
         self.workers = n.clamp(1, MAX_WORKERS);
+        self.health = Arc::new(Health::new(self.workers));
         self
     }
 
     /// Stop claiming when the clock reaches `t`; running jobs finish.
-    pub fn until(mut self, t: Timestamp) -> Runner {
+    pub fn until(mut self, t: Timestamp) -> Runner<S> {
         self.until = Some(Until::At(t));
         self
+    }
+
+    /// One pass instead of a loop: every job is planned once at the
+    /// clock's now, its due slots are claimed and run, and the runner ends
+    /// when those runs have ended (within their time limits). What system
+    /// cron, a systemd timer or a Kubernetes CronJob calls every minute.
+    pub fn single_pass(mut self) -> Runner<S> {
+        self.single_pass = true;
+        self
+    }
+
+    /// The runner's health (whether its workers make progress, whether its
+    /// store answers), for a probe to read from another thread while
+    /// [`Runner::run`] runs. Take it after [`Runner::workers`].
+    pub fn health(&self) -> Arc<Health> {
+        Arc::clone(&self.health)
     }
 
     /// Stop claiming after `clock_time` from the start of [`Runner::run`]
     /// (measured from the instant the jobs are registered, so that the
     /// number of slots in the window does not depend on start-up time).
-    pub fn run_for(mut self, clock_time: Duration) -> Runner {
+    pub fn run_for(mut self, clock_time: Duration) -> Runner<S> {
         self.until = Some(Until::After(clock_time));
         self
     }
 
     /// Owner ids are `<prefix>-w<n>`; the default prefix is `host-pid`.
-    pub fn owner_prefix(mut self, prefix: impl Into<String>) -> Runner {
+    pub fn owner_prefix(mut self, prefix: impl Into<String>) -> Runner<S> {
         self.owner_prefix = prefix.into();
         self
     }
 
-    /// First Ctrl-C: claim nothing more, let running jobs finish (within
-    /// their time limits). Second: stop them too. Off by default: a library
+    /// First Ctrl-C or SIGTERM: claim nothing more, let running jobs
+    /// finish (within their time limits). Second: stop them too. Off by default: a library
     /// should not take over a process's signals unasked.
-    pub fn handle_ctrl_c(mut self, on: bool) -> Runner {
+    pub fn handle_ctrl_c(mut self, on: bool) -> Runner<S> {
         self.ctrl_c = on;
         self
     }
@@ -201,21 +229,31 @@ impl Runner {
             .iter()
             .map(|s| s.name.as_str().to_string())
             .collect();
-        let before = read_records(&self.store, &names);
+        let main = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| RunError(format!("could not start the runtime: {e}")))?;
+        let before = main.block_on(read_records(&self.store, &names));
         warn_if_ahead(&before, started_at);
-        register_new_jobs(&self.store, &self.specs, &before, started_at);
+        main.block_on(register_new_jobs(
+            &self.store,
+            &self.specs,
+            &before,
+            started_at,
+        ));
+        let watch = Arc::new(Watch {
+            tally: Mutex::new(Tally::default()),
+            health: Arc::clone(&self.health),
+        });
         let shared = Arc::new(Shared {
             specs: self.specs,
             jobs: self.jobs,
             clock: self.clock.clone(),
             store: self.store.clone(),
             until,
-            tally: Mutex::new(Tally::default()),
+            single_pass: self.single_pass,
+            watch,
         });
-        let main = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .map_err(|e| RunError(format!("could not start the runtime: {e}")))?;
         tracing::info!(
             workers = self.workers,
             speed = self.clock.speed(),
@@ -237,7 +275,7 @@ impl Runner {
                 let handle = std::thread::Builder::new()
                     .name(format!("cronslot-w{n}"))
                     .spawn_scoped(scope, move || {
-                        let result = worker_thread(owner, seed(n), shared, stop);
+                        let result = worker_thread(n, owner, seed(n), shared, stop);
                         drop(done);
                         result
                     })
@@ -252,7 +290,12 @@ impl Runner {
                 }
             }
             drop(done_tx);
-            main.block_on(supervise(&mut done_rx, &self.stop, self.ctrl_c));
+            main.block_on(supervise(
+                &mut done_rx,
+                &self.stop,
+                self.ctrl_c,
+                &self.health,
+            ));
             for (n, handle) in handles {
                 match handle.join() {
                     Ok(Ok(())) => {}
@@ -263,7 +306,7 @@ impl Runner {
             Ok(())
         })?;
         let stopped_at = self.clock.now();
-        let after = read_records(&self.store, &names);
+        let after = main.block_on(read_records(&self.store, &names));
         let tally = std::mem::take(&mut *shared.tally());
         Ok(summarize(
             tally,
@@ -286,10 +329,21 @@ async fn supervise(
     done: &mut mpsc::UnboundedReceiver<()>,
     stop: &watch::Sender<Stop>,
     ctrl_c: bool,
+    health: &Health,
 ) {
     let mut listen = ctrl_c;
+    let mut terminate = if ctrl_c {
+        Terminate::listen()
+    } else {
+        Terminate::none()
+    };
+    let mut stop_seen = stop.subscribe();
     loop {
+        if *stop_seen.borrow_and_update() != Stop::Running {
+            health.stopping();
+        }
         tokio::select! {
+            _ = stop_seen.changed() => {}
             msg = done.recv() => {
                 if msg.is_none() {
                     return;
@@ -301,24 +355,77 @@ async fn supervise(
                     listen = false;
                     continue;
                 }
-                if *stop.borrow() == Stop::Running {
-                    tracing::warn!("Ctrl-C: claiming nothing more, waiting for running jobs (Ctrl-C again stops them)");
-                    stop.send_replace(Stop::Graceful);
-                } else {
-                    tracing::warn!("Ctrl-C again: stopping running jobs (each is recorded as a transient failure)");
-                    stop.send_replace(Stop::Now);
-                    listen = false;
-                }
+                listen = escalate(stop, "Ctrl-C");
             }
+            () = terminate.recv(), if listen => listen = escalate(stop, "SIGTERM"),
         }
     }
 }
 
+/// A stop signal: the first asks to claim nothing more and let running
+/// jobs finish, the second stops them too. Returns whether to keep
+/// listening.
+fn escalate(stop: &watch::Sender<Stop>, signal: &str) -> bool {
+    if *stop.borrow() == Stop::Running {
+        tracing::warn!(
+            "{signal}: claiming nothing more, waiting for running jobs ({signal} again stops them)"
+        );
+        stop.send_replace(Stop::Graceful);
+        true
+    } else {
+        tracing::warn!(
+            "{signal} again: stopping running jobs (each is recorded as a transient failure)"
+        );
+        stop.send_replace(Stop::Now);
+        false
+    }
+}
+
+/// SIGTERM, what process supervisors (systemd, Kubernetes, Docker) send to
+/// stop a service; never, where there is no such signal or it cannot be
+/// listened for.
+struct Terminate {
+    #[cfg(unix)]
+    signal: Option<tokio::signal::unix::Signal>,
+}
+
+impl Terminate {
+    fn listen() -> Terminate {
+        #[cfg(unix)]
+        {
+            let signal = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+                .map_err(|e| tracing::warn!(error = %e, "cannot listen for SIGTERM"))
+                .ok();
+            Terminate { signal }
+        }
+        #[cfg(not(unix))]
+        Terminate {}
+    }
+
+    fn none() -> Terminate {
+        Terminate {
+            #[cfg(unix)]
+            signal: None,
+        }
+    }
+
+    async fn recv(&mut self) {
+        #[cfg(unix)]
+        if let Some(signal) = &mut self.signal {
+            if signal.recv().await.is_some() {
+                return;
+            }
+        }
+        std::future::pending::<()>().await
+    }
+}
+
 /// One worker's thread: its runtime, its `LocalSet`, its loop.
-fn worker_thread(
+fn worker_thread<S: RunnerStore>(
+    number: u32,
     owner: String,
     seed: u64,
-    shared: Arc<Shared>,
+    shared: Arc<Shared<S>>,
     stop: watch::Receiver<Stop>,
 ) -> Result<(), String> {
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -326,19 +433,17 @@ fn worker_thread(
         .build()
         .map_err(|e| format!("could not start its runtime: {e}"))?;
     let local = tokio::task::LocalSet::new();
-    let worker = std::rc::Rc::new(Worker::new(owner, seed, shared, stop));
+    let worker = std::rc::Rc::new(Worker::new(number, owner, seed, shared, stop));
     local.block_on(&runtime, worker.run());
     Ok(())
 }
 
 /// The job records as stored now (jobs without a record, or whose record
 /// cannot be read, are left out: the summary then counts from zero).
-fn read_records(store: &SqliteStore, jobs: &[String]) -> HashMap<String, JobState> {
+async fn read_records<S: RunnerStore>(store: &S, jobs: &[String]) -> HashMap<String, JobState> {
     let mut out = HashMap::new();
     for job in jobs {
-        // The SQLite store's operations complete without waiting, so the
-        // core's minimal executor is enough here.
-        match cronslot_core::coord::exec::block_on(store.get(job)) {
+        match store.get(job).await {
             Ok(Some(record)) => {
                 out.insert(job.clone(), record.value);
             }
@@ -356,8 +461,8 @@ fn read_records(store: &SqliteStore, jobs: &[String]) -> HashMap<String, JobStat
 /// this, creation would be whenever a worker first got round to the job,
 /// a few milliseconds later, which at a fast clock can be past its first
 /// slot. Put-if-absent: a record another process just wrote wins.
-fn register_new_jobs(
-    store: &SqliteStore,
+async fn register_new_jobs<S: RunnerStore>(
+    store: &S,
     specs: &[JobSpec],
     known: &HashMap<String, JobState>,
     now: Timestamp,
@@ -368,7 +473,7 @@ fn register_new_jobs(
             continue;
         }
         let state = JobState::new(job, &spec.spec_hash(), now, spec.paused);
-        if let Err(e) = cronslot_core::coord::exec::block_on(store.put(job, &state, None)) {
+        if let Err(e) = store.put(job, &state, None).await {
             // The workers' first claim creates it instead.
             tracing::warn!(job, error = %e, "cannot register the job in the store");
         }

@@ -13,7 +13,9 @@ use std::rc::Rc;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use cronslot_core::coord::{CasCoordinator, Claim, Coordinator, Idle, Lease, SlotId, Trigger};
+use cronslot_core::coord::{
+    CasCoordinator, Claim, Coordinator, EffectLedger, Idle, Lease, SlotId, StateStore, Trigger,
+};
 use cronslot_core::manifest::JobSpec;
 use cronslot_runtime::{Jobs, Platform, run_lease};
 use jiff::Timestamp;
@@ -22,11 +24,13 @@ use tokio::task::JoinSet;
 
 use crate::SqliteStore;
 use crate::clock::{Clock, add};
+use crate::health::Health;
 use crate::log::emit_run;
 use crate::platform::LocalPlatform;
 use crate::summary::Tally;
 
-/// The coordinator every worker of the local runner uses.
+/// The coordinator every worker of the local runner uses on its default
+/// store.
 pub type LocalCoordinator = CasCoordinator<SqliteStore>;
 
 /// How often (clock time) a worker looks again at jobs whose next event it
@@ -59,17 +63,23 @@ pub(crate) enum Stop {
     Now,
 }
 
-/// What every worker of a runner shares.
-pub(crate) struct Shared {
-    pub specs: Vec<JobSpec>,
-    pub jobs: Jobs,
-    pub clock: Clock,
-    pub store: SqliteStore,
-    pub until: Option<Timestamp>,
+/// A store the runner's workers share: the state store and the effect
+/// ledger, used from several threads at once (each worker thread runs its
+/// own current-thread tokio runtime). SQLite, PostgreSQL and DynamoDB are
+/// such stores; anything that implements the core's store traits and is
+/// `Clone + Send + Sync` is one.
+pub trait RunnerStore: StateStore + EffectLedger + Clone + Send + Sync + 'static {}
+
+impl<S: StateStore + EffectLedger + Clone + Send + Sync + 'static> RunnerStore for S {}
+
+/// What the runner, its workers and their platforms watch together: the
+/// tally of claims and runs, and the runner's health.
+pub(crate) struct Watch {
     pub tally: Mutex<Tally>,
+    pub health: Arc<Health>,
 }
 
-impl Shared {
+impl Watch {
     pub(crate) fn tally(&self) -> MutexGuard<'_, Tally> {
         // The tally holds plain counters: a panic elsewhere cannot leave it
         // half-updated in a way that matters more than losing the summary.
@@ -77,11 +87,31 @@ impl Shared {
     }
 }
 
-pub(crate) struct Worker {
+/// What every worker of a runner shares.
+pub(crate) struct Shared<S> {
+    pub specs: Vec<JobSpec>,
+    pub jobs: Jobs,
+    pub clock: Clock,
+    pub store: S,
+    pub until: Option<Timestamp>,
+    /// One pass (`cronslot tick`): claim what is due once, run it, end.
+    pub single_pass: bool,
+    pub watch: Arc<Watch>,
+}
+
+impl<S> Shared<S> {
+    pub(crate) fn tally(&self) -> MutexGuard<'_, Tally> {
+        self.watch.tally()
+    }
+}
+
+pub(crate) struct Worker<S: RunnerStore> {
+    /// From 1.
+    number: u32,
     owner: String,
-    coordinator: Rc<LocalCoordinator>,
+    coordinator: Rc<CasCoordinator<S>>,
     specs: Vec<Rc<JobSpec>>,
-    shared: Arc<Shared>,
+    shared: Arc<Shared<S>>,
     platform: Rc<dyn Platform>,
     /// A run of this worker ended: look again at once (its job may have a
     /// retry or a waiting slot now).
@@ -89,18 +119,20 @@ pub(crate) struct Worker {
     stop: watch::Receiver<Stop>,
 }
 
-impl Worker {
+impl<S: RunnerStore> Worker<S> {
     pub(crate) fn new(
+        number: u32,
         owner: String,
         seed: u64,
-        shared: Arc<Shared>,
+        shared: Arc<Shared<S>>,
         stop: watch::Receiver<Stop>,
-    ) -> Worker {
+    ) -> Worker<S> {
         let platform = LocalPlatform::for_worker(shared.clock.clone(), stop.clone())
-            .watched_by(Arc::clone(&shared));
+            .watched_by(Arc::clone(&shared.watch));
         Worker {
+            number,
             owner,
-            coordinator: Rc::new(LocalCoordinator::new(shared.store.clone(), seed)),
+            coordinator: Rc::new(CasCoordinator::new(shared.store.clone(), seed)),
             specs: shared.specs.iter().cloned().map(Rc::new).collect(),
             shared,
             platform: Rc::new(platform),
@@ -126,7 +158,9 @@ impl Worker {
         let mut expected: HashMap<usize, Timestamp> = HashMap::new();
         let mut stop = self.stop.clone();
         let mut stop_open = true;
+        let health = &self.shared.watch.health;
         loop {
+            health.progress(self.number);
             let now = self.clock().now();
             if self.stopping() || self.shared.until.is_some_and(|u| now >= u) {
                 break;
@@ -144,6 +178,9 @@ impl Worker {
             while let Some(done) = runs.try_join_next() {
                 self.note_task_end(done);
             }
+            if self.shared.single_pass {
+                break;
+            }
             tokio::select! {
                 () = self.clock().sleep_until(wake_at) => {}
                 () = self.wake.notified() => {}
@@ -154,6 +191,7 @@ impl Worker {
         while let Some(done) = runs.join_next().await {
             self.note_task_end(done);
         }
+        health.ended(self.number);
     }
 
     fn clock_time_of(&self, real: Duration) -> Duration {
@@ -181,6 +219,7 @@ impl Worker {
         let mut got_due = false;
         let mut wake = None;
         for _ in 0..MAX_CLAIMS_PER_ROUND {
+            self.shared.watch.health.progress(self.number);
             let before = self.coordinator.conflicts();
             let claim = self
                 .coordinator
@@ -192,14 +231,17 @@ impl Worker {
             }
             match claim {
                 Ok(Claim::Claimed(lease)) => {
+                    self.shared.watch.health.store_ok();
                     got_due |= Some(lease.slot) == due;
                     self.start_run(spec, lease, runs);
                 }
                 Ok(Claim::Idle(idle)) => {
+                    self.shared.watch.health.store_ok();
                     wake = self.note_idle(index, spec, idle, expected);
                     break;
                 }
                 Err(e) => {
+                    self.shared.watch.health.store_failed(&e.to_string());
                     self.shared.tally().store_error();
                     tracing::warn!(job, owner = %self.owner, error = %e,
                         "claim failed; trying again at the next tick");

@@ -9,6 +9,7 @@
 pub mod cfn;
 pub mod fires;
 mod input;
+pub mod kubernetes;
 pub mod live;
 pub mod wrangler;
 

@@ -1,10 +1,13 @@
-//! `cronslot check`: a template (SAM/CloudFormation or wrangler.toml), or
+//! `cronslot check`: a template (SAM/CloudFormation, wrangler.toml or a
+//! Kubernetes YAML from `render kubernetes`), or
 //! with `--live aws` the deployed EventBridge Scheduler schedules,
 //! compared with the manifest by fire times. Exit 0 when consistent, 1
 //! with the differences, 2 on bad input.
 
 use crate::check::fires::Span;
-use crate::check::{aws, bad_template, cfn, cloudflare, conclude, is_wrangler, live, wrangler};
+use crate::check::{
+    aws, bad_template, cfn, cloudflare, conclude, is_wrangler, kubernetes, live, wrangler,
+};
 use crate::cli::CheckArgs;
 use crate::exit::Failure;
 use crate::manifest::read_manifest;
@@ -29,6 +32,8 @@ pub fn exec(args: CheckArgs) -> Result<(), Failure> {
         let w = wrangler::read(&text)
             .map_err(|e| bad_template(&file, e.line, &format!("not valid TOML: {}", e.message)))?;
         cloudflare(&file, &w, &manifest, &manifest_text, span, args.cron_limit)?
+    } else if let Some(docs) = kubernetes::read(&text) {
+        kubernetes::check(&file, &text, &docs, &manifest, &manifest_text, span)?
     } else {
         let entries = cfn::read(&text).map_err(|e| bad_template(&file, e.line, &e.message))?;
         aws(&file, &entries, &manifest, span)?

@@ -7,12 +7,14 @@ mod check;
 mod completions;
 mod dlq;
 mod explain;
+mod init;
 mod next;
 mod pause;
 mod render;
 mod run;
 mod status;
 mod sync;
+mod tick;
 mod translate;
 mod trigger;
 mod validate;
@@ -28,6 +30,8 @@ pub fn exec(command: Command) -> Result<(), Failure> {
         Command::Translate(args) => translate::exec(args),
         Command::Validate(args) => validate::exec(args),
         Command::Run(args) => run::exec(args),
+        Command::Tick(args) => tick::exec(args),
+        Command::Init(args) => init::exec(args),
         Command::Status(args) => status::exec(args),
         Command::Dlq(args) => dlq::exec(args),
         Command::Pause(args) => pause::pause(args),

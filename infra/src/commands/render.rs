@@ -1,14 +1,14 @@
-//! `cronslot render FORMAT`: a template (SAM, CloudFormation, wrangler.toml)
-//! or the operations table (Markdown) from the manifest, on stdout or into
-//! `--out`. Exit 0, or 2 on bad input.
+//! `cronslot render FORMAT`: a template (SAM, CloudFormation, wrangler.toml,
+//! Kubernetes) or the operations table (Markdown) from the manifest, on
+//! stdout or into `--out`. Exit 0, or 2 on bad input.
 
-use crate::cli::{RenderArgs, RenderFormat};
+use crate::cli::{KubernetesKind, RenderArgs, RenderFormat};
 use crate::exit::Failure;
 use crate::manifest::read_manifest;
 use crate::parse::parse_instant;
 use crate::render::{
-    Source, aws, cargo_binary, default_code_uri, markdown, plan, refuse_commands, wrangler,
-    write_file,
+    Source, aws, cargo_binary, default_code_uri, kubernetes, markdown, plan, refuse_commands,
+    wrangler, write_file,
 };
 
 pub fn exec(args: RenderArgs) -> Result<(), Failure> {
@@ -17,6 +17,7 @@ pub fn exec(args: RenderArgs) -> Result<(), Failure> {
     let source = Source {
         manifest: &manifest,
         path: &args.manifest,
+        text: &text,
         hash: plan::manifest_hash(&text),
     };
     let rendered = match args.format {
@@ -62,6 +63,11 @@ pub fn exec(args: RenderArgs) -> Result<(), Failure> {
             let after = parse_instant("--after", args.after.as_deref())?;
             markdown::render(&source, after)
         }
+        RenderFormat::Kubernetes => {
+            let options = kubernetes_options(&args)?;
+            kubernetes::refuse_functions(&manifest)?;
+            kubernetes::render(&source, &options)
+        }
     };
     for note in &rendered.notes {
         eprintln!("note: {note}");
@@ -75,6 +81,48 @@ pub fn exec(args: RenderArgs) -> Result<(), Failure> {
     }
 }
 
+/// `render kubernetes`' flags, checked, with their defaults.
+fn kubernetes_options(args: &RenderArgs) -> Result<kubernetes::Options, Failure> {
+    let kind = args.kind.unwrap_or(KubernetesKind::Deployment);
+    if kind == KubernetesKind::CronJob && args.replicas.is_some() {
+        return Err(Failure::bad_input(
+            "error: --replicas does not apply to `cronslot render kubernetes --kind cronjob` (a CronJob runs one tick at a time)",
+        ));
+    }
+    let name = match &args.name {
+        Some(name) => {
+            kubernetes::check_name(name, kind)?;
+            name.clone()
+        }
+        None => kubernetes::default_name(&args.manifest, kind),
+    };
+    if let Some(namespace) = &args.namespace {
+        kubernetes::check_namespace(namespace)?;
+    }
+    let secret = match &args.secret {
+        Some(secret) => {
+            kubernetes::check_secret(secret)?;
+            secret.clone()
+        }
+        None => kubernetes::default_secret(&name),
+    };
+    let image = match &args.image {
+        Some(image) => {
+            kubernetes::check_image(image)?;
+            image.clone()
+        }
+        None => kubernetes::default_image(),
+    };
+    Ok(kubernetes::Options {
+        kind,
+        name,
+        namespace: args.namespace.clone(),
+        image,
+        replicas: args.replicas.unwrap_or(kubernetes::DEFAULT_REPLICAS),
+        secret,
+    })
+}
+
 /// Flags that do not apply to the format are refused rather than ignored.
 fn check_flags(args: &RenderArgs) -> Result<(), Failure> {
     let format = match args.format {
@@ -82,12 +130,14 @@ fn check_flags(args: &RenderArgs) -> Result<(), Failure> {
         RenderFormat::Cloudformation => "cloudformation",
         RenderFormat::Wrangler => "wrangler",
         RenderFormat::Markdown => "markdown",
+        RenderFormat::Kubernetes => "kubernetes",
     };
     let allowed: &[&str] = match args.format {
         RenderFormat::Sam => &["code-uri", "binary"],
         RenderFormat::Cloudformation => &["binary"],
         RenderFormat::Wrangler => &["name", "cron-limit"],
         RenderFormat::Markdown => &["after"],
+        RenderFormat::Kubernetes => &["name", "kind", "replicas", "image", "namespace", "secret"],
     };
     let given = [
         ("name", args.name.is_some()),
@@ -95,6 +145,11 @@ fn check_flags(args: &RenderArgs) -> Result<(), Failure> {
         ("code-uri", args.code_uri.is_some()),
         ("binary", args.binary.is_some()),
         ("after", args.after.is_some()),
+        ("kind", args.kind.is_some()),
+        ("replicas", args.replicas.is_some()),
+        ("image", args.image.is_some()),
+        ("namespace", args.namespace.is_some()),
+        ("secret", args.secret.is_some()),
     ];
     for (flag, present) in given {
         if present && !allowed.contains(&flag) {

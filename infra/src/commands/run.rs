@@ -1,22 +1,24 @@
-//! `cronslot run`: the manifest's command and http jobs on the embedded
-//! SQLite store, with N competing workers, until a time or Ctrl-C; then the
-//! summary.
+//! `cronslot run`: the manifest's command and http jobs on a store (SQLite
+//! for one machine; PostgreSQL or DynamoDB shared by a fleet), with N
+//! competing workers, until a time, SIGTERM or Ctrl-C; then the summary.
 //!
 //! Every argument is checked before anything starts (exit 2 with the
 //! reason). Logs go to stderr, the summary to stdout. Exit 0 when the run
 //! ended normally, dead letters included (they are the jobs' failures, not
 //! the runner's); exit 1 if a slot ran more than once or a worker failed.
 
-use std::path::PathBuf;
 use std::time::Duration;
 
 use cronslot_core::manifest::{Action, Manifest, parse_duration};
-use cronslot_local::{Clock, LogFormat, Runner, SqliteStore, init_logging, parse_sqlite_location};
+use cronslot_local::{Clock, LogFormat, Runner, RunnerStore, Summary, init_logging};
 use jiff::{SignedDuration, Timestamp};
 
 use crate::cli::{self, RunArgs};
 use crate::exit::Failure;
+use crate::health;
 use crate::manifest::load_manifest;
+use crate::store::StoreTarget;
+use crate::store::jobs::with_job_store;
 
 pub fn exec(args: RunArgs) -> Result<(), Failure> {
     let clock = clock(args.speed)?;
@@ -25,41 +27,32 @@ pub fn exec(args: RunArgs) -> Result<(), Failure> {
         .as_deref()
         .map(|text| parse_until(text, clock.now()))
         .transpose()?;
+    let target = StoreTarget::parse_for_jobs(&args.store)?;
     let manifest = load_manifest(&args.manifest)?;
-    refuse_function_jobs(&manifest)?;
-    let path = store_path(&args.store)?;
-    let format = match args.log_format {
-        cli::LogFormat::Pretty => LogFormat::Pretty,
-        cli::LogFormat::Json => LogFormat::Json,
-    };
+    refuse_function_jobs(&manifest, "run")?;
+    let listener = args
+        .health_listen
+        .as_deref()
+        .map(health::bind)
+        .transpose()?;
+    let format = log_format(args.log_format);
     init_logging(format, &clock).map_err(|e| Failure::bad_input(format!("error: {e}")))?;
-    for warning in &manifest.warnings {
-        match format {
-            // As `validate` prints them, source line and caret included.
-            LogFormat::Pretty => eprintln!("{warning}"),
-            // Every stderr line stays one JSON object.
-            LogFormat::Json => tracing::warn!(warning = %warning, "manifest warning"),
-            // A format newer than this CLI: through the logs, in its format.
-            _ => tracing::warn!(warning = %warning, "manifest warning"),
+    log_warnings(&manifest, format);
+    let (store, clock) = target.open_for_jobs(&clock)?;
+    let summary = with_job_store!(store, store => {
+        let mut runner = Runner::new(store, manifest.jobs, clock)
+            .workers(args.workers)
+            .handle_ctrl_c(true);
+        match until {
+            Some(Until::After(d)) => runner = runner.run_for(d),
+            Some(Until::At(t)) => runner = runner.until(t),
+            None => {}
         }
-    }
-    let store = SqliteStore::open(&path).map_err(|e| {
-        Failure::bad_input(format!(
-            "error: cannot open the store {}: {e}",
-            path.display()
-        ))
-    })?;
-    let mut runner = Runner::new(store, manifest.jobs, clock)
-        .workers(args.workers)
-        .handle_ctrl_c(true);
-    match until {
-        Some(Until::After(d)) => runner = runner.run_for(d),
-        Some(Until::At(t)) => runner = runner.until(t),
-        None => {}
-    }
-    let summary = runner
-        .run()
-        .map_err(|e| Failure::problem(format!("error: {e}")))?;
+        if let Some(listener) = listener {
+            health::serve(listener, runner.health())?;
+        }
+        run(runner)?
+    });
     print!("{summary}");
     if !summary.ok() {
         let mut problems = Vec::new();
@@ -74,6 +67,34 @@ pub fn exec(args: RunArgs) -> Result<(), Failure> {
         return Err(Failure::problem(format!("error: {}", problems.join("; "))));
     }
     Ok(())
+}
+
+/// Runs the runner to its end.
+pub(super) fn run<S: RunnerStore>(runner: Runner<S>) -> Result<Summary, Failure> {
+    runner
+        .run()
+        .map_err(|e| Failure::problem(format!("error: {e}")))
+}
+
+pub(super) fn log_format(format: cli::LogFormat) -> LogFormat {
+    match format {
+        cli::LogFormat::Pretty => LogFormat::Pretty,
+        cli::LogFormat::Json => LogFormat::Json,
+    }
+}
+
+/// The manifest's warnings, in the log's format.
+pub(super) fn log_warnings(manifest: &Manifest, format: LogFormat) {
+    for warning in &manifest.warnings {
+        match format {
+            // As `validate` prints them, source line and caret included.
+            LogFormat::Pretty => eprintln!("{warning}"),
+            // Every stderr line stays one JSON object.
+            LogFormat::Json => tracing::warn!(warning = %warning, "manifest warning"),
+            // A format newer than this CLI: through the logs, in its format.
+            _ => tracing::warn!(warning = %warning, "manifest warning"),
+        }
+    }
 }
 
 fn clock(speed: f64) -> Result<Clock, Failure> {
@@ -120,9 +141,9 @@ fn parse_until(text: &str, now: Timestamp) -> Result<Until, Failure> {
     Ok(Until::At(until))
 }
 
-/// `cronslot run` has no Rust functions: a job that needs one would only
-/// fill the dead-letter list, so say so before starting.
-fn refuse_function_jobs(manifest: &Manifest) -> Result<(), Failure> {
+/// `cronslot run` and `tick` have no Rust functions: a job that needs one
+/// would only fill the dead-letter list, so say so before starting.
+pub(super) fn refuse_function_jobs(manifest: &Manifest, command: &str) -> Result<(), Failure> {
     let names: Vec<&str> = manifest
         .jobs
         .iter()
@@ -133,25 +154,11 @@ fn refuse_function_jobs(manifest: &Manifest) -> Result<(), Failure> {
         return Ok(());
     }
     Err(Failure::bad_input(format!(
-        "error: `cronslot run` runs command and http jobs only; these jobs have neither and \
-         need a Rust function registered by a program that embeds cronslot-local: {}",
+        "error: `cronslot {command}` runs command and http jobs only; these jobs have neither and \
+         need a Rust function registered by a program that embeds cronslot-local's runner \
+         (see examples/fleet): {}",
         names.join(", ")
     )))
-}
-
-/// The store's file, its directory created if missing.
-fn store_path(store: &str) -> Result<PathBuf, Failure> {
-    let path = parse_sqlite_location(store)
-        .map_err(|e| Failure::bad_input(format!("error: --store: {e}")))?;
-    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-        std::fs::create_dir_all(parent).map_err(|e| {
-            Failure::bad_input(format!(
-                "error: --store: cannot create the directory {}: {e}",
-                parent.display()
-            ))
-        })?;
-    }
-    Ok(path)
 }
 
 #[cfg(test)]

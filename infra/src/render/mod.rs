@@ -1,5 +1,5 @@
-//! Infrastructure templates (SAM, CloudFormation, wrangler.toml) and an
-//! operations table (Markdown) from the manifest: what `cronslot render`
+//! Infrastructure templates (SAM, CloudFormation, wrangler.toml,
+//! Kubernetes) and an operations table (Markdown) from the manifest: what `cronslot render`
 //! writes (the command is `commands/render.rs`).
 //!
 //! Every output is a pure function of the manifest's text, its path as
@@ -8,6 +8,7 @@
 //! with a fresh render.
 
 pub mod aws;
+pub mod kubernetes;
 pub mod markdown;
 pub mod plan;
 pub mod wrangler;
@@ -24,6 +25,8 @@ pub struct Source<'a> {
     pub manifest: &'a Manifest,
     /// The manifest's path as given on the command line (for the header).
     pub path: &'a Path,
+    /// Its text (Kubernetes embeds it in a ConfigMap).
+    pub text: &'a str,
     /// [`plan::manifest_hash`] of its text.
     pub hash: String,
 }

@@ -62,6 +62,14 @@ fn checked_in_templates_match_their_manifests() {
             "examples/cf-jobs/wrangler.toml",
             "examples/cf-jobs/cronslot.toml",
         ),
+        (
+            "infra/templates/cronslot.deployment.yaml",
+            "examples/cronslot.toml",
+        ),
+        (
+            "infra/templates/cronslot.cronjob.yaml",
+            "examples/cronslot.toml",
+        ),
     ] {
         let o = check(&root.join(template), &root.join(manifest));
         assert_eq!(
@@ -114,24 +122,34 @@ struct Fixture {
 
 impl Fixture {
     fn new(name: &str) -> Fixture {
+        Fixture::with(name, MANIFEST)
+    }
+
+    fn with(name: &str, manifest_text: &str) -> Fixture {
         let dir =
             std::env::temp_dir().join(format!("cronslot-check-{}-{name}", std::process::id()));
         std::fs::create_dir_all(&dir).expect("temp dir");
         let manifest = dir.join("cronslot.toml");
-        std::fs::write(&manifest, MANIFEST).expect("manifest");
+        std::fs::write(&manifest, manifest_text).expect("manifest");
         Fixture { dir, manifest }
     }
 
     /// Renders `format` into the fixture and returns its text.
     fn render(&self, format: &str, file: &str) -> String {
+        self.render_with(format, file, &[])
+    }
+
+    fn render_with(&self, format: &str, file: &str, flags: &[&str]) -> String {
         let out = self.dir.join(file);
-        let o = cronslot(&[
+        let mut args = vec![
             "render",
             format,
             self.manifest.to_str().expect("utf-8"),
             "--out",
             out.to_str().expect("utf-8"),
-        ]);
+        ];
+        args.extend_from_slice(flags);
+        let o = cronslot(&args);
         assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
         std::fs::read_to_string(out).expect("rendered")
     }
@@ -540,4 +558,382 @@ fn unreadable_templates_exit_2_with_a_line() {
         "{}",
         stderr(&o)
     );
+}
+
+/// Command and http jobs (what `cronslot run` and `tick` run): a zoned
+/// weekday one with the longest timeout, a frequent one with the smallest
+/// starting deadline, a weekly one.
+const K8S_MANIFEST: &str = r#"
+[defaults]
+lease = "5m"
+timeout = "1m"
+starting_deadline = "2m"
+
+[[job]]
+name = "weekday-report"
+schedule = "0 9 * * MON-FRI"
+timezone = "America/New_York"
+timeout = "4m"
+command = ["sh", "-c", "echo report"]
+
+[[job]]
+name = "ping"
+schedule = "*/15 * * * *"
+starting_deadline = "90s"
+http = { url = "https://example.com/hook" }
+
+[[job]]
+name = "cleanup"
+schedule = "30 6 * * SUN"
+command = ["sh", "-c", "echo cleanup"]
+"#;
+
+/// The manifest's drift inside the ConfigMap, the same in both kinds.
+fn assert_config_map_drift(f: &Fixture, file: &str, text: &str) {
+    // A schedule changed.
+    let o = f.check_text(
+        &format!("schedule.{file}"),
+        &edit(
+            text,
+            "schedule = \"*/15 * * * *\"",
+            "schedule = \"*/20 * * * *\"",
+        ),
+    );
+    let line = text
+        .lines()
+        .position(|l| l.trim() == "name = \"ping\"")
+        .expect("the ping job")
+        + 1;
+    assert_fails(
+        &o,
+        &[
+            &format!(
+                "schedule.{file}:{line}: job \"ping\": different schedule: the ConfigMap cronslot-manifest data.cronslot.toml has \"*/20 * * * *\" in UTC, which fires at other instants than \"*/15 * * * *\" in UTC"
+            ),
+            "does not fire at these slots of the manifest",
+            "expected: \"*/15 * * * *\" in UTC",
+        ],
+    );
+
+    // The zone changed.
+    let o = f.check_text(
+        &format!("zone.{file}"),
+        &edit(
+            text,
+            "timezone = \"America/New_York\"",
+            "timezone = \"Europe/Berlin\"",
+        ),
+    );
+    assert_fails(
+        &o,
+        &[
+            "job \"weekday-report\": wrong zone: the ConfigMap cronslot-manifest data.cronslot.toml has \"0 9 * * MON-FRI\" in Europe/Berlin",
+        ],
+    );
+
+    // A job removed.
+    let start = text
+        .rfind("    [[job]]\n    name = \"cleanup\"")
+        .expect("cleanup");
+    let end = start
+        + text[start..]
+            .find("\n---")
+            .expect("the end of the ConfigMap");
+    let removed = format!("{}{}", &text[..start], &text[end + 1..]);
+    let o = f.check_text(&format!("missing.{file}"), &removed);
+    assert_fails(
+        &o,
+        &[
+            "job \"cleanup\": missing from the ConfigMap cronslot-manifest data.cronslot.toml: it never runs",
+        ],
+    );
+
+    // A job added.
+    let added = edit(
+        text,
+        "    [[job]]\n    name = \"cleanup\"",
+        "    [[job]]\n    name = \"extra\"\n    schedule = \"@hourly\"\n    command = [\"true\"]\n\n    [[job]]\n    name = \"cleanup\"",
+    );
+    let o = f.check_text(&format!("extra.{file}"), &added);
+    assert_fails(
+        &o,
+        &[
+            "job \"extra\": extra: the ConfigMap cronslot-manifest data.cronslot.toml has it, the manifest does not",
+        ],
+    );
+
+    // A setting changed.
+    let o = f.check_text(
+        &format!("timeout.{file}"),
+        &edit(text, "timeout = \"4m\"", "timeout = \"2m\""),
+    );
+    assert_fails(
+        &o,
+        &[
+            "job \"weekday-report\": different settings in the ConfigMap cronslot-manifest data.cronslot.toml: timeout",
+            "timeout: 2m (the manifest: 4m)",
+        ],
+    );
+
+    // The store Secret reference dropped, or the URL written in the file.
+    let env = "          env:\n            - name: CRONSLOT_STORE\n              valueFrom:\n                secretKeyRef:\n                  name: cronslot-store\n                  key: url\n";
+    let indent = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("env:"))
+        .map(|l| l.len() - l.trim_start().len())
+        .expect("env");
+    let env: String = env
+        .lines()
+        .map(|l| format!("{}{}\n", " ".repeat(indent - 10), l))
+        .collect();
+    assert!(text.contains(&env), "{env}");
+    let o = f.check_text(&format!("nosecret.{file}"), &text.replace(&env, ""));
+    assert_fails(
+        &o,
+        &["missing store Secret reference: no --store and no env CRONSLOT_STORE"],
+    );
+    let literal = text.replace(
+        &env,
+        &format!(
+            "{0}env:\n{0}  - name: CRONSLOT_STORE\n{0}    value: \"dynamodb://jobs?region=eu-west-1\"\n",
+            " ".repeat(indent)
+        ),
+    );
+    let o = f.check_text(&format!("literal.{file}"), &literal);
+    assert_fails(
+        &o,
+        &[
+            "env CRONSLOT_STORE is written in the file (value): the store URL, with any credentials in it, belongs in a Secret",
+        ],
+    );
+    let manifest_arg = text
+        .lines()
+        .find(|l| l.trim() == "- /etc/cronslot/cronslot.toml")
+        .expect("the manifest argument");
+    let with_store = |value: &str| {
+        let store = manifest_arg.replace("/etc/cronslot/cronslot.toml", "\"--store\"");
+        let value = manifest_arg.replace("/etc/cronslot/cronslot.toml", value);
+        text.replace(manifest_arg, &format!("{manifest_arg}\n{store}\n{value}"))
+    };
+    let o = f.check_text(
+        &format!("argstore.{file}"),
+        &with_store("\"postgres://u:secret@db/jobs\""),
+    );
+    assert_fails(
+        &o,
+        &["--store is written in the file (postgres://***@db/jobs)"],
+    );
+    assert!(!stdout(&o).contains("secret@"), "{}", stdout(&o));
+    // `--store "$(CRONSLOT_STORE)"` still reads the Secret, with a note.
+    let o = f.check_text(
+        &format!("envstore.{file}"),
+        &with_store("\"$(CRONSLOT_STORE)\""),
+    );
+    assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));
+    assert!(
+        stdout(&o).contains("puts the store URL on the process's command line"),
+        "{}",
+        stdout(&o)
+    );
+
+    // The same jobs written another way: consistent, with a note.
+    let o = f.check_text(
+        &format!("comment.{file}"),
+        &edit(
+            text,
+            "    [[job]]\n    name = \"ping\"",
+            "    # a new comment\n    [[job]]\n    name = \"ping\"",
+        ),
+    );
+    assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));
+    assert!(
+        stdout(&o).contains("but its jobs are the same"),
+        "{}",
+        stdout(&o)
+    );
+}
+
+#[test]
+fn kubernetes_deployments_pass_and_hand_broken_copies_fail() {
+    let f = Fixture::with("k8s-deployment", K8S_MANIFEST);
+    let text = f.render("kubernetes", "d.yaml");
+    let o = f.check_text("d.yaml", &text);
+    assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));
+    assert!(stdout(&o).contains("d.yaml matches"), "{}", stdout(&o));
+    assert_config_map_drift(&f, "d.yaml", &text);
+
+    // Not `cronslot run` on the mounted manifest.
+    let o = f.check_text("tick.yaml", &edit(&text, "- run\n", "- tick\n"));
+    assert_fails(
+        &o,
+        &["Deployment cronslot: runs `cronslot tick`, not `cronslot run`"],
+    );
+    let o = f.check_text(
+        "path.yaml",
+        &edit(
+            &text,
+            "- /etc/cronslot/cronslot.toml",
+            "- /etc/cronslot/other.toml",
+        ),
+    );
+    assert_fails(
+        &o,
+        &[
+            "Deployment cronslot: runs /etc/cronslot/other.toml, but ConfigMap cronslot-manifest has no data key other.toml",
+        ],
+    );
+    let o = f.check_text(
+        "unmounted.yaml",
+        &edit(
+            &text,
+            "- /etc/cronslot/cronslot.toml",
+            "- /app/cronslot.toml",
+        ),
+    );
+    assert_fails(
+        &o,
+        &["the manifest /app/cronslot.toml is not a file of a mounted ConfigMap"],
+    );
+
+    // SIGTERM would cut the 4m job.
+    let o = f.check_text(
+        "grace.yaml",
+        &edit(
+            &text,
+            "terminationGracePeriodSeconds: 270",
+            "terminationGracePeriodSeconds: 60",
+        ),
+    );
+    assert_fails(
+        &o,
+        &[
+            "terminationGracePeriodSeconds 60 is shorter than the longest job timeout (job weekday-report), 4m",
+            "expected: 270",
+        ],
+    );
+
+    // Probes nobody answers.
+    let o = f.check_text(
+        "nohealth.yaml",
+        &edit(
+            &text,
+            "            - \"--health-listen\"\n            - \"0.0.0.0:8080\"\n",
+            "",
+        ),
+    );
+    assert_fails(
+        &o,
+        &["livenessProbe and readinessProbe over HTTP, but no --health-listen"],
+    );
+}
+
+#[test]
+fn kubernetes_cronjobs_pass_and_hand_broken_copies_fail() {
+    let f = Fixture::with("k8s-cronjob", K8S_MANIFEST);
+    let text = f.render_with("kubernetes", "c.yaml", &["--kind", "cronjob"]);
+    let o = f.check_text("c.yaml", &text);
+    assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));
+    assert!(stdout(&o).contains("c.yaml matches"), "{}", stdout(&o));
+    assert_config_map_drift(&f, "c.yaml", &text);
+
+    // The smallest starting deadline is ping's 90s.
+    assert!(text.contains("startingDeadlineSeconds: 90\n"), "{text}");
+    let o = f.check_text(
+        "deadline.yaml",
+        &edit(
+            &text,
+            "startingDeadlineSeconds: 90",
+            "startingDeadlineSeconds: 600",
+        ),
+    );
+    assert_fails(
+        &o,
+        &[
+            "CronJob cronslot: startingDeadlineSeconds 600 differs from what `cronslot render kubernetes` writes: 90 (the smallest starting_deadline of the manifest's jobs (job ping: 1m30s))",
+        ],
+    );
+    let o = f.check_text(
+        "nodeadline.yaml",
+        &edit(&text, "  startingDeadlineSeconds: 90\n", ""),
+    );
+    assert_fails(&o, &["startingDeadlineSeconds unset (no deadline) differs"]);
+
+    let o = f.check_text(
+        "policy.yaml",
+        &edit(
+            &text,
+            "concurrencyPolicy: Forbid",
+            "concurrencyPolicy: Allow",
+        ),
+    );
+    assert_fails(
+        &o,
+        &["CronJob cronslot: concurrencyPolicy Allow: ticks pile up behind a slow one"],
+    );
+    let line = text
+        .lines()
+        .position(|l| l.trim() == "concurrencyPolicy: Forbid")
+        .expect("policy")
+        + 1;
+    assert!(
+        stdout(&o).contains(&format!("policy.yaml:{line}: ")),
+        "{}",
+        stdout(&o)
+    );
+
+    let o = f.check_text(
+        "schedule.yaml",
+        &edit(
+            &text,
+            "schedule: \"* * * * *\"",
+            "schedule: \"*/5 * * * *\"",
+        ),
+    );
+    assert_fails(
+        &o,
+        &["CronJob cronslot: the tick's schedule is \"*/5 * * * *\" in Etc/UTC, not every minute"],
+    );
+
+    let o = f.check_text(
+        "active.yaml",
+        &edit(
+            &text,
+            "activeDeadlineSeconds: 300",
+            "activeDeadlineSeconds: 120",
+        ),
+    );
+    assert_fails(
+        &o,
+        &["activeDeadlineSeconds 120 is shorter than the longest job timeout, 4m"],
+    );
+
+    let o = f.check_text("run.yaml", &edit(&text, "- tick\n", "- run\n"));
+    assert_fails(
+        &o,
+        &["CronJob cronslot: runs `cronslot run`, not `cronslot tick`"],
+    );
+
+    // An unreadable schedule is bad input, with its line.
+    let o = f.check_text(
+        "bad.yaml",
+        &edit(&text, "schedule: \"* * * * *\"", "schedule: \"61 * * * *\""),
+    );
+    assert_eq!(o.status.code(), Some(2), "{}{}", stdout(&o), stderr(&o));
+    let line = text
+        .lines()
+        .position(|l| l.trim() == "schedule: \"* * * * *\"")
+        .expect("schedule")
+        + 1;
+    assert!(
+        stderr(&o).contains(&format!(
+            "bad.yaml:{line}: CronJob cronslot: invalid schedule"
+        )),
+        "{}",
+        stderr(&o)
+    );
+
+    // No workload at all.
+    let config_map_only = &text[..text.rfind("\n---\n").expect("two documents") + 1];
+    let o = f.check_text("cm.yaml", config_map_only);
+    assert_fails(&o, &["no Deployment or CronJob: nothing runs the jobs"]);
 }

@@ -15,3 +15,4 @@ mod store_admin;
 mod store_cmds;
 mod store_dynamo;
 mod sync_aws;
+mod tick;

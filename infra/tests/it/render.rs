@@ -7,6 +7,8 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use saphyr::{LoadableYamlNode, Yaml};
+
 fn workspace_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .parent()
@@ -59,6 +61,20 @@ const TEMPLATES: &[(&str, &[&str])] = &[
     (
         "infra/templates/cf-jobs.wrangler.toml",
         &["render", "wrangler", "examples/cf-jobs/cronslot.toml"],
+    ),
+    (
+        "infra/templates/cronslot.deployment.yaml",
+        &["render", "kubernetes", "examples/cronslot.toml"],
+    ),
+    (
+        "infra/templates/cronslot.cronjob.yaml",
+        &[
+            "render",
+            "kubernetes",
+            "examples/cronslot.toml",
+            "--kind",
+            "cronjob",
+        ],
     ),
 ];
 
@@ -367,4 +383,323 @@ fn the_cf_example_uses_the_rendered_wrangler_config() {
         rendered == deployed,
         "examples/cf-jobs/wrangler.toml differs from infra/templates/cf-jobs.wrangler.toml: copy the rendered file over it"
     );
+}
+
+/// The documents of a rendered Kubernetes YAML, read with the YAML reader
+/// `check` uses.
+fn yaml_docs(text: &str) -> Vec<Yaml<'_>> {
+    Yaml::load_from_str(text).expect("the rendered YAML parses")
+}
+
+fn str_list(node: &Yaml<'_>) -> Vec<String> {
+    node.as_vec()
+        .expect("a sequence")
+        .iter()
+        .map(|n| n.as_str().expect("a string").to_string())
+        .collect()
+}
+
+fn render_kubernetes(args: &[&str]) -> String {
+    let mut all = vec!["render", "kubernetes"];
+    all.extend_from_slice(args);
+    let o = cronslot(&all);
+    assert_eq!(o.status.code(), Some(0), "{args:?}: {}", stderr(&o));
+    stdout(&o)
+}
+
+/// The ConfigMap holds the manifest's text exactly, and the workload mounts
+/// it and runs it.
+fn assert_config_map(doc: &Yaml<'_>, manifest_text: &str, name: &str) {
+    assert_eq!(doc["kind"].as_str(), Some("ConfigMap"));
+    assert_eq!(doc["apiVersion"].as_str(), Some("v1"));
+    assert_eq!(
+        doc["metadata"]["name"].as_str(),
+        Some(format!("{name}-manifest").as_str())
+    );
+    assert_eq!(doc["data"]["cronslot.toml"].as_str(), Some(manifest_text));
+}
+
+/// What both kinds of pod share: the command on the mounted manifest, the
+/// store from the Secret, the ConfigMap, a non-root, read-only container.
+fn assert_pod(pod: &Yaml<'_>, subcommand: &str, name: &str, secret: &str, grace: i64) {
+    let spec = &pod["spec"];
+    assert_eq!(
+        spec["terminationGracePeriodSeconds"].as_integer(),
+        Some(grace)
+    );
+    assert_eq!(spec["automountServiceAccountToken"].as_bool(), Some(false));
+    let security = &spec["securityContext"];
+    assert_eq!(security["runAsNonRoot"].as_bool(), Some(true));
+    assert_eq!(
+        security["seccompProfile"]["type"].as_str(),
+        Some("RuntimeDefault")
+    );
+    let containers = spec["containers"].as_vec().expect("containers");
+    assert_eq!(containers.len(), 1);
+    let c = &containers[0];
+    assert_eq!(str_list(&c["command"]), ["cronslot"]);
+    let args = str_list(&c["args"]);
+    assert_eq!(args[..2], [subcommand, "/etc/cronslot/cronslot.toml"]);
+    // The store URL stays off the command line: cronslot reads it from the
+    // environment.
+    assert!(!args.iter().any(|a| a.starts_with("--store")), "{args:?}");
+    let env = c["env"].as_vec().expect("env");
+    assert_eq!(env.len(), 1);
+    assert_eq!(env[0]["name"].as_str(), Some("CRONSLOT_STORE"));
+    assert!(
+        !env[0].contains_mapping_key("value"),
+        "no store URL in the YAML"
+    );
+    let secret_ref = &env[0]["valueFrom"]["secretKeyRef"];
+    assert_eq!(secret_ref["name"].as_str(), Some(secret));
+    assert_eq!(secret_ref["key"].as_str(), Some("url"));
+    let security = &c["securityContext"];
+    assert_eq!(security["allowPrivilegeEscalation"].as_bool(), Some(false));
+    assert_eq!(security["readOnlyRootFilesystem"].as_bool(), Some(true));
+    assert_eq!(str_list(&security["capabilities"]["drop"]), ["ALL"]);
+    assert!(c["resources"]["requests"]["cpu"].as_str().is_some());
+    assert!(c["resources"]["requests"]["memory"].as_str().is_some());
+    let mount = &c["volumeMounts"][0];
+    assert_eq!(mount["name"].as_str(), Some("manifest"));
+    assert_eq!(mount["mountPath"].as_str(), Some("/etc/cronslot"));
+    let volume = &spec["volumes"][0];
+    assert_eq!(volume["name"].as_str(), Some("manifest"));
+    assert_eq!(
+        volume["configMap"]["name"].as_str(),
+        Some(format!("{name}-manifest").as_str())
+    );
+}
+
+#[test]
+fn kubernetes_deployment_runs_the_mounted_manifest_with_the_computed_values() {
+    let manifest_text =
+        std::fs::read_to_string(workspace_root().join("examples/cronslot.toml")).expect("example");
+    let a = render_kubernetes(&["examples/cronslot.toml"]);
+    let b = render_kubernetes(&["examples/cronslot.toml", "--kind", "deployment"]);
+    assert_eq!(a, b, "deterministic, and deployment is the default");
+    assert!(a.starts_with("# Generated by `cronslot render kubernetes --kind deployment` from\n# examples/cronslot.toml"), "{a}");
+    let docs = yaml_docs(&a);
+    assert_eq!(docs.len(), 2, "a ConfigMap and a Deployment");
+    assert_config_map(&docs[0], &manifest_text, "cronslot");
+    let d = &docs[1];
+    assert_eq!(d["kind"].as_str(), Some("Deployment"));
+    assert_eq!(d["apiVersion"].as_str(), Some("apps/v1"));
+    assert_eq!(d["metadata"]["name"].as_str(), Some("cronslot"));
+    assert_eq!(d["spec"]["replicas"].as_integer(), Some(2));
+    let pod = &d["spec"]["template"];
+    // The longest job timeout is daily-report's 5m; + 30 s to record.
+    assert_pod(pod, "run", "cronslot", "cronslot-store", 330);
+    let c = &pod["spec"]["containers"][0];
+    assert_eq!(
+        str_list(&c["args"])[2..],
+        ["--health-listen", "0.0.0.0:8080"]
+    );
+    assert_eq!(
+        c["image"].as_str(),
+        Some(format!("ghcr.io/cronslot/cronslot:{}", env!("CARGO_PKG_VERSION")).as_str())
+    );
+    assert_eq!(c["ports"][0]["containerPort"].as_integer(), Some(8080));
+    for (probe, path) in [("livenessProbe", "/healthz"), ("readinessProbe", "/readyz")] {
+        assert_eq!(c[probe]["httpGet"]["path"].as_str(), Some(path), "{probe}");
+        assert_eq!(
+            c[probe]["httpGet"]["port"].as_str(),
+            Some("health"),
+            "{probe}"
+        );
+    }
+    // The pods roll when the manifest changes.
+    assert!(
+        pod["metadata"]["annotations"]["cronslot/manifest-fnv1a64"]
+            .as_str()
+            .is_some()
+    );
+    // The selector selects the pods.
+    let selector = d["spec"]["selector"]["matchLabels"]
+        .as_mapping()
+        .expect("matchLabels");
+    for (k, v) in selector {
+        assert_eq!(
+            pod["metadata"]["labels"][k.as_str().expect("key")].as_str(),
+            v.as_str()
+        );
+    }
+}
+
+#[test]
+fn kubernetes_cronjob_ticks_every_minute_with_the_manifests_deadlines() {
+    let manifest_text =
+        std::fs::read_to_string(workspace_root().join("examples/cronslot.toml")).expect("example");
+    let text = render_kubernetes(&["examples/cronslot.toml", "--kind", "cronjob"]);
+    assert_eq!(
+        text,
+        render_kubernetes(&["examples/cronslot.toml", "--kind", "cronjob"])
+    );
+    assert!(text.starts_with("# Generated by `cronslot render kubernetes --kind cronjob`"));
+    let docs = yaml_docs(&text);
+    assert_eq!(docs.len(), 2, "a ConfigMap and a CronJob");
+    assert_config_map(&docs[0], &manifest_text, "cronslot");
+    let cj = &docs[1];
+    assert_eq!(cj["kind"].as_str(), Some("CronJob"));
+    assert_eq!(cj["apiVersion"].as_str(), Some("batch/v1"));
+    let spec = &cj["spec"];
+    assert_eq!(spec["schedule"].as_str(), Some("* * * * *"));
+    assert_eq!(spec["timeZone"].as_str(), Some("Etc/UTC"));
+    assert_eq!(spec["concurrencyPolicy"].as_str(), Some("Forbid"));
+    // Every job of the example has the default starting_deadline, 5m.
+    assert_eq!(spec["startingDeadlineSeconds"].as_integer(), Some(300));
+    assert!(text.contains("(job heartbeat: 5m)"), "{text}");
+    assert_eq!(spec["successfulJobsHistoryLimit"].as_integer(), Some(1));
+    assert_eq!(spec["failedJobsHistoryLimit"].as_integer(), Some(3));
+    let job = &spec["jobTemplate"]["spec"];
+    assert_eq!(job["backoffLimit"].as_integer(), Some(0));
+    // The longest timeout, 5m, + 60 s.
+    assert_eq!(job["activeDeadlineSeconds"].as_integer(), Some(360));
+    let pod = &job["template"];
+    assert_eq!(pod["spec"]["restartPolicy"].as_str(), Some("Never"));
+    assert_pod(pod, "tick", "cronslot", "cronslot-store", 330);
+    assert_eq!(str_list(&pod["spec"]["containers"][0]["args"]).len(), 2);
+}
+
+#[test]
+fn kubernetes_values_come_from_the_manifest_and_the_flags() {
+    let manifest = temp_manifest(
+        "k8s-values",
+        r#"
+[defaults]
+lease = "30m"
+timeout = "1m"
+
+[[job]]
+name = "quick"
+schedule = "* * * * *"
+starting_deadline = "45s"
+command = ["true"]
+timeout = "10s"
+
+[[job]]
+name = "slow"
+schedule = "0 3 * * *"
+timezone = "Europe/Berlin"
+command = ["sh", "-c", "sleep 600"]
+timeout = "20m"
+
+[[job]]
+name = "hook"
+schedule = "*/5 * * * *"
+http = { url = "https://example.com/hook" }
+"#,
+    );
+    let stem = manifest.with_file_name("Nightly_Jobs.toml");
+    std::fs::rename(&manifest, &stem).expect("rename");
+    let m = stem.to_str().expect("utf-8");
+    let text = render_kubernetes(&[m, "--kind", "cronjob"]);
+    let docs = yaml_docs(&text);
+    let spec = &docs[1]["spec"];
+    // The smallest starting deadline (45s); the longest timeout (20m).
+    assert_eq!(spec["startingDeadlineSeconds"].as_integer(), Some(45));
+    assert!(text.contains("(job quick: 45s)"), "{text}");
+    assert_eq!(
+        spec["jobTemplate"]["spec"]["activeDeadlineSeconds"].as_integer(),
+        Some(1200 + 60)
+    );
+    // The default name is the file stem, made a DNS-1123 label.
+    assert_eq!(docs[1]["metadata"]["name"].as_str(), Some("nightly-jobs"));
+    assert_pod(
+        &spec["jobTemplate"]["spec"]["template"],
+        "tick",
+        "nightly-jobs",
+        "nightly-jobs-store",
+        1200 + 30,
+    );
+
+    let text = render_kubernetes(&[
+        m,
+        "--name",
+        "jobs",
+        "--namespace",
+        "batch",
+        "--secret",
+        "shared-store",
+        "--image",
+        "registry.example.com/jobs@sha256:0123",
+        "--replicas",
+        "3",
+    ]);
+    let docs = yaml_docs(&text);
+    for doc in &docs {
+        assert_eq!(doc["metadata"]["namespace"].as_str(), Some("batch"));
+    }
+    let d = &docs[1];
+    assert_eq!(d["metadata"]["name"].as_str(), Some("jobs"));
+    assert_eq!(d["spec"]["replicas"].as_integer(), Some(3));
+    let pod = &d["spec"]["template"];
+    assert_pod(pod, "run", "jobs", "shared-store", 1230);
+    assert_eq!(
+        pod["spec"]["containers"][0]["image"].as_str(),
+        Some("registry.example.com/jobs@sha256:0123")
+    );
+
+    // A deadline shorter than the CronJob controller's 10 s interval.
+    let short = temp_manifest(
+        "k8s-short",
+        "[[job]]\nname = \"a\"\nschedule = \"* * * * *\"\nstarting_deadline = \"5s\"\ncommand = [\"true\"]\n",
+    );
+    let text = render_kubernetes(&[short.to_str().expect("utf-8"), "--kind", "cronjob"]);
+    assert_eq!(
+        yaml_docs(&text)[1]["spec"]["startingDeadlineSeconds"].as_integer(),
+        Some(10)
+    );
+    assert!(text.contains("10 s check interval"), "{text}");
+}
+
+#[test]
+fn kubernetes_bad_input_exits_2_naming_the_flag() {
+    let cases: &[(&[&str], &str)] = &[
+        (&["--replicas", "0"], "--replicas"),
+        (&["--replicas", "two"], "--replicas"),
+        (
+            &["--name", "Bad_Name"],
+            "--name \"Bad_Name\": a Kubernetes name here is a DNS-1123 label",
+        ),
+        (&["--name=-x"], "--name \"-x\""),
+        (&["--kind", "cronjob", "--name", &"a".repeat(53)], "--name"),
+        (&["--namespace", "Jobs"], "--namespace \"Jobs\""),
+        (&["--secret", "a_b"], "--secret \"a_b\""),
+        (&["--image", "a b"], "--image \"a b\""),
+        (
+            &["--kind", "cronjob", "--replicas", "3"],
+            "--replicas does not apply",
+        ),
+        (&["--kind", "daemonset"], "--kind"),
+        (
+            &["--cron-limit", "3"],
+            "--cron-limit does not apply to `cronslot render kubernetes`",
+        ),
+    ];
+    for (args, needle) in cases {
+        let mut all = vec!["render", "kubernetes", "examples/cronslot.toml"];
+        all.extend_from_slice(args);
+        let o = cronslot(&all);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains(needle), "{args:?}: {}", stderr(&o));
+        assert!(o.stdout.is_empty(), "{args:?}");
+    }
+    // Kubernetes flags are refused by the other formats.
+    let o = cronslot(&[
+        "render",
+        "wrangler",
+        "examples/cf-jobs/cronslot.toml",
+        "--replicas",
+        "3",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("--replicas does not apply"),
+        "{}",
+        stderr(&o)
+    );
+    // `cronslot run` and `tick` run no Rust functions.
+    let o = cronslot(&["render", "kubernetes", "examples/aws-jobs/cronslot.toml"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("\"nightly-report\""), "{}", stderr(&o));
 }

@@ -1,0 +1,96 @@
+//! `cronslot tick`: one pass over the manifest, for schedulers that start
+//! a process every minute (system cron, systemd timers, Kubernetes
+//! CronJobs, CI schedules).
+//!
+//! It is the runner's single pass: every job is planned once at now, its
+//! due slots are claimed (a compare-and-set on the shared store, so any
+//! number of machines may tick at once and each slot still runs once), run
+//! here within their timeouts, and recorded. A slot missed while no tick
+//! ran is caught up by the next one, as the job's `catch_up` says.
+
+use cronslot_local::{Clock, Runner, Summary, init_logging};
+
+use super::run::{log_format, log_warnings, refuse_function_jobs, run};
+use crate::cli::TickArgs;
+use crate::exit::Failure;
+use crate::manifest::load_manifest;
+use crate::store::StoreTarget;
+use crate::store::jobs::with_job_store;
+
+pub fn exec(args: TickArgs) -> Result<(), Failure> {
+    let target = StoreTarget::parse_for_jobs(&args.store)?;
+    let manifest = load_manifest(&args.manifest)?;
+    refuse_function_jobs(&manifest, "tick")?;
+    let clock = Clock::real();
+    let format = log_format(args.log_format);
+    init_logging(format, &clock).map_err(|e| Failure::bad_input(format!("error: {e}")))?;
+    log_warnings(&manifest, format);
+    let (store, clock) = target.open_for_jobs(&clock)?;
+    let summary = with_job_store!(store, store => {
+        run(Runner::new(store, manifest.jobs, clock).single_pass().handle_ctrl_c(true))?
+    });
+    print!("{}", tick_report(&summary));
+    verdict(&summary)
+}
+
+/// One line per job that ran, then the totals: what a cron mail or a
+/// CronJob's log shows.
+fn tick_report(summary: &Summary) -> String {
+    let mut out = String::new();
+    for job in summary.jobs.iter().filter(|j| j.runs > 0) {
+        out.push_str(&format!(
+            "{}: {} run(s), {} succeeded, {} to retry, {} dead, {} lost lease, {} unrecorded\n",
+            job.job,
+            job.runs,
+            job.succeeded,
+            job.runs
+                .saturating_sub(job.succeeded + job.dead + job.lease_lost + job.unrecorded),
+            job.dead,
+            job.lease_lost,
+            job.unrecorded
+        ));
+    }
+    let runs: u64 = summary.jobs.iter().map(|j| j.runs).sum();
+    let succeeded: u64 = summary.jobs.iter().map(|j| j.succeeded).sum();
+    out.push_str(&format!(
+        "tick: {runs} run(s), {succeeded} succeeded; {} duplicate(s) refused, {} store error(s)\n",
+        summary.duplicates_refused, summary.store_errors
+    ));
+    out
+}
+
+/// Exit 0 when every run succeeded and was recorded, 1 otherwise.
+fn verdict(summary: &Summary) -> Result<(), Failure> {
+    let mut problems = Vec::new();
+    let failed: Vec<&str> = summary
+        .jobs
+        .iter()
+        .filter(|j| j.runs > j.succeeded)
+        .map(|j| j.job.as_str())
+        .collect();
+    if !failed.is_empty() {
+        problems.push(format!(
+            "a run did not succeed or could not be recorded: {} (its slot is retried or \
+             dead-lettered as the job says; see the log above and `cronslot status`)",
+            failed.join(", ")
+        ));
+    }
+    if summary.store_errors > 0 {
+        problems.push(format!(
+            "the store failed {} time(s); what could not be claimed is claimed by the next tick",
+            summary.store_errors
+        ));
+    }
+    if !summary.slots_run_twice.is_empty() {
+        problems.push(format!(
+            "slot(s) ran more than once ({}): cronslot's guarantee failed; please report this",
+            summary.slots_run_twice.join(", ")
+        ));
+    }
+    problems.extend(summary.worker_failures.iter().cloned());
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(Failure::problem(format!("error: {}", problems.join("; "))))
+    }
+}

@@ -1,0 +1,406 @@
+//! A fleet on a real PostgreSQL server, under real faults (issue 13,
+//! docs/reliability.md "A fleet on PostgreSQL"): three `cronslot run`
+//! processes share one database in real time, with lease-sized timings,
+//! while one is killed with its jobs (SIGKILL) and restarted, one is frozen
+//! with its jobs (SIGSTOP) for longer than its lease and resumed, the
+//! server crashes (`pg_ctl stop -m immediate`) and restarts, and every
+//! connection is cut (`pg_terminate_backend`).
+//!
+//! The checks are made from the jobs' own records (each run appends a
+//! `start` and an `end` line with its slot, fence, attempt and runner) and
+//! from `cronslot status` at the end:
+//! - every slot ends;
+//! - two runs of one slot overlap only when one of them was frozen;
+//! - the fences of a job increase in the order its runs start;
+//! - at the end no lease is stuck, and there is no dead letter, pending
+//!   retry or missed slot (nothing the faults explain: slots late from an
+//!   outage are caught up).
+//!
+//! `CRONSLOT_FLEET_ROUNDS=N` repeats the round of faults N times (the long
+//! run whose figures are in docs/reliability.md); CI runs one round, about
+//! five minutes of real time.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use cronslot_tests::postgres::Server;
+use jiff::Timestamp;
+
+/// The jobs: four every minute, each running six seconds; a lease of 20 s
+/// and a time limit of 15 s; retries quick enough to finish within the
+/// minute; every missed slot caught up.
+const MANIFEST: &str = r#"
+[defaults]
+timezone = "UTC"
+lease = "20s"
+timeout = "15s"
+skew_margin = "2s"
+starting_deadline = "10m"
+catch_up = "all"
+max_catch_up = 20
+overlap = "forbid"
+retry = { max_attempts = 10, backoff = "1s", max_backoff = "4s", past_next_slot = true }
+
+[[job]]
+name = "billing"
+schedule = "* * * * *"
+command = ["sh", "-c", "echo \"start $CRONSLOT_JOB $CRONSLOT_SLOT $CRONSLOT_FENCE $CRONSLOT_ATTEMPT $PPID $(date +%s.%N)\" >> runs.log; sleep 6; echo \"end $CRONSLOT_JOB $CRONSLOT_SLOT $CRONSLOT_FENCE $CRONSLOT_ATTEMPT $PPID $(date +%s.%N)\" >> runs.log"]
+
+[[job]]
+name = "invoices"
+schedule = "* * * * *"
+command = ["sh", "-c", "echo \"start $CRONSLOT_JOB $CRONSLOT_SLOT $CRONSLOT_FENCE $CRONSLOT_ATTEMPT $PPID $(date +%s.%N)\" >> runs.log; sleep 6; echo \"end $CRONSLOT_JOB $CRONSLOT_SLOT $CRONSLOT_FENCE $CRONSLOT_ATTEMPT $PPID $(date +%s.%N)\" >> runs.log"]
+
+[[job]]
+name = "ledger"
+schedule = "* * * * *"
+command = ["sh", "-c", "echo \"start $CRONSLOT_JOB $CRONSLOT_SLOT $CRONSLOT_FENCE $CRONSLOT_ATTEMPT $PPID $(date +%s.%N)\" >> runs.log; sleep 6; echo \"end $CRONSLOT_JOB $CRONSLOT_SLOT $CRONSLOT_FENCE $CRONSLOT_ATTEMPT $PPID $(date +%s.%N)\" >> runs.log"]
+
+[[job]]
+name = "payouts"
+schedule = "* * * * *"
+command = ["sh", "-c", "echo \"start $CRONSLOT_JOB $CRONSLOT_SLOT $CRONSLOT_FENCE $CRONSLOT_ATTEMPT $PPID $(date +%s.%N)\" >> runs.log; sleep 6; echo \"end $CRONSLOT_JOB $CRONSLOT_SLOT $CRONSLOT_FENCE $CRONSLOT_ATTEMPT $PPID $(date +%s.%N)\" >> runs.log"]
+"#;
+
+const JOBS: [&str; 4] = ["billing", "invoices", "ledger", "payouts"];
+
+/// One `cronslot run` of the fleet.
+struct Runner {
+    name: &'static str,
+    child: Child,
+}
+
+struct Fleet {
+    dir: PathBuf,
+    url: String,
+    runners: Vec<Runner>,
+    /// Every runner process ever started, by pid.
+    pids: BTreeMap<u32, &'static str>,
+}
+
+impl Fleet {
+    fn start(&mut self, name: &'static str) {
+        let log = std::fs::File::create(self.dir.join(format!("{name}-{}.log", self.pids.len())))
+            .expect("runner log");
+        let child = Command::new(env!("CARGO_BIN_EXE_cronslot"))
+            .args(["run", "fleet.toml", "--workers", "2", "--log-format", "json"])
+            .env("CRONSLOT_STORE", &self.url)
+            .env_remove("CRONSLOT_LOG")
+            .current_dir(&self.dir)
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("start cronslot run");
+        self.pids.insert(child.id(), name);
+        self.runners.push(Runner { name, child });
+    }
+
+    fn runner(&mut self, name: &str) -> &mut Runner {
+        self.runners
+            .iter_mut()
+            .find(|r| r.name == name)
+            .expect("a runner of that name")
+    }
+
+    /// Sends `signal` to the runner and to every job it runs (each job
+    /// leads its own process group).
+    fn signal(&mut self, name: &str, signal: &str) {
+        let pid = self.runner(name).child.id();
+        let mut targets = vec![pid.to_string()];
+        targets.extend(child_groups(pid).into_iter().map(|g| format!("-{g}")));
+        let status = Command::new("kill")
+            .arg(format!("-{signal}"))
+            .arg("--")
+            .args(&targets)
+            .status()
+            .expect("kill");
+        assert!(status.success(), "kill -{signal} {targets:?}");
+    }
+
+    /// SIGKILL the runner and its jobs, and reap it.
+    fn kill(&mut self, name: &str) {
+        self.signal(name, "KILL");
+        let index = self
+            .runners
+            .iter()
+            .position(|r| r.name == name)
+            .expect("runner");
+        let mut runner = self.runners.remove(index);
+        let _ = runner.child.wait();
+    }
+
+    /// SIGTERM every runner; each finishes its running jobs and exits 0.
+    fn stop_all(&mut self) {
+        for runner in &self.runners {
+            let _ = Command::new("kill")
+                .args(["-TERM", &runner.child.id().to_string()])
+                .status();
+        }
+        for runner in &mut self.runners {
+            let status = runner.child.wait().expect("runner ends");
+            assert!(status.success(), "runner {} exited with {status}", runner.name);
+        }
+        self.runners.clear();
+    }
+}
+
+impl Drop for Fleet {
+    fn drop(&mut self) {
+        for runner in &mut self.runners {
+            let pid = runner.child.id();
+            for group in child_groups(pid) {
+                let _ = Command::new("kill")
+                    .args(["-KILL", "--", &format!("-{group}")])
+                    .status();
+            }
+            let _ = runner.child.kill();
+            let _ = runner.child.wait();
+        }
+    }
+}
+
+/// The process groups of `pid`'s children (the jobs it runs).
+fn child_groups(pid: u32) -> BTreeSet<u32> {
+    let mut groups = BTreeSet::new();
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return groups;
+    };
+    for entry in entries.flatten() {
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        // `pid (comm) state ppid pgrp …`; comm may hold spaces and parens.
+        let Some(rest) = stat.rsplit_once(')').map(|(_, r)| r) else {
+            continue;
+        };
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        if fields.get(1).and_then(|p| p.parse::<u32>().ok()) == Some(pid) {
+            if let Some(group) = fields.get(2).and_then(|g| g.parse::<u32>().ok()) {
+                groups.insert(group);
+            }
+        }
+    }
+    groups
+}
+
+/// One run, from its `start` (and `end`, if it wrote one) lines.
+#[derive(Debug, Clone)]
+struct Run {
+    job: String,
+    slot: String,
+    fence: u64,
+    runner: u32,
+    start: f64,
+    end: Option<f64>,
+}
+
+fn read_runs(path: &Path) -> Vec<Run> {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let mut runs: BTreeMap<(String, u64), Run> = BTreeMap::new();
+    for line in text.lines() {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        let [kind, job, slot, fence, _attempt, runner, at] = f[..] else {
+            panic!("a malformed record: {line:?}");
+        };
+        let fence: u64 = fence.parse().expect("fence");
+        let at: f64 = at.parse().expect("time");
+        let key = (job.to_string(), fence);
+        match kind {
+            "start" => {
+                let old = runs.insert(
+                    key,
+                    Run {
+                        job: job.into(),
+                        slot: slot.into(),
+                        fence,
+                        runner: runner.parse().expect("pid"),
+                        start: at,
+                        end: None,
+                    },
+                );
+                assert!(old.is_none(), "two runs of {job} with fence {fence}");
+            }
+            "end" => runs.get_mut(&key).expect("an end after its start").end = Some(at),
+            other => panic!("a malformed record kind {other:?}"),
+        }
+    }
+    runs.into_values().collect()
+}
+
+fn now_secs() -> f64 {
+    Timestamp::now().as_millisecond() as f64 / 1000.0
+}
+
+/// Sleeps until `second` (0–59) of the minute; from a later second, of the
+/// next minute.
+fn at_second(second: u64) {
+    let now = Timestamp::now().as_millisecond();
+    let into = now.rem_euclid(60_000) as u64;
+    let target = second * 1000;
+    let wait = if into < target {
+        target - into
+    } else {
+        60_000 - into + target
+    };
+    std::thread::sleep(Duration::from_millis(wait));
+}
+
+#[test]
+fn a_fleet_on_postgres_runs_every_slot_once_through_kills_freezes_crashes_and_cuts() {
+    let rounds: u32 = std::env::var("CRONSLOT_FLEET_ROUNDS")
+        .ok()
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(1);
+    // A server of its own: this test crashes it.
+    let server = Server::start();
+    let db = server.fresh_database("fleet");
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("fleet-pg");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("dir");
+    std::fs::write(dir.join("fleet.toml"), MANIFEST).expect("manifest");
+    let url = server.url(&db);
+    let init = Command::new(env!("CARGO_BIN_EXE_cronslot"))
+        .args(["init", "--store", &url])
+        .output()
+        .expect("init");
+    assert!(init.status.success(), "{}", String::from_utf8_lossy(&init.stderr));
+    let mut fleet = Fleet {
+        dir: dir.clone(),
+        url: url.clone(),
+        runners: Vec::new(),
+        pids: BTreeMap::new(),
+    };
+    at_second(45);
+    let began = now_secs();
+    for name in ["a", "b", "c"] {
+        fleet.start(name);
+    }
+    let mut frozen: Vec<(u32, f64, f64)> = Vec::new();
+    let mut faults = Vec::new();
+    for _ in 0..rounds {
+        // Jobs start at :00 and run six seconds: each fault lands on
+        // running jobs.
+        at_second(3);
+        fleet.kill("a");
+        faults.push(format!("{:.0} SIGKILL a", now_secs() - began));
+        std::thread::sleep(Duration::from_secs(5));
+        fleet.start("a");
+
+        at_second(2);
+        let pid = fleet.runner("b").child.id();
+        fleet.signal("b", "STOP");
+        let from = now_secs();
+        // Longer than the lease (20 s) plus the skew margin.
+        std::thread::sleep(Duration::from_secs(30));
+        fleet.signal("b", "CONT");
+        frozen.push((pid, from, now_secs()));
+        faults.push(format!("{:.0} SIGSTOP b for 30 s", from - began));
+
+        at_second(3);
+        server.crash();
+        faults.push(format!("{:.0} server crash", now_secs() - began));
+        std::thread::sleep(Duration::from_secs(6));
+        server.restart();
+        server.wait_ready(Duration::from_secs(30));
+
+        at_second(3);
+        let cut = server.terminate_connections(&db);
+        faults.push(format!(
+            "{:.0} pg_terminate_backend ({cut} connections)",
+            now_secs() - began
+        ));
+    }
+    // A quiet minute for retries to finish, then stop between slots.
+    at_second(30);
+    at_second(30);
+    let stopped = now_secs();
+    fleet.stop_all();
+
+    let runs = read_runs(&dir.join("runs.log"));
+    let report = format!(
+        "faults: {faults:?}\nrunners: {:?}\nruns: {}\n",
+        fleet.pids,
+        runs.len()
+    );
+    eprintln!("{report}");
+    let was_frozen = |run: &Run, until: f64| {
+        frozen
+            .iter()
+            .any(|(pid, from, to)| *pid == run.runner && run.start < *to && until > *from)
+    };
+
+    // Every slot ends: each minute from the first slot after the start to
+    // the last one before the stop has a run that wrote its `end`.
+    let first = (began / 60.0).ceil() as i64 * 60;
+    let last = ((stopped - 10.0) / 60.0).floor() as i64 * 60;
+    for job in JOBS {
+        for minute in (first..=last).step_by(60) {
+            let slot = format!(
+                "{job}@{}",
+                Timestamp::from_second(minute).expect("instant").strftime("%Y-%m-%dT%H:%M:%SZ")
+            );
+            assert!(
+                runs.iter().any(|r| r.slot == slot && r.end.is_some()),
+                "slot {slot} never ended\n{report}"
+            );
+        }
+    }
+
+    // Two runs of one slot overlap only when one of them was frozen; a
+    // run without an `end` was killed (or cut by its time limit): it ran
+    // until at most its start plus the time limit.
+    let mut overlaps = 0;
+    for (i, a) in runs.iter().enumerate() {
+        for b in &runs[i + 1..] {
+            if a.slot != b.slot {
+                continue;
+            }
+            let a_end = a.end.unwrap_or(a.start + 15.0);
+            let b_end = b.end.unwrap_or(b.start + 15.0);
+            if a.start < b_end && b.start < a_end {
+                overlaps += 1;
+                assert!(
+                    was_frozen(a, a_end) || was_frozen(b, b_end),
+                    "runs {a:?} and {b:?} overlap and neither was frozen\n{report}"
+                );
+            }
+        }
+    }
+
+    // Fences increase in the order a job's runs start.
+    for job in JOBS {
+        let mut of_job: Vec<&Run> = runs.iter().filter(|r| r.job == job).collect();
+        of_job.sort_by(|a, b| a.start.total_cmp(&b.start));
+        for pair in of_job.windows(2) {
+            assert!(
+                pair[0].fence < pair[1].fence,
+                "fences of {job} do not increase: {:?} then {:?}\n{report}",
+                pair[0],
+                pair[1]
+            );
+        }
+    }
+
+    // The store at the end: no stuck lease, no dead letter, nothing
+    // pending, nothing missed.
+    let status = Command::new(env!("CARGO_BIN_EXE_cronslot"))
+        .args(["status", "--manifest", "fleet.toml", "--format", "json"])
+        .env("CRONSLOT_STORE", &url)
+        .current_dir(&dir)
+        .output()
+        .expect("status");
+    assert!(status.status.success(), "{}", String::from_utf8_lossy(&status.stderr));
+    let status: serde_json::Value = serde_json::from_slice(&status.stdout).expect("json");
+    for job in status["jobs"].as_array().expect("jobs") {
+        let name = &job["job"];
+        assert_eq!(job["leases"], serde_json::json!([]), "{name}: a stuck lease");
+        assert_eq!(job["pending"], serde_json::json!([]), "{name}: a pending retry");
+        assert_eq!(job["dead_letters"]["count"], 0, "{name}: a dead letter");
+        for (reason, count) in job["counts"]["missed"].as_object().expect("missed") {
+            assert_eq!(count, 0, "{name}: missed for {reason}\n{report}");
+        }
+    }
+    eprintln!("overlapping runs (all of a frozen runner): {overlaps}");
+}

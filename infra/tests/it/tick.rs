@@ -1,0 +1,326 @@
+//! `cronslot tick` (one pass, for system cron and CronJobs), `cronslot
+//! init`, and what `run` and `tick` share: the store from CRONSLOT_STORE,
+//! the secrets a command never inherits, the health probes, SIGTERM.
+//! On SQLite here; the same commands on PostgreSQL are in `fleet_pg`.
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use cronslot_core::coord::{JobState, StateStore, exec::block_on};
+use cronslot_core::manifest::parse_manifest;
+use cronslot_local::SqliteStore;
+use jiff::{SignedDuration, Timestamp};
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join("tick")
+        .join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("scratch dir");
+    dir
+}
+
+fn cronslot(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_cronslot"))
+        .args(args)
+        .current_dir(dir)
+        .env_remove("CRONSLOT_LOG")
+        .env_remove("CRONSLOT_STORE")
+        .envs(env.iter().copied())
+        .output()
+        .expect("run cronslot")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// Writes `manifest` and gives each of its jobs a record created two
+/// minutes ago, so that its latest minute slot is due at once (a job new
+/// to the store starts with the slots after its creation).
+fn due_store(dir: &Path, manifest: &str) -> String {
+    std::fs::write(dir.join("cronslot.toml"), manifest).expect("write the manifest");
+    let db = dir.join("state.db");
+    let store = SqliteStore::open(&db).expect("open the store");
+    let created = Timestamp::now() - SignedDuration::from_mins(2);
+    for spec in parse_manifest(manifest, "cronslot.toml")
+        .expect("valid manifest")
+        .jobs
+    {
+        let state = JobState::new(spec.name.as_str(), &spec.spec_hash(), created, false);
+        block_on(store.put(spec.name.as_str(), &state, None)).expect("seed the record");
+    }
+    format!("sqlite:{}", db.display())
+}
+
+const DUE: &str = r#"
+[[job]]
+name = "every-minute"
+schedule = "* * * * *"
+timeout = "20s"
+command = ["sh", "-c", "echo \"$CRONSLOT_SLOT\" >> ran.log; env > env.txt"]
+"#;
+
+#[test]
+fn a_tick_runs_each_due_slot_once_however_many_machines_tick() {
+    let dir = scratch("once");
+    let store = due_store(&dir, DUE);
+    // Four ticks at once, as four machines' crontabs fire together.
+    let ticks: Vec<_> = (0..4)
+        .map(|_| {
+            Command::new(env!("CARGO_BIN_EXE_cronslot"))
+                .args(["tick", "cronslot.toml", "--store", &store])
+                .current_dir(&dir)
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("start a tick")
+        })
+        .collect();
+    let outputs: Vec<Output> = ticks
+        .into_iter()
+        .map(|t| t.wait_with_output().expect("tick ends"))
+        .collect();
+    for o in &outputs {
+        assert!(
+            o.status.success(),
+            "{}\n{}",
+            text(&o.stdout),
+            text(&o.stderr)
+        );
+    }
+    let ran = std::fs::read_to_string(dir.join("ran.log")).expect("the job ran");
+    assert_eq!(ran.lines().count(), 1, "one run of the slot: {ran}");
+    let ran_here: Vec<&Output> = outputs
+        .iter()
+        .filter(|o| text(&o.stdout).contains("every-minute: 1 run(s), 1 succeeded"))
+        .collect();
+    assert_eq!(ran_here.len(), 1, "exactly one tick ran it");
+    // The slot is resolved: the next tick (this minute) has nothing to do.
+    let again = cronslot(&dir, &["tick", "cronslot.toml", "--store", &store], &[]);
+    assert!(again.status.success(), "{}", text(&again.stderr));
+    assert!(
+        text(&again.stdout).contains("tick: 0 run(s)"),
+        "{}",
+        text(&again.stdout)
+    );
+}
+
+#[test]
+fn a_failed_run_makes_the_tick_exit_1_and_is_retried_as_usual() {
+    let dir = scratch("failed");
+    let store = due_store(
+        &dir,
+        r#"
+[[job]]
+name = "broken"
+schedule = "* * * * *"
+retry = { max_attempts = 2, backoff = "1s" }
+command = ["sh", "-c", "echo nope >&2; exit 75"]
+"#,
+    );
+    let o = cronslot(&dir, &["tick", "cronslot.toml", "--store", &store], &[]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o.stderr));
+    let err = text(&o.stderr);
+    assert!(
+        err.contains("a run did not succeed or could not be recorded: broken"),
+        "{err}"
+    );
+    assert!(text(&o.stdout).contains("broken: 1 run(s), 0 succeeded, 1 to retry"));
+    // The retry is the next tick's, a second later.
+    std::thread::sleep(Duration::from_millis(1500));
+    let o = cronslot(&dir, &["tick", "cronslot.toml", "--store", &store], &[]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        text(&o.stdout).contains("broken: 1 run(s), 0 succeeded, 0 to retry, 1 dead"),
+        "{}",
+        text(&o.stdout)
+    );
+}
+
+#[test]
+fn a_tick_refuses_rust_function_jobs_and_bad_stores_before_touching_anything() {
+    let dir = scratch("refused");
+    std::fs::write(
+        dir.join("cronslot.toml"),
+        "[[job]]\nname = \"report\"\nschedule = \"* * * * *\"\n",
+    )
+    .expect("write");
+    let o = cronslot(
+        &dir,
+        &["tick", "cronslot.toml", "--store", "sqlite:never.db"],
+        &[],
+    );
+    assert_eq!(o.status.code(), Some(2));
+    let err = text(&o.stderr);
+    assert!(
+        err.contains("`cronslot tick` runs command and http jobs only") && err.contains("report"),
+        "{err}"
+    );
+    assert!(!dir.join("never.db").exists(), "nothing created");
+    for (store, says) in [
+        (
+            "https://jobs.example.com/cronslot",
+            "a Cloudflare Worker runs its own jobs",
+        ),
+        ("mysql://db/x", "unsupported store URL"),
+    ] {
+        std::fs::write(
+            dir.join("cronslot.toml"),
+            "[[job]]\nname = \"c\"\nschedule = \"* * * * *\"\ncommand = [\"true\"]\n",
+        )
+        .expect("write");
+        let o = cronslot(&dir, &["tick", "cronslot.toml", "--store", store], &[]);
+        assert_eq!(o.status.code(), Some(2), "{store}");
+        assert!(
+            text(&o.stderr).contains(says),
+            "{store}: {}",
+            text(&o.stderr)
+        );
+    }
+}
+
+#[test]
+fn init_creates_a_sqlite_store_once_and_is_idempotent() {
+    let dir = scratch("init");
+    let o = cronslot(&dir, &["init", "--store", "sqlite:sub/dir/state.db"], &[]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert_eq!(text(&o.stdout), "sqlite:sub/dir/state.db: created\n");
+    assert!(dir.join("sub/dir/state.db").exists());
+    // From the environment, as a Deployment's Secret gives it.
+    let o = cronslot(
+        &dir,
+        &["init"],
+        &[("CRONSLOT_STORE", "sqlite:sub/dir/state.db")],
+    );
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert!(text(&o.stdout).contains("ready"), "{}", text(&o.stdout));
+    let o = cronslot(&dir, &["init", "--store", "https://x.example/c"], &[]);
+    assert_eq!(o.status.code(), Some(2));
+}
+
+#[test]
+fn a_command_never_inherits_the_store_password_but_its_own_env_applies() {
+    let dir = scratch("env");
+    let store = due_store(
+        &dir,
+        r#"
+[[job]]
+name = "envdump"
+schedule = "* * * * *"
+env = { JOB_DB_PASSWORD = "the-jobs-own" }
+command = ["sh", "-c", "env > env.txt"]
+"#,
+    );
+    let o = cronslot(
+        &dir,
+        &["tick", "cronslot.toml"],
+        &[
+            ("CRONSLOT_STORE", store.as_str()),
+            ("PGPASSWORD", "hunter2-store-secret"),
+        ],
+    );
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let env = std::fs::read_to_string(dir.join("env.txt")).expect("the job ran");
+    assert!(!env.contains("hunter2-store-secret"), "{env}");
+    assert!(!env.contains("CRONSLOT_STORE"), "{env}");
+    assert!(env.contains("JOB_DB_PASSWORD=the-jobs-own"), "{env}");
+    assert!(env.contains("CRONSLOT_JOB=envdump"), "{env}");
+    // Nor is it in anything the command printed.
+    assert!(!text(&o.stdout).contains("hunter2") && !text(&o.stderr).contains("hunter2"));
+}
+
+fn http_get(port: u16, path: &str) -> Option<(u16, String)> {
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).ok()?;
+    stream.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
+    )
+    .ok()?;
+    let mut response = String::new();
+    stream.read_to_string(&mut response).ok()?;
+    let status = response.split_whitespace().nth(1)?.parse().ok()?;
+    let body = response.split("\r\n\r\n").nth(1).unwrap_or("").to_string();
+    Some((status, body))
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port")
+}
+
+#[test]
+fn run_serves_health_probes_and_stops_gracefully_on_sigterm() {
+    let dir = scratch("health");
+    let store = due_store(&dir, DUE);
+    let port = free_port();
+    let addr = format!("127.0.0.1:{port}");
+    let child = Command::new(env!("CARGO_BIN_EXE_cronslot"))
+        .args([
+            "run",
+            "cronslot.toml",
+            "--workers",
+            "2",
+            "--health-listen",
+            &addr,
+        ])
+        .env("CRONSLOT_STORE", &store)
+        .current_dir(&dir)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start the runner");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut live = None;
+    while Instant::now() < deadline {
+        live = http_get(port, "/healthz");
+        if live.is_some() && dir.join("ran.log").exists() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(live.map(|l| l.0), Some(200), "liveness");
+    assert_eq!(
+        http_get(port, "/readyz").map(|r| r.0),
+        Some(200),
+        "readiness"
+    );
+    assert_eq!(http_get(port, "/nope").map(|r| r.0), Some(404));
+    let pid = child.id().to_string();
+    let kill = Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .expect("kill");
+    assert!(kill.success());
+    let out = child.wait_with_output().expect("the runner ends");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let err = text(&out.stderr);
+    assert!(err.contains("SIGTERM: claiming nothing more"), "{err}");
+    assert!(text(&out.stdout).contains("every-minute"), "the summary");
+    let ran = std::fs::read_to_string(dir.join("ran.log")).expect("ran");
+    assert_eq!(ran.lines().count(), 1, "{ran}");
+}
+
+#[test]
+fn a_bad_health_address_is_bad_input() {
+    let dir = scratch("health-bad");
+    std::fs::write(dir.join("cronslot.toml"), DUE).expect("write");
+    let o = cronslot(
+        &dir,
+        &["run", "cronslot.toml", "--health-listen", "localhost"],
+        &[],
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        text(&o.stderr).contains("--health-listen \"localhost\": expected IP:PORT"),
+        "{}",
+        text(&o.stderr)
+    );
+    assert!(!dir.join("cronslot.db").exists());
+}
