@@ -6,7 +6,9 @@
 //! [`Coordinator`](cronslot_core::coord::Coordinator) + [`Records`], so a
 //! new kind of store (DynamoDB, the Worker's admin URL) is one more variant
 //! of each enum and one more arm in [`with_backend!`], nothing else. Today:
-//! `sqlite:PATH`, `dynamodb://TABLE?region=R[&endpoint=URL]` (credentials
+//! `sqlite:PATH`, `postgres://USER@HOST[:PORT]/DB[?sslmode=…&schema=…]`
+//! (the password from the URL or `PGPASSWORD`; messages show the URL
+//! without it), `dynamodb://TABLE?region=R[&endpoint=URL]` (credentials
 //! from the usual AWS environment) and `https://HOST/PREFIX --token-env
 //! VAR`: a Cloudflare Worker's admin routes (see [`admin`]), where the
 //! Worker's clock, not this machine's, decides what is due, and `trigger`
@@ -33,6 +35,7 @@ use cronslot_aws::dynamo::{DynamoStore, parse_dynamodb_location};
 use cronslot_core::coord::CasCoordinator;
 use cronslot_core::manifest::{JobSpec, Manifest};
 use cronslot_local::{SqliteStore, parse_sqlite_location};
+use cronslot_postgres::{PgLocation, PgOptions, PgStore, parse_postgres_location};
 use jiff::Timestamp;
 
 use crate::cli::StoreArgs;
@@ -47,6 +50,9 @@ pub use runtime::wait;
 pub enum StoreTarget {
     /// `sqlite:PATH`: one SQLite file on this machine.
     Sqlite(PathBuf),
+    /// `postgres://…`: a PostgreSQL database a fleet shares (its `Debug`
+    /// and `Display` hide the password).
+    Postgres(PgLocation),
     /// `dynamodb://TABLE?region=R[&endpoint=URL]`: the AWS adapter's table.
     Dynamo(String),
     /// `https://HOST/PREFIX`: a Cloudflare Worker's admin routes, with the
@@ -55,6 +61,7 @@ pub enum StoreTarget {
 }
 
 const STORE_SYNTAX: &str = "expected sqlite:PATH (for example sqlite:cronslot.db), \
+                            postgres://USER@HOST[:PORT]/DB[?sslmode=MODE&schema=NAME], \
                             dynamodb://TABLE?region=REGION[&endpoint=URL] or \
                             https://HOST/PREFIX --token-env VAR (a Cloudflare Worker's admin URL)";
 
@@ -63,7 +70,11 @@ impl StoreTarget {
     /// takes). Reads the token from the environment; touches nothing else.
     pub fn parse(url: &str, token_env: Option<&str>) -> Result<StoreTarget, Failure> {
         let target = StoreTarget::parse_url(url, token_env)?;
-        if let (Some(var), StoreTarget::Sqlite(_) | StoreTarget::Dynamo(_)) = (token_env, &target) {
+        if let (
+            Some(var),
+            StoreTarget::Sqlite(_) | StoreTarget::Postgres(_) | StoreTarget::Dynamo(_),
+        ) = (token_env, &target)
+        {
             return Err(Failure::bad_input(format!(
                 "error: --token-env {var}: only an https:// store (a Worker's admin URL) takes a token; \
                  store {} does not",
@@ -90,6 +101,9 @@ impl StoreTarget {
             "sqlite" => parse_sqlite_location(trimmed)
                 .map(StoreTarget::Sqlite)
                 .map_err(|e| Failure::bad_input(format!("error: --store: {e}"))),
+            "postgres" | "postgresql" => parse_postgres_location(trimmed)
+                .map(StoreTarget::Postgres)
+                .map_err(|e| Failure::bad_input(format!("error: --store: {}", e.message))),
             "dynamodb" => parse_dynamodb_location(trimmed)
                 .map(|_| StoreTarget::Dynamo(trimmed.to_string()))
                 .map_err(|e| Failure::bad_input(format!("error: --store: {}", e.message))),
@@ -104,6 +118,7 @@ impl StoreTarget {
     pub fn label(&self) -> String {
         match self {
             StoreTarget::Sqlite(path) => format!("sqlite:{}", path.display()),
+            StoreTarget::Postgres(location) => location.to_string(),
             StoreTarget::Dynamo(url) => url.clone(),
             StoreTarget::Admin(target) => target.base_url.clone(),
         }
@@ -143,6 +158,17 @@ impl StoreTarget {
                     jitter_seed(),
                 ))))
             }
+            StoreTarget::Postgres(location) => {
+                // The schema must exist (`run` and `init` create it): a
+                // mistyped ?schema= fails instead of creating an empty one.
+                let options = PgOptions::default().create_schema(false);
+                let store = wait(PgStore::connect_with(location.clone(), options))
+                    .map_err(|e| jobs::pg_failure(&e))?;
+                Ok(Backend::Postgres(Rc::new(CasCoordinator::new(
+                    store,
+                    jitter_seed(),
+                ))))
+            }
             StoreTarget::Dynamo(url) => {
                 // The table must exist (the deployed template creates it);
                 // a missing one fails on first use with the store's hint.
@@ -164,6 +190,7 @@ impl StoreTarget {
 /// An opened store and the coordinator over it.
 pub enum Backend {
     Sqlite(Rc<CasCoordinator<SqliteStore>>),
+    Postgres(Rc<CasCoordinator<PgStore>>),
     Dynamo(Rc<CasCoordinator<DynamoStore>>),
     Admin(admin::AdminStore),
 }
@@ -174,6 +201,10 @@ macro_rules! with_backend {
     ($backend:expr, $c:ident => $body:expr) => {
         match $backend {
             $crate::store::Backend::Sqlite(coordinator) => {
+                let $c = &**coordinator;
+                $body
+            }
+            $crate::store::Backend::Postgres(coordinator) => {
                 let $c = &**coordinator;
                 $body
             }

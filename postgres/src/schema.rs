@@ -201,8 +201,8 @@ pub(crate) async fn ensure(
     if !create {
         return Err(PgError::other(format!(
             "PostgreSQL store {store}: schema {schema:?} holds no cronslot tables (or older ones): \
-             open the store once with creation allowed (`PgStore::connect`, `cronslot run`), \
-             as a role that may create them"
+             create them with `cronslot init` (or `cronslot run`, or `PgStore::connect` in a \
+             program), as a role that may create tables"
         )));
     }
     // One transaction: if anything fails, the connection is dropped (not

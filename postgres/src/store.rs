@@ -304,6 +304,26 @@ impl PgStore {
             .await
     }
 
+    /// [`PgStore::sweep_effects`] in batches of `batch` until a batch
+    /// deletes fewer than that, or `max_batches` have run: what a periodic
+    /// sweeper calls. Returns how many entries it deleted.
+    pub async fn sweep_expired(
+        &self,
+        now: Timestamp,
+        batch: u32,
+        max_batches: u32,
+    ) -> Result<u64, PgError> {
+        let mut total = 0;
+        for _ in 0..max_batches {
+            let deleted = self.sweep_effects(now, batch).await?;
+            total += deleted;
+            if deleted < u64::from(batch) {
+                break;
+            }
+        }
+        Ok(total)
+    }
+
     /// Statements sent so far by this store and its clones, by kind.
     pub fn statements(&self) -> StatementCounts {
         self.shared.statements()

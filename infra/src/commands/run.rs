@@ -18,7 +18,7 @@ use crate::exit::Failure;
 use crate::health;
 use crate::manifest::load_manifest;
 use crate::store::StoreTarget;
-use crate::store::jobs::with_job_store;
+use crate::store::jobs::{sweep_in_background, with_job_store};
 
 pub fn exec(args: RunArgs) -> Result<(), Failure> {
     let clock = clock(args.speed)?;
@@ -39,6 +39,7 @@ pub fn exec(args: RunArgs) -> Result<(), Failure> {
     init_logging(format, &clock).map_err(|e| Failure::bad_input(format!("error: {e}")))?;
     log_warnings(&manifest, format);
     let (store, clock) = target.open_for_jobs(&clock)?;
+    sweep_in_background(&store);
     let summary = with_job_store!(store, store => {
         let mut runner = Runner::new(store, manifest.jobs, clock)
             .workers(args.workers)

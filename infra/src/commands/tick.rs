@@ -15,7 +15,7 @@ use crate::cli::TickArgs;
 use crate::exit::Failure;
 use crate::manifest::load_manifest;
 use crate::store::StoreTarget;
-use crate::store::jobs::with_job_store;
+use crate::store::jobs::{sweep_once, with_job_store};
 
 pub fn exec(args: TickArgs) -> Result<(), Failure> {
     let target = StoreTarget::parse_for_jobs(&args.store)?;
@@ -26,6 +26,7 @@ pub fn exec(args: TickArgs) -> Result<(), Failure> {
     init_logging(format, &clock).map_err(|e| Failure::bad_input(format!("error: {e}")))?;
     log_warnings(&manifest, format);
     let (store, clock) = target.open_for_jobs(&clock)?;
+    sweep_once(&store);
     let summary = with_job_store!(store, store => {
         run(Runner::new(store, manifest.jobs, clock).single_pass().handle_ctrl_c(true))?
     });

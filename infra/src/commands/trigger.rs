@@ -73,8 +73,14 @@ pub fn exec(args: JobArgs) -> Result<(), Failure> {
         }
     };
     match &session.backend {
-        Backend::Sqlite(c) => trigger_on(c, &session, spec, argv),
-        Backend::Dynamo(c) => trigger_on(c, &session, spec, argv),
+        Backend::Sqlite(c) => trigger_on(c, &session, spec, argv, Clock::real()),
+        Backend::Postgres(c) => {
+            // The run is timed by the server's clock, which judges its lease.
+            let store = c.store().clone();
+            let clock = Clock::corrected(std::sync::Arc::new(move || store.clock_offset()));
+            trigger_on(c, &session, spec, argv, clock)
+        }
+        Backend::Dynamo(c) => trigger_on(c, &session, spec, argv, Clock::real()),
         Backend::Admin(worker) => on_worker(worker, &session.store, spec),
     }
 }
@@ -84,6 +90,7 @@ fn trigger_on<C: Coordinator + 'static>(
     session: &Session,
     spec: &JobSpec,
     argv: &[String],
+    clock: Clock,
 ) -> Result<(), Failure> {
     let job = spec.name.as_str();
     let store = &session.store;
@@ -106,7 +113,7 @@ fn trigger_on<C: Coordinator + 'static>(
     );
     let _ = std::io::stdout().flush();
     let started = Instant::now();
-    let platform: Rc<dyn Platform> = Rc::new(LocalPlatform::new(Clock::real()));
+    let platform: Rc<dyn Platform> = Rc::new(LocalPlatform::new(clock));
     let spec = Rc::new(spec.clone());
     let report = wait(run_lease(c, &spec, lease.clone(), &Jobs::new(), &platform));
     let took = format_took(started.elapsed());

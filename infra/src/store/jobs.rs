@@ -4,9 +4,14 @@
 //! Worker's admin URL is not one: a Worker runs its own jobs.
 
 use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
 
 use cronslot_aws::dynamo::DynamoStore;
+use cronslot_core::coord::StoreErrorKind;
 use cronslot_local::{Clock, SqliteStore};
+use cronslot_postgres::{JudgeClock, PgError, PgLocation, PgOptions, PgStore};
+use jiff::Timestamp;
 
 use super::{StoreTarget, wait};
 use crate::exit::Failure;
@@ -14,8 +19,17 @@ use crate::exit::Failure;
 /// A store opened to run jobs on.
 pub enum JobStore {
     Sqlite(SqliteStore),
+    Postgres(PgStore),
     Dynamo(DynamoStore),
 }
+
+/// How often a long-running `cronslot run` sweeps the PostgreSQL effect
+/// ledger, and how much one sweep may delete (in statements of
+/// [`SWEEP_BATCH`] rows): bounded work, so a sweep never holds the
+/// database for long, and entries expire at a rate far above any job's.
+const SWEEP_EVERY: Duration = Duration::from_secs(600);
+const SWEEP_BATCH: u32 = 1000;
+const SWEEP_MAX_BATCHES: u32 = 10;
 
 /// Runs `$body` with `$s` bound to the opened store, whatever its type:
 /// the one place that lists the stores jobs run on.
@@ -23,6 +37,7 @@ macro_rules! with_job_store {
     ($store:expr, $s:ident => $body:expr) => {
         match $store {
             $crate::store::jobs::JobStore::Sqlite($s) => $body,
+            $crate::store::jobs::JobStore::Postgres($s) => $body,
             $crate::store::jobs::JobStore::Dynamo($s) => $body,
         }
     };
@@ -62,6 +77,24 @@ impl StoreTarget {
                 })?;
                 Ok((JobStore::Sqlite(store), clock.clone()))
             }
+            StoreTarget::Postgres(location) => {
+                // Created on first use, as a SQLite file is.
+                let store = connect(location, PgOptions::default())?;
+                if clock.speed() != 1.0 {
+                    // An accelerated clock is this process's own: the
+                    // server's cannot judge its leases (docs/semantics.md,
+                    // "Fleets").
+                    return Ok((
+                        JobStore::Postgres(store.judge_by(JudgeClock::Caller)),
+                        clock.clone(),
+                    ));
+                }
+                // Leases are judged by the server's clock; runs are timed
+                // by it too, through the offset measured on every read.
+                let offset_of = store.clone();
+                let clock = Clock::corrected(Arc::new(move || offset_of.clock_offset()));
+                Ok((JobStore::Postgres(store), clock))
+            }
             StoreTarget::Dynamo(url) => {
                 let store = wait(DynamoStore::from_url(url)).map_err(|e| {
                     Failure::bad_input(format!("error: cannot open the store {label}: {e}"))
@@ -91,6 +124,12 @@ impl StoreTarget {
                 } else {
                     format!("{label}: created")
                 })
+            }
+            StoreTarget::Postgres(location) => {
+                // Opening creates what is missing, under the schema's lock,
+                // and says what it found or did.
+                let store = connect(location, PgOptions::default())?;
+                Ok(format!("{label}: {}", store.opened()))
             }
             StoreTarget::Dynamo(url) => {
                 let store = wait(DynamoStore::from_url(url)).map_err(|e| {
@@ -123,4 +162,59 @@ fn create_parent(path: &Path, label: &str) -> Result<(), Failure> {
         })?;
     }
     Ok(())
+}
+
+/// Opens a PostgreSQL store.
+fn connect(location: &PgLocation, options: PgOptions) -> Result<PgStore, Failure> {
+    wait(PgStore::connect_with(location.clone(), options)).map_err(|e| pg_failure(&e))
+}
+
+/// A PostgreSQL store that cannot be opened: a server that does not answer
+/// (worth trying again: exit 1), or a location, password, privilege or
+/// schema that will not work as given (exit 2). The store's message names
+/// the store without its password and says what to do.
+pub fn pg_failure(e: &PgError) -> Failure {
+    let message = format!("error: {e}");
+    match e.kind() {
+        StoreErrorKind::Unavailable | StoreErrorKind::Ambiguous => Failure::problem(message),
+        _ => Failure::bad_input(message),
+    }
+}
+
+/// Sweeps the PostgreSQL effect ledger now and then, on a thread of its
+/// own, for as long as the process runs (`cronslot run`).
+pub fn sweep_in_background(store: &JobStore) {
+    let JobStore::Postgres(store) = store else {
+        return;
+    };
+    let store = store.clone();
+    let spawned = std::thread::Builder::new()
+        .name("cronslot-sweep".into())
+        .spawn(move || {
+            loop {
+                std::thread::sleep(SWEEP_EVERY);
+                sweep(&store);
+            }
+        });
+    if let Err(e) = spawned {
+        tracing::warn!(error = %e, "cannot start the effect ledger's sweeper; expired entries stay until the next run sweeps them");
+    }
+}
+
+/// One bounded sweep of the PostgreSQL effect ledger (`cronslot tick`
+/// sweeps once per pass); a failure is logged, never fatal.
+pub fn sweep_once(store: &JobStore) {
+    if let JobStore::Postgres(store) = store {
+        sweep(store);
+    }
+}
+
+fn sweep(store: &PgStore) {
+    match wait(store.sweep_expired(Timestamp::now(), SWEEP_BATCH, SWEEP_MAX_BATCHES)) {
+        Ok(0) => {}
+        Ok(n) => tracing::info!(deleted = n, "swept expired entries of the effect ledger"),
+        Err(e) => {
+            tracing::warn!(error = %e, "sweeping the effect ledger failed; the next sweep tries again")
+        }
+    }
 }

@@ -85,7 +85,14 @@ impl Fleet {
         let log = std::fs::File::create(self.dir.join(format!("{name}-{}.log", self.pids.len())))
             .expect("runner log");
         let child = Command::new(env!("CARGO_BIN_EXE_cronslot"))
-            .args(["run", "fleet.toml", "--workers", "2", "--log-format", "json"])
+            .args([
+                "run",
+                "fleet.toml",
+                "--workers",
+                "2",
+                "--log-format",
+                "json",
+            ])
             .env("CRONSLOT_STORE", &self.url)
             .env_remove("CRONSLOT_LOG")
             .current_dir(&self.dir)
@@ -140,7 +147,11 @@ impl Fleet {
         }
         for runner in &mut self.runners {
             let status = runner.child.wait().expect("runner ends");
-            assert!(status.success(), "runner {} exited with {status}", runner.name);
+            assert!(
+                status.success(),
+                "runner {} exited with {status}",
+                runner.name
+            );
         }
         self.runners.clear();
     }
@@ -265,7 +276,11 @@ fn a_fleet_on_postgres_runs_every_slot_once_through_kills_freezes_crashes_and_cu
         .args(["init", "--store", &url])
         .output()
         .expect("init");
-    assert!(init.status.success(), "{}", String::from_utf8_lossy(&init.stderr));
+    assert!(
+        init.status.success(),
+        "{}",
+        String::from_utf8_lossy(&init.stderr)
+    );
     let mut fleet = Fleet {
         dir: dir.clone(),
         url: url.clone(),
@@ -339,7 +354,9 @@ fn a_fleet_on_postgres_runs_every_slot_once_through_kills_freezes_crashes_and_cu
         for minute in (first..=last).step_by(60) {
             let slot = format!(
                 "{job}@{}",
-                Timestamp::from_second(minute).expect("instant").strftime("%Y-%m-%dT%H:%M:%SZ")
+                Timestamp::from_second(minute)
+                    .expect("instant")
+                    .strftime("%Y-%m-%dT%H:%M:%SZ")
             );
             assert!(
                 runs.iter().any(|r| r.slot == slot && r.end.is_some()),
@@ -391,16 +408,180 @@ fn a_fleet_on_postgres_runs_every_slot_once_through_kills_freezes_crashes_and_cu
         .current_dir(&dir)
         .output()
         .expect("status");
-    assert!(status.status.success(), "{}", String::from_utf8_lossy(&status.stderr));
+    assert!(
+        status.status.success(),
+        "{}",
+        String::from_utf8_lossy(&status.stderr)
+    );
     let status: serde_json::Value = serde_json::from_slice(&status.stdout).expect("json");
     for job in status["jobs"].as_array().expect("jobs") {
         let name = &job["job"];
-        assert_eq!(job["leases"], serde_json::json!([]), "{name}: a stuck lease");
-        assert_eq!(job["pending"], serde_json::json!([]), "{name}: a pending retry");
+        assert_eq!(
+            job["leases"],
+            serde_json::json!([]),
+            "{name}: a stuck lease"
+        );
+        assert_eq!(
+            job["pending"],
+            serde_json::json!([]),
+            "{name}: a pending retry"
+        );
         assert_eq!(job["dead_letters"]["count"], 0, "{name}: a dead letter");
         for (reason, count) in job["counts"]["missed"].as_object().expect("missed") {
             assert_eq!(count, 0, "{name}: missed for {reason}\n{report}");
         }
     }
     eprintln!("overlapping runs (all of a frozen runner): {overlaps}");
+}
+
+fn cronslot_pg(dir: &Path, args: &[&str], store: &str) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_cronslot"))
+        .args(args)
+        .env("CRONSLOT_STORE", store)
+        .env_remove("CRONSLOT_LOG")
+        .env_remove("PGPASSWORD")
+        .current_dir(dir)
+        .output()
+        .expect("run cronslot")
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("pg").join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("dir");
+    dir
+}
+
+/// `init`, `tick`, `status` and `trigger` on PostgreSQL: init is
+/// idempotent, ticks on several machines at once run a slot once, the
+/// store commands read what the ticks wrote.
+#[test]
+fn init_tick_and_the_store_commands_work_on_postgres() {
+    let server = cronslot_tests::postgres::shared();
+    let db = server.fresh_database("cli");
+    let url = format!("{}&schema=ops", server.url(&db));
+    let dir = scratch("cli");
+    std::fs::write(
+        dir.join("cronslot.toml"),
+        "[[job]]\nname = \"report\"\nschedule = \"* * * * *\"\n\
+         retry = { max_attempts = 1 }\n\
+         command = [\"sh\", \"-c\", \"echo \\\"$CRONSLOT_SLOT\\\" >> ran.log\"]\n",
+    )
+    .expect("manifest");
+    // status refuses a store that was never created, instead of creating it.
+    let o = cronslot_pg(&dir, &["status", "--manifest", "cronslot.toml"], &url);
+    assert_eq!(
+        o.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("cronslot init"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let o = cronslot_pg(&dir, &["init"], &url);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let first = String::from_utf8_lossy(&o.stdout).into_owned();
+    let o = cronslot_pg(&dir, &["init"], &url);
+    assert!(o.status.success());
+    let second = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert_ne!(first, second, "the second init finds the schema there");
+    assert!(second.contains("already"), "{second}");
+    assert_eq!(
+        server.psql(&db, "SELECT count(*) FROM ops.job_state"),
+        "0",
+        "init creates the schema, no records"
+    );
+    // Give the job a record created two minutes ago: its latest slot is due.
+    let o = cronslot_pg(&dir, &["tick", "cronslot.toml"], &url);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    server.psql(
+        &db,
+        "UPDATE ops.job_state SET state = regexp_replace(state, \
+         '\"(created_at|cursor)\":\"[^\"]*\"', \
+         '\"\\1\":\"' || to_char((now() - interval '2 minutes') at time zone 'UTC', \
+         'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"') || '\"', 'g')",
+    );
+    let ticks: Vec<_> = (0..3)
+        .map(|_| {
+            Command::new(env!("CARGO_BIN_EXE_cronslot"))
+                .args(["tick", "cronslot.toml"])
+                .env("CRONSLOT_STORE", &url)
+                .current_dir(&dir)
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("tick")
+        })
+        .collect();
+    for t in ticks {
+        let o = t.wait_with_output().expect("tick ends");
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    }
+    let ran = std::fs::read_to_string(dir.join("ran.log")).expect("the job ran");
+    assert_eq!(ran.lines().count(), 1, "{ran}");
+    let o = cronslot_pg(
+        &dir,
+        &["status", "--manifest", "cronslot.toml", "--format", "json"],
+        &url,
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let status: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+    let job = &status["jobs"][0];
+    assert_eq!(job["counts"]["succeeded"], 1, "{job}");
+    assert!(
+        status["store"]
+            .as_str()
+            .expect("store")
+            .starts_with("postgres://postgres@127.0.0.1:"),
+        "{status}"
+    );
+}
+
+/// Bad input on PostgreSQL: one sentence naming the store without its
+/// password, and nothing written.
+#[test]
+fn postgres_errors_name_the_store_and_never_the_password() {
+    let server = cronslot_tests::postgres::shared();
+    let db = server.fresh_database("cli_errors");
+    let dir = scratch("errors");
+    std::fs::write(
+        dir.join("cronslot.toml"),
+        "[[job]]\nname = \"c\"\nschedule = \"*/5 * * * *\"\ncommand = [\"true\"]\n",
+    )
+    .expect("manifest");
+    let secret = "Sw0rdfish-9f3e";
+    let user = cronslot_tests::postgres::unique("wrongpw");
+    server.create_role(&user, Some("the-right-one"));
+    let closed = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").expect("port");
+        l.local_addr().expect("addr").port()
+    };
+    let cases = [
+        (server.url_as(&user, Some(secret), &db), 2, "password"),
+        (
+            format!("postgres://u:{secret}@127.0.0.1:{closed}/x?sslmode=disable&connect_timeout=2"),
+            1,
+            "127.0.0.1",
+        ),
+        (
+            format!("postgres://u:{secret}@127.0.0.1:{closed}/x?sslmode=sometimes"),
+            2,
+            "sslmode",
+        ),
+    ];
+    for (url, code, says) in cases {
+        for args in [vec!["init"], vec!["tick", "cronslot.toml"]] {
+            let o = cronslot_pg(&dir, &args, &url);
+            let err = String::from_utf8_lossy(&o.stderr).into_owned();
+            let out = String::from_utf8_lossy(&o.stdout).into_owned();
+            assert_eq!(o.status.code(), Some(code), "{args:?} {err}");
+            assert!(err.contains(says), "{args:?}: {err}");
+            assert!(!err.contains(secret) && !out.contains(secret), "{err}{out}");
+            assert_eq!(err.trim().lines().count(), 1, "one sentence: {err}");
+        }
+    }
+    assert!(!dir.join("cronslot.db").exists());
 }

@@ -9,6 +9,7 @@
 
 mod check;
 mod cli;
+mod fleet_pg;
 mod render;
 mod run;
 mod store_admin;

@@ -417,6 +417,40 @@ fn sweeps_are_bounded() {
     });
 }
 
+/// A periodic sweeper runs batches until one comes back short, at most
+/// the batches it is given, one statement each.
+#[test]
+fn sweeping_expired_entries_runs_bounded_batches() {
+    let store = fresh_store("sweep_expired");
+    let old = at(0);
+    let later = old.checked_add(SignedDuration::from_hours(1)).unwrap();
+    block_on(async {
+        for i in 0..7 {
+            store
+                .begin_effect(
+                    &format!("j@{old}/e{i}"),
+                    "w",
+                    1,
+                    old,
+                    Duration::from_secs(1),
+                )
+                .await
+                .unwrap();
+        }
+        let s = store.statements();
+        assert_eq!(store.sweep_expired(later, 2, 2).await.unwrap(), 4);
+        assert_eq!(rw(store.statements().since(&s)), (0, 2), "two batches");
+        let s = store.statements();
+        assert_eq!(store.sweep_expired(later, 2, 10).await.unwrap(), 3);
+        assert_eq!(
+            rw(store.statements().since(&s)),
+            (0, 2),
+            "the second is short"
+        );
+        assert_eq!(store.sweep_expired(later, 2, 10).await.unwrap(), 0);
+    });
+}
+
 /// The retention is an option.
 #[test]
 fn effect_retention_is_configurable() {

@@ -1,0 +1,132 @@
+//! The fleet example on a real PostgreSQL server: two copies of the
+//! service share one database, both answer their routes and probes, and
+//! each slot of their every-minute job runs on exactly one of them.
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use cronslot_tests::postgres;
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port")
+}
+
+fn get(port: u16, path: &str) -> Option<(u16, String)> {
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).ok()?;
+    stream.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
+    )
+    .ok()?;
+    let mut response = String::new();
+    stream.read_to_string(&mut response).ok()?;
+    let status = response.split_whitespace().nth(1)?.parse().ok()?;
+    let body = response.split("\r\n\r\n").nth(1).unwrap_or("").to_string();
+    Some((status, body))
+}
+
+struct Service {
+    port: u16,
+    child: Child,
+}
+
+impl Drop for Service {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn start(url: &str) -> Service {
+    let port = free_port();
+    let child = Command::new(env!("CARGO_BIN_EXE_fleet"))
+        .args(["--listen", &format!("127.0.0.1:{port}"), "--json"])
+        .env("CRONSLOT_STORE", url)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start the service");
+    Service { port, child }
+}
+
+/// The `slot` fields of a `GET /rollups` body.
+fn slots(body: &str) -> Vec<String> {
+    let rollups: serde_json::Value = serde_json::from_str(body).expect("JSON");
+    rollups
+        .as_array()
+        .expect("a list")
+        .iter()
+        .map(|r| r["slot"].as_str().expect("a slot").to_string())
+        .collect()
+}
+
+#[test]
+fn two_servers_share_the_minute_job_and_answer_their_probes() {
+    let server = postgres::shared();
+    let db = server.fresh_database("fleet_example");
+    let url = server.url(&db);
+    let services = [start(&url), start(&url)];
+    let up = Instant::now() + Duration::from_secs(30);
+    for s in &services {
+        while get(s.port, "/readyz").map(|r| r.0) != Some(200) {
+            assert!(Instant::now() < up, "service on {} not ready", s.port);
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        assert_eq!(get(s.port, "/healthz").map(|r| r.0), Some(200));
+        let (status, body) = get(s.port, "/").expect("index");
+        assert_eq!(status, 200);
+        assert!(body.contains("fleet example"), "{body}");
+    }
+    // Across the next minute boundary, orders-rollup's slot runs once, on
+    // one of the two.
+    let deadline = Instant::now() + Duration::from_secs(75);
+    let ran = loop {
+        let all: Vec<String> = services
+            .iter()
+            .flat_map(|s| slots(&get(s.port, "/rollups").expect("rollups").1))
+            .collect();
+        if !all.is_empty() {
+            // Give a second claimer time to (wrongly) run it too.
+            std::thread::sleep(Duration::from_secs(3));
+            break services
+                .iter()
+                .flat_map(|s| slots(&get(s.port, "/rollups").expect("rollups").1))
+                .collect::<Vec<_>>();
+        }
+        assert!(Instant::now() < deadline, "no rollup ran within a minute");
+        std::thread::sleep(Duration::from_millis(250));
+    };
+    let mut unique = ran.clone();
+    unique.sort();
+    unique.dedup();
+    assert_eq!(
+        unique.len(),
+        ran.len(),
+        "a slot ran on both servers: {ran:?}"
+    );
+    // SIGTERM: both drain and exit 0 with their summaries.
+    for s in services {
+        let pid = s.child.id().to_string();
+        assert!(
+            Command::new("kill")
+                .args(["-TERM", &pid])
+                .status()
+                .expect("kill")
+                .success()
+        );
+        let mut s = s;
+        let status = s.child.wait().expect("exits");
+        assert!(status.success(), "{status}");
+        let mut summary = String::new();
+        if let Some(mut out) = s.child.stdout.take() {
+            let _ = out.read_to_string(&mut summary);
+        }
+        assert!(summary.contains("orders-rollup"), "the summary: {summary}");
+    }
+}
