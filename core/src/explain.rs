@@ -57,8 +57,15 @@ pub fn explain_dst(schedule: &Schedule) -> Option<String> {
     }
     let policy = schedule.policy();
     let gap = match policy.gap {
-        DstGap::Shift => "a time in a spring-forward gap runs at the first instant after the gap",
+        DstGap::Shift => {
+            "a time in a spring-forward gap runs at the first instant after the gap \
+             (a time skipped by a clock change of 3 hours or more is missed)"
+        }
         DstGap::Skip => "a time in a spring-forward gap is skipped and recorded as missed",
+        DstGap::ShiftAlways => {
+            "a time in a spring-forward gap, or skipped by a clock change of any size, \
+             runs at the first instant after the gap"
+        }
     };
     let overlap = match policy.overlap {
         DstOverlap::Once => "a repeated time runs once, in the first pass",
