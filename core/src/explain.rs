@@ -370,10 +370,24 @@ mod tests {
             Zone::get("America/New_York").expect("zone"),
             DstPolicy::default(),
         );
+        let text = explain_dst(&fixed).expect("has DST");
+        assert!(text.contains("first instant after the gap"), "{text}");
         assert!(
-            explain_dst(&fixed)
-                .expect("has DST")
-                .contains("first instant after the gap")
+            text.contains("clock change of 3 hours or more is missed"),
+            "{text}"
+        );
+        let always = Schedule::new(
+            CronExpr::parse("30 2 * * *").expect("valid"),
+            Zone::get("America/New_York").expect("zone"),
+            DstPolicy {
+                gap: crate::DstGap::ShiftAlways,
+                overlap: crate::DstOverlap::Once,
+            },
+        );
+        let text = explain_dst(&always).expect("has DST");
+        assert!(
+            text.contains("or skipped by a clock change of any size, runs at the first instant"),
+            "{text}"
         );
         let interval = Schedule::new(
             CronExpr::parse("*/5 * * * *").expect("valid"),
