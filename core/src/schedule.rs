@@ -25,10 +25,12 @@ use serde::{Deserialize, Serialize};
 use crate::cron::{Civil, CronExpr};
 
 /// A forward jump of the clock of at least this many seconds (three hours)
-/// is a clock change, not DST: Vixie cron's rule, which croner and crondst
-/// follow. Under [`DstGap::Shift`] (the default) and [`DstGap::Skip`], the
-/// fixed-time slots whose wall-clock times such a jump skips do not run and
-/// are recorded as missed ([`GapCause::ClockChange`]); only
+/// is a clock change, not DST: Vixie cron's rule. (croner and crondst agree
+/// on whole skipped days such as Samoa's; croner decides by the calendar
+/// date rather than the jump, which docs/semantics.md compares.) Under
+/// [`DstGap::Shift`] (the default) and [`DstGap::Skip`], the fixed-time
+/// slots whose wall-clock times such a jump skips do not run and are
+/// recorded as missed ([`GapCause::ClockChange`]); only
 /// [`DstGap::ShiftAlways`] runs them at the end of the jump.
 pub const CLOCK_CHANGE_SECONDS: i32 = 3 * 3600;
 
@@ -38,10 +40,10 @@ pub const CLOCK_CHANGE_SECONDS: i32 = 3 * 3600;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum DstGap {
-    /// Vixie cron's rule (croner and crondst follow it): in a DST gap (the
-    /// clock jumps less than [`CLOCK_CHANGE_SECONDS`]), run at the first
-    /// instant after the gap; in a longer jump, a clock change, do not run:
-    /// the slot is recorded as missed (reason: clock change).
+    /// Vixie cron's rule: in a DST gap (the clock jumps less than
+    /// [`CLOCK_CHANGE_SECONDS`]), run at the first instant after the gap; in
+    /// a longer jump, a clock change, do not run: the slot is recorded as
+    /// missed (reason: clock change).
     #[default]
     Shift,
     /// Do not run; the slot is recorded as missed (reason: DST, or clock
