@@ -57,8 +57,15 @@ pub fn explain_dst(schedule: &Schedule) -> Option<String> {
     }
     let policy = schedule.policy();
     let gap = match policy.gap {
-        DstGap::Shift => "a time in a spring-forward gap runs at the first instant after the gap",
+        DstGap::Shift => {
+            "a time in a spring-forward gap runs at the first instant after the gap \
+             (a time skipped by a clock change of 3 hours or more is missed)"
+        }
         DstGap::Skip => "a time in a spring-forward gap is skipped and recorded as missed",
+        DstGap::ShiftAlways => {
+            "a time in a spring-forward gap, or skipped by a clock change of any size, \
+             runs at the first instant after the gap"
+        }
     };
     let overlap = match policy.overlap {
         DstOverlap::Once => "a repeated time runs once, in the first pass",
@@ -363,10 +370,24 @@ mod tests {
             Zone::get("America/New_York").expect("zone"),
             DstPolicy::default(),
         );
+        let text = explain_dst(&fixed).expect("has DST");
+        assert!(text.contains("first instant after the gap"), "{text}");
         assert!(
-            explain_dst(&fixed)
-                .expect("has DST")
-                .contains("first instant after the gap")
+            text.contains("clock change of 3 hours or more is missed"),
+            "{text}"
+        );
+        let always = Schedule::new(
+            CronExpr::parse("30 2 * * *").expect("valid"),
+            Zone::get("America/New_York").expect("zone"),
+            DstPolicy {
+                gap: crate::DstGap::ShiftAlways,
+                overlap: crate::DstOverlap::Once,
+            },
+        );
+        let text = explain_dst(&always).expect("has DST");
+        assert!(
+            text.contains("or skipped by a clock change of any size, runs at the first instant"),
+            "{text}"
         );
         let interval = Schedule::new(
             CronExpr::parse("*/5 * * * *").expect("valid"),

@@ -52,5 +52,6 @@ pub mod translate;
 
 pub use cron::{Civil, CronError, CronExpr, Dialect, Field};
 pub use schedule::{
-    DstGap, DstOverlap, DstPolicy, Occurrence, Schedule, SlotKind, Zone, ZoneError,
+    CLOCK_CHANGE_SECONDS, DstGap, DstOverlap, DstPolicy, GapCause, GapSkip, Occurrence, Schedule,
+    SlotKind, TzDatabase, Zone, ZoneError,
 };

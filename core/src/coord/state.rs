@@ -11,6 +11,8 @@ use std::fmt;
 use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
 
+use crate::schedule::GapCause;
+
 /// The layout version written by this build. Records of older versions are
 /// migrated on read (see [`decode_state`]); newer ones are refused.
 pub const SCHEMA_VERSION: u32 = 1;
@@ -46,15 +48,20 @@ pub enum MissReason {
     CatchUp,
     /// A fixed-time slot in a DST gap under `dst_gap = "skip"`.
     Dst,
+    /// A fixed-time slot whose wall-clock time a clock change skipped: the
+    /// clock jumped forward three hours or more (Samoa skipped 2011-12-30),
+    /// which is not DST; under `dst_gap = "shift"` or `"skip"`.
+    ClockChange,
 }
 
 impl MissReason {
     /// Every reason, in declaration order (for reports that list each).
-    pub const ALL: [MissReason; 4] = [
+    pub const ALL: [MissReason; 5] = [
         MissReason::Downtime,
         MissReason::Overlap,
         MissReason::CatchUp,
         MissReason::Dst,
+        MissReason::ClockChange,
     ];
 
     /// The reason as written in output (`"catch_up"`), the same as its
@@ -65,6 +72,17 @@ impl MissReason {
             MissReason::Overlap => "overlap",
             MissReason::CatchUp => "catch_up",
             MissReason::Dst => "dst",
+            MissReason::ClockChange => "clock_change",
+        }
+    }
+}
+
+impl From<GapCause> for MissReason {
+    /// The reason a slot that a gap skipped is missed for.
+    fn from(cause: GapCause) -> MissReason {
+        match cause {
+            GapCause::Dst => MissReason::Dst,
+            GapCause::ClockChange => MissReason::ClockChange,
         }
     }
 }

@@ -50,6 +50,7 @@ pub(super) fn canonical(spec: &JobSpec) -> String {
     let gap = match policy.gap {
         DstGap::Shift => "shift",
         DstGap::Skip => "skip",
+        DstGap::ShiftAlways => "shift_always",
     };
     let overlap = match policy.overlap {
         DstOverlap::Once => "once",

@@ -938,6 +938,7 @@ timezone = "UTC"
 overlap = "forbid"
 catch_up = "latest"
 paused = false
+dst_gap = "shift_always"
 "#;
 
     const DESIGN: &str = r#"[defaults]
@@ -1107,6 +1108,7 @@ http = { url = "https://example.com/hook", method = "POST" }
         // Pinned: the spec hash of a job does not depend on the form it was
         // loaded from (it is stored in every job's state record).
         let report = loaded.job("report").expect("job");
+        assert_eq!(report.dst_policy().gap, DstGap::ShiftAlways);
         let reparsed = parse("rich.toml", RICH);
         assert_eq!(
             report.spec_hash(),

@@ -24,7 +24,7 @@ const ZONES: [&str; 8] = [
     "Asia/Kolkata",
 ];
 
-const POLICIES: [DstPolicy; 4] = [
+const POLICIES: [DstPolicy; 6] = [
     DstPolicy {
         gap: DstGap::Shift,
         overlap: DstOverlap::Once,
@@ -39,6 +39,14 @@ const POLICIES: [DstPolicy; 4] = [
     },
     DstPolicy {
         gap: DstGap::Skip,
+        overlap: DstOverlap::Twice,
+    },
+    DstPolicy {
+        gap: DstGap::ShiftAlways,
+        overlap: DstOverlap::Once,
+    },
+    DstPolicy {
+        gap: DstGap::ShiftAlways,
         overlap: DstOverlap::Twice,
     },
 ];
@@ -256,16 +264,33 @@ fn leap_days_over_a_century() {
 
 #[test]
 fn apia_skipped_a_whole_day() {
-    // Samoa went from 2011-12-29 23:59:59 -10:00 to 2011-12-31 00:00 +14:00.
+    // Samoa went from 2011-12-29 23:59:59 -10:00 to 2011-12-31 00:00 +14:00:
+    // a clock change (24 hours), not DST. shift and skip both skip the
+    // 30th's noon; shift_always runs it at the end of the jump.
     let apia = "Pacific/Apia";
     let (a, b) = (t("2011-12-29T00:00:00Z"), t("2012-01-02T00:00:00Z"));
-    let noon = sched("0 12 * * *", apia, DstPolicy::default());
+    let shift = sched("0 12 * * *", apia, DstPolicy::default());
     let skip = sched("0 12 * * *", apia, DstPolicy::SKIP_ONCE);
-    assert_eq!(
-        noon.count_between(a, b),
-        skip.count_between(a, b) + skip.gap_skips(a, b).len() as u64
+    let always = sched(
+        "0 12 * * *",
+        apia,
+        DstPolicy {
+            gap: DstGap::ShiftAlways,
+            overlap: DstOverlap::Once,
+        },
     );
-    assert_eq!(skip.gap_skips(a, b).len(), 1);
+    // The 29th, 31st, 1st and 2nd (+14: 2012-01-01T22:00Z); shift_always
+    // adds the 30th's, at the end of the jump.
+    assert_eq!(shift.count_between(a, b), 4);
+    assert_eq!(skip.count_between(a, b), 4);
+    assert_eq!(always.count_between(a, b), 5);
+    for s in [&shift, &skip] {
+        assert_eq!(
+            always.count_between(a, b),
+            s.count_between(a, b) + s.gap_skips(a, b).len() as u64
+        );
+    }
+    assert!(always.gap_skips(a, b).is_empty());
     // Interval-like: a day of wall-clock minutes never happened.
     let every = sched("* * * * *", apia, DstPolicy::default());
     assert_eq!(every.count_between(a, b), 4 * 1440);
@@ -330,7 +355,10 @@ fn whole_range_is_exact_and_cheap() {
         // 1918 on); shift keeps it.
         let days = expected as u64 / 1440;
         match policy.gap {
-            DstGap::Shift => assert!(daily.abs_diff(days) <= 1, "{daily} vs {days}"),
+            // New York never jumped three hours: no clock change.
+            DstGap::Shift | DstGap::ShiftAlways => {
+                assert!(daily.abs_diff(days) <= 1, "{daily} vs {days}")
+            }
             DstGap::Skip => assert!(
                 (8_000..8_200).contains(&(days - daily)),
                 "{daily} vs {days}"
@@ -597,7 +625,7 @@ enum Flavour {
 }
 
 fn flavour() -> impl Strategy<Value = Flavour> {
-    (0usize..4, any::<bool>()).prop_map(|(p, wall)| {
+    (0usize..POLICIES.len(), any::<bool>()).prop_map(|(p, wall)| {
         if wall {
             Flavour::WallClock(POLICIES[p])
         } else {

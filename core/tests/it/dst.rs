@@ -1,6 +1,9 @@
 //! DST behaviour at real transitions (docs/design.md §5).
 
-use cronslot_core::{CronExpr, DstGap, DstOverlap, DstPolicy, Schedule, SlotKind, Zone};
+use cronslot_core::{
+    CLOCK_CHANGE_SECONDS, CronExpr, DstGap, DstOverlap, DstPolicy, GapCause, Schedule, SlotKind,
+    Zone,
+};
 use jiff::Timestamp;
 
 fn sched(expr: &str, zone: &str, gap: DstGap, overlap: DstOverlap) -> Schedule {
@@ -172,7 +175,7 @@ fn prev_matches_next() {
 // shifts (Lord Howe), midnight transitions (Santiago), a 45-minute offset
 // (Chatham), Ramadan (Casablanca) and a skipped day (Apia).
 
-const ALL_POLICIES: [DstPolicy; 4] = [
+const ALL_POLICIES: [DstPolicy; 6] = [
     DstPolicy {
         gap: DstGap::Shift,
         overlap: DstOverlap::Once,
@@ -187,9 +190,22 @@ const ALL_POLICIES: [DstPolicy; 4] = [
     },
     DstPolicy {
         gap: DstGap::Skip,
+        overlap: DstOverlap::Twice,
+    },
+    DstPolicy {
+        gap: DstGap::ShiftAlways,
+        overlap: DstOverlap::Once,
+    },
+    DstPolicy {
+        gap: DstGap::ShiftAlways,
         overlap: DstOverlap::Twice,
     },
 ];
+
+const SHIFT_ALWAYS: DstPolicy = DstPolicy {
+    gap: DstGap::ShiftAlways,
+    overlap: DstOverlap::Once,
+};
 
 fn with(expr: &str, zone: &str, policy: DstPolicy) -> Schedule {
     sched(expr, zone, policy.gap, policy.overlap)
@@ -244,7 +260,8 @@ fn design_examples_under_every_policy() {
         let got = slots(&s, "2026-03-07T12:00:00Z", 2);
         let skips = s.gap_skips(t("2026-03-07T12:00:00Z"), t("2026-03-09T12:00:00Z"));
         match p.gap {
-            DstGap::Shift => {
+            // A one-hour jump is DST: shift_always and shift agree.
+            DstGap::Shift | DstGap::ShiftAlways => {
                 assert_eq!(
                     got[0],
                     slot(
@@ -772,10 +789,43 @@ fn casablanca_ramadan() {
 
 #[test]
 fn apia_skipped_a_day() {
-    // 2011-12-29 24:00 (-10) became 2011-12-31 00:00 (+14) at 2011-12-30T10:00Z.
+    // 2011-12-29 24:00 (-10) became 2011-12-31 00:00 (+14) at
+    // 2011-12-30T10:00Z: a jump of 24 hours, a clock change, not DST. As in
+    // Vixie cron (and croner), the 30th's slot does not run under the
+    // default `shift`; the coordinator records it as missed (clock_change).
     let z = "Pacific/Apia";
-    let shift = with("0 9 * * *", z, DstPolicy::default());
-    let got = slots(&shift, "2011-12-29T12:00:00Z", 3);
+    let skipped_day = [
+        slot("2011-12-29T19:00:00Z", "2011-12-29T09:00:00", Regular),
+        slot("2011-12-30T19:00:00Z", "2011-12-31T09:00:00", Regular),
+        slot("2011-12-31T19:00:00Z", "2012-01-01T09:00:00", Regular),
+    ];
+    for policy in [DstPolicy::default(), DstPolicy::SKIP_ONCE] {
+        let s = with("0 9 * * *", z, policy);
+        assert_eq!(
+            slots(&s, "2011-12-29T12:00:00Z", 3),
+            skipped_day,
+            "{policy:?}"
+        );
+        assert_eq!(
+            s.prev_before(t("2011-12-30T19:00:00Z")),
+            Some(t("2011-12-29T19:00:00Z"))
+        );
+        assert!(!s.is_slot(t("2011-12-30T10:00:00Z")));
+        let skipped = s.gap_skips(t("2011-12-29T12:00:00Z"), t("2011-12-31T12:00:00Z"));
+        assert_eq!(skipped.len(), 1);
+        assert_eq!(
+            skipped[0].local,
+            cronslot_core::Civil::new(2011, 12, 30, 9, 0)
+        );
+        assert_eq!(skipped[0].transition, t("2011-12-30T10:00:00Z"));
+        assert_eq!(skipped[0].jump_seconds, 24 * 3600);
+        assert_eq!(skipped[0].cause, GapCause::ClockChange);
+        assert_prev_next_agree(&s, "2011-12-20T00:00:00Z", 30);
+    }
+
+    // shift_always keeps the slot: it runs at the end of the jump.
+    let always = with("0 9 * * *", z, SHIFT_ALWAYS);
+    let got = slots(&always, "2011-12-29T12:00:00Z", 3);
     assert_eq!(
         got,
         [
@@ -788,42 +838,46 @@ fn apia_skipped_a_day() {
             slot("2011-12-30T19:00:00Z", "2011-12-31T09:00:00", Regular),
         ]
     );
-    let o = shift.next_occurrence(t("2011-12-29T20:00:00Z")).unwrap();
+    let o = always.next_occurrence(t("2011-12-29T20:00:00Z")).unwrap();
     assert_eq!(o.local, cronslot_core::Civil::new(2011, 12, 30, 9, 0));
     assert_eq!(
-        shift.prev_before(t("2011-12-30T19:00:00Z")),
+        always.prev_before(t("2011-12-30T19:00:00Z")),
         Some(t("2011-12-30T10:00:00Z"))
     );
-    assert!(shift.is_slot(t("2011-12-30T10:00:00Z")));
+    assert!(always.is_slot(t("2011-12-30T10:00:00Z")));
+    assert!(
+        always
+            .gap_skips(t("2011-12-29T12:00:00Z"), t("2011-12-31T12:00:00Z"))
+            .is_empty()
+    );
 
-    let skip = with("0 9 * * *", z, DstPolicy::SKIP_ONCE);
+    // Two slots in the missing day: both recorded under shift and skip,
+    // one run under shift_always.
+    for policy in [DstPolicy::default(), DstPolicy::SKIP_ONCE] {
+        let two = with("0 9,15 * * *", z, policy);
+        let locals: Vec<_> = two
+            .gap_skips(t("2011-12-29T12:00:00Z"), t("2011-12-31T12:00:00Z"))
+            .iter()
+            .map(|g| (g.local, g.cause))
+            .collect();
+        assert_eq!(
+            locals,
+            [
+                (
+                    cronslot_core::Civil::new(2011, 12, 30, 9, 0),
+                    GapCause::ClockChange
+                ),
+                (
+                    cronslot_core::Civil::new(2011, 12, 30, 15, 0),
+                    GapCause::ClockChange
+                )
+            ]
+        );
+    }
+    let two = with("0 9,15 * * *", z, SHIFT_ALWAYS);
     assert_eq!(
-        slots(&skip, "2011-12-29T12:00:00Z", 2),
-        [
-            slot("2011-12-29T19:00:00Z", "2011-12-29T09:00:00", Regular),
-            slot("2011-12-30T19:00:00Z", "2011-12-31T09:00:00", Regular),
-        ]
-    );
-    let skipped = skip.gap_skips(t("2011-12-29T12:00:00Z"), t("2011-12-31T12:00:00Z"));
-    assert_eq!(skipped.len(), 1);
-    assert_eq!(
-        skipped[0].local,
-        cronslot_core::Civil::new(2011, 12, 30, 9, 0)
-    );
-    assert_eq!(skipped[0].transition, t("2011-12-30T10:00:00Z"));
-    // Two slots in the missing day: both recorded under skip, one run under shift.
-    let two = with("0 9,15 * * *", z, DstPolicy::SKIP_ONCE);
-    let locals: Vec<_> = two
-        .gap_skips(t("2011-12-29T12:00:00Z"), t("2011-12-31T12:00:00Z"))
-        .iter()
-        .map(|g| g.local)
-        .collect();
-    assert_eq!(
-        locals,
-        [
-            cronslot_core::Civil::new(2011, 12, 30, 9, 0),
-            cronslot_core::Civil::new(2011, 12, 30, 15, 0)
-        ]
+        next_n(&two, "2011-12-30T02:00:00Z", 2),
+        ["2011-12-30T10:00:00Z", "2011-12-30T19:00:00Z"]
     );
 
     // Hourly is interval-like: no slots on the 30th, no gap skips.
@@ -856,6 +910,131 @@ fn apia_skipped_a_day() {
             Some(t("2011-12-30T09:00:00Z"))
         );
         assert_prev_next_agree(&hourly, "2011-12-28T00:00:00Z", 100);
+    }
+}
+
+/// Other forward jumps of three hours or more in the tz database: each is a
+/// clock change, whose fixed-time slots do not run under `shift` (nor
+/// `skip`), and run at the end of the jump under `shift_always`.
+#[test]
+fn clock_changes_of_three_hours_or_more_skip_their_slots() {
+    // (zone, expression, after, the transition, the wall-clock time lost,
+    // the jump, the next slot under shift)
+    let cases = [
+        // Kwajalein crossed the date line: 1993-08-20 24:00 (-12) became
+        // 1993-08-22 00:00 (+12).
+        (
+            "Pacific/Kwajalein",
+            "0 12 * * *",
+            "1993-08-21T01:00:00Z",
+            "1993-08-21T12:00:00Z",
+            (1993, 8, 21, 12, 0),
+            24 * 3600,
+            "1993-08-22T00:00:00Z",
+        ),
+        // Kiritimati skipped 1994-12-31 (-10 to +14).
+        (
+            "Pacific/Kiritimati",
+            "30 8 * * *",
+            "1994-12-30T19:00:00Z",
+            "1994-12-31T10:00:00Z",
+            (1994, 12, 31, 8, 30),
+            24 * 3600,
+            "1994-12-31T18:30:00Z",
+        ),
+        // Casey went from +08 to +11 at 2018-10-07 04:00: exactly three
+        // hours, a clock change (04:00-06:59 never happened there).
+        (
+            "Antarctica/Casey",
+            "30 5 * * *",
+            "2018-10-06T12:00:00Z",
+            "2018-10-06T20:00:00Z",
+            (2018, 10, 7, 5, 30),
+            3 * 3600,
+            "2018-10-07T18:30:00Z",
+        ),
+    ];
+    for (zone, expr, after, transition, (y, mo, d, h, mi), jump, next) in cases {
+        let lost = cronslot_core::Civil::new(y, mo, d, h, mi);
+        for policy in ALL_POLICIES {
+            let s = with(expr, zone, policy);
+            let first = s.next_occurrence(t(after)).expect("fires");
+            let skipped = s.gap_skips(t(after), t(next));
+            match policy.gap {
+                DstGap::Shift | DstGap::Skip => {
+                    assert_eq!(first.instant, t(next), "{zone} {policy:?}");
+                    assert_eq!(first.kind, Regular);
+                    assert_eq!(skipped.len(), 1, "{zone} {policy:?}");
+                    assert_eq!(skipped[0].local, lost);
+                    assert_eq!(skipped[0].transition, t(transition));
+                    assert_eq!(skipped[0].jump_seconds, jump);
+                    assert_eq!(skipped[0].cause, GapCause::ClockChange);
+                    assert!(!s.is_slot(t(transition)));
+                    // The count agrees with the walk: one slot, not two.
+                    assert_eq!(s.count_between(t(after), t(next)), 1);
+                }
+                DstGap::ShiftAlways => {
+                    assert_eq!(first.instant, t(transition), "{zone}");
+                    assert_eq!(first.kind, ShiftedFromGap);
+                    assert_eq!(first.local, lost);
+                    assert!(skipped.is_empty());
+                    assert_eq!(s.count_between(t(after), t(next)), 2);
+                }
+            }
+            let from = (t(after) - jiff::SignedDuration::from_hours(24 * 5)).to_string();
+            assert_prev_next_agree(&s, &from, 12);
+        }
+    }
+    assert_eq!(CLOCK_CHANGE_SECONDS, 3 * 3600);
+}
+
+/// Jumps of less than three hours are DST, and shift under the default:
+/// New York's hour, Lord Howe's half hour and Troll's two hours (+00 to
+/// +02 at 01:00 UTC on the last Sunday of March).
+#[test]
+fn dst_gaps_under_three_hours_still_shift() {
+    for (zone, expr, after, shifted_to, lost) in [
+        (
+            "America/New_York",
+            "30 2 * * *",
+            "2026-03-07T12:00:00Z",
+            "2026-03-08T07:00:00Z",
+            (2026, 3, 8, 2, 30),
+        ),
+        (
+            "Australia/Lord_Howe",
+            "15 2 * * *",
+            "2026-10-03T12:00:00Z",
+            "2026-10-03T15:30:00Z",
+            (2026, 10, 4, 2, 15),
+        ),
+        (
+            "Antarctica/Troll",
+            "30 1 * * *",
+            "2026-03-28T12:00:00Z",
+            "2026-03-29T01:00:00Z",
+            (2026, 3, 29, 1, 30),
+        ),
+    ] {
+        let (y, mo, d, h, mi) = lost;
+        let lost = cronslot_core::Civil::new(y, mo, d, h, mi);
+        for policy in ALL_POLICIES {
+            let s = with(expr, zone, policy);
+            let first = s.next_occurrence(t(after)).expect("fires");
+            let skipped = s.gap_skips(t(after), t(shifted_to));
+            if policy.gap == DstGap::Skip {
+                assert!(first.instant > t(shifted_to), "{zone}");
+                assert_eq!(skipped.len(), 1, "{zone}");
+                assert_eq!(skipped[0].local, lost);
+                assert_eq!(skipped[0].cause, GapCause::Dst);
+                assert!(skipped[0].jump_seconds < CLOCK_CHANGE_SECONDS);
+            } else {
+                assert_eq!(first.instant, t(shifted_to), "{zone} {policy:?}");
+                assert_eq!(first.kind, ShiftedFromGap);
+                assert_eq!(first.local, lost);
+                assert!(skipped.is_empty(), "{zone} {policy:?}");
+            }
+        }
     }
 }
 

@@ -276,7 +276,7 @@ fn entry() -> BoxedStrategy<String> {
             .prop_map(|v| format!("overlap = {v}")),
         pick(&["\"at_least_once\"", "\"at_most_once\"", "\"exactly_once\""])
             .prop_map(|v| format!("delivery = {v}")),
-        pick(&["\"shift\"", "\"skip\"", "\"twice\""]).prop_map(|v| format!("dst_gap = {v}")),
+        pick(&["\"shift\"", "\"skip\"", "\"shift_always\"", "\"twice\""]).prop_map(|v| format!("dst_gap = {v}")),
         pick(&["\"once\"", "\"twice\"", "\"skip\""]).prop_map(|v| format!("dst_overlap = {v}")),
         pick(&["true", "false", "\"true\""]).prop_map(|v| format!("paused = {v}")),
         (pick(&["start_at", "end_at"]), instant()).prop_map(|(k, v)| format!("{k} = {v}")),

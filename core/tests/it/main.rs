@@ -4,6 +4,8 @@
 //! `cargo test -p cronslot-core --test it -- manifest::`.
 
 mod count;
+// Needs Node and croner from npm (scripts/setup installs them).
+mod croner_npm;
 mod differential;
 mod dst;
 mod fuzz_dialects;
@@ -14,3 +16,4 @@ mod fuzz_manifest;
 mod manifest;
 mod parse_props;
 mod translate;
+mod tzdb;

@@ -250,13 +250,18 @@ fn every_policy_value_round_trips() {
         assert_eq!(j.delivery, value);
         assert_eq!(j.delivery.to_string(), text);
     }
-    for (gap_text, gap) in [("shift", DstGap::Shift), ("skip", DstGap::Skip)] {
+    for (gap_text, gap) in [
+        ("shift", DstGap::Shift),
+        ("skip", DstGap::Skip),
+        ("shift_always", DstGap::ShiftAlways),
+    ] {
         for (ov_text, overlap) in [("once", DstOverlap::Once), ("twice", DstOverlap::Twice)] {
             let j = only_job(&job(&format!(
                 "dst_gap = \"{gap_text}\"\ndst_overlap = \"{ov_text}\"\n"
             )));
             assert_eq!(j.dst_policy(), DstPolicy { gap, overlap });
         }
+        assert_eq!(gap.as_str(), gap_text);
     }
     for method in HttpMethod::ALL {
         let j = only_job(&job(&format!(
@@ -789,7 +794,13 @@ fn unknown_policy_values_suggest_the_right_one() {
         &job("dst_gap = \"jump\"\n"),
         4,
         11,
-        "expected shift or skip",
+        "expected shift, skip or shift_always",
+    );
+    one_error(
+        &job("dst_gap = \"shift-always\"\n"),
+        4,
+        11,
+        "did you mean \"shift_always\"?",
     );
     one_error(
         &job("dst_overlap = \"thrice\"\n"),

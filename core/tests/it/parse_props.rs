@@ -34,7 +34,7 @@ const ZONES: [&str; 8] = [
     "UTC",
 ];
 
-const POLICIES: [DstPolicy; 4] = [
+const POLICIES: [DstPolicy; 6] = [
     DstPolicy {
         gap: DstGap::Shift,
         overlap: DstOverlap::Once,
@@ -49,6 +49,14 @@ const POLICIES: [DstPolicy; 4] = [
     },
     DstPolicy {
         gap: DstGap::Skip,
+        overlap: DstOverlap::Twice,
+    },
+    DstPolicy {
+        gap: DstGap::ShiftAlways,
+        overlap: DstOverlap::Once,
+    },
+    DstPolicy {
+        gap: DstGap::ShiftAlways,
         overlap: DstOverlap::Twice,
     },
 ];
@@ -653,9 +661,12 @@ impl Timeline {
                 return true;
             }
         }
-        if fixed && policy.gap == DstGap::Shift && from == i && k > 0 {
+        if fixed && policy.gap != DstGap::Skip && from == i && k > 0 {
             let before = self.segments[k - 1].1;
-            if offset > before {
+            // Vixie's rule: a jump of three hours or more is a clock change,
+            // whose slots only shift_always runs.
+            let clock_change = offset - before >= 3 * 3600;
+            if offset > before && (policy.gap == DstGap::ShiftAlways || !clock_change) {
                 let ceil = |x: i64| -(-x).div_euclid(60);
                 let first = ceil(i + i64::from(before));
                 let end = ceil(i + i64::from(offset));

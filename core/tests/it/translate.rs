@@ -325,6 +325,65 @@ fn fixed_time_in_a_gap_needs_skip() {
     ));
 }
 
+/// A clock change (a forward jump of three hours or more) skips its slots
+/// under shift as EventBridge does, so it does not stand in the way of an
+/// exact translation; under shift_always cronslot runs them and the
+/// translation is refused with that reason.
+#[test]
+fn clock_changes_translate_unless_shift_always() {
+    for (expr, zone, local, transition) in [
+        // Kwajalein skipped 1993-08-21 (-12 to +12), its only forward jump
+        // since 1970.
+        (
+            "0 12 * * *",
+            "Pacific/Kwajalein",
+            "1993-08-21 12:00",
+            "1993-08-21T12:00:00Z",
+        ),
+        // Casey's +08 to +11 of 2018-10-07 04:00, three hours exactly.
+        (
+            "30 5 * * *",
+            "Antarctica/Casey",
+            "2018-10-07 05:30",
+            "2018-10-06T20:00:00Z",
+        ),
+    ] {
+        for policy in [DEFAULT, SKIP_ONCE] {
+            let (expression, timezone) = exact(eventbridge(expr, zone, policy));
+            assert_eq!(timezone, zone);
+            let t = translate(&schedule(expr, zone, policy), Platform::EventBridge).unwrap();
+            assert_eq!(t.expression, expression);
+            let at: Timestamp = transition.parse().unwrap();
+            compare(
+                &schedule(expr, zone, policy),
+                &platform_schedule(&t),
+                at - SignedDuration::from_hours(24 * 60),
+            )
+            .unwrap_or_else(|e| panic!("{expr} {zone} {policy:?}: {e}"));
+        }
+        let always = DstPolicy {
+            gap: DstGap::ShiftAlways,
+            overlap: DstOverlap::Once,
+        };
+        let found = reasons(eventbridge(expr, zone, always));
+        assert_eq!(found.len(), 1, "{found:?}");
+        let Inexact::Dst {
+            mismatch,
+            transition: at,
+            ..
+        } = &found[0]
+        else {
+            panic!("expected a DST reason, got {found:?}");
+        };
+        assert_eq!(*mismatch, DstMismatch::ClockChangeShifted);
+        assert_eq!(at.to_string(), transition);
+        let message = found[0].to_string();
+        assert!(message.contains(local), "{message}");
+        assert!(message.contains("clock change"), "{message}");
+        assert!(message.contains("dst_gap = \"shift_always\""), "{message}");
+    }
+}
+
 #[test]
 fn overlap_run_twice_differs_from_eventbridge() {
     let found = reasons(eventbridge("30 1 * * *", NY, SHIFT_TWICE));
@@ -575,6 +634,14 @@ fn every_reason_reads_as_one_sentence() {
         eventbridge("0 0 LW,15W * MON#1,MON#3,5L", "UTC", DEFAULT),
         cloudflare("0 9 */2 * MON", "Europe/Berlin", DEFAULT),
         eventbridge("0 0 30 2 *", "UTC", DEFAULT),
+        eventbridge(
+            "0 12 * * *",
+            "Pacific/Kwajalein",
+            DstPolicy {
+                gap: DstGap::ShiftAlways,
+                overlap: DstOverlap::Once,
+            },
+        ),
     ];
     let mut seen = 0;
     for result in samples {
@@ -585,7 +652,7 @@ fn every_reason_reads_as_one_sentence() {
             seen += 1;
         }
     }
-    assert!(seen >= 8, "{seen}");
+    assert!(seen >= 9, "{seen}");
 }
 
 // ---------------------------------------------------------------------------
@@ -680,6 +747,7 @@ fn zone_name() -> BoxedStrategy<String> {
         "Europe/Berlin",
         "Australia/Lord_Howe",
         "Asia/Kolkata",
+        "Antarctica/Casey",
     ])
 }
 
@@ -689,6 +757,10 @@ fn policy() -> BoxedStrategy<DstPolicy> {
         3 => Just(SKIP_ONCE),
         1 => Just(SHIFT_TWICE),
         1 => Just(SKIP_TWICE),
+        1 => Just(DstPolicy {
+            gap: DstGap::ShiftAlways,
+            overlap: DstOverlap::Once,
+        }),
     ]
     .boxed()
 }

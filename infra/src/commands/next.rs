@@ -1,9 +1,12 @@
 //! `cronslot next`: the next fire instants of an expression (with `--tz`
-//! and the DST policy) or of a manifest's job, as text or JSON.
+//! and the DST policy) or of a manifest's job, as text or JSON, with the
+//! wall-clock times among them that a DST gap (under `dst_gap = "skip"`) or
+//! a clock change skips, which the coordinator records as missed.
 
 use std::fmt::Write as _;
 
-use cronslot_core::SlotKind;
+use cronslot_core::coord::MissReason;
+use cronslot_core::{CLOCK_CHANGE_SECONDS, Civil, GapCause, GapSkip, Occurrence, SlotKind, Zone};
 
 use crate::cli::{Format, NextArgs};
 use crate::exit::Failure;
@@ -11,12 +14,24 @@ use crate::format::{local, utc};
 use crate::manifest::load_manifest;
 use crate::parse::{build_schedule, parse_instant};
 
-/// The JSON form of `next`: keys in this order, instants in UTC.
+/// The JSON form of `next`: keys in this order, instants in UTC. `missed`
+/// is there only when a listed slot's neighbourhood has some.
 #[derive(serde::Serialize)]
 struct NextJson<'a> {
     expression: &'a str,
     timezone: &'a str,
     next: Vec<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    missed: Vec<MissedJson>,
+}
+
+/// A wall-clock time that does not run: `{"local": "2011-12-30T02:00",
+/// "reason": "clock_change", "transition": "2011-12-30T10:00:00Z"}`.
+#[derive(serde::Serialize)]
+struct MissedJson {
+    local: String,
+    reason: &'static str,
+    transition: String,
 }
 
 pub fn exec(args: NextArgs) -> Result<(), Failure> {
@@ -48,6 +63,11 @@ pub fn exec(args: NextArgs) -> Result<(), Failure> {
         .iter_after(after)
         .take(args.count as usize)
         .collect();
+    // Skipped wall-clock times up to the last slot listed.
+    let missed = match slots.last() {
+        Some(last) => schedule.gap_skips(after, last.instant),
+        None => Vec::new(),
+    };
 
     match args.format {
         Format::Json => {
@@ -55,6 +75,14 @@ pub fn exec(args: NextArgs) -> Result<(), Failure> {
                 expression: &expression,
                 timezone: schedule.zone().name(),
                 next: slots.iter().map(|o| utc(o.instant)).collect(),
+                missed: missed
+                    .iter()
+                    .map(|m| MissedJson {
+                        local: civil_text(m.local, 'T'),
+                        reason: reason(m),
+                        transition: utc(m.transition),
+                    })
+                    .collect(),
             };
             let line = serde_json::to_string(&value)
                 .map_err(|e| Failure::bad_input(format!("error: cannot encode JSON: {e}")))?;
@@ -66,13 +94,15 @@ pub fn exec(args: NextArgs) -> Result<(), Failure> {
                 return Ok(());
             }
             let mut out = String::new();
+            let mut missed = missed.iter().peekable();
             for o in &slots {
+                // A missed time comes before a slot at its transition.
+                while let Some(m) = missed.next_if(|m| m.transition <= o.instant) {
+                    let _ = writeln!(out, "{}", missed_line(m));
+                }
                 let note = match o.kind {
                     SlotKind::Regular => String::new(),
-                    SlotKind::ShiftedFromGap => format!(
-                        "  shifted from {:02}:{:02} (DST gap)",
-                        o.local.hour, o.local.minute
-                    ),
+                    SlotKind::ShiftedFromGap => shifted_note(o, schedule.zone()),
                     SlotKind::SecondPass => "  second pass (DST overlap)".to_string(),
                 };
                 let _ = writeln!(
@@ -86,4 +116,65 @@ pub fn exec(args: NextArgs) -> Result<(), Failure> {
         }
     }
     Ok(())
+}
+
+/// Where a shifted slot comes from: `  shifted from 02:30 (DST gap)`, or,
+/// under `dst_gap = "shift_always"`, from a time a clock change skipped.
+fn shifted_note(o: &Occurrence, zone: &Zone) -> String {
+    let at = o.instant.as_second();
+    let jump = zone.offset_at(at) - zone.offset_at(at - 1);
+    if jump >= CLOCK_CHANGE_SECONDS {
+        format!(
+            "  shifted from {} (clock change: the clock jumped {}; dst_gap = \"shift_always\")",
+            civil_text(o.local, ' '),
+            duration_text(jump)
+        )
+    } else {
+        format!(
+            "  shifted from {:02}:{:02} (DST gap)",
+            o.local.hour, o.local.minute
+        )
+    }
+}
+
+/// `2011-12-30 02:00` (or with `T`).
+fn civil_text(c: Civil, separator: char) -> String {
+    format!(
+        "{:04}-{:02}-{:02}{separator}{:02}:{:02}",
+        c.year, c.month, c.day, c.hour, c.minute
+    )
+}
+
+/// The miss reason, as `cronslot status` counts it.
+fn reason(m: &GapSkip) -> &'static str {
+    MissReason::from(m.cause).as_str()
+}
+
+/// A wall-clock time that does not run, aligned with the slots' lines:
+/// `(not run)             2011-12-30 02:00  missed: clock change, …`.
+fn missed_line(m: &GapSkip) -> String {
+    let why = match m.cause {
+        GapCause::ClockChange => format!(
+            "clock change, the clock jumped {} at {}",
+            duration_text(m.jump_seconds),
+            utc(m.transition)
+        ),
+        GapCause::Dst => "DST gap under dst_gap = \"skip\"".to_string(),
+    };
+    format!(
+        "{:<20}  {}  missed: {why} (reason {})",
+        "(not run)",
+        civil_text(m.local, ' '),
+        reason(m)
+    )
+}
+
+/// `24h`, `3h`, `2h30m`, `45m`.
+fn duration_text(seconds: i32) -> String {
+    let minutes = seconds / 60;
+    match (minutes / 60, minutes % 60) {
+        (0, m) => format!("{m}m"),
+        (h, 0) => format!("{h}h"),
+        (h, m) => format!("{h}h{m:02}m"),
+    }
 }

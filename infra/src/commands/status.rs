@@ -71,7 +71,7 @@ fn action_str(action: &Action) -> &'static str {
 ///                    "claimed_at", "expires_at" } ],
 ///     "pending": [ { "slot", "slot_id", "attempt", "not_before", "origin", "last_error" } ],
 ///     "counts": { "runs", "succeeded", "failed", "dead", "dead_dropped", "redriven", "backfilled",
-///                 "missed":  { "catch_up", "downtime", "dst", "overlap" },
+///                 "missed":  { "catch_up", "clock_change", "downtime", "dst", "overlap" },
 ///                 "skipped": { "outside_window", "paused" } },
 ///     "dead_letters": { "count": 1, "dropped": 0,
 ///                       "newest": [ { "slot", "slot_id", "attempts", "fence", "died_at", "last_error" } ] },

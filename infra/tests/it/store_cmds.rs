@@ -230,7 +230,10 @@ fn status_json_has_the_documented_shape() {
     assert_eq!(counts["dead"], 1);
     let missed = counts["missed"].as_object().unwrap();
     let keys: Vec<&str> = missed.keys().map(String::as_str).collect();
-    assert_eq!(keys, ["catch_up", "downtime", "dst", "overlap"]);
+    assert_eq!(
+        keys,
+        ["catch_up", "clock_change", "downtime", "dst", "overlap"]
+    );
     assert!(missed["downtime"].as_u64().unwrap() > 20, "{missed:?}");
     assert_eq!(counts["skipped"]["paused"], 0);
     assert_eq!(b["dead_letters"]["count"], 1);

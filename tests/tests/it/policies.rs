@@ -1,5 +1,5 @@
-//! Policies that the conformance suite does not reach: DST fates, active
-//! windows, and bounded catch-up over very long outages.
+//! Policies that the conformance suite does not reach: DST and clock-change
+//! fates, active windows, and bounded catch-up over very long outages.
 
 use cronslot_core::conformance::{HOUR, at, create, job, t0};
 use cronslot_core::coord::exec::block_on;
@@ -50,6 +50,72 @@ fn dst_gap_skip_records_a_missed_slot() {
             .await
             .expect("status");
         assert_eq!(state.counters.missed.get(&MissReason::Dst), Some(&1));
+    });
+}
+
+/// Samoa went from 2011-12-29 24:00 (-10) to 2011-12-31 00:00 (+14): a
+/// clock change, not DST. Under shift (the default) and skip the 30th's
+/// slot does not run and is counted as missed, reason clock_change; under
+/// shift_always it runs at the end of the jump.
+#[test]
+fn clock_change_records_its_skipped_slots_as_missed() {
+    for (gap, line) in [("shift", ""), ("skip", "dst_gap = \"skip\"\n")] {
+        let c = coordinator();
+        let spec = job(
+            "clock",
+            gap,
+            &format!(
+                "schedule = \"0 2 * * *\"\ntimezone = \"Pacific/Apia\"\n{line}\
+                 catch_up = \"all\"\nstarting_deadline = \"3d\""
+            ),
+        );
+        block_on(async {
+            create(&c, &spec, ts("2011-12-28T20:00:00Z")).await;
+            let ran = drain(&c, &spec, ts("2011-12-31T00:00:00Z")).await;
+            // The 29th's and the 31st's 02:00; the 30th never happened.
+            assert_eq!(
+                ran,
+                vec![ts("2011-12-29T12:00:00Z"), ts("2011-12-30T12:00:00Z")],
+                "{gap}"
+            );
+            let state = c
+                .status(&spec, ts("2011-12-31T00:00:01Z"))
+                .await
+                .expect("status");
+            assert_eq!(
+                state.counters.missed.get(&MissReason::ClockChange),
+                Some(&1),
+                "{gap}: {:?}",
+                state.counters.missed
+            );
+            assert_eq!(state.counters.missed_total(), 1, "{gap}");
+            assert_eq!(MissReason::ClockChange.as_str(), "clock_change");
+        });
+    }
+
+    let c = coordinator();
+    let spec = job(
+        "clock",
+        "shift_always",
+        "schedule = \"0 2 * * *\"\ntimezone = \"Pacific/Apia\"\n\
+         dst_gap = \"shift_always\"\ncatch_up = \"all\"\nstarting_deadline = \"3d\"",
+    );
+    block_on(async {
+        create(&c, &spec, ts("2011-12-28T20:00:00Z")).await;
+        let ran = drain(&c, &spec, ts("2011-12-31T00:00:00Z")).await;
+        assert_eq!(
+            ran,
+            vec![
+                ts("2011-12-29T12:00:00Z"),
+                ts("2011-12-30T10:00:00Z"),
+                ts("2011-12-30T12:00:00Z")
+            ]
+        );
+        let state = c
+            .status(&spec, ts("2011-12-31T00:00:01Z"))
+            .await
+            .expect("status");
+        assert_eq!(state.counters.missed_total(), 0);
     });
 }
 
