@@ -120,3 +120,59 @@ fn status_dlq_and_redrive_work_on_dynamodb() {
     let bad = cronslot(&dir, &["status", "--store", "dynamodb://"]);
     assert_eq!(bad.status.code(), Some(2));
 }
+
+/// `init` creates the table (idempotently), and two `cronslot run`
+/// processes on it, as on two machines, run each slot once.
+#[test]
+fn init_and_two_runners_share_a_dynamodb_table() {
+    let moto = cronslot_tests::moto::moto();
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("run_dynamo");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("dir");
+    std::fs::write(
+        dir.join("cronslot.toml"),
+        "[[job]]\nname = \"tick\"\nschedule = \"* * * * *\"\nretry = { max_attempts = 1 }\n\
+         command = [\"sh\", \"-c\", \"echo \\\"$CRONSLOT_SLOT\\\" >> ran.log\"]\n",
+    )
+    .expect("manifest");
+    let table = format!("cronslot-run-{}", std::process::id());
+    let url = format!(
+        "dynamodb://{table}?region=us-east-1&endpoint={}",
+        moto.endpoint
+    );
+    for _ in 0..2 {
+        let o = cronslot(&dir, &["init", "--store", &url]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        assert!(String::from_utf8_lossy(&o.stdout).contains("ready"));
+    }
+    // Four minutes of clock time in four real seconds, twice at once.
+    let runners: Vec<_> = (0..2)
+        .map(|_| {
+            Command::new(env!("CARGO_BIN_EXE_cronslot"))
+                .args(["run", "cronslot.toml", "--speed", "60", "--until", "+4m"])
+                .env("CRONSLOT_STORE", &url)
+                .env("AWS_ACCESS_KEY_ID", "test")
+                .env("AWS_SECRET_ACCESS_KEY", "test")
+                .env("AWS_EC2_METADATA_DISABLED", "true")
+                .env_remove("AWS_PROFILE")
+                .current_dir(&dir)
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .expect("start cronslot run")
+        })
+        .collect();
+    for r in runners {
+        let o = r.wait_with_output().expect("runner ends");
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    }
+    let ran = std::fs::read_to_string(dir.join("ran.log")).expect("slots ran");
+    let mut slots: Vec<&str> = ran.lines().collect();
+    assert!(
+        slots.len() >= 3,
+        "four minutes hold at least three slots: {ran}"
+    );
+    slots.sort();
+    slots.dedup();
+    assert_eq!(slots.len(), ran.lines().count(), "a slot ran twice: {ran}");
+}
