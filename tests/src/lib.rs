@@ -4,6 +4,7 @@
 //! PostgreSQL harnesses among it).
 
 pub mod fuzz;
+pub mod http;
 pub mod moto;
 pub mod postgres;
 pub mod sim;

@@ -18,23 +18,27 @@
 //!
 //! `CRONSLOT_FLEET_ROUNDS=N` repeats the round of faults N times (the long
 //! run whose figures are in docs/reliability.md); CI runs one round, about
-//! five minutes of real time.
+//! five minutes of real time (three and a half per further round).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use cronslot_tests::postgres::Server;
 use jiff::Timestamp;
 
-/// The jobs: four every minute, each running six seconds; a lease of 20 s
-/// and a time limit of 15 s; retries quick enough to finish within the
-/// minute; every missed slot caught up.
-const MANIFEST: &str = r#"
+/// The jobs: four every minute, each running six seconds; a lease of a
+/// minute (the shortest the manifest takes) and a time limit of 15 s;
+/// retries quick enough to finish within the minute; every missed slot
+/// caught up. Each run appends its `start` and `end` with its slot, fence,
+/// attempt and runner (the command's parent) to `runs.log`.
+fn manifest() -> String {
+    let mut text = String::from(
+        r#"
 [defaults]
 timezone = "UTC"
-lease = "20s"
+lease = "1m"
 timeout = "15s"
 skew_margin = "2s"
 starting_deadline = "10m"
@@ -42,27 +46,24 @@ catch_up = "all"
 max_catch_up = 20
 overlap = "forbid"
 retry = { max_attempts = 10, backoff = "1s", max_backoff = "4s", past_next_slot = true }
-
-[[job]]
-name = "billing"
-schedule = "* * * * *"
-command = ["sh", "-c", "echo \"start $CRONSLOT_JOB $CRONSLOT_SLOT $CRONSLOT_FENCE $CRONSLOT_ATTEMPT $PPID $(date +%s.%N)\" >> runs.log; sleep 6; echo \"end $CRONSLOT_JOB $CRONSLOT_SLOT $CRONSLOT_FENCE $CRONSLOT_ATTEMPT $PPID $(date +%s.%N)\" >> runs.log"]
-
-[[job]]
-name = "invoices"
-schedule = "* * * * *"
-command = ["sh", "-c", "echo \"start $CRONSLOT_JOB $CRONSLOT_SLOT $CRONSLOT_FENCE $CRONSLOT_ATTEMPT $PPID $(date +%s.%N)\" >> runs.log; sleep 6; echo \"end $CRONSLOT_JOB $CRONSLOT_SLOT $CRONSLOT_FENCE $CRONSLOT_ATTEMPT $PPID $(date +%s.%N)\" >> runs.log"]
-
-[[job]]
-name = "ledger"
-schedule = "* * * * *"
-command = ["sh", "-c", "echo \"start $CRONSLOT_JOB $CRONSLOT_SLOT $CRONSLOT_FENCE $CRONSLOT_ATTEMPT $PPID $(date +%s.%N)\" >> runs.log; sleep 6; echo \"end $CRONSLOT_JOB $CRONSLOT_SLOT $CRONSLOT_FENCE $CRONSLOT_ATTEMPT $PPID $(date +%s.%N)\" >> runs.log"]
-
-[[job]]
-name = "payouts"
-schedule = "* * * * *"
-command = ["sh", "-c", "echo \"start $CRONSLOT_JOB $CRONSLOT_SLOT $CRONSLOT_FENCE $CRONSLOT_ATTEMPT $PPID $(date +%s.%N)\" >> runs.log; sleep 6; echo \"end $CRONSLOT_JOB $CRONSLOT_SLOT $CRONSLOT_FENCE $CRONSLOT_ATTEMPT $PPID $(date +%s.%N)\" >> runs.log"]
-"#;
+"#,
+    );
+    let record = |kind: &str| {
+        format!(
+            "echo \\\"{kind} $CRONSLOT_JOB $CRONSLOT_SLOT $CRONSLOT_FENCE $CRONSLOT_ATTEMPT \
+             $PPID $(date +%s.%N)\\\" >> runs.log"
+        )
+    };
+    for job in JOBS {
+        text.push_str(&format!(
+            "\n[[job]]\nname = \"{job}\"\nschedule = \"* * * * *\"\n\
+             command = [\"sh\", \"-c\", \"{}; sleep 6; {}\"]\n",
+            record("start"),
+            record("end")
+        ));
+    }
+    text
+}
 
 const JOBS: [&str; 4] = ["billing", "invoices", "ledger", "payouts"];
 
@@ -102,6 +103,25 @@ impl Fleet {
             .expect("start cronslot run");
         self.pids.insert(child.id(), name);
         self.runners.push(Runner { name, child });
+    }
+
+    /// The runner whose jobs are running now (started within `within`
+    /// seconds and not ended), preferring one not named `not`: the target
+    /// of a fault that must land on running jobs.
+    fn busy(&self, not: Option<&str>) -> &'static str {
+        let now = now_secs();
+        let running: Vec<&'static str> = read_runs(&self.dir.join("runs.log"))
+            .iter()
+            .filter(|r| r.end.is_none() && now - r.start < 10.0)
+            .filter_map(|r| self.pids.get(&r.runner).copied())
+            .filter(|name| self.runners.iter().any(|live| live.name == *name))
+            .collect();
+        running
+            .iter()
+            .find(|name| Some(**name) != not)
+            .or(running.first())
+            .copied()
+            .unwrap_or_else(|| panic!("no runner has a job running at {now}"))
     }
 
     fn runner(&mut self, name: &str) -> &mut Runner {
@@ -270,7 +290,13 @@ fn a_fleet_on_postgres_runs_every_slot_once_through_kills_freezes_crashes_and_cu
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("fleet-pg");
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("dir");
-    std::fs::write(dir.join("fleet.toml"), MANIFEST).expect("manifest");
+    std::fs::write(dir.join("fleet.toml"), manifest()).expect("manifest");
+    let valid = Command::new(env!("CARGO_BIN_EXE_cronslot"))
+        .args(["validate", "fleet.toml"])
+        .current_dir(&dir)
+        .output()
+        .expect("validate");
+    assert!(valid.status.success(), "{}", String::from_utf8_lossy(&valid.stdout));
     let url = server.url(&db);
     let init = Command::new(env!("CARGO_BIN_EXE_cronslot"))
         .args(["init", "--store", &url])
@@ -294,24 +320,37 @@ fn a_fleet_on_postgres_runs_every_slot_once_through_kills_freezes_crashes_and_cu
     }
     let mut frozen: Vec<(u32, f64, f64)> = Vec::new();
     let mut faults = Vec::new();
+    std::thread::sleep(Duration::from_secs(3));
+    for name in ["a", "b", "c"] {
+        let alive = fleet.runner(name).child.try_wait().expect("wait").is_none();
+        assert!(alive, "runner {name} did not start: see {}", dir.display());
+    }
     for _ in 0..rounds {
         // Jobs start at :00 and run six seconds: each fault lands on
-        // running jobs.
+        // running jobs, or on their outcomes being recorded.
         at_second(3);
-        fleet.kill("a");
-        faults.push(format!("{:.0} SIGKILL a", now_secs() - began));
-        std::thread::sleep(Duration::from_secs(5));
-        fleet.start("a");
+        let killed = fleet.busy(None);
+        fleet.kill(killed);
+        faults.push(format!("{:.0} SIGKILL {killed}", now_secs() - began));
+        at_second(6);
+        let cut = server.terminate_connections(&db);
+        faults.push(format!(
+            "{:.0} pg_terminate_backend ({cut} connections)",
+            now_secs() - began
+        ));
+        at_second(9);
+        fleet.start(killed);
 
-        at_second(2);
-        let pid = fleet.runner("b").child.id();
-        fleet.signal("b", "STOP");
+        at_second(3);
+        let stopped = fleet.busy(Some(killed));
+        let pid = fleet.runner(stopped).child.id();
+        fleet.signal(stopped, "STOP");
         let from = now_secs();
-        // Longer than the lease (20 s) plus the skew margin.
-        std::thread::sleep(Duration::from_secs(30));
-        fleet.signal("b", "CONT");
+        // Longer than the lease (60 s) plus the skew margin and a poll.
+        std::thread::sleep(Duration::from_secs(75));
+        fleet.signal(stopped, "CONT");
         frozen.push((pid, from, now_secs()));
-        faults.push(format!("{:.0} SIGSTOP b for 30 s", from - began));
+        faults.push(format!("{:.0} SIGSTOP {stopped} for 75 s", from - began));
 
         at_second(3);
         server.crash();
@@ -319,18 +358,11 @@ fn a_fleet_on_postgres_runs_every_slot_once_through_kills_freezes_crashes_and_cu
         std::thread::sleep(Duration::from_secs(6));
         server.restart();
         server.wait_ready(Duration::from_secs(30));
-
-        at_second(3);
-        let cut = server.terminate_connections(&db);
-        faults.push(format!(
-            "{:.0} pg_terminate_backend ({cut} connections)",
-            now_secs() - began
-        ));
     }
     // A quiet minute for retries to finish, then stop between slots.
     at_second(30);
     at_second(30);
-    let stopped = now_secs();
+    let ended = now_secs();
     fleet.stop_all();
 
     let runs = read_runs(&dir.join("runs.log"));
@@ -349,7 +381,7 @@ fn a_fleet_on_postgres_runs_every_slot_once_through_kills_freezes_crashes_and_cu
     // Every slot ends: each minute from the first slot after the start to
     // the last one before the stop has a run that wrote its `end`.
     let first = (began / 60.0).ceil() as i64 * 60;
-    let last = ((stopped - 10.0) / 60.0).floor() as i64 * 60;
+    let last = ((ended - 10.0) / 60.0).floor() as i64 * 60;
     for job in JOBS {
         for minute in (first..=last).step_by(60) {
             let slot = format!(
@@ -431,7 +463,29 @@ fn a_fleet_on_postgres_runs_every_slot_once_through_kills_freezes_crashes_and_cu
             assert_eq!(count, 0, "{name}: missed for {reason}\n{report}");
         }
     }
-    eprintln!("overlapping runs (all of a frozen runner): {overlaps}");
+    // The faults landed on running jobs: a killed run's slot and a frozen
+    // run's slot were each run again, by another runner, with a newer
+    // fence.
+    for (pid, from, to) in &frozen {
+        let taken_over = runs.iter().any(|held| {
+            held.runner == *pid
+                && held.start < *from
+                && runs.iter().any(|again| {
+                    again.slot == held.slot
+                        && again.fence > held.fence
+                        && again.runner != *pid
+                        && again.start > *from
+                        && again.start < *to
+                })
+        });
+        assert!(taken_over, "no slot of the frozen runner {pid} was taken over\n{report}");
+    }
+    let rerun = runs
+        .iter()
+        .filter(|r| runs.iter().any(|o| o.slot == r.slot && o.fence > r.fence))
+        .count();
+    assert!(rerun >= 2 * rounds as usize, "faults should make runs again: {rerun}\n{report}");
+    eprintln!("overlapping runs (all of a frozen runner): {overlaps}; runs made again: {rerun}");
 }
 
 fn cronslot_pg(dir: &Path, args: &[&str], store: &str) -> std::process::Output {

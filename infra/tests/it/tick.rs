@@ -3,8 +3,6 @@
 //! the secrets a command never inherits, the health probes, SIGTERM.
 //! On SQLite here; the same commands on PostgreSQL are in `fleet_pg`.
 
-use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -233,33 +231,13 @@ command = ["sh", "-c", "env > env.txt"]
     assert!(!text(&o.stdout).contains("hunter2") && !text(&o.stderr).contains("hunter2"));
 }
 
-fn http_get(port: u16, path: &str) -> Option<(u16, String)> {
-    let mut stream = TcpStream::connect(("127.0.0.1", port)).ok()?;
-    stream.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
-    write!(
-        stream,
-        "GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
-    )
-    .ok()?;
-    let mut response = String::new();
-    stream.read_to_string(&mut response).ok()?;
-    let status = response.split_whitespace().nth(1)?.parse().ok()?;
-    let body = response.split("\r\n\r\n").nth(1).unwrap_or("").to_string();
-    Some((status, body))
-}
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port")
-}
 
 #[test]
 fn run_serves_health_probes_and_stops_gracefully_on_sigterm() {
     let dir = scratch("health");
     let store = due_store(&dir, DUE);
-    let port = free_port();
+    let port = cronslot_tests::http::free_port();
     let addr = format!("127.0.0.1:{port}");
     let child = Command::new(env!("CARGO_BIN_EXE_cronslot"))
         .args([
@@ -279,7 +257,7 @@ fn run_serves_health_probes_and_stops_gracefully_on_sigterm() {
     let deadline = Instant::now() + Duration::from_secs(30);
     let mut live = None;
     while Instant::now() < deadline {
-        live = http_get(port, "/healthz");
+        live = cronslot_tests::http::get(port, "/healthz");
         if live.is_some() && dir.join("ran.log").exists() {
             break;
         }
@@ -287,11 +265,11 @@ fn run_serves_health_probes_and_stops_gracefully_on_sigterm() {
     }
     assert_eq!(live.map(|l| l.0), Some(200), "liveness");
     assert_eq!(
-        http_get(port, "/readyz").map(|r| r.0),
+        cronslot_tests::http::get(port, "/readyz").map(|r| r.0),
         Some(200),
         "readiness"
     );
-    assert_eq!(http_get(port, "/nope").map(|r| r.0), Some(404));
+    assert_eq!(cronslot_tests::http::get(port, "/nope").map(|r| r.0), Some(404));
     let pid = child.id().to_string();
     let kill = Command::new("kill")
         .args(["-TERM", &pid])
