@@ -9,8 +9,6 @@ use std::time::{Duration, Instant};
 use cronslot_tests::http::{free_port, get};
 use cronslot_tests::postgres;
 
-
-
 struct Service {
     port: u16,
     child: Child,

@@ -105,23 +105,29 @@ impl Fleet {
         self.runners.push(Runner { name, child });
     }
 
-    /// The runner whose jobs are running now (started within `within`
-    /// seconds and not ended), preferring one not named `not`: the target
-    /// of a fault that must land on running jobs.
+    /// Waits (up to 30 s) for a runner with a job running now (started
+    /// within the last 10 s and not ended), preferring one not named
+    /// `not`: the target of a fault that must land on running jobs.
     fn busy(&self, not: Option<&str>) -> &'static str {
-        let now = now_secs();
-        let running: Vec<&'static str> = read_runs(&self.dir.join("runs.log"))
-            .iter()
-            .filter(|r| r.end.is_none() && now - r.start < 10.0)
-            .filter_map(|r| self.pids.get(&r.runner).copied())
-            .filter(|name| self.runners.iter().any(|live| live.name == *name))
-            .collect();
-        running
-            .iter()
-            .find(|name| Some(**name) != not)
-            .or(running.first())
-            .copied()
-            .unwrap_or_else(|| panic!("no runner has a job running at {now}"))
+        let give_up = now_secs() + 30.0;
+        loop {
+            let now = now_secs();
+            let running: Vec<&'static str> = read_runs(&self.dir.join("runs.log"))
+                .iter()
+                .filter(|r| r.end.is_none() && now - r.start < 10.0)
+                .filter_map(|r| self.pids.get(&r.runner).copied())
+                .filter(|name| self.runners.iter().any(|live| live.name == *name))
+                .collect();
+            if let Some(name) = running
+                .iter()
+                .find(|name| Some(**name) != not)
+                .or(running.first())
+            {
+                return name;
+            }
+            assert!(now < give_up, "no runner has had a job running for 30 s");
+            std::thread::sleep(Duration::from_millis(50));
+        }
     }
 
     fn runner(&mut self, name: &str) -> &mut Runner {
@@ -296,7 +302,11 @@ fn a_fleet_on_postgres_runs_every_slot_once_through_kills_freezes_crashes_and_cu
         .current_dir(&dir)
         .output()
         .expect("validate");
-    assert!(valid.status.success(), "{}", String::from_utf8_lossy(&valid.stdout));
+    assert!(
+        valid.status.success(),
+        "{}",
+        String::from_utf8_lossy(&valid.stdout)
+    );
     let url = server.url(&db);
     let init = Command::new(env!("CARGO_BIN_EXE_cronslot"))
         .args(["init", "--store", &url])
@@ -328,20 +338,21 @@ fn a_fleet_on_postgres_runs_every_slot_once_through_kills_freezes_crashes_and_cu
     for _ in 0..rounds {
         // Jobs start at :00 and run six seconds: each fault lands on
         // running jobs, or on their outcomes being recorded.
-        at_second(3);
+        at_second(1);
         let killed = fleet.busy(None);
         fleet.kill(killed);
         faults.push(format!("{:.0} SIGKILL {killed}", now_secs() - began));
-        at_second(6);
+        // While the other runners' jobs end and record their outcomes.
+        std::thread::sleep(Duration::from_secs(4));
         let cut = server.terminate_connections(&db);
         faults.push(format!(
             "{:.0} pg_terminate_backend ({cut} connections)",
             now_secs() - began
         ));
-        at_second(9);
+        std::thread::sleep(Duration::from_secs(3));
         fleet.start(killed);
 
-        at_second(3);
+        at_second(1);
         let stopped = fleet.busy(Some(killed));
         let pid = fleet.runner(stopped).child.id();
         fleet.signal(stopped, "STOP");
@@ -478,13 +489,19 @@ fn a_fleet_on_postgres_runs_every_slot_once_through_kills_freezes_crashes_and_cu
                         && again.start < *to
                 })
         });
-        assert!(taken_over, "no slot of the frozen runner {pid} was taken over\n{report}");
+        assert!(
+            taken_over,
+            "no slot of the frozen runner {pid} was taken over\n{report}"
+        );
     }
     let rerun = runs
         .iter()
         .filter(|r| runs.iter().any(|o| o.slot == r.slot && o.fence > r.fence))
         .count();
-    assert!(rerun >= 2 * rounds as usize, "faults should make runs again: {rerun}\n{report}");
+    assert!(
+        rerun >= 2 * rounds as usize,
+        "faults should make runs again: {rerun}\n{report}"
+    );
     eprintln!("overlapping runs (all of a frozen runner): {overlaps}; runs made again: {rerun}");
 }
 

@@ -231,8 +231,6 @@ command = ["sh", "-c", "env > env.txt"]
     assert!(!text(&o.stdout).contains("hunter2") && !text(&o.stderr).contains("hunter2"));
 }
 
-
-
 #[test]
 fn run_serves_health_probes_and_stops_gracefully_on_sigterm() {
     let dir = scratch("health");
@@ -269,7 +267,10 @@ fn run_serves_health_probes_and_stops_gracefully_on_sigterm() {
         Some(200),
         "readiness"
     );
-    assert_eq!(cronslot_tests::http::get(port, "/nope").map(|r| r.0), Some(404));
+    assert_eq!(
+        cronslot_tests::http::get(port, "/nope").map(|r| r.0),
+        Some(404)
+    );
     let pid = child.id().to_string();
     let kill = Command::new("kill")
         .args(["-TERM", &pid])
