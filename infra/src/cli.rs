@@ -154,6 +154,7 @@ pub enum Format {
 pub enum GapArg {
     Shift,
     Skip,
+    ShiftAlways,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -169,6 +170,8 @@ pub struct ZoneArgs {
     #[arg(long, value_name = "ZONE", default_value = "UTC")]
     pub tz: String,
     /// Fixed-time slots in a DST gap: run at the end of the gap, or skip.
+    /// A jump of 3 hours or more is a clock change, whose slots are skipped
+    /// under both; shift-always runs them at the end of any jump.
     #[arg(long, value_enum, default_value = "shift")]
     pub dst_gap: GapArg,
     /// Fixed-time slots in a repeated hour: run once (first pass) or twice.

@@ -30,6 +30,7 @@ pub fn build_schedule(expr: &str, args: &ZoneArgs) -> Result<Schedule, Failure> 
         gap: match args.dst_gap {
             GapArg::Shift => DstGap::Shift,
             GapArg::Skip => DstGap::Skip,
+            GapArg::ShiftAlways => DstGap::ShiftAlways,
         },
         overlap: match args.dst_overlap {
             OverlapArg::Once => DstOverlap::Once,

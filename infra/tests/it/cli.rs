@@ -102,6 +102,18 @@ fn next_marks_slots_a_clock_change_skips() {
         r#"{"expression":"0 2 * * *","timezone":"Pacific/Apia","next":["2011-12-29T12:00:00Z","2011-12-30T12:00:00Z"],"missed":[{"local":"2011-12-30T02:00","reason":"clock_change","transition":"2011-12-30T10:00:00Z"}]}"#
     );
 
+    // `--dst-gap shift-always` runs it at the end of the jump instead.
+    let o = cronslot(&[&args[..], &["--dst-gap", "shift-always"]].concat());
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let lines: Vec<String> = stdout(&o).lines().map(str::to_string).collect();
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    assert!(
+        lines[1].starts_with("2011-12-30T10:00:00Z  2011-12-31 00:00 +14")
+            && lines[1].contains("shifted from 2011-12-30 02:00 (clock change"),
+        "{}",
+        lines[1]
+    );
+
     // Under dst_gap = "skip" a DST gap's slot is listed the same way.
     let o = cronslot(&[
         "next",
