@@ -7,6 +7,7 @@ pub mod fuzz;
 pub mod http;
 pub mod moto;
 pub mod postgres;
+pub mod scale;
 pub mod sim;
 pub mod sim_backends;
 pub mod workerd;
