@@ -44,6 +44,7 @@ pub mod build_script;
 pub mod conformance;
 pub mod coord;
 pub mod cron;
+pub mod due;
 pub mod explain;
 pub mod health;
 pub mod manifest;

@@ -315,6 +315,10 @@ impl<S: StateStore> CasCoordinator<S> {
                     return Ok(out);
                 }
             }
+            // Only a record that changes gets a new wake: a claim that
+            // finds nothing writes nothing, even if the clock alone would
+            // move the wake (an unchanged record's wake errs early anyway).
+            next.wake_at = decide::next_wake(spec, &next, now);
             match self.put_resolving_ambiguity(job, &next, expected).await? {
                 PutResult::Written(version) => {
                     self.remember(

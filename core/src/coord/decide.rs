@@ -40,6 +40,11 @@ pub enum Trigger {
     Slot(Timestamp),
     /// An operator's `trigger`: run the current slot now, even if late, once.
     Manual,
+    /// A tick that planned the job from the manifest, due at this slot
+    /// (its first in the tick's window): served like [`Trigger::Tick`].
+    /// A job without a record yet gets one created just before the slot,
+    /// since ticks create records only when a job first comes due.
+    Planned(Timestamp),
 }
 
 /// Why a claim found nothing to run.
@@ -573,7 +578,7 @@ pub fn claim(
     let mut effective_now = now;
     let mut wanted: Option<Timestamp> = None;
     match trigger {
-        Trigger::Tick => {}
+        Trigger::Tick | Trigger::Planned(_) => {}
         Trigger::Slot(slot) => {
             if !spec.schedule.is_slot(slot) {
                 return Err(TriggerError::NotASlot { slot });
@@ -944,13 +949,68 @@ pub fn resume(spec: &JobSpec, state: &mut JobState, now: Timestamp, rng: &mut dy
     state.paused_reason = None;
 }
 
+/// When the job next needs a claim that its schedule alone would not bring
+/// ([`JobState::wake_at`]). A tick finds the schedule's slots from the
+/// manifest, without reading records; everything else that makes a job
+/// due lives in its record and is summed up here, so that stores can index
+/// it. The earliest of:
+/// - a live lease's expiry, once the skew margin has passed too: the run
+///   crashed or hung, and its slot is retried;
+/// - a waiting run's `not_before` (not while paused): a retry, a backfill,
+///   a redrive, a manual trigger of a past slot;
+/// - the next slot after the cursor, when it is already due (the caller's
+///   `now`, plus the skew margin, as another server's clock may be ahead)
+///   or a lease is live: a slot that overlap or catch-up held back.
+///
+/// Waking early is harmless (a claim that finds nothing costs a read);
+/// waking late is not, so every bound errs early.
+pub fn next_wake(spec: &JobSpec, state: &JobState, now: Timestamp) -> Option<Timestamp> {
+    let expiries = state
+        .leases
+        .iter()
+        .map(|l| add(add(l.expires_at, spec.skew_margin), WAKE_AFTER_EXPIRY));
+    let waiting = state
+        .pending
+        .iter()
+        .filter(|_| !state.paused)
+        .map(|p| p.not_before);
+    let held_back = spec
+        .schedule
+        .next_after(state.cursor)
+        .filter(|s| !state.leases.is_empty() || *s <= add(now, spec.skew_margin))
+        .filter(|s| spec.end_at.is_none_or(|e| *s < e));
+    expiries.chain(waiting).chain(held_back).min()
+}
+
+/// Whether another claim of the job may find something to run at `now`,
+/// judged from the record the last claim or outcome wrote: a waiting run
+/// whose time has come, or a slot due after the cursor. Lets a caller that
+/// remembers its last write skip the claim that would only find nothing.
+pub fn more_due(spec: &JobSpec, state: &JobState, now: Timestamp) -> bool {
+    if state.paused {
+        return false;
+    }
+    let retry = state.pending.iter().any(|p| p.not_before <= now);
+    let slot = spec
+        .schedule
+        .next_after(state.cursor)
+        .is_some_and(|s| s <= now && spec.in_window(s));
+    retry || slot
+}
+
+/// A lease counts as expired strictly after its expiry plus the skew
+/// margin; its wake comes this much later, so that a claim at the wake
+/// instant finds it expired.
+const WAKE_AFTER_EXPIRY: Duration = Duration::from_millis(1);
+
 /// When a job's record is first written because of a dedicated trigger for
-/// `slot`, it is created just before that slot: the platform's trigger is
-/// evidence that the job existed then, and the slot must not be mistaken for
-/// one from before the job's creation. Otherwise a record starts at `now`.
+/// `slot`, or a tick that planned it due at `slot`, it is created just
+/// before that slot: the trigger is evidence that the job existed then, and
+/// the slot must not be mistaken for one from before the job's creation.
+/// Otherwise a record starts at `now`.
 pub fn creation_instant(now: Timestamp, trigger: Trigger) -> Timestamp {
     match trigger {
-        Trigger::Slot(slot) if slot <= now => before(slot),
+        Trigger::Slot(slot) | Trigger::Planned(slot) if slot <= now => before(slot),
         _ => now,
     }
 }

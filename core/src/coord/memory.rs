@@ -13,7 +13,7 @@ use super::exec::yield_now;
 use super::state::{JobState, decode_state, encode_state};
 use super::store::{
     EffectBegin, EffectFinish, EffectLedger, EffectRecord, PutResult, StateStore, StoreError,
-    StoreErrorKind, Version, Versioned, decide_begin, decide_finish,
+    StoreErrorKind, TickIndex, TickStart, Version, Versioned, decide_begin, decide_finish,
 };
 
 /// A fault to inject into the next operations.
@@ -31,6 +31,10 @@ struct Inner {
     /// decodes, so the encoding is exercised too.
     states: BTreeMap<String, (String, Version)>,
     effects: BTreeMap<String, EffectRecord>,
+    /// The wake index: each record's `wake_at`, kept with the record.
+    wakes: BTreeMap<String, Timestamp>,
+    /// The tick mark.
+    mark: Option<Timestamp>,
     faults: Vec<Fault>,
     writes: u64,
     reads: u64,
@@ -158,6 +162,10 @@ impl StateStore for MemoryStore {
                 inner
                     .states
                     .insert(job.to_string(), (encode_state(state), version));
+                match state.wake_at {
+                    Some(at) => inner.wakes.insert(job.to_string(), at),
+                    None => inner.wakes.remove(job),
+                };
                 inner.writes += 1;
                 if fault == Some(Fault::AppliedThenTimeout) {
                     return Err(StoreError::new(
@@ -228,5 +236,49 @@ impl EffectLedger for MemoryStore {
     async fn read_effect(&self, key: &str) -> Result<Option<EffectRecord>, StoreError> {
         self.pause_point().await;
         Ok(self.lock().effects.get(key).cloned())
+    }
+}
+
+impl TickIndex for MemoryStore {
+    async fn tick_start(&self, now: Timestamp, limit: usize) -> Result<TickStart, StoreError> {
+        self.pause_point().await;
+        if self.next_fault() == Some(Fault::Unavailable) {
+            return Err(unavailable());
+        }
+        let mut inner = self.lock();
+        inner.reads += 1;
+        let mut woken: Vec<(Timestamp, String)> = inner
+            .wakes
+            .iter()
+            .filter(|(_, at)| **at <= now)
+            .map(|(job, at)| (*at, job.clone()))
+            .collect();
+        woken.sort();
+        woken.truncate(limit);
+        Ok(TickStart {
+            mark: inner.mark,
+            now,
+            woken: woken.into_iter().map(|(_, job)| job).collect(),
+        })
+    }
+
+    async fn tick_end(&self, mark: Timestamp) -> Result<(), StoreError> {
+        self.pause_point().await;
+        let fault = self.next_fault();
+        if fault == Some(Fault::Unavailable) {
+            return Err(unavailable());
+        }
+        let mut inner = self.lock();
+        if inner.mark.is_none_or(|m| m < mark) {
+            inner.mark = Some(mark);
+            inner.writes += 1;
+        }
+        if fault == Some(Fault::AppliedThenTimeout) {
+            return Err(StoreError::new(
+                StoreErrorKind::Ambiguous,
+                "injected fault: write applied, response lost",
+            ));
+        }
+        Ok(())
     }
 }

@@ -26,5 +26,6 @@ pub use state::{
 };
 pub use store::{
     EffectBegin, EffectFinish, EffectLedger, EffectRecord, EffectState, LocationError, PutResult,
-    StateStore, StoreError, StoreErrorKind, Version, Versioned, decide_begin, decide_finish,
+    StateStore, StoreError, StoreErrorKind, TickIndex, TickStart, Version, Versioned, decide_begin,
+    decide_finish,
 };

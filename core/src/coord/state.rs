@@ -436,6 +436,14 @@ pub struct JobState {
     /// The newest schedule change noticed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_schedule_change: Option<ScheduleChange>,
+    /// When the job needs a claim that its schedule will not bring: a
+    /// lease's expiry, a waiting retry, backfill or redrive, a slot held
+    /// back by overlap. Derived from the rest of the record
+    /// ([`decide::next_wake`](super::decide::next_wake)) at every write, so
+    /// that a store can index it and a tick can find these jobs without
+    /// reading every record. `None`: the schedule alone brings the job back.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wake_at: Option<Timestamp>,
 }
 
 impl JobState {
@@ -458,6 +466,7 @@ impl JobState {
             paused_reason: None,
             last_success: None,
             last_schedule_change: None,
+            wake_at: None,
         }
     }
 

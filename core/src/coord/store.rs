@@ -155,6 +155,38 @@ pub trait StateStore {
     }
 }
 
+/// Where a tick begins ([`TickIndex::tick_start`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TickStart {
+    /// Every slot at or before this instant was planned by an earlier
+    /// tick; `None` before the store's first tick.
+    pub mark: Option<Timestamp>,
+    /// The instant this tick plans up to: the store's clock where it
+    /// judges leases by its own ([`StateStore::get_judged`]), otherwise the
+    /// caller's `now`. Every server then agrees on which slots a mark
+    /// covers.
+    pub now: Timestamp,
+    /// Jobs whose [wake](super::JobState::wake_at) has come (at or before
+    /// `now`), earliest wake first, at most the limit asked for.
+    pub woken: Vec<String>,
+}
+
+/// What lets a tick cost what is due rather than what is held
+/// (docs/design.md §11): the deployment's tick mark (how far ticks have
+/// planned the manifest's slots), and an index of every record's
+/// [`JobState::wake_at`](super::JobState::wake_at), kept by the store as
+/// part of the record's own conditional write, so that it is never out of
+/// step with the record.
+pub trait TickIndex {
+    /// In one request: the tick mark, the store's instant, and the jobs
+    /// whose wake has come (at most `limit`, earliest first).
+    async fn tick_start(&self, now: Timestamp, limit: usize) -> Result<TickStart, StoreError>;
+
+    /// In one request: moves the tick mark to `mark`, unless it is already
+    /// there or later (a mark never moves backwards).
+    async fn tick_end(&self, mark: Timestamp) -> Result<(), StoreError>;
+}
+
 /// One entry of the effect ledger.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(try_from = "StoredEffect")]

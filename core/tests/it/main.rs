@@ -7,6 +7,7 @@ mod count;
 // Needs Node and croner from npm (scripts/setup installs them).
 mod croner_npm;
 mod differential;
+mod due;
 mod dst;
 mod fuzz_dialects;
 // These two read manifests from TOML text (`parse_manifest`).
