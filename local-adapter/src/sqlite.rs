@@ -20,12 +20,14 @@
 
 use std::fmt;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use cronslot_core::coord::{
     EffectBegin, EffectFinish, EffectLedger, EffectRecord, EffectState, JobState, PutResult,
-    StateStore, StoreError, StoreErrorKind, Version, Versioned, decide_begin, decide_finish,
+    StateStore, StoreError, StoreErrorKind, TickIndex, TickStart, Version, Versioned, decide_begin,
+    decide_finish,
     decode_state, encode_state,
 };
 use jiff::Timestamp;
@@ -35,7 +37,7 @@ use rusqlite::{Connection, OpenFlags, OptionalExtension, Transaction, Transactio
 
 /// The layout of the tables, as recorded in `schema_meta`. A file with a
 /// higher number was written by a newer cronslot and is refused.
-pub const STORE_SCHEMA_VERSION: i64 = 1;
+pub const STORE_SCHEMA_VERSION: i64 = 2;
 
 /// How long an operation waits for another connection's write lock before
 /// it reports the store unavailable. Transactions hold the lock for
@@ -63,6 +65,19 @@ CREATE TABLE effects (
     key TEXT PRIMARY KEY NOT NULL,
     record TEXT NOT NULL,
     expires_at TEXT,
+    updated_at TEXT NOT NULL
+) STRICT;
+";
+
+/// Version 2: each record's wake, indexed, and the tick mark, so that a
+/// tick reads only what is due (docs/design.md §11). Instants are Unix
+/// nanoseconds. The index is partial: most records have no wake.
+const SCHEMA_V2: &str = "
+ALTER TABLE job_state ADD COLUMN wake_at INTEGER;
+CREATE INDEX job_state_wake ON job_state (wake_at) WHERE wake_at IS NOT NULL;
+CREATE TABLE tick_mark (
+    singleton INTEGER PRIMARY KEY CHECK (singleton = 1),
+    mark INTEGER NOT NULL,
     updated_at TEXT NOT NULL
 ) STRICT;
 ";
@@ -127,6 +142,9 @@ struct Inner {
     /// `None` for an in-memory store.
     path: Option<PathBuf>,
     busy_timeout: Duration,
+    /// SQL statements that read or wrote data, for tests that count a
+    /// tick's cost ([`SqliteStore::statements`]).
+    statements: AtomicU64,
 }
 
 impl fmt::Debug for SqliteStore {
@@ -191,6 +209,7 @@ impl SqliteStore {
                 conn: Mutex::new(conn),
                 path: Some(path.to_path_buf()),
                 busy_timeout,
+                statements: AtomicU64::new(0),
             }),
         })
     }
@@ -207,6 +226,7 @@ impl SqliteStore {
                 conn: Mutex::new(conn),
                 path: None,
                 busy_timeout: Duration::ZERO,
+                statements: AtomicU64::new(0),
             }),
         })
     }
@@ -227,8 +247,70 @@ impl SqliteStore {
         self.inner.conn.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// How many SQL statements that read or write data this store (and its
+    /// clones) have run: one per read, one per conditional write (two when
+    /// it conflicts), one per tick start or end. Transaction control is
+    /// not counted.
+    pub fn statements(&self) -> u64 {
+        self.inner.statements.load(Ordering::Relaxed)
+    }
+
+    fn count(&self, n: u64) {
+        self.inner.statements.fetch_add(n, Ordering::Relaxed);
+    }
+
+    fn tick_start_now(&self, now: Timestamp, limit: usize) -> Result<TickStart, StoreError> {
+        let where_ = self.where_();
+        let doing = "reading the tick mark and the woken jobs";
+        let conn = self.lock();
+        self.count(1);
+        // One statement: the mark's row (job NULL), then the woken jobs.
+        let mut stmt = conn
+            .prepare_cached(
+                "SELECT NULL, mark FROM tick_mark WHERE singleton = 1 \
+                 UNION ALL SELECT * FROM (SELECT job, NULL FROM job_state \
+                 WHERE wake_at <= ?1 ORDER BY wake_at, job LIMIT ?2)",
+            )
+            .map_err(|e| where_.error(doing, &e))?;
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let rows = stmt
+            .query_map((nanos(now), limit), |row| {
+                Ok((row.get::<_, Option<String>>(0)?, row.get::<_, Option<i64>>(1)?))
+            })
+            .map_err(|e| where_.error(doing, &e))?;
+        let mut start = TickStart {
+            mark: None,
+            now,
+            woken: Vec::new(),
+        };
+        for row in rows {
+            match row.map_err(|e| where_.error(doing, &e))? {
+                (Some(job), _) => start.woken.push(job),
+                (None, Some(mark)) => start.mark = Some(from_nanos(mark)),
+                (None, None) => return Err(where_.corrupt("tick_mark", "the mark is NULL")),
+            }
+        }
+        Ok(start)
+    }
+
+    fn tick_end_now(&self, mark: Timestamp) -> Result<(), StoreError> {
+        let where_ = self.where_();
+        let doing = "moving the tick mark";
+        let conn = self.lock();
+        self.count(1);
+        let sql = format!(
+            "INSERT INTO tick_mark (singleton, mark, updated_at) VALUES (1, ?1, {SQL_NOW}) \
+             ON CONFLICT (singleton) DO UPDATE SET mark = excluded.mark, \
+             updated_at = excluded.updated_at WHERE excluded.mark > tick_mark.mark"
+        );
+        conn.execute(&sql, [nanos(mark)])
+            .map_err(|e| where_.error(doing, &e))?;
+        Ok(())
+    }
+
     fn get_now(&self, job: &str) -> Result<Option<Versioned<JobState>>, StoreError> {
         let conn = self.lock();
+        self.count(1);
         read_state(&conn, self.where_(), job)
     }
 
@@ -251,14 +333,16 @@ impl SqliteStore {
         let mut conn = self.lock();
         let tx = begin_immediate(&mut conn, where_, &doing)?;
         let text = encode_state(state);
+        let wake = state.wake_at.map(nanos);
+        self.count(1);
         let written: Option<Version> = match expected {
             None => {
                 let sql = format!(
-                    "INSERT INTO job_state (job, version, state, updated_at) \
-                     VALUES (?1, 1, ?2, {SQL_NOW}) ON CONFLICT (job) DO NOTHING"
+                    "INSERT INTO job_state (job, version, state, wake_at, updated_at) \
+                     VALUES (?1, 1, ?2, ?3, {SQL_NOW}) ON CONFLICT (job) DO NOTHING"
                 );
                 let changed = tx
-                    .execute(&sql, (job, &text))
+                    .execute(&sql, (job, &text, wake))
                     .map_err(|e| where_.error(&doing(), &e))?;
                 (changed == 1).then_some(1)
             }
@@ -273,11 +357,11 @@ impl SqliteStore {
                         ))
                     })?;
                     let sql = format!(
-                        "UPDATE job_state SET version = ?3, state = ?2, updated_at = {SQL_NOW} \
-                         WHERE job = ?1 AND version = ?4"
+                        "UPDATE job_state SET version = ?3, state = ?2, wake_at = ?5, \
+                         updated_at = {SQL_NOW} WHERE job = ?1 AND version = ?4"
                     );
                     let changed = tx
-                        .execute(&sql, (job, &text, next, expected_sql))
+                        .execute(&sql, (job, &text, next, expected_sql, wake))
                         .map_err(|e| where_.error(&doing(), &e))?;
                     // `next` is positive, so it converts back.
                     (changed == 1).then(|| expected.saturating_add(1))
@@ -290,6 +374,7 @@ impl SqliteStore {
         }
         // Still inside the transaction, so this is the record that beat us,
         // not a later one; dropping `tx` then rolls back (nothing written).
+        self.count(1);
         let current = read_state(&tx, where_, job)?;
         Ok(PutResult::Conflict(current.map(Box::new)))
     }
@@ -374,6 +459,26 @@ impl StateStore for SqliteStore {
     async fn jobs(&self) -> Result<Vec<String>, StoreError> {
         self.jobs_now()
     }
+}
+
+impl TickIndex for SqliteStore {
+    async fn tick_start(&self, now: Timestamp, limit: usize) -> Result<TickStart, StoreError> {
+        self.tick_start_now(now, limit)
+    }
+
+    async fn tick_end(&self, mark: Timestamp) -> Result<(), StoreError> {
+        self.tick_end_now(mark)
+    }
+}
+
+/// An instant as Unix nanoseconds, saturating outside 1678–2262 (no slot
+/// or lease of a real deployment is out there).
+fn nanos(t: Timestamp) -> i64 {
+    i64::try_from(t.as_nanosecond()).unwrap_or(if t.as_second() < 0 { i64::MIN } else { i64::MAX })
+}
+
+fn from_nanos(n: i64) -> Timestamp {
+    Timestamp::from_nanosecond(i128::from(n)).unwrap_or(Timestamp::MAX)
 }
 
 impl EffectLedger for SqliteStore {
@@ -559,6 +664,7 @@ fn init_schema(conn: &mut Connection, where_: Where<'_>) -> Result<(), StoreErro
         }
         let created = "creating the tables".to_string();
         tx.execute_batch(SCHEMA_V1)
+            .and_then(|()| tx.execute_batch(SCHEMA_V2))
             .map_err(|e| where_.error(&created, &e))?;
         let sql = format!(
             "INSERT INTO schema_meta (singleton, schema_version, created_by, created_at) \
@@ -579,11 +685,25 @@ fn init_schema(conn: &mut Connection, where_: Where<'_>) -> Result<(), StoreErro
         .map_err(|e| where_.error(&doing(), &e))?;
     match version {
         Some(Value::Integer(v)) if v == STORE_SCHEMA_VERSION => Ok(()),
+        Some(Value::Integer(1)) => {
+            // Records written before version 2 have no wake yet: each gets
+            // one at its next write (`cronslot init` rewrites them all).
+            let migrating = "adding the wake index (store schema 1 to 2)".to_string();
+            tx.execute_batch(SCHEMA_V2)
+                .and_then(|()| {
+                    tx.execute(
+                        "UPDATE schema_meta SET schema_version = ?1 WHERE singleton = 1",
+                        [STORE_SCHEMA_VERSION],
+                    )
+                })
+                .map_err(|e| where_.error(&migrating, &e))?;
+            commit(tx, where_, &|| migrating.clone())
+        }
         Some(Value::Integer(v)) if v > STORE_SCHEMA_VERSION => Err(StoreError::other(format!(
             "{where_}: was written by a newer cronslot (store schema {v}; this build knows up to {STORE_SCHEMA_VERSION}); upgrade cronslot or use another file"
         ))),
-        // There is no schema before 1 to migrate from; future versions add
-        // their migrations here, inside this same transaction.
+        // There is no schema before 1; later versions add their
+        // migrations above, inside this same transaction.
         Some(Value::Integer(v)) => {
             Err(where_.corrupt("schema_meta", format!("store schema {v} does not exist")))
         }

@@ -17,7 +17,7 @@ use cronslot_core::coord::exec::block_on;
 use cronslot_core::coord::{
     CasCoordinator, Claim, Coordinator, EffectBegin, EffectFinish, EffectLedger, EffectRecord,
     EffectState, Idle, JobState, MemoryStore, PutResult, StateStore, StoreError, StoreErrorKind,
-    Trigger, Version, Versioned,
+    TickIndex, Trigger, Version, Versioned, encode_state,
 };
 use cronslot_core::manifest::{JobSpec, parse_manifest};
 use cronslot_local::{STORE_SCHEMA_VERSION, SqliteStore, parse_sqlite_location};
@@ -542,6 +542,51 @@ fn a_record_from_a_newer_cronslot_is_refused_cleanly() {
     assert_eq!(err.kind, StoreErrorKind::Corrupt, "{err}");
     assert!(err.message.contains("newer cronslot"), "{err}");
     assert!(err.message.contains("\"j\""), "{err}");
+}
+
+/// A file written by store schema 1 (before the wake index) is migrated in
+/// place when opened: its records load, it gains the wake column and the
+/// tick mark, and the next write of a record indexes its wake.
+#[test]
+fn a_schema_1_store_is_migrated_on_open() {
+    let dir = scratch("schema-1-store");
+    let path = dir.join("old.db");
+    {
+        let conn = raw(&path);
+        conn.execute_batch(
+            "CREATE TABLE schema_meta (singleton INTEGER PRIMARY KEY CHECK (singleton = 1), \
+             schema_version INTEGER NOT NULL, created_by TEXT NOT NULL, created_at TEXT NOT NULL) STRICT;
+             CREATE TABLE job_state (job TEXT PRIMARY KEY NOT NULL, version INTEGER NOT NULL CHECK (version >= 1), \
+             state TEXT NOT NULL, updated_at TEXT NOT NULL) STRICT;
+             CREATE TABLE effects (key TEXT PRIMARY KEY NOT NULL, record TEXT NOT NULL, expires_at TEXT, \
+             updated_at TEXT NOT NULL) STRICT;
+             INSERT INTO schema_meta VALUES (1, 1, 'cronslot-local 0.1.0', '2026-01-05T00:00:00Z');",
+        )
+        .unwrap();
+        conn.execute(
+            "INSERT INTO job_state VALUES ('j', 3, ?1, '2026-01-05T00:00:00Z')",
+            [encode_state(&state("j", 3))],
+        )
+        .unwrap();
+    }
+    let store = SqliteStore::open(&path).unwrap();
+    let got = block_on(store.get("j")).unwrap().unwrap();
+    assert_eq!((got.version, got.value), (3, state("j", 3)));
+    let version: i64 = raw(&path)
+        .query_row("SELECT schema_version FROM schema_meta", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(version, STORE_SCHEMA_VERSION);
+    let start = block_on(store.tick_start(t0(), 10)).unwrap();
+    assert_eq!((start.mark, start.woken.len()), (None, 0));
+
+    let mut waking = state("j", 4);
+    waking.wake_at = Some(t0());
+    written(block_on(store.put("j", &waking, Some(3))).unwrap());
+    assert_eq!(block_on(store.tick_start(t0(), 10)).unwrap().woken, vec!["j".to_string()]);
+    // Opening again finds schema 2 and changes nothing.
+    drop(store);
+    let again = SqliteStore::open(&path).unwrap();
+    assert_eq!(block_on(again.tick_start(t0(), 10)).unwrap().woken, vec!["j".to_string()]);
 }
 
 #[test]

@@ -45,6 +45,7 @@ mod outcome;
 mod panic;
 mod platform;
 mod run;
+mod tick;
 mod virtual_platform;
 
 pub use context::RunContext;
@@ -55,4 +56,5 @@ pub use platform::{LocalFuture, Platform, PlatformDeadline, RunEvent};
 pub use run::{
     MAX_RUNS_PER_TRIGGER, MoreDue, RECORD_RETRY, RunReport, ServeOptions, Served, run_lease, serve,
 };
+pub use tick::{MAX_WOKEN_PER_TICK, TickJob, TickOptions, TickPlan, TickReport, TickWork, tick};
 pub use virtual_platform::VirtualPlatform;

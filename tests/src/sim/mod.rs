@@ -919,7 +919,7 @@ where
             {
                 let mut r = sh.report.borrow_mut();
                 match trigger {
-                    Trigger::Tick => r.tick_triggers += 1,
+                    Trigger::Tick | Trigger::Planned(_) => r.tick_triggers += 1,
                     Trigger::Slot(_) => r.slot_triggers += 1,
                     Trigger::Manual => r.manual_triggers += 1,
                 }

@@ -209,3 +209,8 @@ fn a_stale_remembered_record_costs_a_conflict_not_a_wrong_answer() {
         assert_eq!(state.leases[0].fence, second.fence);
     });
 }
+
+#[test]
+fn tick_index_contract() {
+    block_on(cronslot_core::conformance::tick_index_contract(MemoryStore::new(), "mem"));
+}

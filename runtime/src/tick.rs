@@ -1,0 +1,252 @@
+//! A tick, written once (docs/design.md §11): the store says how far
+//! earlier ticks planned (the tick mark) and which jobs its wake index
+//! names; the manifest says which jobs have a slot since; only those jobs'
+//! records are read. A tick with nothing due costs the store two requests,
+//! [`TickIndex::tick_start`] and [`TickIndex::tick_end`], whatever the
+//! number of jobs.
+//!
+//! The mark moves only past slots whose jobs were served: a planned job
+//! whose claim failed, or that the platform's deadline left unserved,
+//! holds the mark just before its slot, so the next tick plans it again.
+//! A woken job needs nothing of the sort: its wake stays in the index
+//! until a write of its record moves it.
+
+use std::collections::HashSet;
+use std::rc::Rc;
+use std::time::Duration;
+
+use cronslot_core::coord::exec::join_all;
+use cronslot_core::coord::{Coordinator, StoreError, TickIndex, TickStart, Trigger};
+use cronslot_core::due::DuePlanner;
+use cronslot_core::manifest::JobSpec;
+use jiff::{SignedDuration, Timestamp};
+
+use crate::run::{MoreDue, ServeOptions, Served, serve};
+use crate::{Jobs, Platform};
+
+/// Most woken jobs one tick takes from the index. The rest keep their
+/// wakes and are served by the next ticks, earliest first.
+pub const MAX_WOKEN_PER_TICK: usize = 1000;
+
+/// A tick is not started with less than this left before the platform's
+/// deadline: the claims and their records need the time.
+const START_MARGIN: SignedDuration = SignedDuration::from_secs(5);
+
+/// The jobs a tick may serve and the planner over them, built once per
+/// manifest (a Lambda's cold start, a Worker isolate, a runner's start).
+pub struct TickPlan {
+    specs: Vec<Rc<JobSpec>>,
+    planner: DuePlanner,
+}
+
+/// One job a tick serves.
+#[derive(Debug, Clone)]
+pub struct TickJob {
+    /// The job.
+    pub spec: Rc<JobSpec>,
+    /// Its first slot in the tick's window, when the manifest planned it;
+    /// `None` when only the wake index named it.
+    pub planned: Option<Timestamp>,
+}
+
+impl TickJob {
+    /// The trigger to claim the job with: a planned job's record, if it has
+    /// none yet, starts just before its planned slot.
+    pub fn trigger(&self) -> Trigger {
+        match self.planned {
+            Some(slot) => Trigger::Planned(slot),
+            None => Trigger::Tick,
+        }
+    }
+}
+
+/// What a tick serves, from the store's [`TickStart`].
+#[derive(Debug, Clone)]
+pub struct TickWork {
+    /// The window's start: the mark, or (on a store's first tick) its end,
+    /// which makes the first window empty.
+    pub after: Timestamp,
+    /// The window's end, the instant the store judges by.
+    pub now: Timestamp,
+    /// The jobs to serve: planned ones by slot, then woken ones by wake.
+    pub jobs: Vec<TickJob>,
+    /// Jobs the wake index named that this manifest does not have (another
+    /// manifest's, or removed): left alone.
+    pub unknown: Vec<String>,
+}
+
+impl TickWork {
+    /// Where the mark may move once the jobs are served, given the jobs
+    /// that were not: just before the earliest unserved planned slot, or
+    /// the window's end when every planned job was served.
+    pub fn mark(&self, unserved: &HashSet<&str>) -> Timestamp {
+        self.jobs
+            .iter()
+            .filter(|j| unserved.contains(j.spec.name.as_str()))
+            .filter_map(|j| j.planned)
+            .min()
+            .map_or(self.now, |slot| {
+                slot.checked_sub(SignedDuration::from_nanos(1))
+                    .unwrap_or(slot)
+                    .max(self.after)
+            })
+    }
+}
+
+impl TickPlan {
+    /// A plan over `specs`; the manifest plans the slots of the jobs that
+    /// `planned` accepts, and the wake index may name any of them.
+    pub fn new(specs: Vec<Rc<JobSpec>>, planned: impl Fn(&JobSpec) -> bool) -> TickPlan {
+        let planner = DuePlanner::new(&specs, planned);
+        TickPlan { specs, planner }
+    }
+
+    /// The jobs of the plan.
+    pub fn specs(&self) -> &[Rc<JobSpec>] {
+        &self.specs
+    }
+
+    /// How many jobs the manifest plans.
+    pub fn planned_jobs(&self) -> usize {
+        self.planner.len()
+    }
+
+    /// The jobs to serve for a tick that started with `start`: every
+    /// planned job with a slot after the mark, then every woken job not
+    /// already among them.
+    pub fn work(&self, start: &TickStart) -> TickWork {
+        let after = start.mark.unwrap_or(start.now).min(start.now);
+        let mut jobs: Vec<TickJob> = self
+            .planner
+            .due(&self.specs, after, start.now)
+            .into_iter()
+            .map(|d| TickJob {
+                spec: Rc::clone(&self.specs[d.job]),
+                planned: Some(d.slot),
+            })
+            .collect();
+        let mut seen: HashSet<usize> = jobs
+            .iter()
+            .filter_map(|j| self.planner.position(j.spec.name.as_str()))
+            .collect();
+        let mut unknown = Vec::new();
+        for name in &start.woken {
+            match self.planner.position(name) {
+                Some(i) if seen.insert(i) => jobs.push(TickJob {
+                    spec: Rc::clone(&self.specs[i]),
+                    planned: None,
+                }),
+                Some(_) => {}
+                None => unknown.push(name.clone()),
+            }
+        }
+        TickWork {
+            after,
+            now: start.now,
+            jobs,
+            unknown,
+        }
+    }
+}
+
+/// How [`tick`] serves its jobs.
+pub struct TickOptions<'a> {
+    /// The owner of every lease taken.
+    pub owner: &'a str,
+    /// See [`ServeOptions::retry_within`].
+    pub retry_within: Duration,
+    /// See [`ServeOptions::more_due`].
+    pub more_due: Option<MoreDue<'a>>,
+}
+
+/// What one tick did.
+#[derive(Debug)]
+pub struct TickReport {
+    /// The window and the jobs it served.
+    pub work: TickWork,
+    /// Each served job's runs and last answer, in the order of
+    /// `work.jobs`. Shorter than `work.jobs` when the platform's deadline
+    /// left jobs unserved.
+    pub served: Vec<Served>,
+    /// The mark the tick wrote.
+    pub mark: Timestamp,
+    /// Why the mark could not be written (the next tick plans a longer
+    /// window, which serves the same jobs again: nothing is lost).
+    pub mark_error: Option<StoreError>,
+    /// Jobs left for the next tick, and why.
+    pub left: Option<(usize, String)>,
+}
+
+/// One tick: reads the mark and the woken jobs, serves every job with
+/// something due (all at once, each as [`serve`] does), and moves the mark.
+///
+/// # Errors
+///
+/// Only when the store cannot say where to start ([`TickIndex::tick_start`]
+/// failed): then nothing was claimed.
+pub async fn tick<C, I>(
+    plan: &TickPlan,
+    coordinator: &Rc<C>,
+    index: &I,
+    jobs: &Jobs,
+    platform: &Rc<dyn Platform>,
+    options: &TickOptions<'_>,
+) -> Result<TickReport, StoreError>
+where
+    C: Coordinator + 'static,
+    I: TickIndex,
+{
+    let start = index
+        .tick_start(platform.now(), MAX_WOKEN_PER_TICK)
+        .await?;
+    let work = plan.work(&start);
+    let too_late = platform
+        .deadline()
+        .is_some_and(|d| d.cut_runs_at.duration_since(platform.now()) < START_MARGIN);
+    let mut left = None;
+    let served = if too_late {
+        left = Some((
+            work.jobs.len(),
+            "the invocation's deadline is too close to start: the next tick serves them".into(),
+        ));
+        Vec::new()
+    } else {
+        let serving = work.jobs.iter().map(|job| {
+            let serve_options = ServeOptions {
+                owner: options.owner,
+                trigger: job.trigger(),
+                retry_within: options.retry_within,
+                more_due: options.more_due,
+            };
+            async move { serve(coordinator, &job.spec, jobs, platform, &serve_options).await }
+        });
+        join_all(serving.collect()).await
+    };
+    let mut unserved: HashSet<&str> = work
+        .jobs
+        .iter()
+        .skip(served.len())
+        .map(|j| j.spec.name.as_str())
+        .collect();
+    for (job, s) in work.jobs.iter().zip(&served) {
+        if s.claim_error.is_some() && s.runs.is_empty() {
+            unserved.insert(job.spec.name.as_str());
+        }
+    }
+    let failed = unserved.len().saturating_sub(work.jobs.len() - served.len());
+    if failed > 0 && left.is_none() {
+        left = Some((
+            failed,
+            "their claims failed on the store: the next tick plans them again".into(),
+        ));
+    }
+    let mark = work.mark(&unserved);
+    let mark_error = index.tick_end(mark).await.err();
+    Ok(TickReport {
+        work,
+        served,
+        mark,
+        mark_error,
+        left,
+    })
+}
