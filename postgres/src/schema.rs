@@ -17,7 +17,7 @@ use crate::pool::Conn;
 /// The layout of the tables this build reads and writes, as recorded in
 /// `schema_migrations`. A schema at a higher version was written by a newer
 /// cronslot and is refused.
-pub const STORE_SCHEMA_VERSION: i32 = 1;
+pub const STORE_SCHEMA_VERSION: i32 = 2;
 
 /// Each migration's statements, in order: index 0 brings a schema from
 /// nothing to version 1. `{s}` is the quoted schema.
@@ -43,6 +43,17 @@ const MIGRATIONS: &[&str] = &[
         updated_at timestamptz NOT NULL DEFAULT now()
     );
     CREATE INDEX effects_expires_at ON {s}.effects (expires_at);",
+    // Version 2: each record's wake, indexed (partially: most records
+    // have none), and the tick mark, so that a tick reads only what is due
+    // (docs/design.md §11). Records written before it get their wake at
+    // their next write; `cronslot init` rewrites them all.
+    "ALTER TABLE {s}.job_state ADD COLUMN wake_at timestamptz;
+    CREATE INDEX job_state_wake_at ON {s}.job_state (wake_at) WHERE wake_at IS NOT NULL;
+    CREATE TABLE {s}.tick_mark (
+        singleton boolean PRIMARY KEY DEFAULT true CHECK (singleton),
+        mark timestamptz NOT NULL,
+        updated_at timestamptz NOT NULL DEFAULT now()
+    );",
 ];
 
 const MIGRATION_TABLE: &str = "CREATE TABLE {s}.schema_migrations (
@@ -52,7 +63,7 @@ const MIGRATION_TABLE: &str = "CREATE TABLE {s}.schema_migrations (
 )";
 
 /// The tables a schema at [`STORE_SCHEMA_VERSION`] has.
-const TABLES: &[&str] = &["effects", "job_state", "schema_migrations"];
+const TABLES: &[&str] = &["effects", "job_state", "schema_migrations", "tick_mark"];
 
 /// What [`PgStore::init`](crate::PgStore::init) (or opening the store)
 /// found and did.

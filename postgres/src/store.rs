@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use cronslot_core::coord::{
     EffectBegin, EffectFinish, EffectLedger, EffectRecord, EffectState, JobState, PutResult,
-    StateStore, StoreError, Version, Versioned, decide_begin, decide_finish, decode_state,
-    encode_state,
+    StateStore, StoreError, TickIndex, TickStart, Version, Versioned, decide_begin, decide_finish,
+    decode_state, encode_state,
 };
 use jiff::{SignedDuration, Timestamp};
 use tokio_postgres::Row;
@@ -122,6 +122,8 @@ struct Sql {
     effect_insert: String,
     effect_update: String,
     sweep: String,
+    tick_start: String,
+    tick_end: String,
 }
 
 impl Sql {
@@ -141,8 +143,8 @@ impl Sql {
             // its row lock is not in it: `put` then reads once more.
             insert: format!(
                 "WITH written AS (
-                     INSERT INTO {s}.job_state (job, version, state, updated_at)
-                     VALUES ($1, 1, $2, now())
+                     INSERT INTO {s}.job_state (job, version, state, wake_at, updated_at)
+                     VALUES ($1, 1, $2, $3, now())
                      ON CONFLICT (job) DO NOTHING
                      RETURNING version)
                  SELECT (SELECT version FROM written), j.version, j.state
@@ -152,7 +154,8 @@ impl Sql {
             ),
             update: format!(
                 "WITH written AS (
-                     UPDATE {s}.job_state SET version = $3, state = $2, updated_at = now()
+                     UPDATE {s}.job_state
+                        SET version = $3, state = $2, wake_at = $5, updated_at = now()
                       WHERE job = $1 AND version = $4
                      RETURNING version)
                  SELECT (SELECT version FROM written), j.version, j.state
@@ -187,6 +190,23 @@ impl Sql {
                         AND expires_at < $1
                      RETURNING 1)
                  SELECT count(*) FROM swept"
+            ),
+            // The instant judged by ($1, or the server's clock when NULL),
+            // the mark and the woken jobs, in one statement.
+            tick_start: format!(
+                "WITH t AS (SELECT COALESCE($1::timestamptz, clock_timestamp()) AS now)
+                 SELECT t.now,
+                        (SELECT mark FROM {s}.tick_mark),
+                        ARRAY(SELECT job FROM {s}.job_state
+                               WHERE wake_at <= t.now
+                               ORDER BY wake_at, job
+                               LIMIT $2)
+                   FROM t"
+            ),
+            tick_end: format!(
+                "INSERT INTO {s}.tick_mark (singleton, mark) VALUES (true, $1)
+                 ON CONFLICT (singleton) DO UPDATE SET mark = excluded.mark, updated_at = now()
+                  WHERE {s}.tick_mark.mark < excluded.mark"
             ),
         }
     }
@@ -370,10 +390,65 @@ impl PgStore {
         }
         let (shared, sql, job) = (self.shared.clone(), self.sql.clone(), job.to_string());
         let text = encode_state(state);
+        let wake = state.wake_at.map(PgTime);
         self.shared
             .run(async move {
                 let mut conn = shared.checkout().await?;
-                put_state(&mut conn, &sql, &job, &text, expected).await
+                put_state(&mut conn, &sql, &job, &text, wake, expected).await
+            })
+            .await
+    }
+
+    async fn start_tick(&self, now: Timestamp, limit: usize) -> Result<TickStart, PgError> {
+        let (shared, sql) = (self.shared.clone(), self.sql.clone());
+        let caller = match self.judge {
+            JudgeClock::Database => None,
+            JudgeClock::Caller => Some(PgTime(now)),
+        };
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        self.shared
+            .run(async move {
+                let doing = || "reading the tick mark and the woken jobs".to_string();
+                let mut conn = shared.checkout().await?;
+                let rows = conn
+                    .query(
+                        Phase::Read,
+                        false,
+                        &doing,
+                        &sql.tick_start,
+                        &[(&caller, Type::TIMESTAMPTZ), (&limit, Type::INT8)],
+                    )
+                    .await?;
+                let Some(row) = rows.first() else {
+                    return Err(unexpected(&conn, &doing));
+                };
+                Ok(TickStart {
+                    now: conn.column::<PgTime>(row, 0, &doing)?.0,
+                    mark: conn.column::<Option<PgTime>>(row, 1, &doing)?.map(|t| t.0),
+                    woken: conn.column::<Vec<String>>(row, 2, &doing)?,
+                })
+            })
+            .await
+    }
+
+    async fn end_tick(&self, mark: Timestamp) -> Result<(), PgError> {
+        let (shared, sql) = (self.shared.clone(), self.sql.clone());
+        self.shared
+            .run(async move {
+                let doing = || "moving the tick mark".to_string();
+                let mut conn = shared.checkout().await?;
+                // PgTime floors to microseconds: a mark never passes a
+                // slot its tick did not plan.
+                let mark = PgTime(mark);
+                conn.query(
+                    Phase::Write,
+                    false,
+                    &doing,
+                    &sql.tick_end,
+                    &[(&mark, Type::TIMESTAMPTZ)],
+                )
+                .await?;
+                Ok(())
             })
             .await
     }
@@ -487,6 +562,7 @@ async fn put_state(
     sql: &Sql,
     job: &str,
     text: &str,
+    wake: Option<PgTime>,
     expected: Option<Version>,
 ) -> Result<PutResult, PgError> {
     let doing = || format!("writing the state of job {job:?}");
@@ -497,7 +573,11 @@ async fn put_state(
                 false,
                 &doing,
                 &sql.insert,
-                &[(&job, Type::TEXT), (&text, Type::TEXT)],
+                &[
+                    (&job, Type::TEXT),
+                    (&text, Type::TEXT),
+                    (&wake, Type::TIMESTAMPTZ),
+                ],
             )
             .await?
         }
@@ -524,6 +604,7 @@ async fn put_state(
                     (&text, Type::TEXT),
                     (&next, Type::INT8),
                     (&expected, Type::INT8),
+                    (&wake, Type::TIMESTAMPTZ),
                 ],
             )
             .await?
@@ -687,6 +768,16 @@ impl StateStore for PgStore {
             JudgeClock::Caller => now,
         };
         Ok((record, judged))
+    }
+}
+
+impl TickIndex for PgStore {
+    async fn tick_start(&self, now: Timestamp, limit: usize) -> Result<TickStart, StoreError> {
+        Ok(self.start_tick(now, limit).await?)
+    }
+
+    async fn tick_end(&self, mark: Timestamp) -> Result<(), StoreError> {
+        Ok(self.end_tick(mark).await?)
     }
 }
 

@@ -28,3 +28,12 @@ fn schema_1_record_loads() {
         },
     ));
 }
+
+/// The tick index's contract (`TickIndex`) on a fresh schema.
+#[test]
+fn tick_index_contract() {
+    support::block_on(cronslot_core::conformance::tick_index_contract(
+        support::fresh_store("tick"),
+        "pg",
+    ));
+}

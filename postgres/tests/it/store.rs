@@ -8,7 +8,7 @@ use std::time::Duration;
 use cronslot_core::conformance::{at, job};
 use cronslot_core::coord::{
     CasCoordinator, Claim, Coordinator, EffectBegin, EffectFinish, EffectLedger, JobState, Lease,
-    PutResult, StateStore, StoreErrorKind, Trigger,
+    PutResult, StateStore, StoreErrorKind, TickIndex, Trigger,
 };
 use cronslot_core::manifest::JobSpec;
 use cronslot_postgres::{JudgeClock, PgOptions, PgStore, StatementCounts};
@@ -57,14 +57,15 @@ fn statement_counts_are_exact() {
         .judge_by(JudgeClock::Caller);
     // Creating the schema: one look at the catalog, then one transaction
     // (BEGIN, the advisory lock, a second look, CREATE SCHEMA, the
-    // migration table, migration 1, its row, COMMIT), on one connection.
+    // migration table, migrations 1 and 2 with a row each, COMMIT), on one
+    // connection.
     let opened = store.statements();
     assert_eq!(
         opened,
         StatementCounts {
             reads: 0,
             writes: 0,
-            setup: 9,
+            setup: 11,
             connections: 1
         }
     );
@@ -285,8 +286,8 @@ fn schemas_isolate_deployments() {
     );
     assert_eq!(
         tables,
-        "team_a.effects,team_a.job_state,team_a.schema_migrations,\
-         team_b.effects,team_b.job_state,team_b.schema_migrations"
+        "team_a.effects,team_a.job_state,team_a.schema_migrations,team_a.tick_mark,\
+         team_b.effects,team_b.job_state,team_b.schema_migrations,team_b.tick_mark"
     );
 }
 
@@ -317,14 +318,14 @@ fn concurrent_first_use_creates_the_schema_once() {
     let created: Vec<_> = reports.iter().filter(|r| !r.already_there()).collect();
     assert_eq!(created.len(), 1, "{reports:?}");
     assert!(created[0].created_schema());
-    assert_eq!(created[0].applied(), &[1]);
+    assert_eq!(created[0].applied(), &[1, 2]);
     let schema = reports[0].schema();
     assert_eq!(
         shared().psql(
             "postgres",
             &format!("SELECT count(*), max(version) FROM {schema}.schema_migrations")
         ),
-        "1|1"
+        "2|2"
     );
     // And `init` on an existing schema, from several tasks at once,
     // reports it already there.
@@ -336,7 +337,7 @@ fn concurrent_first_use_creates_the_schema_once() {
     let report = block_on(store.init()).unwrap();
     assert_eq!(
         report.to_string(),
-        format!("schema {schema:?} already there, at version 1")
+        format!("schema {schema:?} already there, at version 2")
     );
 }
 
@@ -606,4 +607,47 @@ fn a_schema_missing_a_table_is_refused() {
     let e = block_on(open(&url, PgOptions::default())).unwrap_err();
     assert_eq!(e.kind(), &StoreErrorKind::Corrupt, "{e}");
     assert!(e.message().contains("lacks table job_state"), "{e}");
+}
+
+/// A schema at store version 1 (before the wake index), as an older
+/// cronslot left it, is migrated when opened: its records load, the wake
+/// column and the tick mark appear, and the next write indexes a wake.
+/// Opening without creation refuses it until `init` migrates it.
+#[test]
+fn a_version_1_schema_is_migrated() {
+    let schema = unique("v1");
+    let url = format!("{}&schema={schema}", shared().url("postgres"));
+    let record = cronslot_core::conformance::schema_1_record("j");
+    shared().psql(
+        "postgres",
+        &format!(
+            "CREATE SCHEMA {schema};
+             CREATE TABLE {schema}.schema_migrations (version integer PRIMARY KEY,
+                 applied_at timestamptz NOT NULL DEFAULT now(), applied_by text NOT NULL);
+             INSERT INTO {schema}.schema_migrations (version, applied_by) VALUES (1, 'cronslot-postgres 0.1.0');
+             CREATE TABLE {schema}.job_state (job text COLLATE \"C\" PRIMARY KEY,
+                 version bigint NOT NULL CHECK (version >= 1), state text NOT NULL,
+                 updated_at timestamptz NOT NULL DEFAULT now());
+             CREATE TABLE {schema}.effects (key text COLLATE \"C\" PRIMARY KEY,
+                 rev bigint NOT NULL CHECK (rev >= 1), record text NOT NULL,
+                 expires_at timestamptz NOT NULL, updated_at timestamptz NOT NULL DEFAULT now());
+             INSERT INTO {schema}.job_state (job, version, state) VALUES ('j', 1, '{}');",
+            record.replace('\'', "''")
+        ),
+    );
+    let refused = block_on(open(&url, PgOptions::default().create_schema(false))).unwrap_err();
+    assert!(refused.message().contains("cronslot init"), "{refused}");
+
+    let store = block_on(open(&url, PgOptions::default()))
+        .unwrap()
+        .judge_by(JudgeClock::Caller);
+    assert_eq!(store.opened().applied(), &[2]);
+    let got = block_on(store.get("j")).unwrap().unwrap();
+    assert_eq!(got.version, 1);
+    let start = block_on(store.tick_start(at(0), 10)).unwrap();
+    assert_eq!((start.mark, start.woken.len()), (None, 0));
+    let mut waking = got.value.clone();
+    waking.wake_at = Some(at(0));
+    block_on(store.put("j", &waking, Some(1))).unwrap();
+    assert_eq!(block_on(store.tick_start(at(0), 10)).unwrap().woken, vec!["j".to_string()]);
 }
