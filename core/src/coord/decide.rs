@@ -964,6 +964,15 @@ pub fn resume(spec: &JobSpec, state: &mut JobState, now: Timestamp, rng: &mut dy
 ///
 /// Waking early is harmless (a claim that finds nothing costs a read);
 /// waking late is not, so every bound errs early.
+///
+/// A wake after the job's next scheduled slot is dropped: the tick plans
+/// that slot from the manifest anyway, and the claim there judges the
+/// record afresh (a record it changes gets a new wake; one it leaves alone
+/// is planned again at the following slot). So a job whose period is
+/// shorter than its lease never touches the index, and the index costs
+/// nothing for frequent jobs. The slot must be beyond the skew margin:
+/// another server's tick, its clock that far ahead, may have planned past
+/// it already.
 pub fn next_wake(spec: &JobSpec, state: &JobState, now: Timestamp) -> Option<Timestamp> {
     let expiries = state
         .leases
@@ -979,7 +988,13 @@ pub fn next_wake(spec: &JobSpec, state: &JobState, now: Timestamp) -> Option<Tim
         .next_after(state.cursor)
         .filter(|s| !state.leases.is_empty() || *s <= add(now, spec.skew_margin))
         .filter(|s| spec.end_at.is_none_or(|e| *s < e));
-    expiries.chain(waiting).chain(held_back).min()
+    let wake = expiries.chain(waiting).chain(held_back).min()?;
+    let planned_first = spec
+        .schedule
+        .next_after(add(now, spec.skew_margin))
+        .filter(|s| spec.in_window(*s))
+        .is_some_and(|s| s <= wake);
+    (!planned_first).then_some(wake)
 }
 
 /// Whether another claim of the job may find something to run at `now`,

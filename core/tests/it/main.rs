@@ -8,6 +8,7 @@ mod count;
 mod croner_npm;
 mod differential;
 mod due;
+mod wake;
 mod dst;
 mod fuzz_dialects;
 // These two read manifests from TOML text (`parse_manifest`).
