@@ -106,6 +106,11 @@ impl TickPlan {
         &self.specs
     }
 
+    /// The index in [`specs`](TickPlan::specs) of the job named `name`.
+    pub fn position(&self, name: &str) -> Option<usize> {
+        self.planner.position(name)
+    }
+
     /// How many jobs the manifest plans.
     pub fn planned_jobs(&self) -> usize {
         self.planner.len()
@@ -153,6 +158,11 @@ impl TickPlan {
 pub struct TickOptions<'a> {
     /// The owner of every lease taken.
     pub owner: &'a str,
+    /// Serve at most this many jobs (planned ones first, by slot): a
+    /// platform's limit on requests per invocation (a Worker's
+    /// subrequests). The rest are left for the next tick: the mark stays
+    /// before the first planned slot left, and woken jobs keep their wakes.
+    pub max_jobs: Option<usize>,
     /// See [`ServeOptions::retry_within`].
     pub retry_within: Duration,
     /// See [`ServeOptions::more_due`].
@@ -204,6 +214,13 @@ where
         .deadline()
         .is_some_and(|d| d.cut_runs_at.duration_since(platform.now()) < START_MARGIN);
     let mut left = None;
+    let budget = options.max_jobs.unwrap_or(usize::MAX).min(work.jobs.len());
+    if budget < work.jobs.len() {
+        left = Some((
+            work.jobs.len() - budget,
+            format!("a tick serves at most {budget} jobs here: the next tick serves the rest"),
+        ));
+    }
     let served = if too_late {
         left = Some((
             work.jobs.len(),
@@ -211,7 +228,7 @@ where
         ));
         Vec::new()
     } else {
-        let serving = work.jobs.iter().map(|job| {
+        let serving = work.jobs.iter().take(budget).map(|job| {
             let serve_options = ServeOptions {
                 owner: options.owner,
                 trigger: job.trigger(),

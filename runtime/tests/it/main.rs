@@ -4,3 +4,4 @@
 //! `cargo test -p cronslot-runtime --test it -- run_loop::`.
 
 mod run_loop;
+mod tick;
