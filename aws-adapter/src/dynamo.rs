@@ -7,6 +7,18 @@
 //! |---|---|---|
 //! | a job's state | `job#<name>` | `ver` (N, the version), `state` (S, the JSON of [`encode_state`]), `updated_at` (S, RFC 3339, informational) |
 //! | an effect | `effect#<key>` | `record` (S, the JSON of [`EffectRecord`]), `rev` (N, guards its replacement), `ttl` (N, epoch seconds) |
+//! | the tick mark | `tick#mark` | `mark` (N, Unix nanoseconds), `wk` (S, `"w"`), `wake` (N, [`MARK_SORT`]), `updated_at` (S) |
+//!
+//! A job's state item whose record has a [wake](JobState::wake_at) also
+//! carries `wk` (S, always `"w"`) and `wake` (N, the wake in Unix
+//! milliseconds, floored), written by the record's own conditional write;
+//! a record without a wake has neither. The global secondary index
+//! [`WAKE_INDEX`] (`wakes`: hash key `wk`, range key `wake`, projecting
+//! `mark`) therefore holds exactly the jobs with a wake, plus the tick
+//! mark, which sorts before them: [`TickIndex::tick_start`] is one
+//! `Query` and [`TickIndex::tick_end`] one conditional `PutItem` (see the
+//! `TickIndex` implementation for why the index's eventual consistency
+//! loses nothing).
 //!
 //! **Writes** are conditional: a state write on `attribute_not_exists(#pk)`
 //! (first write) or `#ver = :expected`, asking for `ALL_OLD` on failure so a
@@ -53,32 +65,35 @@ use aws_config::BehaviorVersion;
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::config::retry::RetryConfig;
 use aws_sdk_dynamodb::config::timeout::TimeoutConfig;
+use aws_sdk_dynamodb::error::BuildError;
 use aws_sdk_dynamodb::error::ProvideErrorMetadata;
 use aws_sdk_dynamodb::operation::create_table::CreateTableError;
 use aws_sdk_dynamodb::operation::put_item::PutItemError;
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::types::{
-    AttributeDefinition, AttributeValue, BillingMode, KeySchemaElement, KeyType, Put,
-    ReturnValuesOnConditionCheckFailure, ScalarAttributeType, TableStatus, TimeToLiveSpecification,
-    TimeToLiveStatus, TransactWriteItem,
+    AttributeDefinition, AttributeValue, BillingMode, CreateGlobalSecondaryIndexAction,
+    GlobalSecondaryIndex, GlobalSecondaryIndexDescription, GlobalSecondaryIndexUpdate, IndexStatus,
+    KeySchemaElement, KeyType, Projection, ProjectionType, Put,
+    ReturnValuesOnConditionCheckFailure, ScalarAttributeType, TableDescription, TableStatus,
+    TimeToLiveSpecification, TimeToLiveStatus, TransactWriteItem,
 };
 use cronslot_core::coord::decide;
 use cronslot_core::coord::{
     CoordError, EffectBegin, EffectFinish, EffectLedger, EffectRecord, JobState, PutResult,
-    StateStore, StoreError, StoreErrorKind, Version, Versioned, decide_begin, decide_finish,
-    encode_state,
+    StateStore, StoreError, StoreErrorKind, TickIndex, TickStart, Version, Versioned, decide_begin,
+    decide_finish, encode_state,
 };
 use cronslot_core::manifest::JobSpec;
 use jiff::Timestamp;
 
 pub use fence::{FENCE_NAME, FENCE_VALUE, FenceCondition, fence_condition};
-pub use items::{MAX_ITEM_BYTES, TTL_ATTRIBUTE};
+pub use items::{MARK, MARK_SORT, MAX_ITEM_BYTES, TTL_ATTRIBUTE, WAKE, WAKE_INDEX, WAKE_SHARD};
 pub use location::{DynamoLocation, LocationError, parse_dynamodb_location};
 
 use items::{
-    Item, JOB_PREFIX, MAX_PARTITION_KEY_BYTES, PK, REV, RawState, StoredEffect, VER,
-    decode_raw_state, describe_key, effect_item, effect_pk, item_size, job_pk, key_of,
-    read_effect_item, read_raw_state, state_item,
+    Item, JOB_PREFIX, MAX_PARTITION_KEY_BYTES, PK, REV, RawState, StoredEffect, TICK_MARK_PK, VER,
+    WAKE_SHARD_VALUE, decode_raw_state, describe_key, effect_item, effect_pk, floor_millis,
+    item_size, job_pk, key_of, mark_item, read_effect_item, read_mark, read_raw_state, state_item,
 };
 use retry::{Budget, CallError, Kind, call};
 
@@ -100,6 +115,11 @@ pub const MAX_EXTRA_ITEMS: usize = 99;
 /// How long [`DynamoStore::create_table`] waits for a new table to become
 /// active.
 const TABLE_ACTIVE_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// How long [`DynamoStore::create_table`] waits for the wake index added to
+/// an existing table to become active (DynamoDB builds it from the table's
+/// items: minutes for a small table, longer for a large one).
+const INDEX_ACTIVE_TIMEOUT: Duration = Duration::from_secs(30 * 60);
 
 /// The DynamoDB store. Cheap to clone (the SDK client is shared); clones
 /// with different deadlines serve different Lambda invocations.
@@ -223,29 +243,28 @@ impl DynamoStore {
     }
 
     /// Creates the table if it does not exist: on-demand billing, key `pk`
-    /// (string), TTL on [`TTL_ATTRIBUTE`]; waits until it is active. An
-    /// existing table is fine if its key is `pk` (string); TTL is switched
-    /// on if it is off. Point-in-time recovery and encryption settings are
-    /// left to the deployment template.
+    /// (string), the wake index [`WAKE_INDEX`], TTL on [`TTL_ATTRIBUTE`];
+    /// waits until it is active. An existing table is fine if its key is
+    /// `pk` (string); TTL is switched on if it is off, and a table made
+    /// before the wake index (by an older cronslot) gets it: the index is
+    /// added and waited for until it is active, so running `cronslot init`
+    /// again is the whole upgrade. Point-in-time recovery and encryption
+    /// settings are left to the deployment template.
     pub async fn create_table(&self) -> Result<(), StoreError> {
         let what = self.what("creating the table");
-        let pk_definition = AttributeDefinition::builder()
-            .attribute_name(PK)
-            .attribute_type(ScalarAttributeType::S)
-            .build()
+        let definitions =
+            wake_index_definitions().map_err(|e| StoreError::other(format!("{what}: {e}")))?;
+        let pk_key = key_element(PK, KeyType::Hash)
             .map_err(|e| StoreError::other(format!("{what}: {e}")))?;
-        let pk_key = KeySchemaElement::builder()
-            .attribute_name(PK)
-            .key_type(KeyType::Hash)
-            .build()
-            .map_err(|e| StoreError::other(format!("{what}: {e}")))?;
+        let index = wake_index().map_err(|e| StoreError::other(format!("{what}: {e}")))?;
         // Safe to repeat: a repeat finds the table and reports it in use.
         let created = call(self.budget(), &what, Kind::Read, no_more, || {
             self.client
                 .create_table()
                 .table_name(&self.table)
-                .attribute_definitions(pk_definition.clone())
+                .set_attribute_definitions(Some(definitions.clone()))
                 .key_schema(pk_key.clone())
+                .global_secondary_indexes(index.clone())
                 .billing_mode(BillingMode::PayPerRequest)
                 .send()
         })
@@ -258,25 +277,17 @@ impl DynamoStore {
             }) => {}
             Err(e) => return Err(store_error(e)),
         }
-        self.wait_active().await?;
+        let table = self.wait_active().await?;
+        self.ensure_wake_index(&table).await?;
         self.enable_ttl().await
     }
 
-    /// Waits for the table to be active and checks its key.
-    async fn wait_active(&self) -> Result<(), StoreError> {
-        let what = self.what("describing the table");
+    /// Waits for the table to be active and checks its key; returns its
+    /// description.
+    async fn wait_active(&self) -> Result<TableDescription, StoreError> {
         let started = Instant::now();
         loop {
-            let out = call(self.budget(), &what, Kind::Read, no_more, || {
-                self.client.describe_table().table_name(&self.table).send()
-            })
-            .await
-            .map_err(store_error)?;
-            let Some(table) = out.table() else {
-                return Err(StoreError::other(format!(
-                    "{what}: no description returned"
-                )));
-            };
+            let table = self.describe().await?;
             let key: Vec<(&str, &KeyType)> = table
                 .key_schema()
                 .iter()
@@ -293,7 +304,7 @@ impl DynamoStore {
                 )));
             }
             match table.table_status() {
-                Some(TableStatus::Active) | None => return Ok(()),
+                Some(TableStatus::Active) | None => return Ok(table),
                 Some(TableStatus::Creating) | Some(TableStatus::Updating) => {}
                 Some(other) => {
                     return Err(StoreError::other(format!(
@@ -310,6 +321,103 @@ impl DynamoStore {
                 )));
             }
             tokio::time::sleep(Duration::from_secs(1)).await;
+        }
+    }
+
+    async fn describe(&self) -> Result<TableDescription, StoreError> {
+        let what = self.what("describing the table");
+        let out = call(self.budget(), &what, Kind::Read, no_more, || {
+            self.client.describe_table().table_name(&self.table).send()
+        })
+        .await
+        .map_err(store_error)?;
+        out.table()
+            .cloned()
+            .ok_or_else(|| StoreError::other(format!("{what}: no description returned")))
+    }
+
+    /// Adds the wake index to a table that lacks it (made by a cronslot
+    /// from before it), checks the shape of one that has it, and waits
+    /// until it is active: DynamoDB refuses queries of an index that is
+    /// still being built, so a tick would fail until then.
+    async fn ensure_wake_index(&self, table: &TableDescription) -> Result<(), StoreError> {
+        let mut table = table.clone();
+        if find_wake_index(&table).is_none() {
+            let what = self.what(&format!("adding the wake index {WAKE_INDEX:?}"));
+            let definitions =
+                wake_index_definitions().map_err(|e| StoreError::other(format!("{what}: {e}")))?;
+            let index = wake_index().map_err(|e| StoreError::other(format!("{what}: {e}")))?;
+            let create = CreateGlobalSecondaryIndexAction::builder()
+                .index_name(WAKE_INDEX)
+                .set_key_schema(Some(index.key_schema().to_vec()))
+                .set_projection(index.projection().cloned())
+                .build()
+                .map_err(|e| StoreError::other(format!("{what}: {e}")))?;
+            let update = GlobalSecondaryIndexUpdate::builder().create(create).build();
+            // Repeating it is harmless: a repeat (or a concurrent `init`)
+            // is refused because the index exists, and the description
+            // read next shows it.
+            let added = call(self.budget(), &what, Kind::Read, no_more, || {
+                self.client
+                    .update_table()
+                    .table_name(&self.table)
+                    .set_attribute_definitions(Some(definitions.clone()))
+                    .global_secondary_index_updates(update.clone())
+                    .send()
+            })
+            .await;
+            table = self.describe().await?;
+            if let Err(e) = added {
+                // Another `init` may have added it meanwhile.
+                if find_wake_index(&table).is_none() {
+                    let e = store_error(e);
+                    return Err(StoreError::new(
+                        e.kind,
+                        format!(
+                            "{}; ticks need this index: update the stack from the rendered template (it declares the index) if a stack owns the table, else run `cronslot init` with permission for dynamodb:UpdateTable",
+                            e.message
+                        ),
+                    ));
+                }
+            }
+            tracing::info!(
+                table = %self.table,
+                index = WAKE_INDEX,
+                "added the wake index; waiting until DynamoDB has built it"
+            );
+        }
+        let started = Instant::now();
+        loop {
+            match find_wake_index(&table) {
+                None => {
+                    return Err(StoreError::other(format!(
+                        "DynamoDB table {}: the wake index {WAKE_INDEX:?} was added but is not described; run `cronslot init` again",
+                        self.table
+                    )));
+                }
+                Some(index) => {
+                    check_wake_index(&self.table, index)?;
+                    match index.index_status() {
+                        Some(IndexStatus::Active) | None => return Ok(()),
+                        Some(IndexStatus::Creating) | Some(IndexStatus::Updating) => {}
+                        Some(other) => {
+                            return Err(StoreError::other(format!(
+                                "DynamoDB table {}: the wake index {WAKE_INDEX:?} is {}; cronslot's ticks need it: once it is gone, run `cronslot init` to add it again",
+                                self.table,
+                                other.as_str()
+                            )));
+                        }
+                    }
+                }
+            }
+            if started.elapsed() > INDEX_ACTIVE_TIMEOUT {
+                return Err(StoreError::unavailable(format!(
+                    "DynamoDB table {}: the wake index {WAKE_INDEX:?} is still being built after {INDEX_ACTIVE_TIMEOUT:?} (a large table takes longer); ticks fail until it is active: run `cronslot init` again later to wait for it",
+                    self.table
+                )));
+            }
+            tokio::time::sleep(Duration::from_secs(2)).await;
+            table = self.describe().await?;
         }
     }
 
@@ -425,7 +533,13 @@ impl DynamoStore {
             })?,
         };
         let text = encode_state(state);
-        let item = state_item(job, version, &text, Timestamp::now().to_string());
+        let item = state_item(
+            job,
+            version,
+            &text,
+            Timestamp::now().to_string(),
+            state.wake_at,
+        );
         let size = item_size(&item);
         if size > MAX_ITEM_BYTES {
             return Err(StoreError::other(format!(
@@ -771,6 +885,83 @@ fn state_condition(
     }
 }
 
+fn key_element(name: &str, key_type: KeyType) -> Result<KeySchemaElement, BuildError> {
+    KeySchemaElement::builder()
+        .attribute_name(name)
+        .key_type(key_type)
+        .build()
+}
+
+fn attribute(name: &str, kind: ScalarAttributeType) -> Result<AttributeDefinition, BuildError> {
+    AttributeDefinition::builder()
+        .attribute_name(name)
+        .attribute_type(kind)
+        .build()
+}
+
+/// The table's key attribute and the wake index's two.
+fn wake_index_definitions() -> Result<Vec<AttributeDefinition>, BuildError> {
+    Ok(vec![
+        attribute(PK, ScalarAttributeType::S)?,
+        attribute(WAKE_SHARD, ScalarAttributeType::S)?,
+        attribute(WAKE, ScalarAttributeType::N)?,
+    ])
+}
+
+/// The wake index: `wk` (the one shard) and `wake` (in order), projecting
+/// the table's key (the job) and the tick mark. With on-demand billing it
+/// needs no capacity of its own.
+fn wake_index() -> Result<GlobalSecondaryIndex, BuildError> {
+    GlobalSecondaryIndex::builder()
+        .index_name(WAKE_INDEX)
+        .key_schema(key_element(WAKE_SHARD, KeyType::Hash)?)
+        .key_schema(key_element(WAKE, KeyType::Range)?)
+        .projection(
+            Projection::builder()
+                .projection_type(ProjectionType::Include)
+                .non_key_attributes(MARK)
+                .build(),
+        )
+        .build()
+}
+
+fn find_wake_index(table: &TableDescription) -> Option<&GlobalSecondaryIndexDescription> {
+    table
+        .global_secondary_indexes()
+        .iter()
+        .find(|i| i.index_name() == Some(WAKE_INDEX))
+}
+
+/// An index named like the wake index must be the wake index: keyed on
+/// `wk` and `wake`, projecting the mark.
+fn check_wake_index(
+    table: &str,
+    index: &GlobalSecondaryIndexDescription,
+) -> Result<(), StoreError> {
+    let key: Vec<(&str, &KeyType)> = index
+        .key_schema()
+        .iter()
+        .map(|k| (k.attribute_name(), k.key_type()))
+        .collect();
+    let projection = index.projection();
+    let projects_mark = match projection.and_then(|p| p.projection_type()) {
+        Some(ProjectionType::All) => true,
+        Some(ProjectionType::Include) => {
+            projection.is_some_and(|p| p.non_key_attributes().iter().any(|a| a == MARK))
+        }
+        _ => false,
+    };
+    if key != [(WAKE_SHARD, &KeyType::Hash), (WAKE, &KeyType::Range)] || !projects_mark {
+        return Err(StoreError::other(format!(
+            "DynamoDB table {table}: has an index named {WAKE_INDEX:?} that is not cronslot's wake index (key {key:?}, projection {:?}); cronslot needs {WAKE_INDEX:?} keyed on {WAKE_SHARD:?} (S, hash) and {WAKE:?} (N, range), projecting {MARK:?}: delete that index and run `cronslot init`, or use a table of cronslot's own",
+            projection
+                .and_then(|p| p.projection_type())
+                .map(|t| t.as_str())
+        )));
+    }
+    Ok(())
+}
+
 /// No retryable service errors beyond the common ones.
 fn no_more<E>(_: &E) -> bool {
     false
@@ -957,5 +1148,154 @@ impl EffectLedger for DynamoStore {
 
     async fn read_effect(&self, key: &str) -> Result<Option<EffectRecord>, StoreError> {
         Ok(self.read_effect_raw(key).await?.map(|e| e.record))
+    }
+}
+
+/// The tick index (docs/design.md §11) in the wake index [`WAKE_INDEX`].
+///
+/// A job's wake travels in its state item (`wk` and `wake`, written by the
+/// same conditional write as the record, absent when the record has no
+/// wake), so the index is only ever behind the records, never ahead or
+/// apart. The tick mark is one item (`tick#mark`) that is in the index
+/// too, with the lowest sort value ([`MARK_SORT`]) and its `mark`
+/// projected: one `Query` of `wk = "w" AND wake <= now` returns the mark
+/// first, then the woken jobs, earliest wake first.
+///
+/// **Eventual consistency.** A global secondary index cannot be read
+/// consistently; it trails the table by a fraction of a second. Neither
+/// way it can trail loses anything:
+/// - a stale (earlier) mark makes the tick's window longer: the jobs it
+///   plans again were served already, and their claims find the slots
+///   resolved (the compare-and-set refuses a second run);
+/// - a stale wake that a later write removed wakes a job with nothing to
+///   do: its claim reads the record and finds nothing;
+/// - a wake that has not arrived yet stays in the index: the next tick
+///   serves it.
+///
+/// The one stale answer that would cost something is a missing mark (the
+/// first `tick_end` of a store not yet in the index): the tick would take
+/// itself for the store's first and plan an empty window, skipping the
+/// slots since that first mark. So when the index shows no mark,
+/// `tick_start` reads the mark's item consistently (a second request, made
+/// only until the store's first mark has reached the index).
+///
+/// **Pages.** A `Query` page holds at most 1 MB; the index projects a
+/// job's key and the two small index attributes, so the runtime's limit
+/// (`MAX_WOKEN_PER_TICK`, 1000) fits in one page for job names of up to
+/// about 1 KB. If a page ends early anyway, `tick_start` stops there: the
+/// jobs left out have later wakes than those returned and stay in the
+/// index, so the next tick serves them, exactly as for the jobs beyond
+/// the limit.
+impl TickIndex for DynamoStore {
+    async fn tick_start(&self, now: Timestamp, limit: usize) -> Result<TickStart, StoreError> {
+        let what = self.what("reading the tick mark and the woken jobs");
+        // One more than the limit: the mark's item comes first.
+        let page = i32::try_from(limit.saturating_add(1)).unwrap_or(i32::MAX);
+        // Floored like the wakes: every wake at or before `now` is in,
+        // plus those later within the same millisecond (woken a fraction
+        // of a millisecond early, which a claim judges by its own clock).
+        let until = AttributeValue::N(floor_millis(now).to_string());
+        let out = call(self.budget(), &what, Kind::Read, no_more, || {
+            self.client
+                .query()
+                .table_name(&self.table)
+                .index_name(WAKE_INDEX)
+                .key_condition_expression("#wk = :shard AND #wake <= :until")
+                .expression_attribute_names("#wk", WAKE_SHARD)
+                .expression_attribute_names("#wake", WAKE)
+                .expression_attribute_values(
+                    ":shard",
+                    AttributeValue::S(WAKE_SHARD_VALUE.to_string()),
+                )
+                .expression_attribute_values(":until", until.clone())
+                .scan_index_forward(true)
+                .limit(page)
+                .send()
+        })
+        .await
+        .map_err(store_error)?;
+        let mut start = TickStart {
+            mark: None,
+            now,
+            woken: Vec::new(),
+        };
+        for item in out.items() {
+            match item.get(PK) {
+                Some(AttributeValue::S(pk)) if pk == TICK_MARK_PK => {
+                    start.mark = Some(read_mark(&self.table, item)?);
+                }
+                Some(AttributeValue::S(pk)) => {
+                    // Items of the jobs' own in this table that happen to
+                    // carry `wk` and `wake` are none of the index's.
+                    if let Some(job) = pk.strip_prefix(JOB_PREFIX) {
+                        if start.woken.len() < limit {
+                            start.woken.push(job.to_string());
+                        }
+                    }
+                }
+                _ => {
+                    return Err(StoreError::new(
+                        StoreErrorKind::Corrupt,
+                        format!("{what}: an item's key is not a string"),
+                    ));
+                }
+            }
+        }
+        if start.mark.is_none() {
+            start.mark = self.read_mark_consistently().await?;
+        }
+        Ok(start)
+    }
+
+    /// One conditional `PutItem` of the mark's item, on condition that the
+    /// stored mark is earlier (or absent). A failed condition means the
+    /// mark is already there or later: success. Repeating it is harmless
+    /// for the same reason, so it is retried like a read.
+    async fn tick_end(&self, mark: Timestamp) -> Result<(), StoreError> {
+        let what = self.what("moving the tick mark");
+        let item = mark_item(mark, Timestamp::now().to_string());
+        let result = call(self.budget(), &what, Kind::IdempotentWrite, no_more, || {
+            self.client
+                .put_item()
+                .table_name(&self.table)
+                .set_item(Some(item.clone()))
+                .condition_expression("attribute_not_exists(#mark) OR #mark < :mark")
+                .expression_attribute_names("#mark", MARK)
+                .expression_attribute_values(
+                    ":mark",
+                    AttributeValue::N(mark.as_nanosecond().to_string()),
+                )
+                .send()
+        })
+        .await;
+        match result {
+            Ok(_)
+            | Err(CallError::Service {
+                err: PutItemError::ConditionalCheckFailedException(_),
+                ..
+            }) => Ok(()),
+            Err(e) => Err(store_error(e)),
+        }
+    }
+}
+
+impl DynamoStore {
+    /// The tick mark from its item, read consistently (see [`TickIndex`]).
+    async fn read_mark_consistently(&self) -> Result<Option<Timestamp>, StoreError> {
+        let what = self.what("reading the tick mark");
+        let out = call(self.budget(), &what, Kind::Read, no_more, || {
+            self.client
+                .get_item()
+                .table_name(&self.table)
+                .set_key(Some(key_of(TICK_MARK_PK.to_string())))
+                .consistent_read(true)
+                .send()
+        })
+        .await
+        .map_err(store_error)?;
+        match out.item() {
+            Some(item) if !item.is_empty() => Ok(Some(read_mark(&self.table, item)?)),
+            _ => Ok(None),
+        }
     }
 }

@@ -2,8 +2,13 @@
 //!
 //! | item | `pk` (S, the key) | attributes |
 //! |---|---|---|
-//! | job state | `job#<name>` | `ver` (N), `state` (S: JSON of `encode_state`), `updated_at` (S: RFC 3339, informational) |
+//! | job state | `job#<name>` | `ver` (N), `state` (S: JSON of `encode_state`), `updated_at` (S: RFC 3339, informational); while the record has a wake, `wk` (S, `"w"`) and `wake` (N: Unix milliseconds, floored) |
 //! | effect | `effect#<key>` | `record` (S: JSON of `EffectRecord`), `rev` (N), `ttl` (N: epoch seconds) |
+//! | tick mark | `tick#mark` | `mark` (N: Unix nanoseconds), `wk` (S, `"w"`), `wake` (N: [`MARK_SORT`]), `updated_at` (S) |
+//!
+//! The global secondary index [`WAKE_INDEX`] (partition key `wk`, sort key
+//! `wake`, projecting `mark`) holds only the items that carry both: the
+//! jobs with a wake, and the tick mark, which sorts before every wake.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -13,6 +18,7 @@ use cronslot_core::coord::{
     EffectRecord, EffectState, JobState, StoreError, StoreErrorKind, Version, Versioned,
     decode_state,
 };
+use jiff::Timestamp;
 
 pub(crate) const PK: &str = "pk";
 pub(crate) const VER: &str = "ver";
@@ -25,6 +31,26 @@ pub const TTL_ATTRIBUTE: &str = "ttl";
 
 pub(crate) const JOB_PREFIX: &str = "job#";
 pub(crate) const EFFECT_PREFIX: &str = "effect#";
+
+/// The wake index: a global secondary index over [`WAKE_SHARD`] (S, the
+/// partition key) and [`WAKE`] (N, the sort key), projecting [`MARK`].
+/// Sparse: an item is in it only while it has both attributes.
+pub const WAKE_INDEX: &str = "wakes";
+/// The index's partition key: one constant value ([`WAKE_SHARD_VALUE`]),
+/// so that one `Query` reads every wake in order.
+pub const WAKE_SHARD: &str = "wk";
+pub(crate) const WAKE_SHARD_VALUE: &str = "w";
+/// The index's sort key: a job's wake in Unix milliseconds, floored.
+pub const WAKE: &str = "wake";
+/// The tick mark's attribute on its item: Unix nanoseconds, exact.
+pub const MARK: &str = "mark";
+/// The tick mark's key. `tick#` is no prefix of `job#` or `effect#`, so it
+/// cannot collide with a job's or an effect's key.
+pub(crate) const TICK_MARK_PK: &str = "tick#mark";
+/// The tick mark's sort value in the wake index: lower than any wake (the
+/// earliest instant jiff represents is about -3.8e14 ms), so a query
+/// of the index returns the mark first.
+pub const MARK_SORT: i64 = i64::MIN;
 
 /// DynamoDB's item size limit: 400 KB, attribute names included.
 pub const MAX_ITEM_BYTES: usize = 400 * 1024;
@@ -54,13 +80,86 @@ pub(crate) struct RawState {
     pub text: String,
 }
 
-pub(crate) fn state_item(job: &str, version: Version, text: &str, updated_at: String) -> Item {
-    HashMap::from([
+/// A job's state item. With a wake, the item also carries the wake
+/// index's two attributes (written with the record, in the same
+/// conditional write, so the index never disagrees with the record for
+/// longer than the index's own propagation); without one, neither.
+pub(crate) fn state_item(
+    job: &str,
+    version: Version,
+    text: &str,
+    updated_at: String,
+    wake_at: Option<Timestamp>,
+) -> Item {
+    let mut item = HashMap::from([
         (PK.to_string(), AttributeValue::S(job_pk(job))),
         (VER.to_string(), AttributeValue::N(version.to_string())),
         (STATE.to_string(), AttributeValue::S(text.to_string())),
         (UPDATED_AT.to_string(), AttributeValue::S(updated_at)),
+    ]);
+    if let Some(at) = wake_at {
+        item.insert(
+            WAKE_SHARD.to_string(),
+            AttributeValue::S(WAKE_SHARD_VALUE.to_string()),
+        );
+        item.insert(
+            WAKE.to_string(),
+            AttributeValue::N(floor_millis(at).to_string()),
+        );
+    }
+    item
+}
+
+/// Unix milliseconds, floored (towards the past, before 1970 too): a
+/// wake read from the index is never later than the record's, so a job
+/// is woken early by less than a millisecond at most, never late.
+pub(crate) fn floor_millis(at: Timestamp) -> i64 {
+    let millis = at.as_nanosecond().div_euclid(1_000_000);
+    // Every jiff timestamp is within ±4e14 ms.
+    i64::try_from(millis).unwrap_or(if millis < 0 { i64::MIN } else { i64::MAX })
+}
+
+/// The tick mark's item: the mark exactly (nanoseconds), and the index's
+/// attributes with the lowest sort value, so that the query of woken jobs
+/// returns the mark first.
+pub(crate) fn mark_item(mark: Timestamp, updated_at: String) -> Item {
+    HashMap::from([
+        (PK.to_string(), AttributeValue::S(TICK_MARK_PK.to_string())),
+        (
+            MARK.to_string(),
+            AttributeValue::N(mark.as_nanosecond().to_string()),
+        ),
+        (
+            WAKE_SHARD.to_string(),
+            AttributeValue::S(WAKE_SHARD_VALUE.to_string()),
+        ),
+        (WAKE.to_string(), AttributeValue::N(MARK_SORT.to_string())),
+        (UPDATED_AT.to_string(), AttributeValue::S(updated_at)),
     ])
+}
+
+/// The tick mark of the mark's item (as the index projects it).
+pub(crate) fn read_mark(table: &str, item: &Item) -> Result<Timestamp, StoreError> {
+    let what = "the tick mark";
+    match item.get(MARK) {
+        Some(AttributeValue::N(n)) => n
+            .parse::<i128>()
+            .ok()
+            .and_then(|nanos| Timestamp::from_nanosecond(nanos).ok())
+            .ok_or_else(|| {
+                corrupt(
+                    table,
+                    what,
+                    format!("attribute {MARK} holds {n:?}, not an instant in nanoseconds"),
+                )
+            }),
+        Some(_) => Err(corrupt(
+            table,
+            what,
+            format!("attribute {MARK} is not a number"),
+        )),
+        None => Err(corrupt(table, what, format!("attribute {MARK} is missing"))),
+    }
 }
 
 fn corrupt(table: &str, what: &str, message: impl std::fmt::Display) -> StoreError {
@@ -264,14 +363,55 @@ mod tests {
 
     #[test]
     fn size_counts_names_and_values() {
-        let item = state_item("j", 7, "abc", "t".into());
+        let item = state_item("j", 7, "abc", "t".into(), None);
         // pk: 2 + 5, ver: 3 + 21, state: 5 + 3, updated_at: 10 + 1.
         assert_eq!(item_size(&item), 7 + 24 + 8 + 11);
+        // A wake adds wk: 2 + 1, wake: 4 + 21.
+        let item = state_item("j", 7, "abc", "t".into(), Some(Timestamp::UNIX_EPOCH));
+        assert_eq!(item_size(&item), 7 + 24 + 8 + 11 + 3 + 25);
+    }
+
+    #[test]
+    fn wakes_are_floored_to_the_millisecond_and_absent_without_a_wake() {
+        let ms = |text: &str| floor_millis(text.parse().unwrap());
+        assert_eq!(
+            ms("2026-01-05T00:00:00.0019999Z"),
+            ms("2026-01-05T00:00:00.001Z")
+        );
+        assert_eq!(ms("1970-01-01T00:00:00Z"), 0);
+        assert_eq!(
+            ms("1969-12-31T23:59:59.9995Z"),
+            -1,
+            "floored before 1970 too"
+        );
+        assert!(floor_millis(Timestamp::MIN) > MARK_SORT);
+        let without = state_item("j", 1, "{}", "t".into(), None);
+        assert!(!without.contains_key(WAKE) && !without.contains_key(WAKE_SHARD));
+        let at: Timestamp = "2026-01-05T00:00:00.0015Z".parse().unwrap();
+        let with = state_item("j", 1, "{}", "t".into(), Some(at));
+        assert_eq!(
+            with.get(WAKE),
+            Some(&AttributeValue::N(at.as_millisecond().to_string()))
+        );
+        assert_eq!(with.get(WAKE_SHARD), Some(&AttributeValue::S("w".into())));
+    }
+
+    #[test]
+    fn the_mark_is_kept_to_the_nanosecond() {
+        let mark: Timestamp = "2026-01-05T00:00:59.999999999Z".parse().unwrap();
+        let item = mark_item(mark, "t".into());
+        assert_eq!(read_mark("tbl", &item).unwrap(), mark);
+        let mut bad = item.clone();
+        bad.insert(MARK.into(), AttributeValue::S("x".into()));
+        assert_eq!(
+            read_mark("tbl", &bad).unwrap_err().kind,
+            StoreErrorKind::Corrupt
+        );
     }
 
     #[test]
     fn corrupt_items_are_refused_with_the_job_named() {
-        let mut item = state_item("j", 7, "{}", "t".into());
+        let mut item = state_item("j", 7, "{}", "t".into(), None);
         item.insert(VER.into(), AttributeValue::S("7".into()));
         let err = read_raw_state("tbl", "j", &item).unwrap_err();
         assert_eq!(err.kind, StoreErrorKind::Corrupt);

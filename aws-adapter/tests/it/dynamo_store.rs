@@ -842,4 +842,10 @@ fn store_futures_are_send() {
     send(&store.put_with("a", &st, None, Vec::new()));
     send(&store.complete_with(&spec, 1, None, t0(), Vec::new(), None));
     send(&store.create_table());
+    send(&cronslot_core::coord::TickIndex::tick_start(
+        &store,
+        t0(),
+        10,
+    ));
+    send(&cronslot_core::coord::TickIndex::tick_end(&store, t0()));
 }

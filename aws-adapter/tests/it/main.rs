@@ -12,6 +12,7 @@ mod dynamo_conformance;
 mod dynamo_faults;
 mod dynamo_requests;
 mod dynamo_store;
+mod dynamo_tick;
 mod fuzz_events;
 mod lambda_e2e;
 mod lambda_events;
