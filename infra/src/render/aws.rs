@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use cronslot_aws::dynamo::{MARK, WAKE, WAKE_INDEX, WAKE_SHARD};
 use cronslot_aws::lambda::TABLE_ENV;
 use cronslot_aws::lambda::metrics::{DIMENSION, NAMESPACE, RUN_SUCCEEDED};
 use cronslot_core::manifest::{JobSpec, format_duration};
@@ -72,6 +73,22 @@ pub fn logical_ids(jobs: &[JobSpec]) -> BTreeMap<String, String> {
             (name.to_string(), id)
         })
         .collect()
+}
+
+/// An attribute of the table's `AttributeDefinitions`.
+fn attribute(name: &str, kind: &str) -> Node {
+    Map::new()
+        .put("AttributeName", name)
+        .put("AttributeType", kind)
+        .into()
+}
+
+/// An element of a `KeySchema`.
+fn key(name: &str, kind: &str) -> Node {
+    Map::new()
+        .put("AttributeName", name)
+        .put("KeyType", kind)
+        .into()
 }
 
 fn statement(actions: &[&str], resource: Node) -> Node {
@@ -145,11 +162,13 @@ pub fn render(source: &Source<'_>, options: &Options) -> Rendered {
     let mut resources = Map::new();
 
     // The table: the adapter's layout (string partition key `pk`, TTL on
-    // the effect ledger's `ttl`).
+    // the effect ledger's `ttl`, the wake index over `wk` and `wake`).
     resources.push_commented(
         vec![
             "Job state and the effect ledger: one item per job (`job#<name>`), one per".into(),
             "effect (`effect#<key>`, expired through TTL). Kept when the stack is deleted.".into(),
+            "The wake index holds the jobs the store must wake (a retry, an expiring".into(),
+            "lease) and the tick mark, so that a tick reads what is due in one query.".into(),
         ],
         "JobsTable",
         Map::new()
@@ -162,18 +181,28 @@ pub fn render(source: &Source<'_>, options: &Options) -> Rendered {
                     .put("BillingMode", "PAY_PER_REQUEST")
                     .put(
                         "AttributeDefinitions",
-                        vec![Node::from(
-                            Map::new()
-                                .put("AttributeName", PARTITION_KEY)
-                                .put("AttributeType", "S"),
-                        )],
+                        vec![
+                            attribute(PARTITION_KEY, "S"),
+                            attribute(WAKE_SHARD, "S"),
+                            attribute(WAKE, "N"),
+                        ],
                     )
+                    .put("KeySchema", vec![key(PARTITION_KEY, "HASH")])
                     .put(
-                        "KeySchema",
+                        "GlobalSecondaryIndexes",
                         vec![Node::from(
                             Map::new()
-                                .put("AttributeName", PARTITION_KEY)
-                                .put("KeyType", "HASH"),
+                                .put("IndexName", WAKE_INDEX)
+                                .put(
+                                    "KeySchema",
+                                    vec![key(WAKE_SHARD, "HASH"), key(WAKE, "RANGE")],
+                                )
+                                .put(
+                                    "Projection",
+                                    Map::new()
+                                        .put("ProjectionType", "INCLUDE")
+                                        .put("NonKeyAttributes", vec![Node::from(MARK)]),
+                                ),
                         )],
                     )
                     .put(
@@ -215,7 +244,8 @@ pub fn render(source: &Source<'_>, options: &Options) -> Rendered {
     resources.push_commented(
         vec![
             "Only what the adapter calls: GetItem and PutItem (conditional) on this table,".into(),
-            "its own log group, and the dead-letter queue.".into(),
+            "Query on its wake index (the tick), its own log group, and the dead-letter queue."
+                .into(),
         ],
         "FunctionRole",
         resource(
@@ -230,10 +260,16 @@ pub fn render(source: &Source<'_>, options: &Options) -> Rendered {
                     vec![
                         policy(
                             "cronslot-table",
-                            vec![statement(
-                                &["dynamodb:GetItem", "dynamodb:PutItem"],
-                                get_att("JobsTable", "Arn"),
-                            )],
+                            vec![
+                                statement(
+                                    &["dynamodb:GetItem", "dynamodb:PutItem"],
+                                    get_att("JobsTable", "Arn"),
+                                ),
+                                statement(
+                                    &["dynamodb:Query"],
+                                    sub(&format!("${{JobsTable.Arn}}/index/{WAKE_INDEX}")),
+                                ),
+                            ],
                         ),
                         policy(
                             "cronslot-logs",

@@ -139,7 +139,7 @@ impl StoreTarget {
                     Failure::problem(format!("error: cannot create the store {label}: {e}"))
                 })?;
                 Ok(format!(
-                    "{label}: ready (table {} active, with TTL on its expiring items)",
+                    "{label}: ready (table {} active, with its wake index and TTL on its expiring items)",
                     store.table()
                 ))
             }

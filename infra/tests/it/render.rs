@@ -185,14 +185,29 @@ fn sam_template_has_the_parts_the_adapter_needs() {
     // The lease is 2m with a 5 s skew margin: the function may run 115 s.
     assert!(text.contains("Timeout: 115"), "{text}");
     // Only the actions the adapter uses.
-    for action in [
-        "dynamodb:Scan",
-        "dynamodb:Query",
-        "dynamodb:*",
-        "DeleteItem",
-    ] {
+    for action in ["dynamodb:Scan", "dynamodb:*", "DeleteItem", "UpdateItem"] {
         assert!(!text.contains(action), "{action} granted");
     }
+    // The tick's one query: on the wake index only, not on the table.
+    for needle in [
+        "IndexName: wakes",
+        "AttributeName: wk",
+        "AttributeName: wake",
+        "ProjectionType: INCLUDE",
+    ] {
+        assert!(text.contains(needle), "missing {needle:?} in:\n{text}");
+    }
+    assert_eq!(text.matches("dynamodb:Query").count(), 1, "{text}");
+    let query = text.find("- dynamodb:Query").expect("Query granted");
+    let resource = text[query..]
+        .lines()
+        .find(|l| l.trim_start().starts_with("Resource:"))
+        .expect("a resource");
+    assert_eq!(
+        resource.trim(),
+        "Resource: !Sub \"${JobsTable.Arn}/index/wakes\"",
+        "{text}"
+    );
 }
 
 fn temp_manifest(name: &str, text: &str) -> PathBuf {
