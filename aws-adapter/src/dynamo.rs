@@ -1179,6 +1179,14 @@ impl EffectLedger for DynamoStore {
 /// `tick_start` reads the mark's item consistently (a second request, made
 /// only until the store's first mark has reached the index).
 ///
+/// **Throughput.** The index has one partition key value, so every write
+/// that sets, moves or clears a wake (a claim and its completion, about
+/// two per run) lands on one index partition, which DynamoDB documents at
+/// about 1,000 write units a second; beyond a few hundred runs a second,
+/// throttled index writes slow the table's writes (retried here like any
+/// throttling). More shard values would spread them, at the price of one
+/// `Query` per shard.
+///
 /// **Pages.** A `Query` page holds at most 1 MB; the index projects a
 /// job's key and the two small index attributes, so the runtime's limit
 /// (`MAX_WOKEN_PER_TICK`, 1000) fits in one page for job names of up to
