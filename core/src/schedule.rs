@@ -111,7 +111,9 @@ impl DstPolicy {
 /// to know its jobs' few zones.
 #[derive(Clone)]
 pub struct Zone {
-    name: String,
+    /// Shared, not copied, by clones: every job of a manifest in one zone
+    /// holds a clone of the same zone.
+    name: Arc<str>,
     tz: TimeZone,
     /// The TZif data the zone was built from (none for the built-in UTC), so
     /// that a precompiled manifest can carry it.
@@ -160,7 +162,7 @@ impl Zone {
     /// zero.
     pub fn utc() -> Zone {
         Zone {
-            name: "UTC".into(),
+            name: Arc::from("UTC"),
             tz: TimeZone::UTC,
             tzif: None,
             fixed: Some(0),
@@ -198,7 +200,7 @@ impl Zone {
         })?;
         let fixed = fixed_offset(&tz);
         Ok(Zone {
-            name: name.to_string(),
+            name: Arc::from(name),
             tz,
             tzif: Some(Arc::from(data)),
             fixed,

@@ -16,6 +16,7 @@
 //! The format is versioned (`"format"`, `"version"`): a file written by an
 //! incompatible cronslot is refused with a message saying so.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::ops::Range;
@@ -34,7 +35,7 @@ use super::{
     Manifest, Overlap, RetryPolicy, Severity, Trigger, defaults,
 };
 use crate::cron::CronExpr;
-use crate::schedule::{DstGap, DstOverlap, DstPolicy, Schedule, Zone};
+use crate::schedule::{DstGap, DstOverlap, DstPolicy, Schedule, Zone, ZoneError};
 
 /// The value of the `"format"` key.
 pub const PRECOMPILED_FORMAT: &str = "cronslot-manifest";
@@ -116,41 +117,36 @@ pub fn load_precompiled(json: &str) -> Result<Manifest, PrecompiledError> {
             "not a precompiled cronslot manifest, which is a JSON object written by Manifest::to_precompiled (a TOML manifest is read by parse_manifest)".into(),
         ));
     }
-    // The header first, so a file of another version says so instead of
-    // failing on whichever key changed.
-    let header: Header = serde_json::from_str(json)
-        .map_err(|e| fail(format!("the precompiled manifest is not valid JSON: {e}")))?;
-    if header.format.as_deref() != Some(PRECOMPILED_FORMAT) {
-        return Err(fail(format!(
-            "not a precompiled cronslot manifest: \"format\" is {}, expected {PRECOMPILED_FORMAT:?}",
-            header
-                .format
-                .map_or_else(|| "missing".into(), |f| format!("{f:?}"))
-        )));
-    }
-    if header.version != Some(PRECOMPILED_VERSION) {
-        return Err(fail(format!(
-            "the precompiled manifest has version {}, and this cronslot reads version {PRECOMPILED_VERSION}; precompile the manifest again with this cronslot",
-            header
-                .version
-                .map_or_else(|| "missing".into(), |v| v.to_string())
-        )));
-    }
-    let doc: Doc = serde_json::from_str(json).map_err(|e| fail(e.to_string()))?;
+    // A file of another version says so instead of failing on whichever
+    // key changed: when the document does not read, its header is read on
+    // its own to tell why. (The header is not read first every time: that
+    // is a second pass over a file of megabytes when there are many jobs.)
+    let doc = match serde_json::from_str::<Doc>(json) {
+        Ok(doc) => {
+            check_header(Some(doc.format.as_str()), Some(doc.version))?;
+            doc
+        }
+        Err(error) => {
+            let header: Header = serde_json::from_str(json)
+                .map_err(|e| fail(format!("the precompiled manifest is not valid JSON: {e}")))?;
+            check_header(header.format.as_deref(), header.version)?;
+            return Err(fail(error.to_string()));
+        }
+    };
 
     let mut problems = Problems::default();
-    let zones = embedded_zones(&doc.zones, &mut problems);
-    let defaults = doc.defaults.resolve(&zones, &mut problems);
-    let mut jobs = Vec::new();
+    let mut zones = embedded_zones(&doc.zones, &mut problems);
+    let defaults = doc.defaults.resolve(&mut zones, &mut problems);
+    let mut jobs = Vec::with_capacity(doc.jobs.len());
     let mut names = BTreeSet::new();
     for (i, job) in doc.jobs.iter().enumerate() {
-        if !names.insert(job.name.as_str()) {
+        if !names.insert(&*job.name) {
             problems.push(
                 format!("jobs[{i}]"),
                 format!("duplicate job name {:?}", job.name),
             );
         }
-        if let Some(spec) = job.resolve(i, &zones, &mut problems) {
+        if let Some(spec) = job.resolve(i, &mut zones, &mut problems) {
             jobs.push(spec);
         }
     }
@@ -179,25 +175,60 @@ pub fn load_precompiled(json: &str) -> Result<Manifest, PrecompiledError> {
     }
 }
 
+/// Refuses a file that is not a precompiled manifest of this version.
+fn check_header(format: Option<&str>, version: Option<u32>) -> Result<(), PrecompiledError> {
+    let fail = |problem: String| PrecompiledError {
+        problems: vec![problem],
+    };
+    if format != Some(PRECOMPILED_FORMAT) {
+        return Err(fail(format!(
+            "not a precompiled cronslot manifest: \"format\" is {}, expected {PRECOMPILED_FORMAT:?}",
+            format.map_or_else(|| "missing".into(), |f| format!("{f:?}"))
+        )));
+    }
+    if version != Some(PRECOMPILED_VERSION) {
+        return Err(fail(format!(
+            "the precompiled manifest has version {}, and this cronslot reads version {PRECOMPILED_VERSION}; precompile the manifest again with this cronslot",
+            version.map_or_else(|| "missing".into(), |v| v.to_string())
+        )));
+    }
+    Ok(())
+}
+
+/// The zones jobs name, each built once and shared by the jobs in it: the
+/// ones the file carries, and those looked up by name (UTC, or every zone
+/// of a file written without its zones), so that loading does not build a
+/// zone per job.
+struct Zones(BTreeMap<String, Result<Zone, ZoneError>>);
+
+impl Zones {
+    /// The zone the file carries under `name`, else the bundled one.
+    fn get(&mut self, name: &str) -> Result<Zone, ZoneError> {
+        if let Some(found) = self.0.get(name) {
+            return found.clone();
+        }
+        let found = Zone::get(name);
+        self.0.insert(name.to_string(), found.clone());
+        found
+    }
+}
+
 /// The zones carried as TZif data, by name; a bad entry is a problem.
-fn embedded_zones(
-    data: &BTreeMap<String, String>,
-    problems: &mut Problems,
-) -> BTreeMap<String, Zone> {
+fn embedded_zones(data: &BTreeMap<String, String>, problems: &mut Problems) -> Zones {
     let mut zones = BTreeMap::new();
     for (name, text) in data {
         let place = format!("zones.{name:?}");
         match base64::decode(text) {
             Ok(bytes) => match Zone::from_tzif(name, &bytes) {
                 Ok(zone) => {
-                    zones.insert(name.clone(), zone);
+                    zones.insert(name.clone(), Ok(zone));
                 }
                 Err(e) => problems.push(place, e.to_string()),
             },
             Err(e) => problems.push(place, format!("not base64 TZif data: {e}")),
         }
     }
-    zones
+    Zones(zones)
 }
 
 #[derive(Default)]
@@ -217,13 +248,15 @@ struct Header {
 
 #[derive(Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct Doc {
+struct Doc<'a> {
     format: String,
     version: u32,
     /// The TOML file the manifest was precompiled from.
     source: String,
-    defaults: DefaultsDoc,
-    jobs: Vec<JobDoc>,
+    #[serde(borrow)]
+    defaults: DefaultsDoc<'a>,
+    #[serde(borrow)]
+    jobs: Vec<JobDoc<'a>>,
     warnings: Vec<DiagnosticDoc>,
     /// TZif data (base64) of the zones named above ([`Manifest::zone_data`]).
     /// Optional: a file without it still loads where the tz database is
@@ -232,15 +265,15 @@ struct Doc {
     zones: BTreeMap<String, String>,
 }
 
-/// A duration as the manifest writes it (`"15m"`), whole seconds.
-type DurationText = String;
+/// Text of a job that is only read while loading (a duration, a zone name):
+/// borrowed from the file where it has no escapes, so that loading
+/// thousands of jobs does not copy each of their values first.
+type Text<'a> = Cow<'a, str>;
 
-fn duration(
-    problems: &mut Problems,
-    place: &str,
-    key: &str,
-    text: &DurationText,
-) -> Option<Duration> {
+/// A duration as the manifest writes it (`"15m"`), whole seconds.
+type DurationText<'a> = Text<'a>;
+
+fn duration(problems: &mut Problems, place: &str, key: &str, text: &str) -> Option<Duration> {
     match parse_duration(text) {
         Ok(d) => Some(d),
         Err(e) => {
@@ -260,10 +293,12 @@ enum OverlapMode {
 
 #[derive(Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct RetryDoc {
+struct RetryDoc<'a> {
     max_attempts: u32,
-    backoff: DurationText,
-    max_backoff: DurationText,
+    #[serde(borrow)]
+    backoff: DurationText<'a>,
+    #[serde(borrow)]
+    max_backoff: DurationText<'a>,
     past_next_slot: bool,
 }
 
@@ -277,25 +312,30 @@ struct HistoryDoc {
 /// The policies a job and `[defaults]` share, resolved.
 #[derive(Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct PolicyDoc {
-    timezone: String,
+struct PolicyDoc<'a> {
+    #[serde(borrow)]
+    timezone: Text<'a>,
     trigger: Trigger,
-    lease: DurationText,
-    starting_deadline: DurationText,
+    #[serde(borrow)]
+    lease: DurationText<'a>,
+    #[serde(borrow)]
+    starting_deadline: DurationText<'a>,
     catch_up: CatchUp,
     max_catch_up: u32,
     overlap: OverlapMode,
     /// Only with `overlap = "allow"`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     max_concurrency: Option<u32>,
-    retry: RetryDoc,
+    #[serde(borrow)]
+    retry: RetryDoc<'a>,
     delivery: Delivery,
     dst_gap: DstGap,
     dst_overlap: DstOverlap,
-    skew_margin: DurationText,
+    #[serde(borrow)]
+    skew_margin: DurationText<'a>,
     paused: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    stale_after: Option<DurationText>,
+    stale_after: Option<DurationText<'a>>,
     history: HistoryDoc,
 }
 
@@ -318,7 +358,7 @@ struct Policy {
 }
 
 #[allow(clippy::too_many_arguments)]
-impl PolicyDoc {
+impl PolicyDoc<'_> {
     fn new(
         timezone: &str,
         trigger: Trigger,
@@ -334,33 +374,33 @@ impl PolicyDoc {
         paused: bool,
         stale_after: Option<Duration>,
         history: HistoryLimits,
-    ) -> PolicyDoc {
+    ) -> PolicyDoc<'static> {
         let (overlap, max_concurrency) = match overlap {
             Overlap::Forbid => (OverlapMode::Forbid, None),
             Overlap::Allow { max_concurrency } => (OverlapMode::Allow, Some(max_concurrency)),
             Overlap::Replace => (OverlapMode::Replace, None),
         };
         PolicyDoc {
-            timezone: timezone.into(),
+            timezone: timezone.to_string().into(),
             trigger,
-            lease: format_duration(lease),
-            starting_deadline: format_duration(starting_deadline),
+            lease: format_duration(lease).into(),
+            starting_deadline: format_duration(starting_deadline).into(),
             catch_up,
             max_catch_up,
             overlap,
             max_concurrency,
             retry: RetryDoc {
                 max_attempts: retry.max_attempts,
-                backoff: format_duration(retry.backoff),
-                max_backoff: format_duration(retry.max_backoff),
+                backoff: format_duration(retry.backoff).into(),
+                max_backoff: format_duration(retry.max_backoff).into(),
                 past_next_slot: retry.past_next_slot,
             },
             delivery,
             dst_gap: dst.gap,
             dst_overlap: dst.overlap,
-            skew_margin: format_duration(skew_margin),
+            skew_margin: format_duration(skew_margin).into(),
             paused,
-            stale_after: stale_after.map(format_duration),
+            stale_after: stale_after.map(|d| format_duration(d).into()),
             history: HistoryDoc {
                 succeeded: history.succeeded,
                 failed: history.failed,
@@ -370,18 +410,10 @@ impl PolicyDoc {
 
     /// Checks the values on their own and across keys, as the TOML path
     /// does; `None` when a value is bad (reported under `place`).
-    fn resolve(
-        &self,
-        place: &str,
-        zones: &BTreeMap<String, Zone>,
-        problems: &mut Problems,
-    ) -> Option<Policy> {
+    fn resolve(&self, place: &str, zones: &mut Zones, problems: &mut Problems) -> Option<Policy> {
         let before = problems.0.len();
         let mut report = |message: String| problems.push(place.into(), message);
-        let zone = match zones
-            .get(&self.timezone)
-            .map_or_else(|| Zone::get(&self.timezone), |zone| Ok(zone.clone()))
-        {
+        let zone = match zones.get(&self.timezone) {
             Ok(zone) if zone.name() == self.timezone => Some(zone),
             Ok(zone) => {
                 report(format!(
@@ -521,14 +553,15 @@ impl PolicyDoc {
 
 #[derive(Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct DefaultsDoc {
-    policy: PolicyDoc,
+struct DefaultsDoc<'a> {
+    #[serde(borrow)]
+    policy: PolicyDoc<'a>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    timeout: Option<DurationText>,
+    timeout: Option<DurationText<'a>>,
 }
 
-impl From<&Defaults> for DefaultsDoc {
-    fn from(d: &Defaults) -> DefaultsDoc {
+impl From<&Defaults> for DefaultsDoc<'static> {
+    fn from(d: &Defaults) -> DefaultsDoc<'static> {
         DefaultsDoc {
             policy: PolicyDoc::new(
                 &d.timezone,
@@ -546,13 +579,13 @@ impl From<&Defaults> for DefaultsDoc {
                 d.stale_after,
                 d.history,
             ),
-            timeout: d.timeout.map(format_duration),
+            timeout: d.timeout.map(|t| format_duration(t).into()),
         }
     }
 }
 
-impl DefaultsDoc {
-    fn resolve(&self, zones: &BTreeMap<String, Zone>, problems: &mut Problems) -> Option<Defaults> {
+impl DefaultsDoc<'_> {
+    fn resolve(&self, zones: &mut Zones, problems: &mut Problems) -> Option<Defaults> {
         let place = "[defaults]";
         let timeout = self
             .timeout
@@ -601,28 +634,32 @@ impl DefaultsDoc {
 /// `{"http": {…}}`.
 #[derive(Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
-enum ActionDoc {
+enum ActionDoc<'a> {
     Function,
     Command {
         argv: Vec<String>,
-        timeout: DurationText,
+        #[serde(borrow)]
+        timeout: DurationText<'a>,
         env: BTreeMap<String, String>,
     },
     Http {
-        url: String,
-        method: String,
+        #[serde(borrow)]
+        url: Text<'a>,
+        #[serde(borrow)]
+        method: Text<'a>,
         headers: BTreeMap<String, String>,
-        timeout: DurationText,
+        #[serde(borrow)]
+        timeout: DurationText<'a>,
     },
 }
 
-impl From<&Action> for ActionDoc {
-    fn from(a: &Action) -> ActionDoc {
+impl From<&Action> for ActionDoc<'static> {
+    fn from(a: &Action) -> ActionDoc<'static> {
         match a {
             Action::Function => ActionDoc::Function,
             Action::Command { argv, timeout, env } => ActionDoc::Command {
                 argv: argv.clone(),
-                timeout: format_duration(*timeout),
+                timeout: format_duration(*timeout).into(),
                 env: env.clone(),
             },
             Action::Http {
@@ -631,20 +668,20 @@ impl From<&Action> for ActionDoc {
                 headers,
                 timeout,
             } => ActionDoc::Http {
-                url: url.clone(),
+                url: url.clone().into(),
                 method: method.as_str().into(),
                 headers: headers.clone(),
-                timeout: format_duration(*timeout),
+                timeout: format_duration(*timeout).into(),
             },
         }
     }
 }
 
-impl ActionDoc {
+impl ActionDoc<'_> {
     /// The action, checked with the rules of the TOML path.
     fn resolve(&self, place: &str, lease: Duration, problems: &mut Problems) -> Option<Action> {
         let before = problems.0.len();
-        let timeout_of = |text: &DurationText, problems: &mut Problems| {
+        let timeout_of = |text: &str, problems: &mut Problems| {
             let t = duration(problems, place, "timeout", text)?;
             if t.is_zero() {
                 problems.push(place.into(), "timeout must be longer than 0s".into());
@@ -717,7 +754,7 @@ impl ActionDoc {
                     }
                 }
                 Action::Http {
-                    url: url.clone(),
+                    url: url.to_string(),
                     method: parsed?,
                     headers: headers.clone(),
                     timeout: timeout?,
@@ -730,23 +767,27 @@ impl ActionDoc {
 
 #[derive(Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct JobDoc {
-    name: String,
+struct JobDoc<'a> {
+    #[serde(borrow)]
+    name: Text<'a>,
     /// As written in the manifest (the spec hash reads it).
-    schedule: String,
+    #[serde(borrow)]
+    schedule: Text<'a>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     start_at: Option<Timestamp>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     end_at: Option<Timestamp>,
-    action: ActionDoc,
-    policy: PolicyDoc,
+    #[serde(borrow)]
+    action: ActionDoc<'a>,
+    #[serde(borrow)]
+    policy: PolicyDoc<'a>,
 }
 
-impl From<&JobSpec> for JobDoc {
-    fn from(j: &JobSpec) -> JobDoc {
+impl From<&JobSpec> for JobDoc<'static> {
+    fn from(j: &JobSpec) -> JobDoc<'static> {
         JobDoc {
-            name: j.name.as_str().into(),
-            schedule: j.schedule_text.clone(),
+            name: j.name.as_str().to_string().into(),
+            schedule: j.schedule_text.clone().into(),
             start_at: j.start_at,
             end_at: j.end_at,
             action: ActionDoc::from(&j.action),
@@ -770,16 +811,11 @@ impl From<&JobSpec> for JobDoc {
     }
 }
 
-impl JobDoc {
-    fn resolve(
-        &self,
-        index: usize,
-        zones: &BTreeMap<String, Zone>,
-        problems: &mut Problems,
-    ) -> Option<JobSpec> {
+impl JobDoc<'_> {
+    fn resolve(&self, index: usize, zones: &mut Zones, problems: &mut Problems) -> Option<JobSpec> {
         let place = format!("job {:?} (jobs[{index}])", self.name);
         let before = problems.0.len();
-        let name = JobName::new(self.name.as_str())
+        let name = JobName::new(&*self.name)
             .map_err(|e| problems.push(place.clone(), e.to_string()))
             .ok();
         let cron = match CronExpr::parse(&self.schedule) {
@@ -822,7 +858,7 @@ impl JobDoc {
         Some(JobSpec {
             name: name?,
             schedule: Schedule::new(cron?, p.zone.clone(), p.dst),
-            schedule_text: self.schedule.clone(),
+            schedule_text: self.schedule.to_string(),
             timezone: p.zone.name().to_string(),
             trigger: p.trigger,
             lease: p.lease,
@@ -1074,6 +1110,42 @@ http = { url = "https://example.com/hook", method = "POST" }
             assert!(
                 e.problems.iter().any(|p| p.starts_with(expected)),
                 "{bad}: {e}"
+            );
+        }
+    }
+
+    /// Jobs in one zone share the zone built from the file's data, and a
+    /// zone looked up by name (UTC, or any zone of a file without a zones
+    /// table) is looked up once too.
+    #[test]
+    fn jobs_in_one_zone_share_one_loaded_zone() {
+        let job = |name: &str, zone: &str| {
+            format!(
+                "[[job]]\nname = \"{name}\"\nschedule = \"0 9 * * *\"\ntimezone = \"{zone}\"\n\n"
+            )
+        };
+        let text = [
+            job("a", "America/New_York"),
+            job("b", "UTC"),
+            job("c", "America/New_York"),
+            job("d", "UTC"),
+        ]
+        .concat();
+        let json = parse("zones.toml", &text).to_precompiled("zones.toml");
+        let mut without_zones: serde_json::Value = serde_json::from_str(&json).expect("json");
+        let doc = without_zones.as_object_mut().expect("an object");
+        assert!(doc.remove("zones").is_some());
+        let without_zones = without_zones.to_string();
+        for json in [json, without_zones] {
+            let m = load_precompiled(&json).expect("loads");
+            let data = |i: usize| m.jobs[i].schedule.zone().tzif().map(<[u8]>::as_ptr);
+            assert!(data(0).is_some());
+            assert_eq!(data(0), data(2), "one New York for both jobs");
+            let name = |i: usize| m.jobs[i].schedule.zone().name().as_ptr();
+            assert_eq!(name(1), name(3), "one UTC for both jobs");
+            assert_eq!(
+                m.jobs[2].schedule.zone().offset_at(1_780_000_000),
+                -4 * 3600
             );
         }
     }

@@ -7,6 +7,7 @@
 //! involve them stay quiet instead of reporting consequences of the same
 //! mistake.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::ops::Range;
@@ -227,14 +228,16 @@ pub(super) struct TableOutcome {
 
 /// Deserialises `table` (a `[defaults]` or `[[job]]`; `label` names it in
 /// messages), collecting one problem per bad key.
-pub(super) fn deserialize_table(table: &Spanned<DeTable<'_>>, label: &str) -> TableOutcome {
+pub(super) fn deserialize_table(table: &Spanned<&DeTable<'_>>, label: &str) -> TableOutcome {
     let span = table.span();
-    let mut current = table.get_ref().clone();
+    // The table as written until a key is refused: a valid table is copied
+    // once, for the deserializer, which takes its input by value.
+    let mut current = Cow::Borrowed(*table.get_ref());
     let mut poisoned = BTreeSet::new();
     let mut problems = Vec::new();
     // Each failed round removes one key, so this ends within len + 1 rounds.
     for _ in 0..=table.get_ref().len() {
-        let value = Spanned::new(span.clone(), DeValue::Table(current.clone()));
+        let value = Spanned::new(span.clone(), DeValue::Table(current.as_ref().clone()));
         let error = match RawTable::deserialize(ValueDeserializer::from(value)) {
             Ok(raw) => {
                 return TableOutcome {
@@ -252,10 +255,13 @@ pub(super) fn deserialize_table(table: &Spanned<DeTable<'_>>, label: &str) -> Ta
             break;
         };
         problems.push((at, describe(error.message(), &path, label)));
-        current = current
-            .into_iter()
-            .filter(|(k, _)| k.get_ref().as_ref() != top.as_str())
-            .collect();
+        current = Cow::Owned(
+            current
+                .into_owned()
+                .into_iter()
+                .filter(|(k, _)| k.get_ref().as_ref() != top.as_str())
+                .collect(),
+        );
         poisoned.insert(top);
     }
     // Not reached for errors that point into a key; an error without one

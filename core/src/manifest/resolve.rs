@@ -483,10 +483,32 @@ fn job_warnings(sink: &mut Sink<'_>, job: &Checked, p: &Policies, spec: &JobSpec
         .as_ref()
         .map_or(job.header.clone(), Spanned::span);
     let name = spec.name.as_str();
-    let shortest = gaps::shortest_gap(&spec.schedule, gaps::reference(spec.start_at));
+    let window = spec.retry.max_total_backoff();
+    // The two warnings below need the shortest gap only when it is at most
+    // a minute (a dedicated trigger) or the retry window: walk the slots
+    // only when the gaps may be that short.
+    let dedicated = spec.trigger == Trigger::Dedicated;
+    let retries_may_reach = spec.retry.max_attempts > 1 && !spec.retry.past_next_slot;
+    let threshold = match (dedicated, retries_may_reach) {
+        (false, false) => None,
+        (true, false) => Some(Duration::from_secs(60)),
+        (false, true) => Some(window),
+        (true, true) => Some(window.max(Duration::from_secs(60))),
+    };
+    let from = gaps::reference(spec.start_at);
+    let shortest = threshold.and_then(|threshold| {
+        let bound = gaps::gap_lower_bound(&spec.schedule, from);
+        let too_long =
+            bound.is_some_and(|b| u64::try_from(b).is_ok_and(|b| b > threshold.as_secs()));
+        if too_long {
+            None
+        } else {
+            gaps::shortest_gap(&spec.schedule, from)
+        }
+    });
 
     if let Some(gap) = shortest {
-        if spec.trigger == Trigger::Dedicated && gap <= Duration::from_secs(60) {
+        if dedicated && gap <= Duration::from_secs(60) {
             let at = if p.trigger.here() {
                 p.trigger.span.clone()
             } else {
@@ -499,8 +521,7 @@ fn job_warnings(sink: &mut Sink<'_>, job: &Checked, p: &Policies, spec: &JobSpec
                 ),
             );
         }
-        let window = spec.retry.max_total_backoff();
-        if spec.retry.max_attempts > 1 && !spec.retry.past_next_slot && window >= gap {
+        if retries_may_reach && window >= gap {
             let at = if p.retry.here() {
                 p.retry.span.clone()
             } else {

@@ -17,7 +17,26 @@ use super::rules::{
 };
 use super::{HttpMethod, JobName, defaults};
 use crate::cron::CronExpr;
-use crate::schedule::Zone;
+use crate::schedule::{Zone, ZoneError};
+
+/// The zones a manifest names, each looked up once: loading a zone parses
+/// its TZif data (and keeps a copy of it), which for a manifest of
+/// thousands of jobs in a few zones cost most of the time and memory of
+/// loading it. Jobs in one zone share one loaded zone; a bad name is looked
+/// up once too, and still reported at every table that writes it.
+#[derive(Default)]
+pub(super) struct Zones(BTreeMap<String, Result<Zone, ZoneError>>);
+
+impl Zones {
+    fn get(&mut self, name: &str) -> Result<Zone, ZoneError> {
+        if let Some(found) = self.0.get(name) {
+            return found.clone();
+        }
+        let found = Zone::get(name);
+        self.0.insert(name.to_string(), found.clone());
+        found
+    }
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Level {
@@ -116,11 +135,12 @@ fn inner_offset(text: &str, span: &Range<usize>, value: &str, column: usize) -> 
 
 pub(super) fn check_table(
     sink: &mut Sink<'_>,
-    table: &Spanned<DeTable<'_>>,
+    zones: &mut Zones,
+    table: Spanned<&DeTable<'_>>,
     level: Level,
 ) -> Checked {
     let before = sink.errors.len();
-    let outcome = raw::deserialize_table(table, level.label());
+    let outcome = raw::deserialize_table(&table, level.label());
     for (span, message) in outcome.problems {
         sink.error(span, message);
     }
@@ -156,7 +176,7 @@ pub(super) fn check_table(
             check_env(sink, &mut c);
         }
     }
-    check_timezone(sink, &mut c);
+    check_timezone(sink, zones, &mut c);
     check_values(sink, &mut c);
     c.errors = sink.errors.len() - before;
     c
@@ -216,9 +236,9 @@ fn check_schedule(sink: &mut Sink<'_>, c: &mut Checked) {
     }
 }
 
-fn check_timezone(sink: &mut Sink<'_>, c: &mut Checked) {
+fn check_timezone(sink: &mut Sink<'_>, zones: &mut Zones, c: &mut Checked) {
     let Some(tz) = &c.raw.timezone else { return };
-    match Zone::get(tz.get_ref()) {
+    match zones.get(tz.get_ref()) {
         Ok(zone) => c.zone = Some(Spanned::new(tz.span(), zone)),
         Err(e) => {
             let hint = e.hint.map(|h| format!("; {h}")).unwrap_or_default();
@@ -446,5 +466,67 @@ fn check_env(sink: &mut Sink<'_>, c: &mut Checked) {
         c.env = Some(vars);
     } else {
         c.poison("env");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::manifest::parse_manifest;
+
+    fn job(name: &str, zone: &str) -> String {
+        format!("[[job]]\nname = \"{name}\"\nschedule = \"0 9 * * *\"\ntimezone = \"{zone}\"\n\n")
+    }
+
+    /// Jobs in one zone share one loaded zone (its TZif data is not copied
+    /// per job); a zone is loaded once per manifest.
+    #[test]
+    fn jobs_in_one_zone_share_one_loaded_zone() {
+        let text = [
+            job("a", "America/New_York"),
+            job("b", "Europe/Berlin"),
+            job("c", "America/New_York"),
+        ]
+        .concat();
+        let m = parse_manifest(&text, "zones.toml").expect("valid");
+        let data = |i: usize| {
+            m.jobs[i]
+                .schedule
+                .zone()
+                .tzif()
+                .expect("tzif data")
+                .as_ptr()
+        };
+        assert_eq!(data(0), data(2), "one New York for both jobs");
+        assert_ne!(data(0), data(1));
+        assert_eq!(m.jobs[2].timezone, "America/New_York");
+        assert_eq!(
+            m.jobs[2].schedule.zone().offset_at(1_780_000_000),
+            -4 * 3600
+        );
+    }
+
+    /// A bad zone is looked up once but reported at every job that names
+    /// it, each at its own line and column.
+    #[test]
+    fn a_bad_zone_is_reported_once_per_job() {
+        let text = [
+            job("a", "Mars/Olympus"),
+            job("b", "UTC"),
+            job("c", "Mars/Olympus"),
+        ]
+        .concat();
+        let errors = parse_manifest(&text, "zones.toml").expect_err("bad zone");
+        let found: Vec<String> = errors
+            .errors
+            .iter()
+            .map(|e| format!("{}:{}:{}: {}", e.file, e.line, e.column, e.message))
+            .collect();
+        assert_eq!(
+            found,
+            [
+                "zones.toml:4:12: unknown time zone \"Mars/Olympus\"",
+                "zones.toml:14:12: unknown time zone \"Mars/Olympus\"",
+            ]
+        );
     }
 }

@@ -11,7 +11,7 @@ use super::Manifest;
 use super::diagnostic::{ManifestErrors, Sink};
 use super::raw;
 use super::resolve::{resolve_defaults, resolve_job};
-use super::table::{Checked, Level, check_table};
+use super::table::{Checked, Level, Zones, check_table};
 
 pub(super) fn parse(text: &str, file: &str) -> Result<Manifest, ManifestErrors> {
     let mut sink = Sink::new(text, file);
@@ -22,20 +22,22 @@ pub(super) fn parse(text: &str, file: &str) -> Result<Manifest, ManifestErrors> 
     }
     let (defaults_table, job_tables) = split_root(&mut sink, &root);
 
-    let defaults = match &defaults_table {
-        Some(t) => check_table(&mut sink, t, Level::Defaults),
+    let mut zones = Zones::default();
+    let defaults = match defaults_table {
+        Some(t) => check_table(&mut sink, &mut zones, t, Level::Defaults),
         None => Checked::empty(),
     };
-    let jobs: Vec<Checked> = job_tables
-        .iter()
-        .map(|t| check_table(&mut sink, t, Level::Job))
-        .collect();
-    report_duplicates(&mut sink, &jobs);
-
     let resolved_defaults = resolve_defaults(&mut sink, &defaults);
-    let mut specs = Vec::new();
-    for job in &jobs {
-        if let Some(spec) = resolve_job(&mut sink, job, &defaults) {
+    // Each job is checked and resolved before the next one is looked at,
+    // so that what its checks build is dropped at once instead of being
+    // held for every job of a large manifest. Diagnostics come out in file
+    // order whatever the order they were found in (`Sink::finish`).
+    let mut specs = Vec::with_capacity(job_tables.len());
+    let mut first_lines = BTreeMap::new();
+    for t in job_tables {
+        let job = check_table(&mut sink, &mut zones, t, Level::Job);
+        report_duplicate(&mut sink, &mut first_lines, &job);
+        if let Some(spec) = resolve_job(&mut sink, &job, &defaults) {
             specs.push(spec);
         }
     }
@@ -76,17 +78,21 @@ fn report_syntax(sink: &mut Sink<'_>, syntax: &[toml::de::Error]) {
 
 /// The `[defaults]` table and the `[[job]]` tables; anything else at the
 /// top level is an error.
-fn split_root<'i>(
+/// The tables are borrowed from the document, not copied.
+fn split_root<'r, 'i>(
     sink: &mut Sink<'_>,
-    root: &Spanned<DeTable<'i>>,
-) -> (Option<Spanned<DeTable<'i>>>, Vec<Spanned<DeTable<'i>>>) {
+    root: &'r Spanned<DeTable<'i>>,
+) -> (
+    Option<Spanned<&'r DeTable<'i>>>,
+    Vec<Spanned<&'r DeTable<'i>>>,
+) {
     let mut defaults = None;
     let mut jobs = Vec::new();
     let mut job_key_seen = false;
     for (key, value) in root.get_ref().iter() {
         match key.get_ref().as_ref() {
             "defaults" => match value.get_ref() {
-                DeValue::Table(t) => defaults = Some(Spanned::new(value.span(), t.clone())),
+                DeValue::Table(t) => defaults = Some(Spanned::new(value.span(), t)),
                 _ => sink.error(
                     value.span(),
                     "defaults must be a single table, written [defaults]",
@@ -98,9 +104,7 @@ fn split_root<'i>(
                     DeValue::Array(items) => {
                         for item in items.iter() {
                             match item.get_ref() {
-                                DeValue::Table(t) => {
-                                    jobs.push(Spanned::new(item.span(), t.clone()))
-                                }
+                                DeValue::Table(t) => jobs.push(Spanned::new(item.span(), t)),
                                 _ => sink.error(
                                     item.span(),
                                     "each job must be a table, written [[job]]",
@@ -141,22 +145,21 @@ fn no_jobs_message() -> &'static str {
     "no [[job]] in the manifest; add a [[job]] table with a name and a schedule"
 }
 
-fn report_duplicates(sink: &mut Sink<'_>, jobs: &[Checked]) {
-    let mut first_line: BTreeMap<&str, usize> = BTreeMap::new();
-    for job in jobs {
-        let Some(name) = &job.name else { continue };
-        let line = sink.line_of(name.span().start);
-        match first_line.get(name.get_ref().as_str()) {
-            Some(first) => sink.error(
-                name.span(),
-                format!(
-                    "duplicate job name {:?}; the first is on line {first}",
-                    name.get_ref().as_str()
-                ),
+/// A job whose name an earlier job has: an error at the later one, naming
+/// the line of the first. `first_lines` holds the names seen so far.
+fn report_duplicate(sink: &mut Sink<'_>, first_lines: &mut BTreeMap<String, usize>, job: &Checked) {
+    let Some(name) = &job.name else { return };
+    match first_lines.get(name.get_ref().as_str()) {
+        Some(first) => sink.error(
+            name.span(),
+            format!(
+                "duplicate job name {:?}; the first is on line {first}",
+                name.get_ref().as_str()
             ),
-            None => {
-                first_line.insert(name.get_ref().as_str(), line);
-            }
+        ),
+        None => {
+            let line = sink.line_of(name.span().start);
+            first_lines.insert(name.get_ref().as_str().to_string(), line);
         }
     }
 }
