@@ -844,7 +844,10 @@ where
     assert_eq!(first.mark, None, "a fresh store has no mark");
     assert!(first.woken.is_empty(), "{:?}", first.woken);
     store.tick_end(at(MIN)).await.expect("tick end");
-    store.tick_end(at(30)).await.expect("an earlier mark is no error");
+    store
+        .tick_end(at(30))
+        .await
+        .expect("an earlier mark is no error");
     let start = store.tick_start(at(2 * MIN), 10).await.expect("tick start");
     assert_eq!(start.mark, Some(at(MIN)), "the mark never moves back");
     store.tick_end(at(2 * MIN)).await.expect("tick end");
@@ -854,7 +857,13 @@ where
     let c = CasCoordinator::new(store.clone(), 11);
     let woken = |now: Timestamp, limit: usize| {
         let store = store.clone();
-        async move { store.tick_start(now, limit).await.expect("tick start").woken }
+        async move {
+            store
+                .tick_start(now, limit)
+                .await
+                .expect("tick start")
+                .woken
+        }
     };
     let body = "schedule = \"0 * * * *\"\nlease = \"1m\"\nretry = { max_attempts = 3, backoff = \"10s\", max_backoff = \"10s\" }";
     let a = job(ns, "wake-a", body);
@@ -863,16 +872,30 @@ where
     for spec in [&a, &b, &d] {
         create(&c, spec, t0()).await;
     }
-    assert!(woken(at(3 * HOUR), 10).await.is_empty(), "records without wakes");
+    assert!(
+        woken(at(3 * HOUR), 10).await.is_empty(),
+        "records without wakes"
+    );
 
     // a: claimed at 1h + 1s, lease 1 m, skew margin 5 s.
     let lease = claimed(&c, &a, at(HOUR + 1), Trigger::Tick, "w").await;
     let expiry = lease.expires_at + SignedDuration::from_secs(5);
-    assert!(woken(expiry, 10).await.is_empty(), "not before the skew margin has passed");
+    assert!(
+        woken(expiry, 10).await.is_empty(),
+        "not before the skew margin has passed"
+    );
     let after_expiry = expiry + SignedDuration::from_millis(1);
-    assert_eq!(woken(after_expiry, 10).await, vec![a.name.as_str().to_string()]);
-    c.complete(&a, lease.fence, None, at(HOUR + 30)).await.expect("complete");
-    assert!(woken(at(3 * HOUR), 10).await.is_empty(), "completion clears the wake");
+    assert_eq!(
+        woken(after_expiry, 10).await,
+        vec![a.name.as_str().to_string()]
+    );
+    c.complete(&a, lease.fence, None, at(HOUR + 30))
+        .await
+        .expect("complete");
+    assert!(
+        woken(at(3 * HOUR), 10).await.is_empty(),
+        "completion clears the wake"
+    );
 
     // b: fails transiently at 1h + 2s: its retry is woken at not_before.
     let lease = claimed(&c, &b, at(HOUR + 2), Trigger::Tick, "w").await;
@@ -881,8 +904,14 @@ where
         other => panic!("expected a retry, got {other:?}"),
     };
     let just_before = not_before - SignedDuration::from_millis(1);
-    assert!(woken(just_before, 10).await.is_empty(), "not before the retry's time");
-    assert_eq!(woken(not_before, 10).await, vec![b.name.as_str().to_string()]);
+    assert!(
+        woken(just_before, 10).await.is_empty(),
+        "not before the retry's time"
+    );
+    assert_eq!(
+        woken(not_before, 10).await,
+        vec![b.name.as_str().to_string()]
+    );
 
     // d: claimed after b failed, so its lease expires after b's retry.
     let lease_d = claimed(&c, &d, at(HOUR + 4), Trigger::Tick, "w").await;
@@ -890,15 +919,28 @@ where
     let names = |specs: &[&JobSpec]| -> Vec<String> {
         specs.iter().map(|s| s.name.as_str().to_string()).collect()
     };
-    assert_eq!(woken(late, 10).await, names(&[&b, &d]), "earliest wake first");
+    assert_eq!(
+        woken(late, 10).await,
+        names(&[&b, &d]),
+        "earliest wake first"
+    );
     assert_eq!(woken(late, 1).await, names(&[&b]), "at most the limit");
 
     // Another coordinator completes d a second time: no wake comes back.
     let other = CasCoordinator::new(store.clone(), 12);
-    c.complete(&d, lease_d.fence, None, at(HOUR + 6)).await.expect("complete");
+    c.complete(&d, lease_d.fence, None, at(HOUR + 6))
+        .await
+        .expect("complete");
     let again = other.complete(&d, lease_d.fence, None, at(HOUR + 7)).await;
-    assert!(again.is_ok(), "completing twice with one fence is no error: {again:?}");
-    assert_eq!(woken(late, 10).await, names(&[&b]), "d's wake is gone with its lease");
+    assert!(
+        again.is_ok(),
+        "completing twice with one fence is no error: {again:?}"
+    );
+    assert_eq!(
+        woken(late, 10).await,
+        names(&[&b]),
+        "d's wake is gone with its lease"
+    );
 }
 
 /// Runs every test of the suite, each in its own namespace under `ns`,

@@ -107,7 +107,12 @@ impl DuePlanner {
     /// Every planned job with a slot in `(after, until]` inside its active
     /// window, with its first such slot, ordered by slot and then job.
     /// `specs` must be the list the planner was built from.
-    pub fn due<S: Borrow<JobSpec>>(&self, specs: &[S], after: Timestamp, until: Timestamp) -> Vec<Due> {
+    pub fn due<S: Borrow<JobSpec>>(
+        &self,
+        specs: &[S],
+        after: Timestamp,
+        until: Timestamp,
+    ) -> Vec<Due> {
         let mut due = Vec::new();
         if until <= after || specs.len() != self.specs {
             return due;

@@ -63,6 +63,7 @@ pub mod health;
 mod http;
 pub mod log;
 mod platform;
+mod records_seen;
 pub mod runner;
 mod sqlite;
 pub mod summary;

@@ -47,6 +47,7 @@ use tokio::sync::{mpsc, watch};
 use crate::SqliteStore;
 use crate::clock::{Clock, add};
 use crate::health::Health;
+use crate::records_seen::RecordsSeen;
 use cronslot_runtime::Jobs;
 
 use crate::platform::LocalPlatform;
@@ -233,14 +234,9 @@ impl<S: RunnerStore> Runner<S> {
             .enable_all()
             .build()
             .map_err(|e| RunError(format!("could not start the runtime: {e}")))?;
-        let before = main.block_on(read_records(&self.store, &names));
-        warn_if_ahead(&before, started_at);
-        main.block_on(register_new_jobs(
-            &self.store,
-            &self.specs,
-            &before,
-            started_at,
-        ));
+        // Records are created when their jobs first come due (a tick's
+        // planned slot says when they existed from), and read only then.
+        let store = RecordsSeen::new(self.store.clone());
         let watch = Arc::new(Watch {
             tally: Mutex::new(Tally::default()),
             health: Arc::clone(&self.health),
@@ -249,7 +245,7 @@ impl<S: RunnerStore> Runner<S> {
             specs: self.specs,
             jobs: self.jobs,
             clock: self.clock.clone(),
-            store: self.store.clone(),
+            store: store.clone(),
             until,
             single_pass: self.single_pass,
             watch,
@@ -306,7 +302,15 @@ impl<S: RunnerStore> Runner<S> {
             Ok(())
         })?;
         let stopped_at = self.clock.now();
-        let after = main.block_on(read_records(&self.store, &names));
+        let seen = store.seen_records();
+        let before: HashMap<String, JobState> = seen
+            .iter()
+            .filter_map(|(job, s)| Some((job.clone(), s.first.clone()?)))
+            .collect();
+        let after: HashMap<String, JobState> = seen
+            .into_iter()
+            .filter_map(|(job, s)| Some((job, s.latest?)))
+            .collect();
         let tally = std::mem::take(&mut *shared.tally());
         Ok(summarize(
             tally,
@@ -436,64 +440,6 @@ fn worker_thread<S: RunnerStore>(
     let worker = std::rc::Rc::new(Worker::new(number, owner, seed, shared, stop));
     local.block_on(&runtime, worker.run());
     Ok(())
-}
-
-/// The job records as stored now (jobs without a record, or whose record
-/// cannot be read, are left out: the summary then counts from zero).
-async fn read_records<S: RunnerStore>(store: &S, jobs: &[String]) -> HashMap<String, JobState> {
-    let mut out = HashMap::new();
-    for job in jobs {
-        match store.get(job).await {
-            Ok(Some(record)) => {
-                out.insert(job.clone(), record.value);
-            }
-            Ok(None) => {}
-            Err(e) => {
-                tracing::warn!(job, error = %e, "cannot read the job's record for the summary")
-            }
-        }
-    }
-    out
-}
-
-/// Writes the first record of every job the store does not know yet, as of
-/// the runner's start. A job's slots start after its creation; without
-/// this, creation would be whenever a worker first got round to the job,
-/// a few milliseconds later, which at a fast clock can be past its first
-/// slot. Put-if-absent: a record another process just wrote wins.
-async fn register_new_jobs<S: RunnerStore>(
-    store: &S,
-    specs: &[JobSpec],
-    known: &HashMap<String, JobState>,
-    now: Timestamp,
-) {
-    for spec in specs {
-        let job = spec.name.as_str();
-        if known.contains_key(job) {
-            continue;
-        }
-        let state = JobState::new(job, &spec.spec_hash(), now, spec.paused);
-        if let Err(e) = store.put(job, &state, None).await {
-            // The workers' first claim creates it instead.
-            tracing::warn!(job, error = %e, "cannot register the job in the store");
-        }
-    }
-}
-
-/// A store last used by an accelerated clock may have resolved slots that
-/// this clock has not reached yet: those jobs wait until it does. Say so,
-/// or a demo run twice on one store looks idle for no reason.
-fn warn_if_ahead(records: &HashMap<String, JobState>, now: Timestamp) {
-    for (job, state) in records {
-        if state.cursor > now {
-            tracing::warn!(
-                job = %job,
-                resolved_until = %format_instant(state.cursor),
-                "the store has resolved this job's slots up to an instant the clock has not \
-                 reached (an earlier run with a faster clock?); its next run waits for it"
-            );
-        }
-    }
 }
 
 /// A jitter seed per worker: different across workers and processes.

@@ -27,8 +27,7 @@ use std::time::{Duration, Instant};
 use cronslot_core::coord::{
     EffectBegin, EffectFinish, EffectLedger, EffectRecord, EffectState, JobState, PutResult,
     StateStore, StoreError, StoreErrorKind, TickIndex, TickStart, Version, Versioned, decide_begin,
-    decide_finish,
-    decode_state, encode_state,
+    decide_finish, decode_state, encode_state,
 };
 use jiff::Timestamp;
 use rusqlite::ffi::ErrorCode;
@@ -275,7 +274,10 @@ impl SqliteStore {
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         let rows = stmt
             .query_map((nanos(now), limit), |row| {
-                Ok((row.get::<_, Option<String>>(0)?, row.get::<_, Option<i64>>(1)?))
+                Ok((
+                    row.get::<_, Option<String>>(0)?,
+                    row.get::<_, Option<i64>>(1)?,
+                ))
             })
             .map_err(|e| where_.error(doing, &e))?;
         let mut start = TickStart {
@@ -474,7 +476,11 @@ impl TickIndex for SqliteStore {
 /// An instant as Unix nanoseconds, saturating outside 1678–2262 (no slot
 /// or lease of a real deployment is out there).
 fn nanos(t: Timestamp) -> i64 {
-    i64::try_from(t.as_nanosecond()).unwrap_or(if t.as_second() < 0 { i64::MIN } else { i64::MAX })
+    i64::try_from(t.as_nanosecond()).unwrap_or(if t.as_second() < 0 {
+        i64::MIN
+    } else {
+        i64::MAX
+    })
 }
 
 fn from_nanos(n: i64) -> Timestamp {
@@ -687,7 +693,7 @@ fn init_schema(conn: &mut Connection, where_: Where<'_>) -> Result<(), StoreErro
         Some(Value::Integer(v)) if v == STORE_SCHEMA_VERSION => Ok(()),
         Some(Value::Integer(1)) => {
             // Records written before version 2 have no wake yet: each gets
-            // one at its next write (`cronslot init` rewrites them all).
+            // one at its next write; until then its schedule brings it.
             let migrating = "adding the wake index (store schema 1 to 2)".to_string();
             tx.execute_batch(SCHEMA_V2)
                 .and_then(|()| {

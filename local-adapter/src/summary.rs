@@ -28,6 +28,10 @@ use jiff::{SignedDuration, Timestamp};
 const SLOT_MEMORY: SignedDuration = SignedDuration::from_hours(7 * 24);
 const PRUNE_ABOVE: usize = 20_000;
 
+/// A summary lists every job of a manifest up to this size; a larger one
+/// lists the jobs with something to report.
+const ALL_ROWS_UP_TO: usize = 50;
+
 #[derive(Debug, Default)]
 struct JobTally {
     slots_run: u64,
@@ -397,7 +401,18 @@ impl fmt::Display for Summary {
             "\n{:<width$}  {:>5}  {:>5}  {:>9}  {:>7}  {:>4}  missed / skipped",
             "job", "slots", "runs", "succeeded", "retries", "dead"
         )?;
-        for j in &self.jobs {
+        // A manifest of thousands of jobs prints the ones with something
+        // to report; a small one prints every job, quiet ones too.
+        let quiet = |j: &&JobSummary| {
+            self.jobs.len() > ALL_ROWS_UP_TO
+                && j.slots_run == 0
+                && j.runs == 0
+                && j.dead == 0
+                && j.missed.is_empty()
+                && j.skipped.is_empty()
+        };
+        let left_out = self.jobs.iter().filter(quiet).count();
+        for j in self.jobs.iter().filter(|j| !quiet(j)) {
             writeln!(
                 f,
                 "{:<width$}  {:>5}  {:>5}  {:>9}  {:>7}  {:>4}  {} / {}",
@@ -410,6 +425,9 @@ impl fmt::Display for Summary {
                 reasons_text(&j.missed, MissReason::as_str),
                 reasons_text(&j.skipped, SkipReason::as_str),
             )?;
+        }
+        if left_out > 0 {
+            writeln!(f, "… and {left_out} jobs with nothing to report")?;
         }
         let letters: Vec<(&str, &DeadLetter)> = self
             .jobs

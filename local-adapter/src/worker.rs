@@ -2,22 +2,28 @@
 //! a task of its own, on one thread (a current-thread runtime and a
 //! `LocalSet`: the core's futures are not `Send`).
 //!
-//! The coordinator decides everything about slots (which is due, overlap,
-//! catch-up, retries); the worker only asks with `Trigger::Tick` at the
-//! clock's now, claims until told it is idle, and sleeps until the earliest
-//! instant it was told about (the next slot, the next retry), a short poll
-//! (for what other workers and processes change), or a stop request.
+//! Each round is a tick (docs/design.md §11): the store's tick mark and
+//! wake index, and the manifest's slots since the mark, say which jobs to
+//! claim; no other job's record is read. The coordinator decides
+//! everything about slots (which is due, overlap, catch-up, retries); the
+//! worker claims each of those jobs until told it is idle, moves the mark,
+//! and sleeps until the next whole minute (when slots fall), the earliest
+//! instant a claim told it about (a retry), a short poll (for what other
+//! workers and processes change), or a stop request.
 
 use std::collections::HashMap;
 use std::rc::Rc;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
+use std::collections::HashSet;
+
 use cronslot_core::coord::{
-    CasCoordinator, Claim, Coordinator, EffectLedger, Idle, Lease, SlotId, StateStore, Trigger,
+    CasCoordinator, Claim, Coordinator, EffectLedger, Idle, Lease, SlotId, StateStore, TickIndex,
+    Trigger, decide, format_instant,
 };
 use cronslot_core::manifest::JobSpec;
-use cronslot_runtime::{Jobs, Platform, run_lease};
+use cronslot_runtime::{Jobs, MAX_WOKEN_PER_TICK, Platform, TickJob, TickPlan, run_lease};
 use jiff::Timestamp;
 use tokio::sync::{Notify, watch};
 use tokio::task::JoinSet;
@@ -52,6 +58,10 @@ const STORE_RETRY: Duration = Duration::from_secs(5);
 /// The shortest real pause before a failed claim is tried again.
 const MIN_REAL_STORE_RETRY: Duration = Duration::from_millis(250);
 
+/// Slots fall on whole minutes: a worker wakes at each, so that a slot
+/// starts on time whatever the poll.
+const MINUTE: i64 = 60;
+
 /// What the runner asks of its workers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Stop {
@@ -63,14 +73,17 @@ pub(crate) enum Stop {
     Now,
 }
 
-/// A store the runner's workers share: the state store and the effect
-/// ledger, used from several threads at once (each worker thread runs its
-/// own current-thread tokio runtime). SQLite, PostgreSQL and DynamoDB are
-/// such stores; anything that implements the core's store traits and is
-/// `Clone + Send + Sync` is one.
-pub trait RunnerStore: StateStore + EffectLedger + Clone + Send + Sync + 'static {}
+/// A store the runner's workers share: the state store, the effect ledger
+/// and the tick index, used from several threads at once (each worker
+/// thread runs its own current-thread tokio runtime). SQLite, PostgreSQL
+/// and DynamoDB are such stores; anything that implements the core's store
+/// traits and is `Clone + Send + Sync` is one.
+pub trait RunnerStore:
+    StateStore + EffectLedger + TickIndex + Clone + Send + Sync + 'static
+{
+}
 
-impl<S: StateStore + EffectLedger + Clone + Send + Sync + 'static> RunnerStore for S {}
+impl<S: StateStore + EffectLedger + TickIndex + Clone + Send + Sync + 'static> RunnerStore for S {}
 
 /// What the runner, its workers and their platforms watch together: the
 /// tally of claims and runs, and the runner's health.
@@ -110,12 +123,16 @@ pub(crate) struct Worker<S: RunnerStore> {
     number: u32,
     owner: String,
     coordinator: Rc<CasCoordinator<S>>,
-    specs: Vec<Rc<JobSpec>>,
+    plan: TickPlan,
     shared: Arc<Shared<S>>,
     platform: Rc<dyn Platform>,
     /// A run of this worker ended: look again at once (its job may have a
     /// retry or a waiting slot now).
     wake: Notify,
+    /// The earliest wake a record this worker wrote holds (a retry's time):
+    /// the loop sleeps no longer than that, so a retry starts on time
+    /// rather than at the next poll.
+    soonest: std::cell::Cell<Option<Timestamp>>,
     stop: watch::Receiver<Stop>,
 }
 
@@ -133,10 +150,13 @@ impl<S: RunnerStore> Worker<S> {
             number,
             owner,
             coordinator: Rc::new(CasCoordinator::new(shared.store.clone(), seed)),
-            specs: shared.specs.iter().cloned().map(Rc::new).collect(),
+            plan: TickPlan::new(shared.specs.iter().cloned().map(Rc::new).collect(), |_| {
+                true
+            }),
             shared,
             platform: Rc::new(platform),
             wake: Notify::new(),
+            soonest: std::cell::Cell::new(None),
             stop,
         }
     }
@@ -166,11 +186,12 @@ impl<S: RunnerStore> Worker<S> {
                 break;
             }
             let poll = POLL.max(self.clock_time_of(MIN_REAL_POLL));
-            let mut wake_at = add(now, poll);
-            for (index, spec) in self.specs.iter().enumerate() {
-                if let Some(t) = self.claim_due(index, spec, &mut runs, &mut expected).await {
-                    wake_at = wake_at.min(t);
-                }
+            let mut wake_at = add(now, poll).min(next_minute(now));
+            if let Some(t) = self.tick(&mut runs, &mut expected).await {
+                wake_at = wake_at.min(t);
+            }
+            if let Some(t) = self.soonest.take().filter(|t| *t > now) {
+                wake_at = wake_at.min(t);
             }
             if let Some(until) = self.shared.until {
                 wake_at = wake_at.min(until);
@@ -205,15 +226,73 @@ impl<S: RunnerStore> Worker<S> {
         }
     }
 
-    /// Claims every due slot of one job; returns when to look again.
-    async fn claim_due(
+    /// One tick: the store's mark and woken jobs, the manifest's slots
+    /// since the mark; claims each of those jobs, then moves the mark past
+    /// every slot whose job was served. Returns when to look again, if
+    /// sooner than the poll.
+    async fn tick(
         self: &Rc<Self>,
-        index: usize,
-        spec: &Rc<JobSpec>,
         runs: &mut JoinSet<()>,
         expected: &mut HashMap<usize, Timestamp>,
     ) -> Option<Timestamp> {
+        let store = self.coordinator.store();
+        let start = match store
+            .tick_start(self.clock().now(), MAX_WOKEN_PER_TICK)
+            .await
+        {
+            Ok(start) => start,
+            Err(e) => {
+                self.shared.watch.health.store_failed(&e.to_string());
+                self.shared.tally().store_error();
+                tracing::warn!(owner = %self.owner, error = %e,
+                    "cannot read the tick mark; trying again at the next tick");
+                let pause = STORE_RETRY.max(self.clock_time_of(MIN_REAL_STORE_RETRY));
+                return Some(add(self.clock().now(), pause));
+            }
+        };
+        self.shared.watch.health.store_ok();
+        if let Some(mark) = start.mark.filter(|m| *m > start.now) {
+            warn_ahead_once(mark, start.now);
+        }
+        let work = self.plan.work(&start);
+        let mut wake: Option<Timestamp> = None;
+        let mut unserved = HashSet::new();
+        for job in &work.jobs {
+            let Some(index) = self.plan.position(job.spec.name.as_str()) else {
+                continue;
+            };
+            if let Some(slot) = job.planned {
+                expected.insert(index, slot);
+            }
+            let (next, failed) = self.claim_due(index, job, runs, expected).await;
+            if failed {
+                unserved.insert(job.spec.name.as_str());
+            }
+            if let Some(t) = next {
+                wake = Some(wake.map_or(t, |w| w.min(t)));
+            }
+        }
+        if let Err(e) = store.tick_end(work.mark(&unserved)).await {
+            // The next tick plans a longer window: the same jobs again,
+            // which the store answers as already claimed. Nothing is lost.
+            tracing::warn!(owner = %self.owner, error = %e, "cannot move the tick mark");
+        }
+        wake
+    }
+
+    /// Claims every due slot of one job; returns when to look again, and
+    /// whether a claim failed on the store.
+    async fn claim_due(
+        self: &Rc<Self>,
+        index: usize,
+        tick_job: &TickJob,
+        runs: &mut JoinSet<()>,
+        expected: &mut HashMap<usize, Timestamp>,
+    ) -> (Option<Timestamp>, bool) {
+        let spec = &tick_job.spec;
         let job = spec.name.as_str();
+        let mut trigger = tick_job.trigger();
+        let mut failed = false;
         let now = self.clock().now();
         let due = expected.get(&index).copied().filter(|s| *s <= now);
         let mut got_due = false;
@@ -223,8 +302,9 @@ impl<S: RunnerStore> Worker<S> {
             let before = self.coordinator.conflicts();
             let claim = self
                 .coordinator
-                .claim(spec, self.clock().now(), Trigger::Tick, &self.owner)
+                .claim(spec, self.clock().now(), trigger, &self.owner)
                 .await;
+            trigger = Trigger::Tick;
             let conflicts = self.coordinator.conflicts().saturating_sub(before);
             if conflicts > 0 {
                 self.shared.tally().claim_conflicts(conflicts);
@@ -234,6 +314,15 @@ impl<S: RunnerStore> Worker<S> {
                     self.shared.watch.health.store_ok();
                     got_due |= Some(lease.slot) == due;
                     self.start_run(spec, lease, runs);
+                    // The record this claim wrote says whether another
+                    // claim could find anything: if not, that claim (a read)
+                    // is saved. A run is then one read and two writes.
+                    let more = self.coordinator.known(job).is_none_or(|record| {
+                        decide::more_due(spec, &record.value, self.clock().now())
+                    });
+                    if !more {
+                        break;
+                    }
                 }
                 Ok(Claim::Idle(idle)) => {
                     self.shared.watch.health.store_ok();
@@ -250,6 +339,7 @@ impl<S: RunnerStore> Worker<S> {
                     // fast clock.
                     let pause = STORE_RETRY.max(self.clock_time_of(MIN_REAL_STORE_RETRY));
                     wake = Some(add(self.clock().now(), pause));
+                    failed = true;
                     break;
                 }
             }
@@ -264,7 +354,7 @@ impl<S: RunnerStore> Worker<S> {
                 self.shared.tally().lost(job, slot, &self.owner);
             }
         }
-        wake
+        (wake, failed)
     }
 
     fn note_idle(
@@ -332,6 +422,35 @@ impl<S: RunnerStore> Worker<S> {
         if let Some(slot) = twice {
             tracing::error!(slot = %slot, owner = %self.owner, "slot succeeded twice");
         }
+        let wake = self
+            .coordinator
+            .known(spec.name.as_str())
+            .and_then(|record| record.value.wake_at);
+        if let Some(t) = wake {
+            self.soonest
+                .set(Some(self.soonest.get().map_or(t, |s| s.min(t))));
+        }
         self.wake.notify_one();
     }
+}
+
+/// The first whole minute after `now`.
+fn next_minute(now: Timestamp) -> Timestamp {
+    let next = (now.as_second().div_euclid(MINUTE) + 1) * MINUTE;
+    Timestamp::from_second(next).unwrap_or(now)
+}
+
+/// A store whose mark is ahead of this clock has planned slots this clock
+/// has not reached: they wait until it does. Said once per process, or a
+/// demo run twice on one store looks idle for no reason.
+fn warn_ahead_once(mark: Timestamp, now: Timestamp) {
+    static WARNED: std::sync::Once = std::sync::Once::new();
+    WARNED.call_once(|| {
+        tracing::warn!(
+            planned_until = %format_instant(mark),
+            now = %format_instant(now),
+            "the store's ticks have planned slots up to an instant this clock has not reached \
+             (a faster clock used it before): those slots wait until the clock gets there"
+        );
+    });
 }

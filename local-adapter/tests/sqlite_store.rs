@@ -582,11 +582,17 @@ fn a_schema_1_store_is_migrated_on_open() {
     let mut waking = state("j", 4);
     waking.wake_at = Some(t0());
     written(block_on(store.put("j", &waking, Some(3))).unwrap());
-    assert_eq!(block_on(store.tick_start(t0(), 10)).unwrap().woken, vec!["j".to_string()]);
+    assert_eq!(
+        block_on(store.tick_start(t0(), 10)).unwrap().woken,
+        vec!["j".to_string()]
+    );
     // Opening again finds schema 2 and changes nothing.
     drop(store);
     let again = SqliteStore::open(&path).unwrap();
-    assert_eq!(block_on(again.tick_start(t0(), 10)).unwrap().woken, vec!["j".to_string()]);
+    assert_eq!(
+        block_on(again.tick_start(t0(), 10)).unwrap().woken,
+        vec!["j".to_string()]
+    );
 }
 
 #[test]

@@ -46,7 +46,7 @@ const MIGRATIONS: &[&str] = &[
     // Version 2: each record's wake, indexed (partially: most records
     // have none), and the tick mark, so that a tick reads only what is due
     // (docs/design.md §11). Records written before it get their wake at
-    // their next write; `cronslot init` rewrites them all.
+    // their next write; until then their schedule brings them to a tick.
     "ALTER TABLE {s}.job_state ADD COLUMN wake_at timestamptz;
     CREATE INDEX job_state_wake_at ON {s}.job_state (wake_at) WHERE wake_at IS NOT NULL;
     CREATE TABLE {s}.tick_mark (

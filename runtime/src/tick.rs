@@ -206,9 +206,7 @@ where
     C: Coordinator + 'static,
     I: TickIndex,
 {
-    let start = index
-        .tick_start(platform.now(), MAX_WOKEN_PER_TICK)
-        .await?;
+    let start = index.tick_start(platform.now(), MAX_WOKEN_PER_TICK).await?;
     let work = plan.work(&start);
     let too_late = platform
         .deadline()
@@ -250,7 +248,9 @@ where
             unserved.insert(job.spec.name.as_str());
         }
     }
-    let failed = unserved.len().saturating_sub(work.jobs.len() - served.len());
+    let failed = unserved
+        .len()
+        .saturating_sub(work.jobs.len() - served.len());
     if failed > 0 && left.is_none() {
         left = Some((
             failed,

@@ -37,7 +37,9 @@ impl Input {
 /// one is measured again here so that the ratio can be printed.
 fn mean_load(input: &Input, form: &str, at_least: Duration) -> Duration {
     let load = || match form {
-        "toml" => parse_manifest(&input.toml, "scale.toml").map(|m| m.jobs.len()).ok(),
+        "toml" => parse_manifest(&input.toml, "scale.toml")
+            .map(|m| m.jobs.len())
+            .ok(),
         _ => load_precompiled(&input.json).map(|m| m.jobs.len()).ok(),
     };
     let start = Instant::now();

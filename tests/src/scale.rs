@@ -54,11 +54,14 @@ fn schedule(i: usize, mix: Mix) -> String {
 /// A manifest of `jobs` command jobs named `j1`..`jN`, in [`ZONES`] in
 /// turn (all in UTC when `one_zone`), with `mix`'s schedules.
 pub fn manifest(jobs: usize, mix: Mix, one_zone: bool) -> String {
-    let mut out = String::from(
-        "[defaults]\nlease = \"2m\"\nstarting_deadline = \"5m\"\ntimeout = \"30s\"\n",
-    );
+    let mut out =
+        String::from("[defaults]\nlease = \"2m\"\nstarting_deadline = \"5m\"\ntimeout = \"30s\"\n");
     for i in 0..jobs {
-        let zone = if one_zone { ZONES[0] } else { ZONES[i % ZONES.len()] };
+        let zone = if one_zone {
+            ZONES[0]
+        } else {
+            ZONES[i % ZONES.len()]
+        };
         let _ = write!(
             out,
             "\n[[job]]\nname = \"j{}\"\nschedule = \"{}\"\ntimezone = \"{zone}\"\ncommand = [\"true\"]\n",

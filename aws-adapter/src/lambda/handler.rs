@@ -3,18 +3,20 @@
 //! memory with a fake clock and a fake deadline, without the Lambda runtime.
 
 use std::cell::Cell;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::rc::Rc;
 use std::time::Duration;
 
 use cronslot_core::coord::exec::join_all;
 use cronslot_core::coord::{
-    CasCoordinator, CoordError, EffectLedger, Idle, StateStore, Trigger, format_instant,
+    CasCoordinator, CoordError, EffectLedger, Idle, StateStore, StoreError, TickIndex, Trigger,
+    decide, format_instant,
 };
 use cronslot_core::manifest::{JobSpec, Manifest, format_duration};
 use cronslot_core::translate::{Platform as Dialect, dedicated};
 use cronslot_runtime::{
-    JobError, Jobs, Outcome, Platform, RunReport, ServeOptions, idle_reason, serve,
+    JobError, Jobs, MAX_WOKEN_PER_TICK, Outcome, Platform, RunReport, ServeOptions, TickPlan,
+    idle_reason, serve,
 };
 use jiff::Timestamp;
 use serde_json::{Value, json};
@@ -89,10 +91,12 @@ pub type StoreFactory<S> = Box<dyn Fn(&Invocation) -> S>;
 pub struct Handler<S> {
     manifest: Manifest,
     specs: BTreeMap<String, Rc<JobSpec>>,
-    /// The jobs a tick plans: tick-mode jobs, and dedicated jobs whose
-    /// schedule has no exact EventBridge translation (`cronslot render`
-    /// deploys no schedule of their own for them, so the tick serves them).
-    on_tick: Vec<Rc<JobSpec>>,
+    /// What a tick serves. The manifest plans the slots of tick-mode jobs,
+    /// and of dedicated jobs whose schedule has no exact EventBridge
+    /// translation (`cronslot render` deploys no schedule of their own for
+    /// them). The store's wake index may name any job: a dedicated job's
+    /// retry or expired lease is served by the tick too.
+    tick_plan: TickPlan,
     jobs: Jobs,
     stores: StoreFactory<S>,
     seed: Cell<u64>,
@@ -108,9 +112,12 @@ struct JobReport {
     runs: Vec<Value>,
     idle: Vec<Value>,
     errors: Vec<HandlerError>,
+    /// A claim failed on the store: a tick's mark must not pass the job's
+    /// slot.
+    claim_failed: bool,
 }
 
-impl<S: StateStore + EffectLedger + 'static> Handler<S> {
+impl<S: StateStore + EffectLedger + TickIndex + 'static> Handler<S> {
     /// Checks the manifest against the registered functions (see
     /// [`init::check`]) and builds the handler.
     pub fn new(
@@ -128,15 +135,13 @@ impl<S: StateStore + EffectLedger + 'static> Handler<S> {
             .iter()
             .map(|s| (s.name.as_str().to_string(), Rc::new(s.clone())))
             .collect();
-        let on_tick = specs
-            .values()
-            .filter(|s| !matches!(dedicated(s, Dialect::EventBridge), Some(Ok(_))))
-            .cloned()
-            .collect();
+        let tick_plan = TickPlan::new(specs.values().cloned().collect(), |s| {
+            !matches!(dedicated(s, Dialect::EventBridge), Some(Ok(_)))
+        });
         Ok(Handler {
             manifest,
             specs,
-            on_tick,
+            tick_plan,
             jobs,
             stores: Box::new(stores),
             seed: Cell::new(host.seed),
@@ -199,33 +204,87 @@ impl<S: StateStore + EffectLedger + 'static> Handler<S> {
                 (vec![report], summary)
             }
             Work::Tick { time } => {
-                let mut refused = Vec::new();
-                let mut serving = Vec::new();
-                for spec in &self.on_tick {
-                    match self.check_lease(spec, inv, now) {
-                        Ok(()) => {
-                            serving.push(self.serve(&coord, spec.clone(), Trigger::Tick, inv))
-                        }
-                        Err(e) => refused.push(e),
-                    }
+                let (reports, mut summary) = self.tick(&coord, inv, now).await?;
+                if let Value::Object(map) = &mut summary {
+                    map.insert("source".into(), Value::from(event.source_name()));
+                    map.insert("tick_time".into(), Value::from(format_instant(time)));
+                    let lag = now.as_millisecond() - time.as_millisecond();
+                    map.insert("tick_lag_ms".into(), Value::from(lag));
                 }
-                let mut reports = join_all(serving).await;
-                reports.push(JobReport {
-                    runs: Vec::new(),
-                    idle: Vec::new(),
-                    errors: refused,
-                });
-                let lag = now.as_millisecond() - time.as_millisecond();
-                let summary = json!({
-                    "trigger": "tick",
-                    "source": event.source_name(),
-                    "tick_time": format_instant(time),
-                    "tick_lag_ms": lag,
-                });
                 (reports, summary)
             }
         };
         self.conclude(inv, reports, summary)
+    }
+
+    /// A tick: the store's mark and woken jobs, and the manifest's slots
+    /// since the mark, say which jobs to serve (docs/design.md §11); they
+    /// are served at once, and the mark moves past every slot whose job was
+    /// served. A job refused for its configuration does not hold the mark
+    /// (it would hold it for ever): its error fails the invocation.
+    async fn tick(
+        &self,
+        coord: &Coord<S>,
+        inv: &Invocation,
+        now: Timestamp,
+    ) -> Result<(Vec<JobReport>, Value), HandlerError> {
+        let start = match coord
+            .store()
+            .inner()
+            .tick_start(now, MAX_WOKEN_PER_TICK)
+            .await
+        {
+            Ok(start) => start,
+            Err(e) => return Err(self.fail_with(inv, None, tick_error("read the tick mark", &e))),
+        };
+        let work = self.tick_plan.work(&start);
+        let mut refused = Vec::new();
+        let mut served = Vec::new();
+        let mut serving = Vec::new();
+        for job in &work.jobs {
+            match self.check_lease(&job.spec, inv, now) {
+                Ok(()) => {
+                    served.push(job.spec.name.as_str());
+                    serving.push(self.serve(coord, job.spec.clone(), job.trigger(), inv));
+                }
+                Err(e) => refused.push(e),
+            }
+        }
+        let mut reports = join_all(serving).await;
+        let unserved: HashSet<&str> = served
+            .iter()
+            .zip(&reports)
+            .filter(|(_, r)| r.claim_failed)
+            .map(|(name, _)| *name)
+            .collect();
+        let mark = work.mark(&unserved);
+        if let Err(e) = coord.store().inner().tick_end(mark).await {
+            // The next tick plans a longer window, the same jobs again:
+            // their records answer that the slots are taken.
+            self.emit(&json!({
+                "level": "warn",
+                "msg": "tick_mark_not_moved",
+                "request_id": inv.request_id,
+                "error": e.to_string(),
+            }));
+        }
+        reports.push(JobReport {
+            runs: Vec::new(),
+            idle: Vec::new(),
+            errors: refused,
+            claim_failed: false,
+        });
+        let planned = work.jobs.iter().filter(|j| j.planned.is_some()).count();
+        let summary = json!({
+            "trigger": "tick",
+            "window_start": format_instant(work.after),
+            "window_end": format_instant(work.now),
+            "planned": planned,
+            "woken": work.jobs.len() - planned,
+            "unknown_woken": work.unknown,
+            "mark": format_instant(mark),
+        });
+        Ok((reports, summary))
     }
 
     fn spec(&self, spec: &JobSpec) -> Result<Rc<JobSpec>, HandlerError> {
@@ -340,6 +399,7 @@ impl<S: StateStore + EffectLedger + 'static> Handler<S> {
             runs: Vec::new(),
             idle: Vec::new(),
             errors: Vec::new(),
+            claim_failed: served.claim_error.is_some() && served.runs.is_empty(),
         };
         // Slots given a fate by this job's writes (missed by a claim, dead
         // by a failure): on the last run's line, or a line of their own.
@@ -449,18 +509,20 @@ impl<S: StateStore + EffectLedger + 'static> Handler<S> {
 /// Is another slot or retry of the job due, judging by the record the last
 /// write left? (Costs no request; a wrong guess costs one read.)
 fn more_due<S>(coord: &Coord<S>, spec: &JobSpec, now: Timestamp) -> bool {
-    let Some(state) = coord.store().known(spec.name.as_str()) else {
-        return false;
+    coord
+        .store()
+        .known(spec.name.as_str())
+        .is_some_and(|state| decide::more_due(spec, &state, now))
+}
+
+/// The invocation's error when the tick's own store requests fail.
+fn tick_error(doing: &str, e: &StoreError) -> HandlerError {
+    let kind = if CoordError::Store(e.clone()).is_transient() {
+        ErrorKind::StoreUnavailable
+    } else {
+        ErrorKind::StoreFailed
     };
-    if state.paused {
-        return false;
-    }
-    let retry = state.pending.iter().any(|p| p.not_before <= now);
-    let slot = spec
-        .schedule
-        .next_after(state.cursor)
-        .is_some_and(|s| s <= now && spec.in_window(s));
-    retry || slot
+    HandlerError::new(kind, format!("could not {doing}: {e}"))
 }
 
 /// The invocation's error for a run that did not succeed: Lambda retries

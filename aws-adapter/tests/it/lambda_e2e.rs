@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use aws_sdk_dynamodb::config::{BehaviorVersion, Credentials, Region};
 use cronslot_aws::dynamo::DynamoStore;
-use cronslot_core::coord::{JobState, StateStore, format_instant};
+use cronslot_core::coord::{JobState, StateStore, TickIndex, format_instant};
 use cronslot_core::manifest::parse_manifest;
 use jiff::Timestamp;
 use serde_json::Value;
@@ -530,13 +530,18 @@ fn the_example_lambda_runs_each_slot_once_against_dynamodb() {
     assert!(r.ok, "rule event: {}", r.output);
     assert_eq!(hooks.count("/ping"), 1);
 
-    // A tick: serves the tick-mode job (its first tick creates its record).
+    // The table's first tick writes its tick mark and nothing else: the
+    // tick-mode job gets a record when a later tick finds it due.
     let mut tick = fixture("tick-scheduler.json");
     tick["cronslot"]["scheduled_time"] = Value::from(slot.clone());
     let r = lambda.invoke(&tick, call, &watch);
     assert!(r.ok, "tick: {}", r.output);
-    let tick_state = state(&rt, &store, "tick-hook");
-    assert_eq!(tick_state.job, "tick-hook");
+    let start = rt
+        .block_on(store.tick_start(Timestamp::now(), 10))
+        .unwrap_or_else(|e| panic!("reading the tick mark: {e}"));
+    assert!(start.mark.is_some(), "the first tick writes the mark");
+    let untouched = rt.block_on(store.get("tick-hook"));
+    assert!(matches!(untouched, Ok(None)), "{untouched:?}");
 
     // A failing run: an error, then the re-delivery (after the 1 s
     // backoff) runs the retry and succeeds.

@@ -267,13 +267,19 @@ async fn a_tick_runs_every_due_tick_mode_job_concurrently() {
         .register("sweep", job("sweep"))
         .register("rollup", job("rollup"));
     let w = World::new(MANIFEST, jobs, "2026-03-08T14:04:30Z");
-    // The first tick creates the records: nothing from before is due.
+    // The table's first tick plans nothing and reads no job: it writes
+    // the tick mark, from which the next tick plans.
     let first = w
         .deliver(&fixture("tick-scheduler.json"))
         .await
         .expect("tick");
     assert_eq!(first["runs"], Value::Array(vec![]));
-    assert_eq!(first["idle"].as_array().map(Vec::len), Some(2));
+    assert_eq!(first["idle"], Value::Array(vec![]));
+    assert_eq!(
+        (first["planned"].as_u64(), first["woken"].as_u64()),
+        (Some(0), Some(0))
+    );
+    assert_eq!((w.store.reads(), w.store.writes()), (1, 1), "the mark only");
 
     w.set("2026-03-08T14:05:00.200Z");
     let out = w
@@ -293,11 +299,15 @@ async fn a_tick_runs_every_due_tick_mode_job_concurrently() {
     );
     assert_eq!(most.get(), 2, "both jobs ran at once");
 
-    // The tick rule, a few seconds later: nothing left to do.
+    assert_eq!(out["planned"].as_u64(), Some(2));
+    // The tick rule, a few seconds later: nothing left to do, and no job
+    // read: the mark covers 14:05 already.
     w.set("2026-03-08T14:05:09Z");
+    let (reads, writes) = (w.store.reads(), w.store.writes());
     let out = w.deliver(&fixture("tick-rule.json")).await.expect("tick");
     assert_eq!(out["runs"], Value::Array(vec![]));
-    assert_eq!(out["idle"][0]["reason"], "nothing_due");
+    assert_eq!(out["idle"], Value::Array(vec![]));
+    assert_eq!((w.store.reads() - reads, w.store.writes() - writes), (1, 1));
 }
 
 /// A dedicated job whose schedule EventBridge cannot express exactly gets no
@@ -508,7 +518,14 @@ async fn a_lease_shorter_than_the_function_timeout_is_refused() {
         e.message,
         "job \"report\": its lease 2m is shorter than the function's remaining time 15m plus the skew margin 5s, so a run could outlive its lease and a second copy could start; raise the job's lease to at least 15m5s, or lower the function timeout to at most 1m55s (lease − skew margin)"
     );
-    // The tick refuses its jobs the same way.
+    assert_eq!((w.store.reads(), w.store.writes()), (0, 0));
+    // The tick refuses its jobs the same way when they come due (the
+    // first tick only writes the mark), and claims nothing: only the mark
+    // is read and moved.
+    w.deliver(&fixture("tick-scheduler.json"))
+        .await
+        .expect("the first tick");
+    w.set("2026-03-08T14:05:00.500Z");
     let e = w
         .deliver(&fixture("tick-scheduler.json"))
         .await
@@ -516,7 +533,7 @@ async fn a_lease_shorter_than_the_function_timeout_is_refused() {
     assert_eq!(e.kind, ErrorKind::Misconfigured);
     assert!(e.message.contains("job \"rollup\""), "{e}");
     assert!(e.message.contains("job \"sweep\""), "{e}");
-    assert_eq!((w.store.reads(), w.store.writes()), (0, 0));
+    assert_eq!((w.store.reads(), w.store.writes()), (2, 2));
     assert_eq!(runs.get(), 0);
 
     // A timeout within the lease (minus the skew margin) is fine.

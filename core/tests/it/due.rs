@@ -45,7 +45,10 @@ fn parse_specs() -> Vec<JobSpec> {
     let mut n = 0;
     for schedule in SCHEDULES {
         for zone in ZONES {
-            for policy in ["dst_gap = \"shift\"", "dst_gap = \"skip\"\ndst_overlap = \"twice\""] {
+            for policy in [
+                "dst_gap = \"shift\"",
+                "dst_gap = \"skip\"\ndst_overlap = \"twice\"",
+            ] {
                 n += 1;
                 text.push_str(&format!(
                     "[[job]]\nname = \"j{n}\"\nschedule = \"{schedule}\"\ntimezone = \"{zone}\"\n{policy}\ncommand = [\"true\"]\n"
@@ -57,7 +60,9 @@ fn parse_specs() -> Vec<JobSpec> {
     text.push_str(
         "[[job]]\nname = \"windowed\"\nschedule = \"* * * * *\"\nstart_at = \"2026-03-08T06:58:00Z\"\nend_at = \"2026-03-08T07:03:00Z\"\ncommand = [\"true\"]\n",
     );
-    parse_manifest(&text, "due.toml").expect("valid manifest").jobs
+    parse_manifest(&text, "due.toml")
+        .expect("valid manifest")
+        .jobs
 }
 
 /// The definition the planner must meet.
@@ -125,7 +130,11 @@ fn a_window_that_is_empty_or_backwards_plans_nothing() {
     let planner = DuePlanner::new(specs, |_| true);
     let t = at("2026-06-15T12:00:00Z");
     assert!(planner.due(specs, t, t).is_empty());
-    assert!(planner.due(specs, t, t - SignedDuration::from_secs(60)).is_empty());
+    assert!(
+        planner
+            .due(specs, t, t - SignedDuration::from_secs(60))
+            .is_empty()
+    );
 }
 
 #[test]
@@ -135,7 +144,13 @@ fn only_included_jobs_are_planned_and_every_job_has_a_position() {
     assert_eq!(planner.len(), 1);
     let after = at("2026-06-15T12:00:00Z");
     let due = planner.due(specs, after, after + SignedDuration::from_secs(60));
-    assert_eq!(due, vec![Due { slot: at("2026-06-15T12:01:00Z"), job: 0 }]);
+    assert_eq!(
+        due,
+        vec![Due {
+            slot: at("2026-06-15T12:01:00Z"),
+            job: 0
+        }]
+    );
     assert_eq!(planner.position("windowed"), Some(specs.len() - 1));
     assert_eq!(planner.position("nope"), None);
 }

@@ -7,10 +7,10 @@ mod count;
 // Needs Node and croner from npm (scripts/setup installs them).
 mod croner_npm;
 mod differential;
-mod due;
-mod wake;
 mod dst;
+mod due;
 mod fuzz_dialects;
+mod wake;
 // These two read manifests from TOML text (`parse_manifest`).
 #[cfg(feature = "toml")]
 mod fuzz_manifest;

@@ -8,7 +8,10 @@ use jiff::{SignedDuration, Timestamp};
 
 fn spec(body: &str) -> JobSpec {
     let text = format!("[[job]]\nname = \"w\"\ncommand = [\"true\"]\n{body}\n");
-    parse_manifest(&text, "wake.toml").expect("valid").jobs.remove(0)
+    parse_manifest(&text, "wake.toml")
+        .expect("valid")
+        .jobs
+        .remove(0)
 }
 
 fn at(s: &str) -> Timestamp {
@@ -32,7 +35,11 @@ fn claimed(spec: &JobSpec, created: Timestamp, now: Timestamp) -> (JobState, u64
 #[test]
 fn a_lease_is_woken_after_its_expiry_and_the_skew_margin() {
     let hourly = spec("schedule = \"0 * * * *\"\nlease = \"15m\"\nskew_margin = \"5s\"");
-    let (state, _) = claimed(&hourly, at("2026-06-15T11:59:00Z"), at("2026-06-15T12:00:02Z"));
+    let (state, _) = claimed(
+        &hourly,
+        at("2026-06-15T11:59:00Z"),
+        at("2026-06-15T12:00:02Z"),
+    );
     assert_eq!(
         next_wake(&hourly, &state, at("2026-06-15T12:00:02Z")),
         Some(at("2026-06-15T12:15:07.001Z"))
@@ -50,8 +57,9 @@ fn a_completed_run_leaves_no_wake() {
 
 #[test]
 fn a_retry_is_woken_at_its_time_but_not_while_paused() {
-    let hourly =
-        spec("schedule = \"0 * * * *\"\nretry = { max_attempts = 3, backoff = \"1m\", max_backoff = \"1m\" }");
+    let hourly = spec(
+        "schedule = \"0 * * * *\"\nretry = { max_attempts = 3, backoff = \"1m\", max_backoff = \"1m\" }",
+    );
     let now = at("2026-06-15T12:00:02Z");
     let (mut state, fence) = claimed(&hourly, at("2026-06-15T11:59:00Z"), now);
     let mut rng = SplitMix64::new(2);
@@ -61,7 +69,11 @@ fn a_retry_is_woken_at_its_time_but_not_while_paused() {
     };
     assert_eq!(next_wake(&hourly, &state, now), Some(not_before));
     state.paused = true;
-    assert_eq!(next_wake(&hourly, &state, now), None, "a paused job's retry waits for resume");
+    assert_eq!(
+        next_wake(&hourly, &state, now),
+        None,
+        "a paused job's retry waits for resume"
+    );
 }
 
 #[test]
@@ -69,10 +81,17 @@ fn a_slot_held_back_is_woken_at_once() {
     // Forbid overlap: the 12:01 slot waits for the 12:00 run, which has
     // just completed; the record says the slot is due now.
     let minutely = spec("schedule = \"* * * * *\"\nlease = \"5m\"\nretry = { max_attempts = 1 }");
-    let (mut state, fence) = claimed(&minutely, at("2026-06-15T11:59:30Z"), at("2026-06-15T12:00:01Z"));
+    let (mut state, fence) = claimed(
+        &minutely,
+        at("2026-06-15T11:59:30Z"),
+        at("2026-06-15T12:00:01Z"),
+    );
     let done = at("2026-06-15T12:01:30Z");
     decide::complete(&minutely, &mut state, fence, None, done).expect("complete");
-    assert_eq!(next_wake(&minutely, &state, done), Some(at("2026-06-15T12:01:00Z")));
+    assert_eq!(
+        next_wake(&minutely, &state, done),
+        Some(at("2026-06-15T12:01:00Z"))
+    );
 }
 
 #[test]
@@ -86,5 +105,8 @@ fn a_wake_after_the_next_planned_slot_is_left_to_the_plan() {
     // Within the skew margin of the next slot, another server's tick may
     // have planned past it already: then the wake stays.
     let close = at("2026-06-15T12:00:57Z");
-    assert_eq!(next_wake(&minutely, &state, close), Some(at("2026-06-15T12:01:00Z")));
+    assert_eq!(
+        next_wake(&minutely, &state, close),
+        Some(at("2026-06-15T12:01:00Z"))
+    );
 }

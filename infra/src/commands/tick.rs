@@ -2,11 +2,15 @@
 //! a process every minute (system cron, systemd timers, Kubernetes
 //! CronJobs, CI schedules).
 //!
-//! It is the runner's single pass: every job is planned once at now, its
+//! It is the runner's single pass, one tick (docs/design.md §11): the
+//! store's tick mark and wake index, and the manifest's slots since the
+//! mark, say which jobs are due; only those jobs' records are read. Their
 //! due slots are claimed (a compare-and-set on the shared store, so any
 //! number of machines may tick at once and each slot still runs once), run
-//! here within their timeouts, and recorded. A slot missed while no tick
-//! ran is caught up by the next one, as the job's `catch_up` says.
+//! here within their timeouts, and recorded. Slots that came due while no
+//! tick ran are planned by the next one (the mark has not passed them) and
+//! caught up as each job's `catch_up` says. A pass with nothing due costs
+//! the store two requests, however many jobs the manifest holds.
 
 use cronslot_local::{Clock, Runner, Summary, init_logging};
 
@@ -26,7 +30,7 @@ pub fn exec(args: TickArgs) -> Result<(), Failure> {
     init_logging(format, &clock).map_err(|e| Failure::bad_input(format!("error: {e}")))?;
     log_warnings(&manifest, format);
     let (store, clock) = target.open_for_jobs(&clock)?;
-    sweep_once(&store);
+    sweep_once(&store, clock.now());
     let summary = with_job_store!(store, store => {
         run(Runner::new(store, manifest.jobs, clock).single_pass().handle_ctrl_c(true))?
     });

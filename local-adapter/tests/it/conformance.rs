@@ -72,9 +72,15 @@ fn schema_1_record_loads() {
 fn tick_index_contract() {
     use cronslot_core::conformance::tick_index_contract;
     use cronslot_core::coord::exec::block_on;
-    block_on(tick_index_contract(SqliteStore::open_in_memory().unwrap(), "sqlite-mem"));
+    block_on(tick_index_contract(
+        SqliteStore::open_in_memory().unwrap(),
+        "sqlite-mem",
+    ));
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("conformance-tick");
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
-    block_on(tick_index_contract(SqliteStore::open(dir.join("tick.db")).unwrap(), "sqlite-file"));
+    block_on(tick_index_contract(
+        SqliteStore::open(dir.join("tick.db")).unwrap(),
+        "sqlite-file",
+    ));
 }

@@ -234,7 +234,10 @@ fn a_schema_from_a_newer_cronslot_is_refused_and_nothing_written() {
     let before = snapshot();
     let e = block_on(open(&url, PgOptions::default())).unwrap_err();
     assert_eq!(e.kind(), &StoreErrorKind::Other, "{e}");
-    assert!(e.message().contains(&format!("at store version {newer}")), "{e}");
+    assert!(
+        e.message().contains(&format!("at store version {newer}")),
+        "{e}"
+    );
     assert!(e.message().contains("upgrade cronslot"), "{e}");
     let e = block_on(store.init()).unwrap_err();
     assert!(e.message().contains("upgrade cronslot"), "{e}");

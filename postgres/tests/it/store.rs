@@ -649,5 +649,8 @@ fn a_version_1_schema_is_migrated() {
     let mut waking = got.value.clone();
     waking.wake_at = Some(at(0));
     block_on(store.put("j", &waking, Some(1))).unwrap();
-    assert_eq!(block_on(store.tick_start(at(0), 10)).unwrap().woken, vec!["j".to_string()]);
+    assert_eq!(
+        block_on(store.tick_start(at(0), 10)).unwrap().woken,
+        vec!["j".to_string()]
+    );
 }

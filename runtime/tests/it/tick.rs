@@ -62,9 +62,11 @@ impl World {
             jobs = jobs.register(spec.name.as_str(), move |ctx| {
                 let runs = runs.clone();
                 async move {
-                    runs.lock()
-                        .unwrap()
-                        .push((ctx.job().to_string(), ctx.slot_id().to_string(), ctx.attempt()));
+                    runs.lock().unwrap().push((
+                        ctx.job().to_string(),
+                        ctx.slot_id().to_string(),
+                        ctx.attempt(),
+                    ));
                     if ctx.job() == "daily" && ctx.attempt() == 1 {
                         return Err(JobError::transient("first attempts of daily fail"));
                     }
@@ -171,7 +173,11 @@ fn a_job_left_unserved_holds_the_mark_before_its_slot() {
     };
     let work = w.plan.work(&start);
     let names: Vec<_> = work.jobs.iter().map(|j| j.spec.name.as_str()).collect();
-    assert_eq!(names, vec!["every-minute", "daily", "quarter"], "by slot, then name");
+    assert_eq!(
+        names,
+        vec!["every-minute", "daily", "quarter"],
+        "by slot, then name"
+    );
     assert_eq!(work.jobs[0].planned, Some(at("2026-01-05T04:29:00Z")));
     assert_eq!(work.mark(&HashSet::new()), start.now);
     let held = work.mark(&HashSet::from(["quarter"]));
@@ -179,7 +185,10 @@ fn a_job_left_unserved_holds_the_mark_before_its_slot() {
     let held = work.mark(&HashSet::from(["every-minute", "quarter"]));
     assert_eq!(held, at("2026-01-05T04:28:59.999999999Z"));
     // The first tick of a store plans nothing, whatever the wakes.
-    let first = w.plan.work(&TickStart { mark: None, ..start });
+    let first = w.plan.work(&TickStart {
+        mark: None,
+        ..start
+    });
     assert_eq!(first.after, first.now);
     assert_eq!(first.jobs.len(), 1, "only the woken job");
 }

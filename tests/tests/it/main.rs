@@ -17,3 +17,4 @@ mod policies;
 mod simulation;
 mod simulation_postgres;
 mod simulation_stores;
+mod tick_costs;

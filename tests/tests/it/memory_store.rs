@@ -212,5 +212,8 @@ fn a_stale_remembered_record_costs_a_conflict_not_a_wrong_answer() {
 
 #[test]
 fn tick_index_contract() {
-    block_on(cronslot_core::conformance::tick_index_contract(MemoryStore::new(), "mem"));
+    block_on(cronslot_core::conformance::tick_index_contract(
+        MemoryStore::new(),
+        "mem",
+    ));
 }
