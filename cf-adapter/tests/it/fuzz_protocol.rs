@@ -96,8 +96,8 @@ fn check_answer(spec: &JobSpec, op: &Op, answer: &Answer) -> Result<(), TestCase
     let fits = matches!(
         (op, answer),
         (Op::Claim { .. }, Answer::Claim(_))
-            | (Op::Complete { .. }, Answer::Done)
-            | (Op::Fail { .. }, Answer::Fail(_))
+            | (Op::Complete { .. }, Answer::Completed { .. })
+            | (Op::Fail { .. }, Answer::Failed { .. })
             | (Op::Heartbeat { .. }, Answer::Expiry(_))
             | (Op::Checkpoint { .. }, Answer::Done)
             | (Op::Status { .. }, Answer::State(_))
