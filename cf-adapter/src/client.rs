@@ -1,7 +1,7 @@
-//! The Worker's side of the job objects: a [`Coordinator`] that sends each
-//! operation to the object of its job. The transport is a parameter: the
-//! Durable Object stub in workerd, an HTTP client or the object itself
-//! in-process in tests.
+//! The Worker's side of the objects: a [`Coordinator`] that sends each
+//! operation to the object of its job, and a [`TickIndex`] over the tick
+//! object. The transport is a parameter: the Durable Object stub in
+//! workerd, an HTTP client or the object itself in-process in tests.
 #![allow(async_fn_in_trait)]
 
 use std::cell::RefCell;
@@ -10,12 +10,12 @@ use std::time::Duration;
 
 use cronslot_core::coord::{
     Claim, CoordError, Coordinator, EffectBegin, EffectFinish, EffectRecord, FailOutcome, JobState,
-    StoreError, StoreErrorKind, Trigger,
+    StoreError, StoreErrorKind, TickIndex, TickStart, Trigger,
 };
 use cronslot_core::manifest::JobSpec;
 use jiff::Timestamp;
 
-use crate::protocol::{Answer, ObjectReply, ObjectRequest, Op};
+use crate::protocol::{Answer, ObjectReply, ObjectRequest, Op, TICK_OBJECT, Woken};
 use crate::spec_text::encode_spec;
 
 /// Carries one request body to the object named `job` and returns its
@@ -26,12 +26,50 @@ pub trait Transport {
     async fn call(&self, job: &str, body: String) -> Result<String, StoreError>;
 }
 
+/// Sends one operation to the object named `object` and decodes the answer.
+async fn exchange<T: Transport>(
+    transport: &T,
+    object: &str,
+    spec: String,
+    op: Op,
+) -> Result<Answer, CoordError> {
+    let name = op.name();
+    let request = ObjectRequest {
+        job: object.to_string(),
+        spec,
+        op,
+    };
+    let body = serde_json::to_string(&request)
+        .map_err(|e| StoreError::other(format!("encoding a {name} request: {e}")))?;
+    let answer = transport.call(object, body).await?;
+    let reply: ObjectReply = serde_json::from_str(&answer).map_err(|e| {
+        // The object ran (or not) and its answer is unreadable: whether a
+        // write happened is unknown.
+        StoreError::new(
+            StoreErrorKind::Ambiguous,
+            format!("the object {object:?} answered {name} with something unreadable: {e}"),
+        )
+    })?;
+    reply.map_err(CoordError::from)
+}
+
+/// What the object said after recording a run's end.
+#[derive(Debug, Clone, Copy)]
+struct Recorded {
+    /// Another claim may find something now.
+    more_due: bool,
+    /// The failed slot's retry, if it has one.
+    retry_at: Option<Timestamp>,
+}
+
 /// A coordinator whose store is one object per job.
 pub struct ObjectClient<T> {
     transport: T,
     /// The latest spec text of each job, for effect operations (which name
     /// only a key).
     specs: RefCell<HashMap<String, String>>,
+    /// What each job's object said when it last recorded a run's end.
+    recorded: RefCell<HashMap<String, Recorded>>,
 }
 
 impl<T: Transport> ObjectClient<T> {
@@ -40,6 +78,34 @@ impl<T: Transport> ObjectClient<T> {
         ObjectClient {
             transport,
             specs: RefCell::new(HashMap::new()),
+            recorded: RefCell::new(HashMap::new()),
+        }
+    }
+
+    /// Whether another claim of the job may find something to run at
+    /// `now`, judging by what its object answered when this client last
+    /// recorded a run's end (the runtime's
+    /// [`ServeOptions::more_due`](cronslot_runtime::ServeOptions::more_due)):
+    /// a slot or retry due, or a retry due within `retry_within` (the run
+    /// loop waits for it). `true` when the client recorded nothing since
+    /// its last claim of the job: a wrong guess costs one claim.
+    pub fn more_due(&self, job: &str, now: Timestamp, retry_within: Duration) -> bool {
+        let Some(r) = self.recorded.borrow().get(job).copied() else {
+            return true;
+        };
+        let soon = within(now, retry_within);
+        r.more_due || r.retry_at.is_some_and(|at| at <= soon)
+    }
+
+    fn note(&self, job: &str, recorded: Option<Recorded>) {
+        let mut map = self.recorded.borrow_mut();
+        match recorded {
+            Some(r) => {
+                map.insert(job.to_string(), r);
+            }
+            None => {
+                map.remove(job);
+            }
         }
     }
 
@@ -60,24 +126,7 @@ impl<T: Transport> ObjectClient<T> {
     }
 
     async fn send(&self, job: &str, spec: String, op: Op) -> Result<Answer, CoordError> {
-        let name = op.name();
-        let request = ObjectRequest {
-            job: job.to_string(),
-            spec,
-            op,
-        };
-        let body = serde_json::to_string(&request)
-            .map_err(|e| StoreError::other(format!("encoding a {name} request: {e}")))?;
-        let answer = self.transport.call(job, body).await?;
-        let reply: ObjectReply = serde_json::from_str(&answer).map_err(|e| {
-            // The object ran (or not) and its answer is unreadable: whether a
-            // write happened is unknown.
-            StoreError::new(
-                StoreErrorKind::Ambiguous,
-                format!("the object of job {job:?} answered {name} with something unreadable: {e}"),
-            )
-        })?;
-        reply.map_err(CoordError::from)
+        exchange(&self.transport, job, spec, op).await
     }
 
     async fn op(&self, spec: &JobSpec, op: Op) -> Result<Answer, CoordError> {
@@ -131,6 +180,7 @@ impl<T: Transport> Coordinator for ObjectClient<T> {
             trigger,
             owner: owner.to_string(),
         };
+        self.note(spec.name.as_str(), None);
         match self.op(spec, op).await? {
             Answer::Claim(c) => Ok(c),
             other => Err(unexpected("claim", &other)),
@@ -150,7 +200,14 @@ impl<T: Transport> Coordinator for ObjectClient<T> {
             now,
         };
         match self.op(spec, op).await? {
-            Answer::Done => Ok(()),
+            Answer::Completed { more_due } => {
+                let recorded = Recorded {
+                    more_due,
+                    retry_at: None,
+                };
+                self.note(spec.name.as_str(), Some(recorded));
+                Ok(())
+            }
             other => Err(unexpected("complete", &other)),
         }
     }
@@ -170,7 +227,14 @@ impl<T: Transport> Coordinator for ObjectClient<T> {
             now,
         };
         match self.op(spec, op).await? {
-            Answer::Fail(f) => Ok(f),
+            Answer::Failed { outcome, more_due } => {
+                let retry_at = match outcome {
+                    FailOutcome::RetryAt(at) => Some(at),
+                    _ => None,
+                };
+                self.note(spec.name.as_str(), Some(Recorded { more_due, retry_at }));
+                Ok(outcome)
+            }
             other => Err(unexpected("fail", &other)),
         }
     }
@@ -306,6 +370,88 @@ impl<T: Transport> Coordinator for ObjectClient<T> {
         match self.effect_op(key, op).await? {
             Answer::Effect(e) => Ok(e),
             other => Err(unexpected("read_effect", &other)),
+        }
+    }
+}
+
+/// `now` plus a wait, saturating.
+fn within(now: Timestamp, wait: Duration) -> Timestamp {
+    jiff::SignedDuration::try_from(wait)
+        .ok()
+        .and_then(|d| now.checked_add(d).ok())
+        .unwrap_or(Timestamp::MAX)
+}
+
+/// The tick object, as a [`TickIndex`]: `tick_start` and `tick_end` are one
+/// request each. It remembers the woken jobs `tick_start` returned and
+/// reports them served in `tick_end`, which the runtime's tick calls once
+/// it has served every job: the tick object then drops each entry whose
+/// wake is still the one returned. A woken job that the tick could not
+/// serve after all (its claim failed, or changed nothing) keeps its wake
+/// in its own record, and its object's alarm, re-armed when it sent the
+/// wake, sends it again (`crate::object`, "Why no wake is lost").
+pub struct TickClient<'t, T> {
+    transport: &'t T,
+    woken: RefCell<Vec<Woken>>,
+}
+
+impl<'t, T: Transport> TickClient<'t, T> {
+    /// A client of the tick object through `transport`.
+    pub fn new(transport: &'t T) -> TickClient<'t, T> {
+        TickClient {
+            transport,
+            woken: RefCell::new(Vec::new()),
+        }
+    }
+
+    /// Sends a job's wake to the tick object (what a job object's alarm
+    /// does).
+    pub async fn wake(&self, woken: Woken) -> Result<(), StoreError> {
+        match self.send(Op::Wake { woken }).await? {
+            Answer::Done => Ok(()),
+            other => Err(store_error(unexpected("wake", &other))),
+        }
+    }
+
+    async fn send(&self, op: Op) -> Result<Answer, StoreError> {
+        exchange(self.transport, TICK_OBJECT, String::new(), op)
+            .await
+            .map_err(store_error)
+    }
+}
+
+/// The tick index speaks in store errors.
+fn store_error(e: CoordError) -> StoreError {
+    match e {
+        CoordError::Store(s) => s,
+        other => StoreError::other(other.to_string()),
+    }
+}
+
+impl<T: Transport> TickIndex for TickClient<'_, T> {
+    async fn tick_start(&self, now: Timestamp, limit: usize) -> Result<TickStart, StoreError> {
+        match self.send(Op::TickStart { now, limit }).await? {
+            Answer::Tick { mark, woken } => {
+                let names = woken.iter().map(|w| w.job.clone()).collect();
+                *self.woken.borrow_mut() = woken;
+                Ok(TickStart {
+                    mark,
+                    now,
+                    woken: names,
+                })
+            }
+            other => Err(store_error(unexpected("tick_start", &other))),
+        }
+    }
+
+    async fn tick_end(&self, mark: Timestamp) -> Result<(), StoreError> {
+        let served = self.woken.borrow().clone();
+        match self.send(Op::TickEnd { mark, served }).await? {
+            Answer::Done => {
+                self.woken.borrow_mut().clear();
+                Ok(())
+            }
+            other => Err(store_error(unexpected("tick_end", &other))),
         }
     }
 }

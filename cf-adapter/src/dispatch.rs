@@ -8,6 +8,11 @@
 //! exact Cloudflare translation it is, with the event's scheduled time as
 //! the slot. A cron that is neither (a stale wrangler config) is served
 //! like a tick and reported, so nothing stops running while it is fixed.
+//!
+//! The Worker does not claim every job a tick could serve: it serves the
+//! tick with the runtime's `tick` over a `TickPlan` of every job
+//! ([`tick_planned`]), which claims only the jobs with a slot since the
+//! last tick and those the tick object woke (docs/design.md §11).
 
 use cronslot_core::coord::Trigger;
 use cronslot_core::manifest::{JobSpec, Manifest};
@@ -23,6 +28,19 @@ pub fn dedicated_cron(spec: &JobSpec) -> Option<String> {
     dedicated(spec, Platform::Cloudflare)
         .and_then(Result::ok)
         .map(|t| t.expression)
+}
+
+/// Whether `cron` is the tick's, in any spacing.
+pub fn is_tick(cron: &str) -> bool {
+    normalise(cron) == TICK_CRON
+}
+
+/// The jobs whose slots a Worker's tick plans from the manifest: every job.
+/// Tick-mode jobs are served there; a dedicated job's cron may not be
+/// deployed (`cronslot render` caps the crons at the account's limit) or
+/// may not fire, and the tick is its backstop, as it always was.
+pub fn tick_planned(_spec: &JobSpec) -> bool {
+    true
 }
 
 /// The jobs an event serves, each with its trigger.

@@ -25,6 +25,7 @@ mod client;
 pub mod dispatch;
 mod object;
 mod object_store;
+mod tick_store;
 // not public API: used by this crate's tests (tests/fuzz_protocol.rs).
 #[doc(hidden)]
 pub mod protocol;
@@ -40,10 +41,10 @@ pub use cronslot_runtime::{JobError, Jobs, RunContext};
 
 // not public API: used by this crate's tests and cronslot-tests (cf_workerd).
 #[doc(hidden)]
-pub use client::{ObjectClient, Transport};
+pub use client::{ObjectClient, TickClient, Transport};
 // not public API: used by this crate's tests (object_native, fuzz_protocol).
 #[doc(hidden)]
-pub use object::JobObject;
+pub use object::{AlarmStep, JobObject, WAKE_REMINDER, WAKE_RETRY};
 // not public API: used by cronslot-tests (tests/src/sim_backends.rs).
 #[doc(hidden)]
 pub use object_store::ObjectStore;

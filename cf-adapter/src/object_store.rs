@@ -4,6 +4,13 @@
 //! One object holds one job, but the tables are keyed by job anyway: the
 //! store contract is the same as SQLite's and DynamoDB's, and a record
 //! written under the wrong name is refused on read, never served.
+//!
+//! The record's wake ([`JobState::wake_at`]) is the object's alarm: every
+//! write that changes it sets the alarm to it, or deletes the alarm when
+//! there is none, in the same synchronous code as the write (so in the
+//! same storage commit). When the alarm fires, the object sends the wake to
+//! the tick object (`crate::object`), and a tick serves the job: a job with
+//! nothing to wake it costs no request at all.
 
 use std::cell::Cell;
 use std::time::Duration;
@@ -15,30 +22,137 @@ use cronslot_core::coord::{
 };
 use jiff::Timestamp;
 
-use crate::sql::{Sql, SqlError, SqlValue};
+use crate::protocol::Woken;
+use crate::sql::{Alarm, NoAlarm, Sql, SqlError, SqlValue};
 
 /// The tables, created on first use. `IF NOT EXISTS` makes it safe on every
 /// object start; a later layout adds statements, never edits these.
-const SCHEMA: [&str; 2] = [
+/// `cronslot_wake` holds the wake the alarm was last set for (the record's
+/// `wake_at` at its last write): the alarm handler reads it without
+/// decoding the record, and a write compares with it.
+const SCHEMA: [&str; 3] = [
     "CREATE TABLE IF NOT EXISTS cronslot_state (\
        job TEXT PRIMARY KEY, version INTEGER NOT NULL, state TEXT NOT NULL)",
     "CREATE TABLE IF NOT EXISTS cronslot_effects (\
        key TEXT PRIMARY KEY, record TEXT NOT NULL, expires_at TEXT)",
+    "CREATE TABLE IF NOT EXISTS cronslot_wake (\
+       job TEXT PRIMARY KEY, second INTEGER NOT NULL, nanosecond INTEGER NOT NULL)",
 ];
 
 /// The state store and effect ledger of one object.
-pub struct ObjectStore<S> {
+pub struct ObjectStore<S, A = NoAlarm> {
     sql: S,
+    alarm: A,
     ready: Cell<bool>,
 }
 
 impl<S: Sql> ObjectStore<S> {
-    /// The store over the object's SQLite `sql`; its tables are created on
-    /// first use.
+    /// The store over the object's SQLite `sql`, with no alarm (a model of
+    /// the store, not an object); its tables are created on first use.
     pub fn new(sql: S) -> ObjectStore<S> {
+        ObjectStore::with_alarm(sql, NoAlarm)
+    }
+}
+
+/// The alarm instant for a wake: the first whole millisecond at or after
+/// it (alarms have millisecond precision; one a little early would find
+/// the wake not yet come).
+pub(crate) fn alarm_ms(at: Timestamp) -> i64 {
+    let ns = at.as_nanosecond();
+    let ms = ns.div_euclid(1_000_000) + i128::from(ns.rem_euclid(1_000_000) > 0);
+    i64::try_from(ms).unwrap_or(if ms < 0 { i64::MIN } else { i64::MAX })
+}
+
+impl<S: Sql, A: Alarm> ObjectStore<S, A> {
+    /// The store over the object's SQLite `sql` and its `alarm`.
+    pub fn with_alarm(sql: S, alarm: A) -> ObjectStore<S, A> {
         ObjectStore {
             sql,
+            alarm,
             ready: Cell::new(false),
+        }
+    }
+
+    /// The object's SQLite.
+    pub(crate) fn sql(&self) -> &S {
+        &self.sql
+    }
+
+    /// The object's alarm.
+    pub(crate) fn alarm(&self) -> &A {
+        &self.alarm
+    }
+
+    /// The wake the alarm was last set for, with its job: `None` when the
+    /// job's record has no wake (or the object holds no job).
+    pub fn wake(&self) -> Result<Option<Woken>, StoreError> {
+        let rows = self.exec(
+            "reading the wake",
+            "SELECT job, second, nanosecond FROM cronslot_wake \
+             ORDER BY second, nanosecond LIMIT 1",
+            &[],
+        )?;
+        let Some(row) = rows.into_iter().next() else {
+            return Ok(None);
+        };
+        let corrupt = || StoreError::new(StoreErrorKind::Corrupt, "the object's wake is corrupt");
+        let job = row
+            .first()
+            .and_then(SqlValue::as_text)
+            .ok_or_else(corrupt)?
+            .to_string();
+        let at = instant(row.get(1), row.get(2)).ok_or_else(corrupt)?;
+        Ok(Some(Woken { job, at }))
+    }
+
+    /// After a write of `job`'s record: when its wake changed, stores the
+    /// new one and sets the alarm to it, or deletes both.
+    fn sync_wake(&self, job: &str, wake: Option<Timestamp>) -> Result<(), StoreError> {
+        let doing = format!("reading the wake of job {job:?}");
+        let name = SqlValue::Text(job.to_string());
+        let rows = self.exec(
+            &doing,
+            "SELECT second, nanosecond FROM cronslot_wake WHERE job = ?",
+            std::slice::from_ref(&name),
+        )?;
+        let stored = rows.first().and_then(|r| instant(r.first(), r.get(1)));
+        if stored == wake && rows.is_empty() == wake.is_none() {
+            return Ok(());
+        }
+        // The record is written already: a failure from here leaves it
+        // unknown whether the write commits with it.
+        let ambiguous = |what: &str, e: &SqlError| {
+            StoreError::new(
+                StoreErrorKind::Ambiguous,
+                format!("job object storage: {what} of job {job:?}: {e}"),
+            )
+        };
+        match wake {
+            Some(at) => {
+                self.sql
+                    .exec(
+                        "INSERT INTO cronslot_wake (job, second, nanosecond) VALUES (?, ?, ?) \
+                         ON CONFLICT (job) DO UPDATE SET second = excluded.second, \
+                         nanosecond = excluded.nanosecond",
+                        &[
+                            name,
+                            SqlValue::Integer(at.as_second()),
+                            SqlValue::Integer(i64::from(at.subsec_nanosecond())),
+                        ],
+                    )
+                    .map_err(|e| ambiguous("storing the wake", &e))?;
+                self.alarm
+                    .set(alarm_ms(at))
+                    .map_err(|e| ambiguous("setting the alarm for the wake", &e))
+            }
+            None => {
+                self.sql
+                    .exec("DELETE FROM cronslot_wake WHERE job = ?", &[name])
+                    .map_err(|e| ambiguous("removing the wake", &e))?;
+                self.alarm
+                    .delete()
+                    .map_err(|e| ambiguous("deleting the alarm", &e))
+            }
         }
     }
 
@@ -142,7 +256,14 @@ fn failed(doing: &str, e: &SqlError) -> StoreError {
     )
 }
 
-impl<S: Sql> StateStore for ObjectStore<S> {
+/// An instant stored as whole seconds and nanoseconds.
+fn instant(second: Option<&SqlValue>, nano: Option<&SqlValue>) -> Option<Timestamp> {
+    let second = second.and_then(SqlValue::as_integer)?;
+    let nano = i32::try_from(nano.and_then(SqlValue::as_integer)?).ok()?;
+    Timestamp::new(second, nano).ok()
+}
+
+impl<S: Sql, A: Alarm> StateStore for ObjectStore<S, A> {
     async fn get(&self, job: &str) -> Result<Option<Versioned<JobState>>, StoreError> {
         self.read_state(job)
     }
@@ -195,7 +316,10 @@ impl<S: Sql> StateStore for ObjectStore<S> {
             },
         };
         match written {
-            Some(version) => Ok(PutResult::Written(version)),
+            Some(version) => {
+                self.sync_wake(job, state.wake_at)?;
+                Ok(PutResult::Written(version))
+            }
             None => Ok(PutResult::Conflict(self.read_state(job)?.map(Box::new))),
         }
     }
@@ -219,7 +343,7 @@ impl<S: Sql> StateStore for ObjectStore<S> {
     }
 }
 
-impl<S: Sql> EffectLedger for ObjectStore<S> {
+impl<S: Sql, A: Alarm> EffectLedger for ObjectStore<S, A> {
     async fn begin_effect(
         &self,
         key: &str,
@@ -258,7 +382,7 @@ impl<S: Sql> EffectLedger for ObjectStore<S> {
     }
 }
 
-impl<S: Sql> ObjectStore<S> {
+impl<S: Sql, A: Alarm> ObjectStore<S, A> {
     /// Writes a raw record text (old-schema fixtures in tests, repairs).
     pub fn put_raw(&self, job: &str, text: &str) -> Result<(), StoreError> {
         self.exec(

@@ -1,10 +1,12 @@
 //! The messages between the Worker and a job's Durable Object: one JSON
 //! request per coordinator operation, one JSON answer.
 //!
-//! Every request carries the job's spec (see [`crate::spec_text`]) and the
-//! caller's `now`: the object has no manifest and no clock of its own, so
-//! it applies exactly the transitions the caller's spec and time imply,
-//! like every other store of the conformance suite.
+//! Every request to a job's object carries the job's spec (see
+//! [`crate::spec_text`]) and the caller's `now`: the object has no manifest
+//! and no clock of its own, so it applies exactly the transitions the
+//! caller's spec and time imply, like every other store of the conformance
+//! suite. Requests to the tick object ([`TICK_OBJECT`]: the tick mark and
+//! the woken jobs, docs/design.md §11) name no job spec and carry none.
 //!
 //! Enums travel in serde's default, externally tagged form
 //! (`{"claim": {…}}`, `"record"`): internally and adjacently tagged enums
@@ -18,15 +20,33 @@ use cronslot_core::coord::{
 use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
 
-/// One operation on one job's object.
+/// The name of the tick object: the one object of the class that is not a
+/// job's. It holds the tick mark and the woken jobs (each job object's
+/// alarm sends it its wake). A job name is lowercase letters, digits, `-`
+/// and `_` (`validate_job_name`), so no job's object can be this one.
+pub const TICK_OBJECT: &str = "cronslot:tick";
+
+/// One operation on one object.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ObjectRequest {
-    /// The job the object is named after; must be the spec's name.
+    /// The object's name: the job the object is named after (the spec's
+    /// name), or [`TICK_OBJECT`] for the tick operations.
     pub job: String,
-    /// The job's spec as a one-job manifest.
+    /// The job's spec as a one-job manifest; empty (and left out of the
+    /// JSON) in a request to the tick object, which plans nothing.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub spec: String,
     /// What to do.
     pub op: Op,
+}
+
+/// A job whose wake has come, as the tick object holds it.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct Woken {
+    /// The job.
+    pub job: String,
+    /// Its wake ([`JobState::wake_at`]) when its object sent it.
+    pub at: Timestamp,
 }
 
 /// A coordinator operation with its arguments (the job and spec are the
@@ -146,6 +166,36 @@ pub enum Op {
         /// The effect's key.
         key: String,
     },
+    /// To the tick object: [`TickIndex::tick_start`](cronslot_core::coord::TickIndex::tick_start).
+    /// Answered with [`Answer::Tick`].
+    TickStart {
+        /// The caller's clock: the woken jobs are those whose wake is at
+        /// or before it.
+        now: Timestamp,
+        /// Most woken jobs to return, earliest wake first.
+        limit: usize,
+    },
+    /// To the tick object: [`TickIndex::tick_end`](cronslot_core::coord::TickIndex::tick_end),
+    /// and the woken jobs the tick served. The mark only moves forward;
+    /// each served entry is removed if its stored wake is still the one
+    /// given (a later wake sent meanwhile stays).
+    TickEnd {
+        /// Where the mark may move.
+        mark: Timestamp,
+        /// The woken entries the tick served, as `tick_start` gave them.
+        served: Vec<Woken>,
+    },
+    /// To the tick object, from a job object's alarm: the job's wake has
+    /// come. Replaces the job's entry, if it has one: a job's object sends
+    /// its wakes in order, so the last one is its record's.
+    Wake {
+        /// The job and its wake.
+        woken: Woken,
+    },
+    /// How many requests (and alarms) the object has served, when the
+    /// Worker counts them (the `CRONSLOT_COUNT_REQUESTS` variable; tests
+    /// measure a tick's cost with it). Not counted itself.
+    Requests,
 }
 
 impl Op {
@@ -166,7 +216,19 @@ impl Op {
             Op::BeginEffect { .. } => "begin_effect",
             Op::FinishEffect { .. } => "finish_effect",
             Op::ReadEffect { .. } => "read_effect",
+            Op::TickStart { .. } => "tick_start",
+            Op::TickEnd { .. } => "tick_end",
+            Op::Wake { .. } => "wake",
+            Op::Requests => "requests",
         }
+    }
+
+    /// Whether the operation is the tick object's (it names no job).
+    pub fn is_tick(&self) -> bool {
+        matches!(
+            self,
+            Op::TickStart { .. } | Op::TickEnd { .. } | Op::Wake { .. }
+        )
     }
 }
 
@@ -176,10 +238,22 @@ impl Op {
 pub enum Answer {
     /// To `claim`.
     Claim(Claim),
-    /// To `complete`, `checkpoint`, `pause` and `resume`.
+    /// To `checkpoint`, `pause`, `resume`, `tick_end` and `wake`.
     Done,
+    /// To `complete`.
+    Completed {
+        /// Whether another claim may find something to run now, judged
+        /// from the record just written ([`decide::more_due`](cronslot_core::coord::decide::more_due)):
+        /// the Worker skips the claim that would only find nothing.
+        more_due: bool,
+    },
     /// To `fail`.
-    Fail(FailOutcome),
+    Failed {
+        /// What becomes of the slot.
+        outcome: FailOutcome,
+        /// As in [`Answer::Completed`].
+        more_due: bool,
+    },
     /// To `heartbeat`: the lease's new expiry.
     Expiry(Timestamp),
     /// To `status`.
@@ -194,6 +268,21 @@ pub enum Answer {
     EffectFinish(EffectFinish),
     /// To `read_effect`.
     Effect(Option<EffectRecord>),
+    /// To `tick_start`.
+    Tick {
+        /// Every slot at or before the mark was planned by an earlier
+        /// tick; `None` before the first tick.
+        mark: Option<Timestamp>,
+        /// The woken jobs, earliest wake first.
+        woken: Vec<Woken>,
+    },
+    /// To `requests`: requests and alarms served (with counting off, 0).
+    Count {
+        /// Requests served, this one aside.
+        requests: u64,
+        /// Alarms served.
+        alarms: u64,
+    },
 }
 
 /// The answer on the wire: `{"Ok": …}` or `{"Err": …}`.
@@ -405,5 +494,64 @@ mod tests {
         };
         let json = serde_json::to_string(&req).unwrap();
         assert_eq!(serde_json::from_str::<ObjectRequest>(&json).unwrap(), req);
+    }
+
+    #[test]
+    fn tick_requests_round_trip_without_a_spec() {
+        let t: Timestamp = "2026-01-05T00:00:00.000000001Z".parse().unwrap();
+        let woken = Woken {
+            job: "a".into(),
+            at: t,
+        };
+        for op in [
+            Op::TickStart { now: t, limit: 7 },
+            Op::TickEnd {
+                mark: t,
+                served: vec![woken.clone()],
+            },
+            Op::Wake {
+                woken: woken.clone(),
+            },
+            Op::Requests,
+        ] {
+            let req = ObjectRequest {
+                job: TICK_OBJECT.into(),
+                spec: String::new(),
+                op,
+            };
+            let json = serde_json::to_string(&req).unwrap();
+            assert!(!json.contains("spec"), "{json}");
+            assert_eq!(serde_json::from_str::<ObjectRequest>(&json).unwrap(), req);
+        }
+        for answer in [
+            Answer::Tick {
+                mark: Some(t),
+                woken: vec![woken],
+            },
+            Answer::Tick {
+                mark: None,
+                woken: vec![],
+            },
+            Answer::Completed { more_due: true },
+            Answer::Failed {
+                outcome: FailOutcome::RetryAt(t),
+                more_due: false,
+            },
+            Answer::Count {
+                requests: 3,
+                alarms: 1,
+            },
+        ] {
+            let json = serde_json::to_string(&Ok::<_, WireError>(answer.clone())).unwrap();
+            assert_eq!(
+                serde_json::from_str::<ObjectReply>(&json).unwrap(),
+                Ok(answer)
+            );
+        }
+    }
+
+    #[test]
+    fn the_tick_object_is_no_job() {
+        assert!(cronslot_core::manifest::validate_job_name(TICK_OBJECT).is_err());
     }
 }

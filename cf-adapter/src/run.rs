@@ -4,7 +4,8 @@
 
 use std::time::Duration;
 
-use cronslot_runtime::{Served, idle_reason};
+use cronslot_core::coord::format_instant;
+use cronslot_runtime::{Served, TickReport, idle_reason};
 use serde_json::{Value, json};
 
 /// How soon a retry must be due to be waited for within the event that
@@ -41,4 +42,45 @@ pub fn lines(job: &str, served: &Served) -> Vec<Value> {
         lines.push(json!({"msg": "catch-up deferred", "job": job, "reason": why}));
     }
     lines
+}
+
+/// The lines of one tick: each served job's (as [`lines`]), then one
+/// `tick` line: the window, how many jobs the manifest planned and the
+/// tick object woke, where the mark moved, and what was left or failed.
+pub fn tick_lines(report: &TickReport) -> Vec<Value> {
+    let mut out: Vec<Value> = report
+        .work
+        .jobs
+        .iter()
+        .zip(&report.served)
+        .flat_map(|(job, served)| lines(job.spec.name.as_str(), served))
+        .collect();
+    let planned = report
+        .work
+        .jobs
+        .iter()
+        .filter(|j| j.planned.is_some())
+        .count();
+    let mut line = json!({
+        "msg": "tick",
+        "after": format_instant(report.work.after),
+        "now": format_instant(report.work.now),
+        "planned": planned,
+        "woken": report.work.jobs.len() - planned,
+        "mark": format_instant(report.mark),
+    });
+    if !report.work.unknown.is_empty() {
+        line["unknown_woken"] = json!(report.work.unknown);
+    }
+    if let Some((count, why)) = &report.left {
+        line["left"] = json!(count);
+        line["reason"] = json!(why);
+    }
+    if let Some(e) = &report.mark_error {
+        line["error"] = json!(format!(
+            "the tick mark was not written (the next tick plans a longer window): {e}"
+        ));
+    }
+    out.push(line);
+    out
 }

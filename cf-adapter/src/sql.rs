@@ -62,3 +62,31 @@ impl SqlValue {
         }
     }
 }
+
+/// The object's alarm (one per Durable Object), set and deleted from the
+/// same synchronous code as the SQL writes: in a Durable Object, storage
+/// writes and `setAlarm`/`deleteAlarm` issued without an await in between
+/// commit together, so a record and its alarm never disagree after a
+/// crash. Natively, tests record the calls.
+pub trait Alarm {
+    /// Sets the alarm to `at` (milliseconds since the epoch), replacing
+    /// any; a time already past fires at once.
+    fn set(&self, at_ms: i64) -> Result<(), SqlError>;
+    /// Deletes the alarm, if one is set.
+    fn delete(&self) -> Result<(), SqlError>;
+}
+
+/// No alarm: for stores that are not a Durable Object's (the simulation's
+/// model of the object's store). Nothing is woken through it.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoAlarm;
+
+impl Alarm for NoAlarm {
+    fn set(&self, _at_ms: i64) -> Result<(), SqlError> {
+        Ok(())
+    }
+
+    fn delete(&self) -> Result<(), SqlError> {
+        Ok(())
+    }
+}

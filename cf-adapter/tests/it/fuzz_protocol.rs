@@ -11,6 +11,14 @@
 //!   that is not a request gets `bad_request` naming why; a successful
 //!   answer is the kind its operation gives; backfill and redrive return
 //!   ascending slots of the job, at most `MAX_BACKFILL`.
+//! - The tick object's operations against a model (a mark that only moves
+//!   forward, one entry per job replaced by each wake, `tick_end` removing
+//!   only the entries served at their stored wake, `tick_start` giving what
+//!   is due, earliest first, at most the limit), and a tick operation sent
+//!   to a job's object or a job's operation to the tick object refused.
+//! - A job object's alarm follows its record's wake: after any request,
+//!   the alarm was set to the new wake (or deleted) exactly when the
+//!   record's wake changed.
 //! - The wire types round-trip through JSON.
 //! - `spec_text::decode_spec` on arbitrary text and mutated encoded specs:
 //!   no panic; an accepted spec re-encodes to itself.
@@ -27,8 +35,11 @@ use std::time::{Duration, Instant};
 
 use cronslot_cf::JobObject;
 use cronslot_cf::dispatch::{TICK_CRON, dedicated_cron, dispatch};
-use cronslot_cf::protocol::{Answer, ObjectReply, ObjectRequest, Op, WireError};
+use cronslot_cf::protocol::{
+    Answer, ObjectReply, ObjectRequest, Op, TICK_OBJECT, WireError, Woken,
+};
 use cronslot_cf::spec_text::{decode_spec, encode_spec};
+use cronslot_cf::sql::{Alarm, SqlError};
 use cronslot_core::coord::decide::MAX_BACKFILL;
 use cronslot_core::coord::exec::block_on;
 use cronslot_core::coord::{Trigger, encode_state};
@@ -62,7 +73,10 @@ fn object() -> JobObject<RusqliteSql> {
 }
 
 /// Serves `body`, checking the answer is an `ObjectReply` and in time.
-fn serve(object: &JobObject<RusqliteSql>, body: &str) -> Result<ObjectReply, TestCaseError> {
+fn serve<A: Alarm>(
+    object: &JobObject<RusqliteSql, A>,
+    body: &str,
+) -> Result<ObjectReply, TestCaseError> {
     let started = Instant::now();
     let answer = block_on(object.handle_text(body));
     let took = started.elapsed();
@@ -96,8 +110,8 @@ fn check_answer(spec: &JobSpec, op: &Op, answer: &Answer) -> Result<(), TestCase
     let fits = matches!(
         (op, answer),
         (Op::Claim { .. }, Answer::Claim(_))
-            | (Op::Complete { .. }, Answer::Done)
-            | (Op::Fail { .. }, Answer::Fail(_))
+            | (Op::Complete { .. }, Answer::Completed { .. })
+            | (Op::Fail { .. }, Answer::Failed { .. })
             | (Op::Heartbeat { .. }, Answer::Expiry(_))
             | (Op::Checkpoint { .. }, Answer::Done)
             | (Op::Status { .. }, Answer::State(_))
@@ -734,4 +748,150 @@ fn backfill_far_past_the_cursor_is_bounded() {
     let answers = answers.expect("a backfill to year 9999 took over 10 s");
     let reply: ObjectReply = serde_json::from_str(&answers[1]).unwrap();
     assert!(matches!(reply, Ok(Answer::Slots(_))), "{reply:?}");
+}
+
+// ------------------------------------------------------------ the tick object
+
+fn woken() -> BoxedStrategy<Woken> {
+    (
+        prop::sample::select(vec!["a", "b", "c", "d"]),
+        near_instant(),
+    )
+        .prop_map(|(job, at)| Woken {
+            job: job.to_string(),
+            at,
+        })
+        .boxed()
+}
+
+fn tick_op() -> BoxedStrategy<Op> {
+    let limit = prop_oneof![Just(0usize), Just(1), Just(2), Just(usize::MAX)];
+    prop_oneof![
+        2 => (near_instant(), limit).prop_map(|(now, limit)| Op::TickStart { now, limit }),
+        2 => (near_instant(), prop::collection::vec(woken(), 0..4))
+            .prop_map(|(mark, served)| Op::TickEnd { mark, served }),
+        3 => woken().prop_map(|woken| Op::Wake { woken }),
+    ]
+    .boxed()
+}
+
+fn tick_request(op: Op) -> ObjectRequest {
+    ObjectRequest {
+        job: TICK_OBJECT.to_string(),
+        spec: String::new(),
+        op,
+    }
+}
+
+/// An alarm that keeps its calls: `Some(ms)` set, `None` deleted.
+#[derive(Clone, Default)]
+struct Calls(std::rc::Rc<std::cell::RefCell<Vec<Option<i64>>>>);
+
+impl Alarm for Calls {
+    fn set(&self, at_ms: i64) -> Result<(), SqlError> {
+        self.0.borrow_mut().push(Some(at_ms));
+        Ok(())
+    }
+
+    fn delete(&self) -> Result<(), SqlError> {
+        self.0.borrow_mut().push(None);
+        Ok(())
+    }
+}
+
+proptest! {
+    #![proptest_config(config(300))]
+
+    /// The tick object against a model of it.
+    #[test]
+    fn tick_object_ops_follow_the_model(ops in prop::collection::vec(tick_op(), 1..24)) {
+        let o = object();
+        let mut mark: Option<Timestamp> = None;
+        let mut entries: std::collections::BTreeMap<String, Timestamp> = Default::default();
+        for op in ops {
+            let body = serde_json::to_string(&tick_request(op.clone())).expect("encodes");
+            let reply = serve(&o, &body)?;
+            match (&op, reply) {
+                (Op::TickStart { now, limit }, Ok(Answer::Tick { mark: got, woken })) => {
+                    prop_assert_eq!(got, mark);
+                    let mut due: Vec<(Timestamp, String)> = entries
+                        .iter()
+                        .filter(|(_, at)| *at <= now)
+                        .map(|(job, at)| (*at, job.clone()))
+                        .collect();
+                    due.sort();
+                    due.truncate(*limit);
+                    let due: Vec<Woken> = due.into_iter().map(|(at, job)| Woken { job, at }).collect();
+                    prop_assert_eq!(woken, due);
+                }
+                (Op::TickEnd { mark: to, served }, Ok(Answer::Done)) => {
+                    if mark.is_none_or(|m| m < *to) {
+                        mark = Some(*to);
+                    }
+                    for w in served {
+                        if entries.get(&w.job) == Some(&w.at) {
+                            entries.remove(&w.job);
+                        }
+                    }
+                }
+                (Op::Wake { woken }, Ok(Answer::Done)) => {
+                    entries.insert(woken.job.clone(), woken.at);
+                }
+                (op, reply) => prop_assert!(false, "{} answered {reply:?}", op.name()),
+            }
+        }
+    }
+
+    /// Tick operations go to the tick object only, job operations to jobs'.
+    #[test]
+    fn tick_and_job_operations_do_not_mix(job in job_index(), op in op(), tick in tick_op()) {
+        let o = object();
+        let to_job = serde_json::to_string(&ObjectRequest { spec: encoded_specs()[job].clone(), ..request(job, tick.clone()) }).expect("encodes");
+        let reply = serve(&o, &to_job)?;
+        prop_assert!(matches!(reply, Err(WireError::BadRequest { .. })), "{reply:?}");
+        let to_tick = serde_json::to_string(&ObjectRequest { job: TICK_OBJECT.into(), ..request(job, op) }).expect("encodes");
+        let reply = serve(&o, &to_tick)?;
+        prop_assert!(matches!(reply, Err(WireError::BadRequest { .. })), "{reply:?}");
+        let text = serde_json::to_string(&tick_request(tick.clone())).expect("encodes");
+        prop_assert_eq!(serde_json::from_str::<ObjectRequest>(&text).ok(), Some(tick_request(tick)));
+    }
+
+    /// After every request to a job's object, its alarm was set to the
+    /// record's new wake, or deleted, exactly when the wake changed.
+    #[test]
+    fn the_alarm_follows_the_records_wake(
+        job in job_index(),
+        ops in prop::collection::vec(op(), 1..10),
+    ) {
+        let calls = Calls::default();
+        let o = JobObject::with_alarm(RusqliteSql::in_memory().expect("sqlite"), calls.clone(), 7);
+        let record_body = serde_json::to_string(&request(job, Op::Record)).expect("encodes");
+        let wake = |o: &JobObject<RusqliteSql, Calls>| -> Result<Option<Timestamp>, TestCaseError> {
+            match serve(o, &record_body)? {
+                Ok(Answer::Record(r)) => Ok(r.and_then(|r| r.wake_at)),
+                other => Err(TestCaseError::fail(format!("record answered {other:?}"))),
+            }
+        };
+        let mut before = wake(&o)?;
+        for op in ops {
+            let body = serde_json::to_string(&request(job, op.clone())).expect("encodes");
+            let started = Instant::now();
+            let _ = block_on(o.handle_text(&body));
+            prop_assert!(started.elapsed() < CASE_BUDGET);
+            let after = wake(&o)?;
+            let made: Vec<Option<i64>> = calls.0.borrow_mut().drain(..).collect();
+            if after == before {
+                prop_assert!(made.is_empty(), "{}: wake {before:?} unchanged, alarm calls {made:?}", op.name());
+            } else {
+                // The first whole millisecond at or after the wake.
+                let expected = after.map(|t| {
+                    let ns = t.as_nanosecond();
+                    let ms = ns.div_euclid(1_000_000) + i128::from(ns.rem_euclid(1_000_000) > 0);
+                    i64::try_from(ms).expect("in range")
+                });
+                prop_assert_eq!(made, vec![expected], "{}: wake {:?} -> {:?}", op.name(), before, after);
+            }
+            before = after;
+        }
+    }
 }

@@ -7,3 +7,4 @@ mod admin;
 mod fuzz_protocol;
 mod object_native;
 mod run_native;
+mod tick_native;

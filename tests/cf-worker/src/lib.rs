@@ -1,7 +1,9 @@
 //! The Worker of the Cloudflare tests. Besides cronslot's own routes it has
-//! one test-only route, `POST /__object/<job>`, that hands a raw object
-//! request to the job's Durable Object: the conformance suite drives the
-//! objects through it from Rust. The example Worker has no such route.
+//! one test-only route, `POST /__object/<name>`, that hands a raw object
+//! request to the Durable Object of that name (a job's, or the tick
+//! object): the conformance suite drives the objects through it from Rust,
+//! and the tick-cost test reads each object's request count with it. The
+//! example Worker has no such route.
 #![cfg(target_arch = "wasm32")]
 
 use cronslot_cf::{Cronslot, JobError, RunContext};
@@ -14,6 +16,7 @@ fn app() -> Cronslot {
         .register("quick", quick)
         .register("flaky", flaky)
         .register("slow", slow)
+        .register("wobbly", flaky)
         // Every retry waits for a later tick, which the tests fire.
         .retry_within_event(std::time::Duration::ZERO)
 }

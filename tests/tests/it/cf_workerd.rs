@@ -4,6 +4,7 @@
 //! Worker end to end through Cron Trigger events and the admin routes.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use cronslot_cf::protocol::TICK_OBJECT;
 use cronslot_cf::{ObjectClient, Transport};
 use cronslot_core::conformance::run_all_blocking;
 use cronslot_core::coord::{StoreError, StoreErrorKind};
@@ -96,8 +97,9 @@ fn worker_end_to_end() {
     let (code, body) = w.request("GET", "/cronslot/health", None, "");
     assert!(code == 200 || code == 503, "{code} {body}");
 
-    // The first tick creates the records; the next runs both jobs (`flaky`
-    // fails). Times are the events' scheduled times; the claims use them.
+    // The first tick only sets the tick mark (it plans no window); the
+    // next runs the jobs due since (`flaky` fails). Times are the events'
+    // scheduled times; the claims use them.
     let b = base();
     let (t0, t1, t2) = (b - 60_000, b, b + 60_000);
     assert_eq!(w.fire(tick, t0).0, 200);
@@ -113,7 +115,10 @@ fn worker_end_to_end() {
     assert_eq!(flaky["failed"], 1, "{flaky}");
 
     // The failed slot is retried by a later tick (at or after its
-    // not-before), with a higher fence, and succeeds.
+    // not-before), with a higher fence, and succeeds. That tick finds it
+    // through the tick object, once flaky's object's alarm (its retry's
+    // time, already past in real time) has sent it there.
+    wait_woken(&w, "flaky", t2);
     assert_eq!(w.fire(tick, t2).0, 200);
     let s = status(&w);
     let flaky = job(&s, "flaky");
@@ -140,6 +145,229 @@ fn worker_end_to_end() {
     assert!(
         text.contains("cronslot_runs_total{job=\"quick\"} 2"),
         "{text}"
+    );
+}
+
+/// Sends a raw request to the object named `name` through the test Worker.
+fn object_request(w: &Wrangler, name: &str, op: Value) -> Value {
+    let body = serde_json::json!({"job": name, "op": op}).to_string();
+    let (code, answer) = w.request("POST", &format!("/__object/{name}"), None, &body);
+    assert_eq!(code, 200, "{answer}");
+    let reply: Value = serde_json::from_str(&answer).unwrap();
+    reply
+        .get("Ok")
+        .cloned()
+        .unwrap_or_else(|| panic!("{name}: {reply}"))
+}
+
+/// The jobs the tick object holds as woken at `now_ms` (read-only).
+fn woken(w: &Wrangler, now_ms: i64) -> Vec<(String, String)> {
+    let now =
+        cronslot_core::coord::format_instant(jiff::Timestamp::from_millisecond(now_ms).unwrap());
+    let answer = object_request(
+        w,
+        TICK_OBJECT,
+        serde_json::json!({"tick_start": {"now": now, "limit": 100}}),
+    );
+    answer["tick"]["woken"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            (
+                e["job"].as_str().unwrap().to_string(),
+                e["at"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+/// Waits (real time) until the tick object holds `job` as woken at `now_ms`:
+/// the job's object's alarm has fired and sent it.
+fn wait_woken(w: &Wrangler, job: &str, now_ms: i64) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(90);
+    while !woken(w, now_ms).iter().any(|(j, _)| j == job) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{job}'s alarm never woke it: {:?}\n{}",
+            woken(w, now_ms),
+            w.log_text()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+}
+
+/// The objects of the test Worker: its jobs' and the tick object.
+const OBJECTS: [&str; 6] = ["quick", "flaky", "slow", "hook", "wobbly", TICK_OBJECT];
+
+/// Requests and alarms served, per object.
+type Counts = std::collections::BTreeMap<String, (u64, u64)>;
+
+/// Requests and alarms each object has served (with counting on).
+fn counts(w: &Wrangler) -> Counts {
+    OBJECTS
+        .iter()
+        .map(|name| {
+            let c = &object_request(w, name, Value::from("requests"))["count"];
+            (
+                name.to_string(),
+                (
+                    c["requests"].as_u64().unwrap(),
+                    c["alarms"].as_u64().unwrap(),
+                ),
+            )
+        })
+        .collect()
+}
+
+/// What each object served between two counts (objects with nothing left
+/// out): (requests, alarms).
+fn cost(before: &Counts, after: &Counts) -> Counts {
+    after
+        .iter()
+        .map(|(k, (r, a))| (k.clone(), (r - before[k].0, a - before[k].1)))
+        .filter(|(_, c)| *c != (0, 0))
+        .collect()
+}
+
+fn expect(pairs: &[(&str, u64, u64)]) -> Counts {
+    pairs
+        .iter()
+        .map(|(k, r, a)| (k.to_string(), (*r, *a)))
+        .collect()
+}
+
+/// What a tick costs in Durable Object requests, counted by the objects
+/// themselves (every request and every alarm they serve): a tick with
+/// nothing due costs two (the tick object's start and end), a tick with N
+/// due jobs 2N + 2 (plus what the jobs' runs ask of their objects, such as
+/// effects); a retry reaches a tick through the job object's alarm
+/// and the tick object, and the ticks in between touch no job. The ticks'
+/// times are a little ahead of real time, so that the retry's alarm fires
+/// after the in-between ticks, as it would on Cloudflare.
+#[test]
+fn a_tick_costs_what_is_due_in_durable_object_requests() {
+    let state = state_dir("cf-tick-cost");
+    let w = Wrangler::start(
+        WORKER,
+        state.path(),
+        &[
+            ("CRONSLOT_ADMIN_TOKEN", TOKEN),
+            ("CRONSLOT_COUNT_REQUESTS", "1"),
+        ],
+    );
+    let tick = "* * * * *";
+    // The next whole minute at least 10 s ahead that is not a ten-minute
+    // one (`flaky`'s slots): `quick` and `wobbly` are due there, nothing
+    // else.
+    let now = jiff::Timestamp::now().as_millisecond();
+    let mut b = (now + 10_000).div_euclid(60_000) * 60_000 + 60_000;
+    if b % 600_000 == 0 {
+        b += 60_000;
+    }
+    // One tick at `t`: what it cost each object.
+    let step = |before: &mut Counts, t: i64, expected: &[(&str, u64, u64)], what: &str| {
+        assert_eq!(w.fire(tick, t).0, 200);
+        let after = counts(&w);
+        assert_eq!(
+            cost(before, &after),
+            expect(expected),
+            "{what}\n{}",
+            w.log_text()
+        );
+        *before = after;
+    };
+    let mut before = counts(&w);
+    step(
+        &mut before,
+        b - 60_000,
+        &[(TICK_OBJECT, 2, 0)],
+        "the first tick sets the mark",
+    );
+    step(
+        &mut before,
+        b - 30_000,
+        &[(TICK_OBJECT, 2, 0)],
+        "nothing due",
+    );
+    // Two due: a claim and a completion (or failure) each, and the tick's
+    // two. `quick`'s run also records one effect (its begin and finish are
+    // two more requests to its object: the job's own work, not the tick's).
+    step(
+        &mut before,
+        b,
+        &[("quick", 2 + 2, 0), ("wobbly", 2, 0), (TICK_OBJECT, 2, 0)],
+        "two due",
+    );
+    // wobbly failed: its retry is its record's wake, and its object's alarm.
+    // (The status route asks every job's object: counted, then set aside.)
+    let s = status(&w);
+    before = counts(&w);
+    let wake_text = job(&s, "wobbly")["record"]["wake_at"]
+        .as_str()
+        .unwrap_or_else(|| panic!("wobbly has a wake: {s}"))
+        .to_string();
+    let wake = wake_text
+        .parse::<jiff::Timestamp>()
+        .unwrap()
+        .as_millisecond();
+    assert!(wake > b && wake <= b + 21_000, "{wake} after {b}");
+    assert!(
+        jiff::Timestamp::now().as_millisecond() < wake,
+        "the test was too slow to tick before the retry's alarm"
+    );
+    // Ticks before the wake (in scheduled and in real time) touch no job.
+    for t in [b + (wake - b) / 3, b + 2 * (wake - b) / 3] {
+        if t > b {
+            step(&mut before, t, &[(TICK_OBJECT, 2, 0)], "before the wake");
+        }
+    }
+    // The alarm fires at the wake (real time) and sends it to the tick
+    // object: one alarm, one request to the tick object. (Waited for by
+    // the counts, which reading does not change.)
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(90);
+    let after = loop {
+        let now = counts(&w);
+        if now[TICK_OBJECT].0 > before[TICK_OBJECT].0 && now["wobbly"].1 > before["wobbly"].1 {
+            break now;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the wake never came: {now:?}\n{}",
+            w.log_text()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    };
+    assert_eq!(
+        cost(&before, &after),
+        expect(&[("wobbly", 0, 1), (TICK_OBJECT, 1, 0)]),
+        "the alarm\n{}",
+        w.log_text()
+    );
+    assert_eq!(woken(&w, b + 59_000), [("wobbly".to_string(), wake_text)]);
+    before = counts(&w);
+    // The next tick serves the retry: a claim and a completion.
+    step(
+        &mut before,
+        (wake + 1_000).max(b + 30_000),
+        &[("wobbly", 2, 0), (TICK_OBJECT, 2, 0)],
+        "the woken retry",
+    );
+    let s = status(&w);
+    before = counts(&w);
+    let slot = cronslot_core::coord::format_instant(jiff::Timestamp::from_millisecond(b).unwrap());
+    let h = history(job(&s, "wobbly"));
+    assert!(
+        h.contains(&(slot.clone(), 1, "failed".into()))
+            && h.contains(&(slot, 2, "succeeded".into())),
+        "{h:?}"
+    );
+    assert!(job(&s, "wobbly")["record"]["wake_at"].is_null(), "{s}");
+    step(
+        &mut before,
+        b + 50_000,
+        &[(TICK_OBJECT, 2, 0)],
+        "nothing due after the retry",
     );
 }
 

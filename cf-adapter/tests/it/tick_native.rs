@@ -1,0 +1,534 @@
+//! The Worker's tick natively (docs/design.md §11): the runtime's `tick`
+//! over the job objects and the tick object, through the real wire
+//! protocol, object code and SQL (rusqlite), with the transport calling
+//! the objects in-process and counting every request each object serves.
+//! Each object's alarm is recorded; the test fires the alarms that are
+//! due, as the platform would (the alarm handler's steps, then the wake
+//! sent to the tick object through the same transport).
+//!
+//! The same costs are measured in workerd by `tests/tests/it/cf_workerd.rs`.
+
+use std::cell::RefCell;
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::rc::Rc;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use cronslot_cf::protocol::{Answer, ObjectReply, ObjectRequest, Op, TICK_OBJECT, Woken};
+use cronslot_cf::sql::{Alarm, SqlError};
+use cronslot_cf::{
+    AlarmStep, JobError, JobObject, Jobs, ObjectClient, TickClient, Transport, WAKE_REMINDER,
+};
+use cronslot_core::coord::exec::block_on;
+use cronslot_core::coord::{JobState, StoreError, TickIndex};
+use cronslot_core::manifest::{JobSpec, parse_manifest};
+use cronslot_runtime::{Platform, TickOptions, TickPlan, TickReport, VirtualPlatform, tick};
+use cronslot_tests::sim_backends::RusqliteSql;
+use jiff::Timestamp;
+
+/// An alarm that records what the object did with it.
+#[derive(Clone, Default)]
+struct RecordingAlarm(Rc<RefCell<AlarmLog>>);
+
+#[derive(Default, Debug)]
+struct AlarmLog {
+    /// The alarm as set now (ms), if any.
+    at: Option<i64>,
+    /// Every call: `Some(ms)` a set, `None` a delete.
+    calls: Vec<Option<i64>>,
+}
+
+impl Alarm for RecordingAlarm {
+    fn set(&self, at_ms: i64) -> Result<(), SqlError> {
+        let mut log = self.0.borrow_mut();
+        log.at = Some(at_ms);
+        log.calls.push(Some(at_ms));
+        Ok(())
+    }
+
+    fn delete(&self) -> Result<(), SqlError> {
+        let mut log = self.0.borrow_mut();
+        log.at = None;
+        log.calls.push(None);
+        Ok(())
+    }
+}
+
+type Object = JobObject<RusqliteSql, RecordingAlarm>;
+
+/// One object per name, as `id_from_name` gives in workerd; every request
+/// counted per object; calls to the objects in `refuse` fail unsent.
+#[derive(Default)]
+struct Objects {
+    objects: RefCell<BTreeMap<String, (Rc<Object>, RecordingAlarm)>>,
+    requests: RefCell<HashMap<String, u64>>,
+    alarms: RefCell<HashMap<String, u64>>,
+    refuse: RefCell<HashSet<String>>,
+}
+
+#[derive(Clone, Default)]
+struct Transport_(Rc<Objects>);
+
+impl Transport_ {
+    fn object(&self, name: &str) -> (Rc<Object>, RecordingAlarm) {
+        self.0
+            .objects
+            .borrow_mut()
+            .entry(name.to_string())
+            .or_insert_with(|| {
+                let alarm = RecordingAlarm::default();
+                let sql = RusqliteSql::in_memory().expect("in-memory sqlite");
+                (Rc::new(JobObject::with_alarm(sql, alarm.clone(), 7)), alarm)
+            })
+            .clone()
+    }
+
+    /// Requests served so far, per object.
+    fn requests(&self) -> HashMap<String, u64> {
+        self.0.requests.borrow().clone()
+    }
+
+    /// Requests and alarms served since `before`, per object (objects with
+    /// none left out).
+    fn since(&self, before: &HashMap<String, u64>) -> BTreeMap<String, u64> {
+        self.requests()
+            .into_iter()
+            .map(|(k, v)| (k.clone(), v - before.get(&k).copied().unwrap_or(0)))
+            .filter(|(_, v)| *v > 0)
+            .collect()
+    }
+
+    /// The alarm of `name`'s object (ms), if set.
+    fn alarm(&self, name: &str) -> Option<i64> {
+        self.object(name).1.0.borrow().at
+    }
+
+    /// Fires every alarm due at `now`, as the platform does: the alarm is
+    /// consumed, the handler runs (and may send the wake to the tick
+    /// object through this transport) and re-arms. Each alarm counts as a
+    /// request of its object. Returns the objects whose alarm fired.
+    fn fire_alarms(&self, now: Timestamp) -> Vec<String> {
+        let due: Vec<String> = self
+            .0
+            .objects
+            .borrow()
+            .iter()
+            .filter(|(_, (_, a))| a.0.borrow().at.is_some_and(|at| at <= now.as_millisecond()))
+            .map(|(name, _)| name.clone())
+            .collect();
+        for name in &due {
+            let (object, alarm) = self.object(name);
+            alarm.0.borrow_mut().at = None;
+            *self
+                .0
+                .requests
+                .borrow_mut()
+                .entry(name.clone())
+                .or_default() += 1;
+            *self.0.alarms.borrow_mut().entry(name.clone()).or_default() += 1;
+            if let AlarmStep::Send(woken) = object.alarm_start(now).expect("alarm start") {
+                let delivered = block_on(TickClient::new(self).wake(woken.clone()));
+                object
+                    .alarm_end(&woken, delivered.is_ok(), now)
+                    .expect("alarm end");
+            }
+        }
+        due
+    }
+
+    /// The woken entries the tick object holds, at or before `now`.
+    fn woken(&self, now: Timestamp) -> Vec<Woken> {
+        let (object, _) = self.object(TICK_OBJECT);
+        let body = serde_json::to_string(&ObjectRequest {
+            job: TICK_OBJECT.into(),
+            spec: String::new(),
+            op: Op::TickStart {
+                now,
+                limit: usize::MAX,
+            },
+        })
+        .unwrap();
+        let reply: ObjectReply =
+            serde_json::from_str(&block_on(object.handle_text(&body))).unwrap();
+        match reply {
+            Ok(Answer::Tick { woken, .. }) => woken,
+            other => panic!("{other:?}"),
+        }
+    }
+}
+
+impl Transport for Transport_ {
+    async fn call(&self, job: &str, body: String) -> Result<String, StoreError> {
+        if self.0.refuse.borrow().contains(job) {
+            return Err(StoreError::unavailable(format!(
+                "{job}: refused by the test"
+            )));
+        }
+        *self
+            .0
+            .requests
+            .borrow_mut()
+            .entry(job.to_string())
+            .or_default() += 1;
+        let (object, _) = self.object(job);
+        Ok(object.handle_text(&body).await)
+    }
+}
+
+/// Runs each job's attempts as the test says: the jobs named in `fail_first`
+/// fail their first attempt of every slot (transient); every attempt is
+/// recorded as (job, slot, attempt).
+type Seen = Arc<Mutex<Vec<(String, Timestamp, u32)>>>;
+
+fn jobs(specs: &[Rc<JobSpec>], fail_first: &[&str], seen: &Seen) -> Jobs {
+    let mut jobs = Jobs::new();
+    for spec in specs {
+        let name = spec.name.as_str().to_string();
+        let fails = fail_first.contains(&name.as_str());
+        let seen = Arc::clone(seen);
+        jobs = jobs.register(&name.clone(), move |ctx| {
+            seen.lock()
+                .unwrap()
+                .push((name.clone(), ctx.scheduled_at(), ctx.attempt()));
+            let fail = fails && ctx.attempt() == 1;
+            async move {
+                if fail {
+                    Err(JobError::transient("first attempts fail"))
+                } else {
+                    Ok(())
+                }
+            }
+        });
+    }
+    jobs
+}
+
+/// `n` jobs `j0`..: `due_each_minute` of them every minute, the next once
+/// a day at 03:17, the others once a day at 05:17 (which no test reaches),
+/// each with a one-minute lease and a retry within
+/// ten minutes (full jitter: the tests read the retry's time).
+fn specs(n: usize, due_each_minute: usize) -> Vec<Rc<JobSpec>> {
+    let mut text = String::from(
+        "[defaults]\nlease = \"1m\"\nskew_margin = \"5s\"\nstarting_deadline = \"5m\"\n\
+         retry = { max_attempts = 3, backoff = \"10m\", max_backoff = \"10m\" }\n",
+    );
+    for i in 0..n {
+        let schedule = match i.cmp(&due_each_minute) {
+            std::cmp::Ordering::Less => "* * * * *",
+            std::cmp::Ordering::Equal => "17 3 * * *",
+            std::cmp::Ordering::Greater => "17 5 * * *",
+        };
+        text.push_str(&format!(
+            "\n[[job]]\nname = \"j{i}\"\nschedule = \"{schedule}\"\n"
+        ));
+    }
+    parse_manifest(&text, "t.toml")
+        .unwrap()
+        .jobs
+        .into_iter()
+        .map(Rc::new)
+        .collect()
+}
+
+struct World {
+    transport: Transport_,
+    client: Rc<ObjectClient<Transport_>>,
+    plan: TickPlan,
+    jobs: Jobs,
+    seen: Seen,
+    platform: VirtualPlatform,
+}
+
+impl World {
+    fn new(n: usize, due_each_minute: usize, fail_first: &[&str]) -> World {
+        let specs = specs(n, due_each_minute);
+        let seen = Seen::default();
+        let jobs = jobs(&specs, fail_first, &seen);
+        let transport = Transport_::default();
+        World {
+            client: Rc::new(ObjectClient::new(transport.clone())),
+            transport,
+            plan: TickPlan::new(specs, |_| true),
+            jobs,
+            seen,
+            platform: VirtualPlatform::new(at("00:00:00")),
+        }
+    }
+
+    /// One tick at `time`, as the Worker serves it; the requests each
+    /// object served for it.
+    fn tick(&self, time: &str) -> (TickReport, BTreeMap<String, u64>) {
+        self.tick_at(at(time))
+    }
+
+    fn tick_at(&self, time: Timestamp) -> (TickReport, BTreeMap<String, u64>) {
+        self.platform.set(time);
+        let before = self.transport.requests();
+        let platform: Rc<dyn Platform> = Rc::new(self.platform.clone());
+        let index = TickClient::new(&self.transport);
+        let client = self.client.clone();
+        let more_due = |spec: &JobSpec, now: Timestamp| {
+            client.more_due(spec.name.as_str(), now, Duration::ZERO)
+        };
+        let options = TickOptions {
+            owner: "w",
+            max_jobs: None,
+            retry_within: Duration::ZERO,
+            more_due: Some(&more_due),
+        };
+        let report = block_on(tick(
+            &self.plan,
+            &self.client,
+            &index,
+            &self.jobs,
+            &platform,
+            &options,
+        ))
+        .expect("the tick starts");
+        (report, self.transport.since(&before))
+    }
+
+    fn record(&self, job: &str) -> Option<JobState> {
+        let spec = self
+            .plan
+            .specs()
+            .iter()
+            .find(|s| s.name.as_str() == job)
+            .unwrap();
+        block_on(self.client.record(spec)).unwrap()
+    }
+
+    fn seen(&self) -> Vec<(String, Timestamp, u32)> {
+        self.seen.lock().unwrap().clone()
+    }
+}
+
+/// An alarm's millisecond for a wake (the first at or after it).
+fn ms(t: Timestamp) -> i64 {
+    t.as_millisecond() + i64::from(t.subsec_nanosecond() % 1_000_000 > 0)
+}
+
+fn at(time: &str) -> Timestamp {
+    format!("2026-01-05T{time}Z").parse().unwrap()
+}
+
+fn counts(pairs: &[(&str, u64)]) -> BTreeMap<String, u64> {
+    pairs.iter().map(|(k, v)| (k.to_string(), *v)).collect()
+}
+
+#[test]
+fn a_tick_costs_two_requests_per_due_job_and_two_more() {
+    let w = World::new(1000, 10, &[]);
+    // The first tick only sets the mark (its window is empty).
+    let (report, cost) = w.tick("01:00:00");
+    assert!(report.work.jobs.is_empty());
+    assert_eq!(cost, counts(&[(TICK_OBJECT, 2)]));
+    // Nothing due between two minutes: two requests, whatever the jobs held.
+    let (report, cost) = w.tick("01:00:30");
+    assert!(report.work.jobs.is_empty());
+    assert_eq!(cost, counts(&[(TICK_OBJECT, 2)]));
+    // Ten jobs due: a claim and a completion each (no claim that would
+    // find nothing: the object says so when it records the end).
+    let (report, cost) = w.tick("01:01:00");
+    assert_eq!(report.work.jobs.len(), 10);
+    let mut expected: Vec<(String, u64)> = (0..10).map(|i| (format!("j{i}"), 2)).collect();
+    expected.push((TICK_OBJECT.to_string(), 2));
+    assert_eq!(cost, expected.into_iter().collect::<BTreeMap<_, _>>());
+    assert_eq!(cost.values().sum::<u64>(), 2 * 10 + 2);
+    assert_eq!(w.seen().len(), 10);
+    // A completed run leaves no wake, so no alarm: nothing fires.
+    for i in 0..10 {
+        assert_eq!(w.transport.alarm(&format!("j{i}")), None, "j{i}");
+        assert_eq!(w.record(&format!("j{i}")).unwrap().wake_at, None);
+    }
+    assert!(w.transport.fire_alarms(at("02:00:00")).is_empty());
+    let (_, cost) = w.tick("01:01:40");
+    assert_eq!(cost, counts(&[(TICK_OBJECT, 2)]));
+}
+
+#[test]
+fn a_retry_comes_through_the_alarm_and_the_tick_object() {
+    // j0 runs daily at 03:17 and fails its first attempt; the 999 others
+    // are never due here.
+    let w = World::new(1000, 0, &["j0"]);
+    w.tick("03:16:00");
+    let (report, cost) = w.tick("03:17:00");
+    assert_eq!(report.work.jobs.len(), 1);
+    // Claim and fail: the failure's answer says nothing more is due now.
+    assert_eq!(cost, counts(&[("j0", 2), (TICK_OBJECT, 2)]));
+    let record = w.record("j0").unwrap();
+    let wake = record.wake_at.expect("the retry is the record's wake");
+    assert_eq!(wake, record.pending[0].not_before);
+    assert_eq!(w.transport.alarm("j0"), Some(ms(wake)));
+    // Ticks before the wake touch no job; the alarm has not fired.
+    let slot = at("03:17:00");
+    let gap = wake.duration_since(slot);
+    assert!(gap > jiff::SignedDuration::from_secs(1), "{gap}");
+    for time in [slot + gap / 3, slot + gap * 2 / 3] {
+        assert!(w.transport.fire_alarms(time).is_empty());
+        let (report, cost) = w.tick_at(time);
+        assert!(report.work.jobs.is_empty());
+        assert_eq!(cost, counts(&[(TICK_OBJECT, 2)]), "{time}");
+    }
+    // The alarm fires at the wake and sends it to the tick object: one
+    // alarm of j0's object, one request to the tick object.
+    let before = w.transport.requests();
+    assert_eq!(w.transport.fire_alarms(wake), ["j0"]);
+    assert_eq!(
+        w.transport.since(&before),
+        counts(&[("j0", 1), (TICK_OBJECT, 1)])
+    );
+    assert_eq!(
+        w.transport.woken(at("03:30:00")),
+        [Woken {
+            job: "j0".into(),
+            at: wake
+        }]
+    );
+    // The next tick serves it: the retry runs and succeeds.
+    let (report, cost) = w.tick("03:28:00");
+    assert_eq!(report.work.jobs.len(), 1);
+    assert_eq!(report.work.jobs[0].planned, None, "woken, not planned");
+    assert_eq!(cost, counts(&[("j0", 2), (TICK_OBJECT, 2)]));
+    assert_eq!(
+        w.seen(),
+        [
+            ("j0".to_string(), at("03:17:00"), 1),
+            ("j0".to_string(), at("03:17:00"), 2)
+        ]
+    );
+    // The entry is gone, the record has no wake, the alarm is deleted.
+    assert!(w.transport.woken(at("04:00:00")).is_empty());
+    assert_eq!(w.record("j0").unwrap().wake_at, None);
+    assert_eq!(w.transport.alarm("j0"), None);
+    let (_, cost) = w.tick("03:29:00");
+    assert_eq!(cost, counts(&[(TICK_OBJECT, 2)]));
+}
+
+#[test]
+fn a_wake_the_tick_could_not_serve_is_sent_again() {
+    let w = World::new(1, 0, &["j0"]);
+    w.tick("03:16:00");
+    w.tick("03:17:00");
+    let wake = w.record("j0").unwrap().wake_at.unwrap();
+    w.transport.fire_alarms(wake);
+    // The tick takes the wake but cannot reach the job's object.
+    w.transport.0.refuse.borrow_mut().insert("j0".into());
+    let (report, _) = w.tick("03:28:00");
+    assert!(report.served[0].claim_error.is_some());
+    w.transport.0.refuse.borrow_mut().clear();
+    // The tick object let the entry go (the tick reported it served); the
+    // record still has its wake and the alarm was re-armed when the wake
+    // was sent: it sends the wake again, and a tick serves it.
+    assert!(w.transport.woken(at("04:00:00")).is_empty());
+    let reminder = wake.checked_add(WAKE_REMINDER).unwrap();
+    assert_eq!(w.transport.alarm("j0"), Some(ms(reminder)));
+    assert!(
+        w.transport
+            .fire_alarms(wake + jiff::SignedDuration::from_secs(60))
+            .is_empty()
+    );
+    let reminded = reminder + jiff::SignedDuration::from_millis(1);
+    assert_eq!(w.transport.fire_alarms(reminded), ["j0"]);
+    assert_eq!(
+        w.transport.woken(at("04:00:00")),
+        [Woken {
+            job: "j0".into(),
+            at: wake
+        }]
+    );
+    let (report, cost) = w.tick_at(reminded + jiff::SignedDuration::from_secs(1));
+    assert_eq!(report.work.jobs.len(), 1);
+    assert_eq!(cost, counts(&[("j0", 2), (TICK_OBJECT, 2)]));
+    assert_eq!(w.seen().last().unwrap().2, 2, "the retry ran");
+    assert_eq!(w.transport.alarm("j0"), None);
+}
+
+#[test]
+fn a_wake_the_tick_object_did_not_get_is_sent_again_a_minute_later() {
+    let w = World::new(1, 0, &["j0"]);
+    w.tick("03:16:00");
+    w.tick("03:17:00");
+    let wake = w.record("j0").unwrap().wake_at.unwrap();
+    let fired = wake + jiff::SignedDuration::from_millis(1);
+    w.transport.0.refuse.borrow_mut().insert(TICK_OBJECT.into());
+    assert_eq!(w.transport.fire_alarms(fired), ["j0"]);
+    w.transport.0.refuse.borrow_mut().clear();
+    let again = fired.checked_add(cronslot_cf::WAKE_RETRY).unwrap();
+    assert_eq!(w.transport.alarm("j0"), Some(ms(again)));
+    assert!(w.transport.woken(at("04:00:00")).is_empty());
+    assert_eq!(w.transport.fire_alarms(again), ["j0"]);
+    assert_eq!(w.transport.woken(at("04:00:00")).len(), 1);
+}
+
+#[test]
+fn an_alarm_before_a_later_wake_rearms_to_it() {
+    let w = World::new(1, 0, &["j0"]);
+    w.tick("03:16:00");
+    w.tick("03:17:00");
+    let wake = w.record("j0").unwrap().wake_at.unwrap();
+    // An alarm that fires early (a stale one) sends nothing and re-arms.
+    let (object, alarm) = w.transport.object("j0");
+    alarm.0.borrow_mut().at = None;
+    let early = wake - jiff::SignedDuration::from_secs(2);
+    assert_eq!(object.alarm_start(early).unwrap(), AlarmStep::Rearmed);
+    assert_eq!(w.transport.alarm("j0"), Some(ms(wake)));
+    // No wake at all: nothing.
+    let (idle, _) = w.transport.object("j-none");
+    assert_eq!(
+        idle.alarm_start(at("03:17:05")).unwrap(),
+        AlarmStep::Nothing
+    );
+}
+
+/// The tick object's operations by hand: the mark never moves back; a
+/// wake replaces the job's entry; `tick_end` removes only entries whose
+/// wake is the one served; `tick_start` returns what is due, earliest
+/// first, at most the limit.
+#[test]
+fn the_tick_objects_operations() {
+    let t = Transport_::default();
+    let index = TickClient::new(&t);
+    let start = |now: &str, limit| block_on(index.tick_start(at(now), limit)).unwrap();
+    let wake = |job: &str, time: &str| {
+        block_on(index.wake(Woken {
+            job: job.into(),
+            at: at(time),
+        }))
+        .unwrap()
+    };
+    assert_eq!(start("01:00:00", 10).mark, None);
+    block_on(index.tick_end(at("01:00:00"))).unwrap();
+    block_on(index.tick_end(at("00:59:00"))).unwrap();
+    assert_eq!(start("01:00:00", 10).mark, Some(at("01:00:00")));
+    wake("b", "01:02:00");
+    wake("a", "01:03:00");
+    wake("c", "01:01:00");
+    wake("late", "09:00:00");
+    assert_eq!(start("01:05:00", 10).woken, ["c", "b", "a"]);
+    assert_eq!(start("01:05:00", 2).woken, ["c", "b"]);
+    assert_eq!(start("01:02:00", 10).woken, ["c", "b"], "at or before now");
+    // A newer wake replaces the job's entry (the record's wake is the
+    // newest its object sent).
+    wake("a", "01:00:30");
+    assert_eq!(start("01:05:00", 10).woken, ["a", "c", "b"]);
+    // A tick took a, c and b; meanwhile b's object sent a newer wake: the
+    // end removes a and c, and b's newer entry stays.
+    start("01:05:00", 10);
+    wake("b", "01:04:00");
+    block_on(index.tick_end(at("01:05:00"))).unwrap();
+    assert_eq!(
+        t.woken(at("10:00:00")),
+        [
+            Woken {
+                job: "b".into(),
+                at: at("01:04:00")
+            },
+            Woken {
+                job: "late".into(),
+                at: at("09:00:00")
+            }
+        ]
+    );
+    assert_eq!(start("01:05:00", 10).mark, Some(at("01:05:00")));
+}
