@@ -39,6 +39,11 @@ pub struct TickPlan {
     planner: DuePlanner,
 }
 
+/// On a store's first tick (no mark yet) the window reaches back this far:
+/// a deployment that ran before ticks kept a mark (an upgrade) has its
+/// current slots served, as every tick served them then.
+const FIRST_WINDOW: SignedDuration = SignedDuration::from_secs(60);
+
 /// One job a tick serves.
 #[derive(Debug, Clone)]
 pub struct TickJob {
@@ -47,6 +52,11 @@ pub struct TickJob {
     /// Its first slot in the tick's window, when the manifest planned it;
     /// `None` when only the wake index named it.
     pub planned: Option<Timestamp>,
+    /// Whether a record the claim creates starts just before the planned
+    /// slot (every tick but a store's first, whose window reaches back
+    /// before the store had any mark: there a new record starts now, so a
+    /// slot from before the deployment does not run).
+    pub from_slot: bool,
 }
 
 impl TickJob {
@@ -54,8 +64,8 @@ impl TickJob {
     /// none yet, starts just before its planned slot.
     pub fn trigger(&self) -> Trigger {
         match self.planned {
-            Some(slot) => Trigger::Planned(slot),
-            None => Trigger::Tick,
+            Some(slot) if self.from_slot => Trigger::Planned(slot),
+            _ => Trigger::Tick,
         }
     }
 }
@@ -63,8 +73,8 @@ impl TickJob {
 /// What a tick serves, from the store's [`TickStart`].
 #[derive(Debug, Clone)]
 pub struct TickWork {
-    /// The window's start: the mark, or (on a store's first tick) its end,
-    /// which makes the first window empty.
+    /// The window's start: the mark, or (on a store's first tick) a minute
+    /// before its end.
     pub after: Timestamp,
     /// The window's end, the instant the store judges by.
     pub now: Timestamp,
@@ -120,7 +130,11 @@ impl TickPlan {
     /// planned job with a slot after the mark, then every woken job not
     /// already among them.
     pub fn work(&self, start: &TickStart) -> TickWork {
-        let after = start.mark.unwrap_or(start.now).min(start.now);
+        let first = start.mark.is_none();
+        let after = match start.mark {
+            Some(mark) => mark.min(start.now),
+            None => start.now.checked_sub(FIRST_WINDOW).unwrap_or(start.now),
+        };
         let mut jobs: Vec<TickJob> = self
             .planner
             .due(&self.specs, after, start.now)
@@ -128,6 +142,7 @@ impl TickPlan {
             .map(|d| TickJob {
                 spec: Rc::clone(&self.specs[d.job]),
                 planned: Some(d.slot),
+                from_slot: !first,
             })
             .collect();
         let mut seen: HashSet<usize> = jobs
@@ -140,6 +155,7 @@ impl TickPlan {
                 Some(i) if seen.insert(i) => jobs.push(TickJob {
                     spec: Rc::clone(&self.specs[i]),
                     planned: None,
+                    from_slot: false,
                 }),
                 Some(_) => {}
                 None => unknown.push(name.clone()),

@@ -310,15 +310,24 @@ impl<S: StateStore> CasCoordinator<S> {
             let mut rng = self.random();
             let out = op(&mut next, now, &mut rng)?;
             decide::fit_record(&mut next);
+            let mut wake = decide::next_wake(spec, &next, now);
             if let Some(v) = &current {
-                if v.value == next {
+                wake = decide::carry_wake(spec, v.value.wake_at, &next, wake);
+                // A record that does not change is not written, even if the
+                // clock alone moved its wake (an unchanged wake errs early).
+                // One exception: a job held back by a live lease (a claim
+                // found it busy) whose stored wake is later than it now
+                // needs, or absent. Its wake was left to the next planned
+                // slot, and this claim at that slot wrote nothing: without
+                // the write, no tick would look at the job again before the
+                // slot after.
+                let needs_wake = !next.leases.is_empty()
+                    && wake.is_some_and(|w| v.value.wake_at.is_none_or(|stored| w < stored));
+                if v.value == next && !needs_wake {
                     return Ok(out);
                 }
             }
-            // Only a record that changes gets a new wake: a claim that
-            // finds nothing writes nothing, even if the clock alone would
-            // move the wake (an unchanged record's wake errs early anyway).
-            next.wake_at = decide::next_wake(spec, &next, now);
+            next.wake_at = wake;
             match self.put_resolving_ambiguity(job, &next, expected).await? {
                 PutResult::Written(version) => {
                     self.remember(

@@ -997,6 +997,33 @@ pub fn next_wake(spec: &JobSpec, state: &JobState, now: Timestamp) -> Option<Tim
     (!planned_first).then_some(wake)
 }
 
+/// The wake to write, given the one stored (`stored`) and the one
+/// [`next_wake`] computed for the record about to be written. A stored wake
+/// at a slot the record has not taken yet is kept (unless an earlier one
+/// replaces it): it was written by a claim that found the job busy at that
+/// slot, after which the tick's mark moved on. The write that ends the
+/// lease judges "is the next slot due" by its own clock reading, which may
+/// be from before the slot though the write lands after it; dropping the
+/// wake then would leave the slot to nothing. Once the slot is taken (the
+/// cursor passes it), the wake goes.
+pub fn carry_wake(
+    spec: &JobSpec,
+    stored: Option<Timestamp>,
+    next: &JobState,
+    computed: Option<Timestamp>,
+) -> Option<Timestamp> {
+    match stored {
+        Some(s)
+            if s > next.cursor
+                && spec.schedule.is_slot(s)
+                && computed.is_none_or(|c| c > s) =>
+        {
+            Some(s)
+        }
+        _ => computed,
+    }
+}
+
 /// Whether another claim of the job may find something to run at `now`,
 /// judged from the record the last claim or outcome wrote: a waiting run
 /// whose time has come, or a slot due after the cursor. Lets a caller that

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use cronslot_core::coord::{JobState, StateStore, exec::block_on};
+use cronslot_core::coord::{JobState, StateStore, TickIndex, exec::block_on};
 use cronslot_core::manifest::parse_manifest;
 use cronslot_local::SqliteStore;
 use jiff::{SignedDuration, Timestamp};
@@ -36,9 +36,11 @@ fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
-/// Writes `manifest` and gives each of its jobs a record created two
-/// minutes ago, so that its latest minute slot is due at once (a job new
-/// to the store starts with the slots after its creation).
+/// Writes `manifest`, gives each of its jobs a record created two minutes
+/// ago and the store a tick mark from then, as a deployment that has been
+/// ticking looks: its latest minute slot is due at once (a store's first
+/// tick only writes the mark, and a job new to the store starts with the
+/// slots after its creation).
 fn due_store(dir: &Path, manifest: &str) -> String {
     std::fs::write(dir.join("cronslot.toml"), manifest).expect("write the manifest");
     let db = dir.join("state.db");
@@ -51,6 +53,7 @@ fn due_store(dir: &Path, manifest: &str) -> String {
         let state = JobState::new(spec.name.as_str(), &spec.spec_hash(), created, false);
         block_on(store.put(spec.name.as_str(), &state, None)).expect("seed the record");
     }
+    block_on(store.tick_end(created)).expect("seed the tick mark");
     format!("sqlite:{}", db.display())
 }
 
