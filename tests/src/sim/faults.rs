@@ -73,6 +73,9 @@ pub struct Applied {
     /// (slot, origin, attempt) of every lease, then of every pending run.
     pub leases: Vec<(Timestamp, Origin, u32)>,
     pub pending: Vec<(Timestamp, Origin, u32)>,
+    /// (fence, expiry) of every lease, so that a claim that ends one can
+    /// be judged against its expiry.
+    pub expiries: Vec<(u64, Timestamp)>,
 }
 
 impl Applied {
@@ -105,6 +108,7 @@ impl Applied {
                 .iter()
                 .map(|p| (p.slot, p.origin, p.attempt))
                 .collect(),
+            expiries: s.leases.iter().map(|l| (l.fence, l.expires_at)).collect(),
         }
     }
 }

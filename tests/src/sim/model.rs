@@ -468,6 +468,21 @@ impl JobModel {
                             l.fence, l.slot, l.origin, l.attempt
                         ));
                     }
+                    // A claim ends another run's lease only once it has
+                    // expired (by the claimer's clock, which may lead the
+                    // lease's judge by the skew margin at most), except
+                    // that `replace` supersedes live runs by design.
+                    if self.overlap != Overlap::Replace {
+                        for (fence, expires_at) in &prev.expiries {
+                            let ended = !w.expiries.iter().any(|(f, _)| f == fence);
+                            if ended && l.claimed_at <= *expires_at {
+                                v.push(format!(
+                                    "{job}: fence {} claimed at {} ended the lease of fence {fence}, live until {expires_at}",
+                                    l.fence, l.claimed_at
+                                ));
+                            }
+                        }
+                    }
                     match l.origin {
                         Origin::Backfill => self.backfill.claimed(l.fence, l.slot),
                         Origin::Redrive => self.redrive.claimed(l.fence, l.slot),

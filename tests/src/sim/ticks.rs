@@ -1246,8 +1246,9 @@ pub fn simulate_ticks(cfg: &TickSimConfig) -> TickSimReport {
         }
 
         // The mark, read without faults: it only moves forward, and every
-        // slot it passed is reached by the job's cursor or carried by its
-        // wake.
+        // slot it passed is reached by the job's cursor or carried by the
+        // wake index (which names the job by that slot): the ticks after
+        // the mark plan only later slots, so nothing else brings it back.
         let start = block_on(raw.tick_start(now, usize::MAX)).expect("a fault-free read");
         if let Some(m) = start.mark {
             if mark.is_some_and(|old| m < old) {
@@ -1260,20 +1261,25 @@ pub fn simulate_ticks(cfg: &TickSimConfig) -> TickSimReport {
             mark = Some(m);
             let origin = *first_mark.get_or_insert(m);
             for (j, spec) in specs.iter().enumerate() {
-                let (next, wake) = match &seen[j] {
-                    Some(s) => (s.next, s.state.wake_at),
+                let next = match &seen[j] {
+                    Some(s) => s.next,
                     None if started[j] => continue,
-                    None => (spec.schedule.next_after(origin), None),
+                    None => spec.schedule.next_after(origin),
                 };
                 let Some(next) = next.filter(|n| *n <= m) else {
                     continue;
                 };
-                if wake.is_none_or(|w| w > next) {
+                let woken = block_on(raw.tick_start(next, usize::MAX))
+                    .expect("a fault-free read")
+                    .woken;
+                if !woken.contains(&names[j]) {
                     violations.push(format!(
                         "{}: the tick mark {m} passed its slot {next}, which its record has not reached \
-                         (cursor {:?}), and its wake {wake:?} does not bring it back",
+                         (cursor {:?}), and the wake index does not name the job by then (its record's \
+                         wake: {:?})",
                         names[j],
-                        seen[j].as_ref().map(|s| s.state.cursor)
+                        seen[j].as_ref().map(|s| s.state.cursor),
+                        seen[j].as_ref().and_then(|s| s.state.wake_at),
                     ));
                 }
             }

@@ -60,8 +60,11 @@ fn ticks_over_the_index_leave_nothing_stuck() {
     for (r, _) in &reports {
         check(r, slots);
     }
-    // The runs must have exercised what the index carries, or the checks
-    // above could pass without it.
+    // The default runs must have exercised what the index carries, or the
+    // checks above could pass without it (one replayed seed may not).
+    if std::env::var("CRONSLOT_SIM_SEED").is_ok() {
+        return;
+    }
     let sum = |f: fn(&TickSimReport) -> u64| reports.iter().map(|(r, _)| f(r)).sum::<u64>();
     let seen = [
         (
@@ -97,4 +100,73 @@ fn tick_simulation_replays_by_seed() {
     assert_eq!(a.store, b.store);
     let c = simulate_ticks(&TickSimConfig::new(43, 300));
     assert_ne!(a.trace_hash, c.trace_hash, "another seed, another run");
+}
+
+/// Found by the tick simulation: a tick that finds a job busy at its next
+/// slot counts it as served and moves the mark past that slot, trusting
+/// the lease's holder to carry the slot in the wake when the lease ends.
+/// But the write that ends the lease computes the wake at the instant its
+/// caller read the clock, and a slot due later than that plus the skew
+/// margin is left out (`decide::next_wake`'s held-back rule): when the
+/// write lands after the slot (a slow round trip, an SDK's own retries),
+/// neither the mark nor the wake brings the slot back. The next planned
+/// slot then finds it late: missed under `catch_up = "latest"`, instead of
+/// run a minute late.
+#[test]
+#[ignore = "known bug, see the report of issue 14's tick simulation: a lease that ends late drops the held-back slot's wake"]
+fn a_slot_found_busy_stays_carried_when_the_lease_ends_late() {
+    use std::rc::Rc;
+
+    use cronslot_core::coord::exec::block_on;
+    use cronslot_core::coord::{
+        CasCoordinator, Claim, Coordinator, Idle, MemoryStore, TickIndex, Trigger,
+    };
+    use cronslot_core::manifest::parse_manifest;
+    use cronslot_runtime::{Jobs, Platform, TickOptions, TickPlan, VirtualPlatform, tick};
+    use jiff::Timestamp;
+
+    let at = |hms: &str| -> Timestamp { format!("2026-01-05T{hms}Z").parse().unwrap() };
+    let manifest = "[[job]]\nname = \"every\"\nschedule = \"* * * * *\"\nlease = \"3m\"\n";
+    let spec = Rc::new(parse_manifest(manifest, "t.toml").unwrap().jobs.remove(0));
+    let store = MemoryStore::new();
+    let coord = Rc::new(CasCoordinator::new(store.clone(), 1));
+    let plan = TickPlan::new(vec![spec.clone()], |_| true);
+    let jobs = Jobs::new().register("every", |_ctx| async { Ok(()) });
+
+    // Tick A at 10:00:10 claims the 10:00 slot; its run goes on.
+    block_on(store.tick_end(at("09:59:50"))).unwrap();
+    let Claim::Claimed(lease) =
+        block_on(coord.claim(&spec, at("10:00:10"), Trigger::Planned(at("10:00:00")), "a"))
+            .unwrap()
+    else {
+        panic!("10:00 not claimed");
+    };
+    block_on(store.tick_end(at("10:00:10"))).unwrap();
+
+    // The run ends at 10:00:54; its completion is on its way. Tick B at
+    // 10:01:05 finds the job busy and moves the mark past 10:01.
+    let platform: Rc<dyn Platform> = Rc::new(VirtualPlatform::new(at("10:01:05")));
+    let options = TickOptions {
+        owner: "b",
+        max_jobs: None,
+        retry_within: std::time::Duration::ZERO,
+        more_due: None,
+    };
+    let report = block_on(tick(&plan, &coord, &store, &jobs, &platform, &options)).unwrap();
+    assert!(
+        matches!(report.served[0].idle, Some((_, Idle::Busy { .. }))),
+        "{report:?}"
+    );
+    assert_eq!(report.mark, at("10:01:05"));
+
+    // The completion lands, with the instant its caller read.
+    block_on(coord.complete(&spec, lease.fence, None, at("10:00:54"))).unwrap();
+
+    // The 10:01 slot is due and unclaimed, behind the mark: only the wake
+    // index can bring it to the next tick.
+    let start = block_on(store.tick_start(at("10:01:40"), 100)).unwrap();
+    assert!(
+        start.woken.iter().any(|j| j == "every"),
+        "the mark passed 10:01 (busy), and the wake index does not name the job: {start:?}"
+    );
 }
