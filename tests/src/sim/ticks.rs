@@ -893,6 +893,7 @@ pub fn simulate_ticks(cfg: &TickSimConfig) -> TickSimReport {
         secs(60),
     );
     let mut outage_until = t0;
+    let first_outage = plus(next_minute, secs(60 * range(&mut rng, 20, 90)));
     let mut due_total = 0u64;
     let mut prev = t0;
     let mut mark: Option<Timestamp> = None;
@@ -1002,7 +1003,13 @@ pub fn simulate_ticks(cfg: &TickSimConfig) -> TickSimReport {
                 .iter()
                 .map(|sched| sched.count(plus(minute, secs(-60)), minute))
                 .sum::<u64>();
-            if !calm && minute >= outage_until && chance(&mut rng, cfg.outage_per_minute_ppm) {
+            // One outage comes surely (within the first hours), others by
+            // chance: every run then shows a long gap for the mark to cover.
+            let sure = minute == first_outage;
+            if !calm
+                && minute >= outage_until
+                && (sure || chance(&mut rng, cfg.outage_per_minute_ppm))
+            {
                 let minutes = range(&mut rng, 5, 90);
                 outage_until = plus(minute, secs(60 * minutes));
                 let mut c = sh.counts.borrow_mut();
@@ -1247,8 +1254,9 @@ pub fn simulate_ticks(cfg: &TickSimConfig) -> TickSimReport {
 
         // The mark, read without faults: it only moves forward, and every
         // slot it passed is reached by the job's cursor or carried by the
-        // wake index (which names the job by that slot): the ticks after
-        // the mark plan only later slots, so nothing else brings it back.
+        // wake index (which names the job by that slot) once no lease holds
+        // the job: the ticks after the mark plan only later slots, so
+        // nothing else brings it back before the job's next slot.
         let start = block_on(raw.tick_start(now, usize::MAX)).expect("a fault-free read");
         if let Some(m) = start.mark {
             if mark.is_some_and(|old| m < old) {
@@ -1262,6 +1270,10 @@ pub fn simulate_ticks(cfg: &TickSimConfig) -> TickSimReport {
             let origin = *first_mark.get_or_insert(m);
             for (j, spec) in specs.iter().enumerate() {
                 let next = match &seen[j] {
+                    // While a lease is live, a tick finds the job busy and
+                    // leaves its slot to the lease's end (the write that
+                    // ends it, or its expiry), which is judged then.
+                    Some(s) if !s.state.leases.is_empty() => continue,
                     Some(s) => s.next,
                     None if started[j] => continue,
                     None => spec.schedule.next_after(origin),
