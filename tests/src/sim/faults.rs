@@ -11,8 +11,8 @@ use std::time::Duration;
 use cronslot_core::coord::exec::yield_now;
 use cronslot_core::coord::{
     EffectBegin, EffectFinish, EffectLedger, EffectRecord, JobState, Lease, Origin, PutResult,
-    RandomSource, SkipReason, SplitMix64, StateStore, StoreError, StoreErrorKind, Version,
-    Versioned,
+    RandomSource, SkipReason, SplitMix64, StateStore, StoreError, StoreErrorKind, TickIndex,
+    TickStart, Version, Versioned,
 };
 use jiff::Timestamp;
 
@@ -73,6 +73,9 @@ pub struct Applied {
     /// (slot, origin, attempt) of every lease, then of every pending run.
     pub leases: Vec<(Timestamp, Origin, u32)>,
     pub pending: Vec<(Timestamp, Origin, u32)>,
+    /// (fence, expiry) of every lease, so that a claim that ends one can
+    /// be judged against its expiry.
+    pub expiries: Vec<(u64, Timestamp)>,
 }
 
 impl Applied {
@@ -105,6 +108,7 @@ impl Applied {
                 .iter()
                 .map(|p| (p.slot, p.origin, p.attempt))
                 .collect(),
+            expiries: s.leases.iter().map(|l| (l.fence, l.expires_at)).collect(),
         }
     }
 }
@@ -264,6 +268,29 @@ impl<S: EffectLedger> EffectLedger for FaultStore<S> {
         match self.gate(false).await {
             Some(_) => Err(unavailable()),
             None => self.inner.read_effect(key).await,
+        }
+    }
+}
+
+/// The tick index fails like everything else: `tick_start` is a read
+/// (unavailable, no effect); `tick_end` is a write, which may also move
+/// the mark and then lose the answer.
+impl<S: TickIndex> TickIndex for FaultStore<S> {
+    async fn tick_start(&self, now: Timestamp, limit: usize) -> Result<TickStart, StoreError> {
+        match self.gate(false).await {
+            Some(_) => Err(unavailable()),
+            None => self.inner.tick_start(now, limit).await,
+        }
+    }
+
+    async fn tick_end(&self, mark: Timestamp) -> Result<(), StoreError> {
+        match self.gate(true).await {
+            Some(StoreErrorKind::Ambiguous) => {
+                let _ = self.inner.tick_end(mark).await;
+                Err(ambiguous())
+            }
+            Some(_) => Err(unavailable()),
+            None => self.inner.tick_end(mark).await,
         }
     }
 }

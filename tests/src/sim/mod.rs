@@ -30,6 +30,7 @@
 
 pub mod faults;
 pub mod model;
+pub mod ticks;
 
 use std::cell::{Cell, RefCell};
 use std::cmp::Reverse;
@@ -340,10 +341,10 @@ impl SimReport {
 type Delivery = Reverse<(Timestamp, u64, usize, u8, i64)>;
 
 /// FNV-1a over the trace.
-struct Trace(u64);
+pub(crate) struct Trace(pub(crate) u64);
 
 impl Trace {
-    fn add(&mut self, s: &str) {
+    pub(crate) fn add(&mut self, s: &str) {
         for b in s.bytes() {
             self.0 ^= u64::from(b);
             self.0 = self.0.wrapping_mul(0x0000_0100_0000_01B3);
@@ -485,9 +486,9 @@ struct RunPlan {
 }
 
 /// Pending until the virtual clock reaches `until`.
-struct SleepUntil {
-    clock: Box<dyn Fn() -> Timestamp>,
-    until: Timestamp,
+pub(crate) struct SleepUntil {
+    pub(crate) clock: Box<dyn Fn() -> Timestamp>,
+    pub(crate) until: Timestamp,
 }
 
 impl Future for SleepUntil {
@@ -501,19 +502,19 @@ impl Future for SleepUntil {
     }
 }
 
-fn secs(n: i64) -> SignedDuration {
+pub(crate) fn secs(n: i64) -> SignedDuration {
     SignedDuration::from_secs(n)
 }
 
-fn plus(t: Timestamp, d: SignedDuration) -> Timestamp {
+pub(crate) fn plus(t: Timestamp, d: SignedDuration) -> Timestamp {
     t.checked_add(d).unwrap_or(Timestamp::MAX)
 }
 
-fn chance(rng: &mut SplitMix64, ppm: u64) -> bool {
+pub(crate) fn chance(rng: &mut SplitMix64, ppm: u64) -> bool {
     rng.next_u64() % 1_000_000 < ppm
 }
 
-fn range(rng: &mut SplitMix64, lo: i64, hi: i64) -> i64 {
+pub(crate) fn range(rng: &mut SplitMix64, lo: i64, hi: i64) -> i64 {
     lo + (rng.next_u64() % u64::try_from(hi - lo + 1).unwrap_or(1)) as i64
 }
 

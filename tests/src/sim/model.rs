@@ -1,6 +1,6 @@
 //! The independent model the simulation checks against. It knows nothing of
 //! `decide.rs`: slots are counted by arithmetic over the job's period and
-//! offset (the simulated schedules are `o-59/N` minutes in UTC), exclusivity
+//! offset (the simulated schedules are whole minutes in UTC, [`Sched`]), exclusivity
 //! and catch-up are checked from the claims the workers saw, fates from the
 //! records' history and dead letters, diffed after every step, and pauses,
 //! schedule changes, backfills, redrives, dead letters and the cursor from
@@ -14,25 +14,49 @@ use jiff::{SignedDuration, Timestamp};
 
 use super::faults::Applied;
 
-/// A schedule `offset-59/period` (minutes, UTC; the period divides 60):
-/// the slots are the whole minutes `m` with `m ≡ offset (mod period)`
-/// counted from the Unix epoch (a midnight), so arithmetic finds them.
+/// A schedule of whole minutes in UTC that arithmetic can count: in every
+/// window of `period` minutes (counted from the Unix epoch, a midnight,
+/// shifted by `offset`), the slots `offset + k * step` for each `k` that
+/// stays inside the window. `offset-59/period` is one slot per window
+/// (`step = period`); `*/7` is a window of an hour with nine slots, the
+/// last 4 minutes before the next hour's first; `17 * * * *` and
+/// `13 23 * * *` are windows of an hour and of a day with one slot.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Sched {
     period_ns: i128,
     offset_ns: i128,
+    step_ns: i128,
+    /// Slots per window.
+    per: i128,
 }
 
 impl Sched {
+    /// One slot every `period_min` minutes, at `offset_min` past the
+    /// window's start.
     pub fn every(period_min: i64, offset_min: i64) -> Sched {
+        Sched::steps(period_min, offset_min, period_min)
+    }
+
+    /// Slots `step_min` apart from `offset_min`, starting again every
+    /// `period_min` minutes (`*/7` is `steps(60, 0, 7)`).
+    pub fn steps(period_min: i64, offset_min: i64, step_min: i64) -> Sched {
+        let minute = 60 * 1_000_000_000;
+        let (period, step) = (i128::from(period_min), i128::from(step_min));
         Sched {
-            period_ns: i128::from(period_min) * 60 * 1_000_000_000,
-            offset_ns: i128::from(offset_min) * 60 * 1_000_000_000,
+            period_ns: period * minute,
+            offset_ns: i128::from(offset_min) * minute,
+            step_ns: step * minute,
+            per: (period + step - 1) / step,
         }
     }
 
+    /// The number of the last slot at or before `t`, counted from any
+    /// fixed origin (only differences matter).
     fn index(&self, t: Timestamp) -> i128 {
-        (ns(t) - self.offset_ns).div_euclid(self.period_ns)
+        let d = ns(t) - self.offset_ns;
+        let window = d.div_euclid(self.period_ns);
+        let within = d.rem_euclid(self.period_ns).div_euclid(self.step_ns);
+        window * self.per + within.min(self.per - 1)
     }
 
     /// Slots in `(a, b]`.
@@ -45,16 +69,21 @@ impl Sched {
 
     /// The last slot at or before `t`.
     pub fn slot_at_or_before(&self, t: Timestamp) -> Timestamp {
-        let n = self.index(t) * self.period_ns + self.offset_ns;
+        let i = self.index(t);
+        let n = i.div_euclid(self.per) * self.period_ns
+            + i.rem_euclid(self.per) * self.step_ns
+            + self.offset_ns;
         Timestamp::from_nanosecond(n).unwrap_or(Timestamp::MIN)
     }
 
     pub fn is_slot(&self, t: Timestamp) -> bool {
-        (ns(t) - self.offset_ns).rem_euclid(self.period_ns) == 0
+        let r = (ns(t) - self.offset_ns).rem_euclid(self.period_ns);
+        r % self.step_ns == 0 && r / self.step_ns < self.per
     }
 
+    /// The usual distance between two slots.
     pub fn period(&self) -> SignedDuration {
-        SignedDuration::from_nanos(i64::try_from(self.period_ns).unwrap_or(i64::MAX))
+        SignedDuration::from_nanos(i64::try_from(self.step_ns).unwrap_or(i64::MAX))
     }
 }
 
@@ -438,6 +467,21 @@ impl JobModel {
                             "{job}: fence {} claimed slot {} ({:?}, attempt {}), which was neither due nor in flight",
                             l.fence, l.slot, l.origin, l.attempt
                         ));
+                    }
+                    // A claim ends another run's lease only once it has
+                    // expired (by the claimer's clock, which may lead the
+                    // lease's judge by the skew margin at most), except
+                    // that `replace` supersedes live runs by design.
+                    if self.overlap != Overlap::Replace {
+                        for (fence, expires_at) in &prev.expiries {
+                            let ended = !w.expiries.iter().any(|(f, _)| f == fence);
+                            if ended && l.claimed_at <= *expires_at {
+                                v.push(format!(
+                                    "{job}: fence {} claimed at {} ended the lease of fence {fence}, live until {expires_at}",
+                                    l.fence, l.claimed_at
+                                ));
+                            }
+                        }
                     }
                     match l.origin {
                         Origin::Backfill => self.backfill.claimed(l.fence, l.slot),

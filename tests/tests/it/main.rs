@@ -17,4 +17,5 @@ mod policies;
 mod simulation;
 mod simulation_postgres;
 mod simulation_stores;
+mod simulation_ticks;
 mod tick_costs;
