@@ -1014,9 +1014,7 @@ pub fn carry_wake(
 ) -> Option<Timestamp> {
     match stored {
         Some(s)
-            if s > next.cursor
-                && spec.schedule.is_slot(s)
-                && computed.is_none_or(|c| c > s) =>
+            if s > next.cursor && spec.schedule.is_slot(s) && computed.is_none_or(|c| c > s) =>
         {
             Some(s)
         }

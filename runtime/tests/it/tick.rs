@@ -121,12 +121,23 @@ fn run(job: &str, slot: &str, attempt: u32) -> (String, String, u32) {
 }
 
 #[test]
-fn the_first_tick_writes_only_the_mark() {
+fn the_first_tick_looks_back_a_minute_and_runs_no_slot_from_before_the_store() {
     let w = World::new();
+    // 04:28:30: no mark yet. The window reaches back a minute, to serve
+    // the current slots of a store upgraded from before ticks had marks;
+    // every-minute's 04:28 slot is in it. Its record is created now, so
+    // that slot, from before the job existed here, does not run.
     let report = w.tick("2026-01-05T04:28:30Z", None);
-    assert!(report.work.jobs.is_empty());
-    assert_eq!(w.store.writes(), 1, "the mark, and no job record");
-    assert_eq!(w.store.reads(), 1);
+    let names: Vec<_> = report
+        .work
+        .jobs
+        .iter()
+        .map(|j| j.spec.name.as_str())
+        .collect();
+    assert_eq!(names, vec!["every-minute"]);
+    assert!(w.ran().is_empty());
+    assert_eq!(w.store.writes(), 2, "the new record and the mark");
+    assert_eq!(w.store.reads(), 2, "the mark and the record");
     assert_eq!(w.mark(), Some(at("2026-01-05T04:28:30Z")));
 }
 
@@ -184,13 +195,14 @@ fn a_job_left_unserved_holds_the_mark_before_its_slot() {
     assert_eq!(held, at("2026-01-05T04:29:59.999999999Z"));
     let held = work.mark(&HashSet::from(["every-minute", "quarter"]));
     assert_eq!(held, at("2026-01-05T04:28:59.999999999Z"));
-    // The first tick of a store plans nothing, whatever the wakes.
+    // A store's first tick looks back a minute, and creates no record
+    // from before its window.
     let first = w.plan.work(&TickStart {
         mark: None,
         ..start
     });
-    assert_eq!(first.after, first.now);
-    assert_eq!(first.jobs.len(), 1, "only the woken job");
+    assert_eq!(first.after, at("2026-01-05T04:29:05Z"));
+    assert!(first.jobs.iter().all(|j| !j.from_slot));
 }
 
 #[test]

@@ -97,9 +97,10 @@ fn worker_end_to_end() {
     let (code, body) = w.request("GET", "/cronslot/health", None, "");
     assert!(code == 200 || code == 503, "{code} {body}");
 
-    // The first tick only sets the tick mark (it plans no window); the
-    // next runs the jobs due since (`flaky` fails). Times are the events'
-    // scheduled times; the claims use them.
+    // The first tick sets the tick mark and looks back a minute (the
+    // every-minute jobs get records, and no slot from before them runs);
+    // the next runs the jobs due since (`flaky` fails). Times are the
+    // events' scheduled times; the claims use them.
     let b = base();
     let (t0, t1, t2) = (b - 60_000, b, b + 60_000);
     assert_eq!(w.fire(tick, t0).0, 200);
@@ -278,10 +279,13 @@ fn a_tick_costs_what_is_due_in_durable_object_requests() {
         *before = after;
     };
     let mut before = counts(&w);
+    // The first tick sets the mark and looks back a minute: the two
+    // every-minute jobs get their records (one claim each, which finds the
+    // slot from before the record and runs nothing).
     step(
         &mut before,
         b - 60_000,
-        &[(TICK_OBJECT, 2, 0)],
+        &[("quick", 1, 0), ("wobbly", 1, 0), (TICK_OBJECT, 2, 0)],
         "the first tick sets the mark",
     );
     step(

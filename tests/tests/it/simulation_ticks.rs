@@ -113,7 +113,6 @@ fn tick_simulation_replays_by_seed() {
 /// slot then finds it late: missed under `catch_up = "latest"`, instead of
 /// run a minute late.
 #[test]
-#[ignore = "known bug, see the report of issue 14's tick simulation: a lease that ends late drops the held-back slot's wake"]
 fn a_slot_found_busy_stays_carried_when_the_lease_ends_late() {
     use std::rc::Rc;
 
@@ -179,7 +178,6 @@ fn a_slot_found_busy_stays_carried_when_the_lease_ends_late() {
 /// passed by the mark with no wake to bring it back. The next planned slot
 /// then finds it late (missed under `catch_up = "latest"`).
 #[test]
-#[ignore = "known issue, see the report of issue 14's tick simulation: a store's first tick skips the slots of jobs that already have records"]
 fn a_stores_first_tick_leaves_no_slot_of_an_existing_record_behind() {
     use std::rc::Rc;
 
