@@ -319,10 +319,15 @@ fn counts(pairs: &[(&str, u64)]) -> BTreeMap<String, u64> {
 #[test]
 fn a_tick_costs_two_requests_per_due_job_and_two_more() {
     let w = World::new(1000, 10, &[]);
-    // The first tick only sets the mark (its window is empty).
+    // The first tick sets the mark and looks back a minute: the ten jobs
+    // due at 01:00 get their records (a claim each, which runs nothing:
+    // the slot is from before the record).
     let (report, cost) = w.tick("01:00:00");
-    assert!(report.work.jobs.is_empty());
-    assert_eq!(cost, counts(&[(TICK_OBJECT, 2)]));
+    assert_eq!(report.work.jobs.len(), 10);
+    let mut expected: Vec<(String, u64)> = (0..10).map(|i| (format!("j{i}"), 1)).collect();
+    expected.push((TICK_OBJECT.to_string(), 2));
+    assert_eq!(cost, expected.into_iter().collect::<BTreeMap<_, _>>());
+    assert!(w.seen().is_empty());
     // Nothing due between two minutes: two requests, whatever the jobs held.
     let (report, cost) = w.tick("01:00:30");
     assert!(report.work.jobs.is_empty());
