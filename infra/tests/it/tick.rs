@@ -57,6 +57,21 @@ fn due_store(dir: &Path, manifest: &str) -> String {
     format!("sqlite:{}", db.display())
 }
 
+/// Waits, if need be, until the current minute has at least `room` left:
+/// a test whose ticks must all fall in one minute (no new slot between
+/// them, and a retry's window, which closes at the next slot, still open)
+/// starts early enough in its minute.
+fn with_room_in_the_minute(room: Duration) {
+    let now = Timestamp::now();
+    let into_minute = Duration::from_nanos(
+        u64::try_from(now.as_nanosecond().rem_euclid(60_000_000_000)).unwrap_or(0),
+    );
+    let left = Duration::from_secs(60).saturating_sub(into_minute);
+    if left < room {
+        std::thread::sleep(left + Duration::from_millis(200));
+    }
+}
+
 const DUE: &str = r#"
 [[job]]
 name = "every-minute"
@@ -69,6 +84,7 @@ command = ["sh", "-c", "echo \"$CRONSLOT_SLOT\" >> ran.log; env > env.txt"]
 fn a_tick_runs_each_due_slot_once_however_many_machines_tick() {
     let dir = scratch("once");
     let store = due_store(&dir, DUE);
+    with_room_in_the_minute(Duration::from_secs(20));
     // Four ticks at once, as four machines' crontabs fire together.
     let ticks: Vec<_> = (0..4)
         .map(|_| {
@@ -123,6 +139,7 @@ retry = { max_attempts = 2, backoff = "1s" }
 command = ["sh", "-c", "echo nope >&2; exit 75"]
 "#,
     );
+    with_room_in_the_minute(Duration::from_secs(15));
     let o = cronslot(&dir, &["tick", "cronslot.toml", "--store", &store], &[]);
     assert_eq!(o.status.code(), Some(1), "{}", text(&o.stderr));
     let err = text(&o.stderr);
@@ -130,7 +147,11 @@ command = ["sh", "-c", "echo nope >&2; exit 75"]
         err.contains("a run did not succeed or could not be recorded: broken"),
         "{err}"
     );
-    assert!(text(&o.stdout).contains("broken: 1 run(s), 0 succeeded, 1 to retry"));
+    assert!(
+        text(&o.stdout).contains("broken: 1 run(s), 0 succeeded, 1 to retry"),
+        "{}",
+        text(&o.stdout)
+    );
     // The retry is the next tick's, a second later.
     std::thread::sleep(Duration::from_millis(1500));
     let o = cronslot(&dir, &["tick", "cronslot.toml", "--store", &store], &[]);
@@ -238,6 +259,7 @@ command = ["sh", "-c", "env > env.txt"]
 fn run_serves_health_probes_and_stops_gracefully_on_sigterm() {
     let dir = scratch("health");
     let store = due_store(&dir, DUE);
+    with_room_in_the_minute(Duration::from_secs(40));
     let port = cronslot_tests::http::free_port();
     let addr = format!("127.0.0.1:{port}");
     let child = Command::new(env!("CARGO_BIN_EXE_cronslot"))
