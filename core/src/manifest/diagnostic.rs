@@ -97,6 +97,9 @@ impl std::error::Error for ManifestErrors {}
 pub(super) struct Sink<'a> {
     text: &'a str,
     file: &'a str,
+    /// Where the piece of text being checked starts (see `chunks.rs`):
+    /// spans given to the sink are relative to it, and kept absolute.
+    base: usize,
     line_starts: Vec<usize>,
     pub errors: Vec<Diagnostic>,
     pub warnings: Vec<Diagnostic>,
@@ -110,14 +113,21 @@ impl<'a> Sink<'a> {
         Sink {
             text,
             file,
+            base: 0,
             line_starts,
             errors: Vec::new(),
             warnings: Vec::new(),
         }
     }
 
+    /// Spans given from now on are relative to `base`.
+    pub fn set_base(&mut self, base: usize) {
+        self.base = base.min(self.text.len());
+    }
+
+    /// The text from the base on (what spans index).
     pub fn text(&self) -> &'a str {
-        self.text
+        self.text.get(self.base..).unwrap_or("")
     }
 
     /// The nearest char boundary at or before `offset`, within the text.
@@ -141,8 +151,14 @@ impl<'a> Sink<'a> {
         (index + 1, column)
     }
 
-    pub fn line_of(&self, offset: usize) -> usize {
+    /// The line of an offset in the whole text.
+    pub fn absolute_line(&self, offset: usize) -> usize {
         self.position(offset).0
+    }
+
+    /// The line of `offset` (relative to the base).
+    pub fn line_of(&self, offset: usize) -> usize {
+        self.position(self.base + offset).0
     }
 
     fn source_line(&self, line: usize) -> String {
@@ -186,13 +202,17 @@ impl<'a> Sink<'a> {
         }
     }
 
+    fn absolute(&self, span: Range<usize>) -> Range<usize> {
+        self.base + span.start..self.base + span.end
+    }
+
     pub fn error(&mut self, span: Range<usize>, message: impl Into<String>) {
-        let d = self.diagnostic(Severity::Error, span, message.into());
+        let d = self.diagnostic(Severity::Error, self.absolute(span), message.into());
         self.errors.push(d);
     }
 
     pub fn warning(&mut self, span: Range<usize>, message: impl Into<String>) {
-        let d = self.diagnostic(Severity::Warning, span, message.into());
+        let d = self.diagnostic(Severity::Warning, self.absolute(span), message.into());
         self.warnings.push(d);
     }
 

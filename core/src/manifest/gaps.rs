@@ -90,7 +90,11 @@ pub(super) fn shortest_gap(schedule: &Schedule, from: Timestamp) -> Option<Durat
 /// others, its slots are those minutes of every real hour, the same gaps as
 /// on the wall clock.
 #[cfg(feature = "toml")]
-pub(super) fn gap_lower_bound(schedule: &Schedule, from: Timestamp) -> Option<i64> {
+pub(super) fn gap_lower_bound(
+    schedule: &Schedule,
+    from: Timestamp,
+    offsets: &mut ZoneOffsets,
+) -> Option<i64> {
     let cron = schedule.cron();
     let wall = wall_gap_lower_bound(cron.minutes(), cron.hours())?;
     let zone = schedule.zone();
@@ -100,18 +104,7 @@ pub(super) fn gap_lower_bound(schedule: &Schedule, from: Timestamp) -> Option<i6
     let end = schedule
         .next_after(at(from.as_second().saturating_add(YEAR))?)?
         .as_second();
-    let first = zone.offset_at(from.as_second());
-    let (mut least, mut greatest, mut whole_hours) = (first, first, true);
-    let mut cursor = from.as_second();
-    while let Some((transition, offset)) = zone.next_transition(cursor) {
-        if transition > end {
-            break;
-        }
-        least = least.min(offset);
-        greatest = greatest.max(offset);
-        whole_hours &= (offset - first) % 3_600 == 0;
-        cursor = transition;
-    }
+    let (least, greatest, whole_hours) = offsets.spread(zone, from.as_second(), end);
     if schedule.follows_real_time() {
         let every_hour = cron.hours() == (1 << 24) - 1
             && cron.months() == 0x1ffe
@@ -124,6 +117,73 @@ pub(super) fn gap_lower_bound(schedule: &Schedule, from: Timestamp) -> Option<i6
         return None;
     }
     Some(wall - i64::from(greatest - least))
+}
+
+/// How far ahead of its reference instant a zone's offset changes are
+/// kept: past the year the warnings look at, and the slot after it.
+#[cfg(feature = "toml")]
+const OFFSETS_AHEAD: i64 = 2 * YEAR;
+
+/// Each zone's offset changes from a reference instant on, walked once per
+/// manifest rather than once per job (walking them computes each change
+/// from the zone's rules, which was a tenth of loading thousands of jobs).
+#[cfg(feature = "toml")]
+#[derive(Default)]
+pub(super) struct ZoneOffsets(
+    std::collections::BTreeMap<String, std::collections::BTreeMap<i64, Vec<(i64, i32)>>>,
+);
+
+#[cfg(feature = "toml")]
+impl ZoneOffsets {
+    /// The least and greatest offset in force from `from` to `end`, and
+    /// whether each is a whole number of hours from the first.
+    fn spread(&mut self, zone: &crate::schedule::Zone, from: i64, end: i64) -> (i32, i32, bool) {
+        let ahead = from.saturating_add(OFFSETS_AHEAD);
+        if !self.0.contains_key(zone.name()) {
+            self.0.insert(zone.name().to_string(), Default::default());
+        }
+        let changes = self
+            .0
+            .get_mut(zone.name())
+            .map(|by_from| {
+                by_from
+                    .entry(from)
+                    .or_insert_with(|| offset_changes(zone, from, ahead))
+                    .as_slice()
+            })
+            .unwrap_or_default();
+        let first = zone.offset_at(from);
+        let (mut least, mut greatest, mut whole_hours) = (first, first, true);
+        let mut note = |offset: i32| {
+            least = least.min(offset);
+            greatest = greatest.max(offset);
+            whole_hours &= (offset - first) % 3_600 == 0;
+        };
+        for &(_, offset) in changes.iter().take_while(|(t, _)| *t <= end) {
+            note(offset);
+        }
+        if end > ahead {
+            for (_, offset) in offset_changes(zone, ahead, end) {
+                note(offset);
+            }
+        }
+        (least, greatest, whole_hours)
+    }
+}
+
+/// The zone's offset changes after `from` and up to `until`.
+#[cfg(feature = "toml")]
+fn offset_changes(zone: &crate::schedule::Zone, from: i64, until: i64) -> Vec<(i64, i32)> {
+    let mut changes = Vec::new();
+    let mut cursor = from;
+    while let Some((transition, offset)) = zone.next_transition(cursor) {
+        if transition > until {
+            break;
+        }
+        changes.push((transition, offset));
+        cursor = transition;
+    }
+    changes
 }
 
 /// The shortest distance, in seconds, between two different wall-clock
@@ -282,6 +342,8 @@ mod tests {
             "2026-10-25T00:30:00Z",
         ];
         let mut bounded = 0;
+        // One cache for all: what one expression walked serves the next.
+        let mut offsets = ZoneOffsets::default();
         for text in expressions {
             let cron = CronExpr::parse(text).expect("expression");
             for name in zones {
@@ -290,7 +352,7 @@ mod tests {
                     let schedule = Schedule::new(cron.clone(), zone.clone(), policy);
                     for from in froms {
                         let from: Timestamp = from.parse().expect("instant");
-                        let Some(bound) = gap_lower_bound(&schedule, from) else {
+                        let Some(bound) = gap_lower_bound(&schedule, from, &mut offsets) else {
                             continue;
                         };
                         bounded += 1;
@@ -316,7 +378,11 @@ mod tests {
                 Zone::get(zone).expect("zone"),
                 DstPolicy::default(),
             );
-            gap_lower_bound(&schedule, at(REFERENCE_SECOND).expect("instant"))
+            gap_lower_bound(
+                &schedule,
+                at(REFERENCE_SECOND).expect("instant"),
+                &mut ZoneOffsets::default(),
+            )
         };
         assert_eq!(bound("3-59/5 * * * *", "UTC"), Some(300));
         assert_eq!(bound("3-59/5 * * * *", "America/New_York"), Some(300));

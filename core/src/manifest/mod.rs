@@ -16,6 +16,8 @@
 //! ([`Manifest::to_precompiled`], [`load_precompiled`]).
 
 mod base64;
+#[cfg(feature = "toml")]
+mod chunks;
 mod diagnostic;
 mod duration;
 mod gaps;

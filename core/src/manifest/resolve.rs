@@ -12,6 +12,7 @@ use toml::Spanned;
 
 use super::diagnostic::Sink;
 use super::duration::format_duration;
+use super::gaps::ZoneOffsets;
 use super::raw::OverlapMode;
 use super::table::Checked;
 use super::{
@@ -67,7 +68,7 @@ impl Layers<'_> {
                 return Val {
                     value: builtin,
                     origin,
-                    span: layer.header.clone(),
+                    span: layer.at(layer.header.clone()),
                     poisoned: true,
                 };
             }
@@ -75,7 +76,7 @@ impl Layers<'_> {
                 return Val {
                     value,
                     origin,
-                    span,
+                    span: layer.at(span),
                     poisoned: false,
                 };
             }
@@ -83,7 +84,7 @@ impl Layers<'_> {
         Val {
             value: builtin,
             origin: Origin::Builtin,
-            span: self.here.header.clone(),
+            span: self.here.at(self.here.header.clone()),
             poisoned: false,
         }
     }
@@ -355,11 +356,13 @@ pub(super) fn resolve_defaults(sink: &mut Sink<'_>, table: &Checked) -> Defaults
     }
 }
 
-/// Resolves one job; `None` when it has errors.
+/// Resolves one job; `None` when it has errors. `offsets` is the
+/// manifest's cache for its warnings.
 pub(super) fn resolve_job(
     sink: &mut Sink<'_>,
     job: &Checked,
     defaults: &Checked,
+    offsets: &mut ZoneOffsets,
 ) -> Option<JobSpec> {
     let before = sink.errors.len();
     let p = Policies::resolve(&Layers {
@@ -374,7 +377,7 @@ pub(super) fn resolve_job(
     if let (Some(s), Some(e)) = (start_at, end_at) {
         if s.get_ref().0 >= e.get_ref().0 {
             sink.error(
-                s.span(),
+                job.at(s.span()),
                 format!(
                     "start_at {} is not before end_at {}",
                     s.get_ref().0,
@@ -415,7 +418,7 @@ pub(super) fn resolve_job(
         history: p.history(),
         action,
     };
-    job_warnings(sink, job, &p, &spec);
+    job_warnings(sink, job, &p, &spec, offsets);
     Some(spec)
 }
 
@@ -434,9 +437,9 @@ fn resolve_action(sink: &mut Sink<'_>, job: &Checked, p: &Policies) -> Option<Ac
     let http = job.raw.http.as_ref();
     if let (Some(c), Some(h)) = (command, http) {
         let later = if c.span().start > h.span().start {
-            job.key_span("command")
+            job.at(job.key_span("command"))
         } else {
-            job.key_span("http")
+            job.at(job.key_span("http"))
         };
         sink.error(
             later,
@@ -447,13 +450,13 @@ fn resolve_action(sink: &mut Sink<'_>, job: &Checked, p: &Policies) -> Option<Ac
     let is_function = is_function_job(job);
     if job.raw.env.is_some() && command.is_none() && !job.poisoned.contains("command") {
         sink.error(
-            job.key_span("env"),
+            job.at(job.key_span("env")),
             "env applies only to command jobs; this job has no command",
         );
     }
     if p.timeout.here() && is_function {
         sink.error(
-            job.key_span("timeout"),
+            job.at(job.key_span("timeout")),
             "timeout applies only to command and http jobs; a Rust function job bounds its own run time",
         );
     }
@@ -476,12 +479,18 @@ fn resolve_action(sink: &mut Sink<'_>, job: &Checked, p: &Policies) -> Option<Ac
     is_function.then_some(Action::Function)
 }
 
-fn job_warnings(sink: &mut Sink<'_>, job: &Checked, p: &Policies, spec: &JobSpec) {
-    let schedule_span = job
+fn job_warnings(
+    sink: &mut Sink<'_>,
+    job: &Checked,
+    p: &Policies,
+    spec: &JobSpec,
+    offsets: &mut ZoneOffsets,
+) {
+    let schedule_span = job.at(job
         .raw
         .schedule
         .as_ref()
-        .map_or(job.header.clone(), Spanned::span);
+        .map_or(job.header.clone(), Spanned::span));
     let name = spec.name.as_str();
     let window = spec.retry.max_total_backoff();
     // The two warnings below need the shortest gap only when it is at most
@@ -497,7 +506,7 @@ fn job_warnings(sink: &mut Sink<'_>, job: &Checked, p: &Policies, spec: &JobSpec
     };
     let from = gaps::reference(spec.start_at);
     let shortest = threshold.and_then(|threshold| {
-        let bound = gaps::gap_lower_bound(&spec.schedule, from);
+        let bound = gaps::gap_lower_bound(&spec.schedule, from, offsets);
         let too_long =
             bound.is_some_and(|b| u64::try_from(b).is_ok_and(|b| b > threshold.as_secs()));
         if too_long {
@@ -540,11 +549,11 @@ fn job_warnings(sink: &mut Sink<'_>, job: &Checked, p: &Policies, spec: &JobSpec
 
     if let (Some(start), Some(end)) = (spec.start_at, spec.end_at) {
         if !gaps::fires_within(&spec.schedule, start, end) {
-            let at = job
+            let at = job.at(job
                 .raw
                 .start_at
                 .as_ref()
-                .map_or(job.header.clone(), Spanned::span);
+                .map_or(job.header.clone(), Spanned::span));
             sink.warning(
                 at,
                 format!("job {name:?} has no slot between start_at and end_at"),

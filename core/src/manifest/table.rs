@@ -67,7 +67,9 @@ pub(super) struct Checked {
     pub poisoned: BTreeSet<String>,
     /// The table's header (`[[job]]`), where problems of the whole table go.
     pub header: Range<usize>,
-    pub key_spans: BTreeMap<String, Range<usize>>,
+    /// Where each known key is written (an unknown key is reported when
+    /// the table is read, and never pointed at again).
+    pub key_spans: Vec<(&'static str, Range<usize>)>,
     pub name: Option<Spanned<JobName>>,
     pub cron: Option<CronExpr>,
     pub zone: Option<Spanned<Zone>>,
@@ -76,6 +78,9 @@ pub(super) struct Checked {
     pub env: Option<BTreeMap<String, String>>,
     /// Errors the table's own checks reported.
     pub errors: usize,
+    /// Where the piece of the manifest the table was parsed from starts:
+    /// every span above is relative to it ([`Checked::at`]).
+    pub base: usize,
 }
 
 impl Checked {
@@ -84,7 +89,7 @@ impl Checked {
             raw: RawTable::default(),
             poisoned: BTreeSet::new(),
             header: 0..0,
-            key_spans: BTreeMap::new(),
+            key_spans: Vec::new(),
             name: None,
             cron: None,
             zone: None,
@@ -92,7 +97,13 @@ impl Checked {
             http: None,
             env: None,
             errors: 0,
+            base: 0,
         }
+    }
+
+    /// A span of this table in the whole manifest.
+    pub(super) fn at(&self, span: Range<usize>) -> Range<usize> {
+        self.base + span.start..self.base + span.end
     }
 
     fn poison(&mut self, key: &str) {
@@ -101,9 +112,9 @@ impl Checked {
 
     pub(super) fn key_span(&self, key: &str) -> Range<usize> {
         self.key_spans
-            .get(key)
-            .cloned()
-            .unwrap_or(self.header.clone())
+            .iter()
+            .find(|(known, _)| *known == key)
+            .map_or(self.header.clone(), |(_, span)| span.clone())
     }
 
     fn label(&self) -> String {
@@ -133,11 +144,14 @@ fn inner_offset(text: &str, span: &Range<usize>, value: &str, column: usize) -> 
     span.start + 1 + within
 }
 
+/// Checks one table, parsed from the piece of the manifest at `base` (the
+/// sink's base: spans are relative to it).
 pub(super) fn check_table(
     sink: &mut Sink<'_>,
     zones: &mut Zones,
     table: Spanned<&DeTable<'_>>,
     level: Level,
+    base: usize,
 ) -> Checked {
     let before = sink.errors.len();
     let outcome = raw::deserialize_table(&table, level.label());
@@ -145,13 +159,17 @@ pub(super) fn check_table(
         sink.error(span, message);
     }
     let mut c = Checked {
+        base,
         raw: outcome.raw,
         poisoned: outcome.poisoned,
         header: table.span(),
         key_spans: table
             .get_ref()
             .iter()
-            .map(|(k, _)| (k.get_ref().to_string(), k.span()))
+            .filter_map(|(k, _)| {
+                let known = raw::KEYS.iter().find(|known| **known == k.get_ref().as_ref())?;
+                Some((*known, k.span()))
+            })
             .collect(),
         ..Checked::empty()
     };

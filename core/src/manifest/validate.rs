@@ -8,38 +8,86 @@ use toml::Spanned;
 use toml::de::{DeTable, DeValue};
 
 use super::Manifest;
+use super::chunks::{Chunk, chunks};
 use super::diagnostic::{ManifestErrors, Sink};
+use super::gaps::ZoneOffsets;
 use super::raw;
 use super::resolve::{resolve_defaults, resolve_job};
 use super::table::{Checked, Level, Zones, check_table};
 
 pub(super) fn parse(text: &str, file: &str) -> Result<Manifest, ManifestErrors> {
     let mut sink = Sink::new(text, file);
-    let (root, syntax) = DeTable::parse_recoverable(text);
-    if !syntax.is_empty() {
-        report_syntax(&mut sink, &syntax);
-        return Err(errors(sink));
-    }
-    let (defaults_table, job_tables) = split_root(&mut sink, &root);
-
+    // The manifest is parsed piece by piece (`chunks.rs`), each job's
+    // piece checked and resolved before the next is parsed: what a large
+    // manifest holds at once is its jobs' specs, not its document tree.
+    let pieces = chunks(text);
+    let mut syntax_failed = false;
     let mut zones = Zones::default();
-    let defaults = match defaults_table {
-        Some(t) => check_table(&mut sink, &mut zones, t, Level::Defaults),
-        None => Checked::empty(),
-    };
-    let resolved_defaults = resolve_defaults(&mut sink, &defaults);
-    // Each job is checked and resolved before the next one is looked at,
-    // so that what its checks build is dropped at once instead of being
-    // held for every job of a large manifest. Diagnostics come out in file
-    // order whatever the order they were found in (`Sink::finish`).
-    let mut specs = Vec::with_capacity(job_tables.len());
-    let mut first_lines = BTreeMap::new();
-    for t in job_tables {
-        let job = check_table(&mut sink, &mut zones, t, Level::Job);
-        report_duplicate(&mut sink, &mut first_lines, &job);
-        if let Some(spec) = resolve_job(&mut sink, &job, &defaults) {
-            specs.push(spec);
+    let mut offsets = ZoneOffsets::default();
+
+    // `[defaults]` first, wherever it is, since every job resolves against
+    // it.
+    let mut defaults: Option<Checked> = None;
+    for (_, piece) in pieces
+        .iter()
+        .enumerate()
+        .filter(|(i, piece)| *i == 0 || piece.has_defaults)
+    {
+        let Some(root) = parse_piece(&mut sink, text, piece, &mut syntax_failed) else {
+            continue;
+        };
+        let Some(table) = defaults_of(&mut sink, &root) else {
+            continue;
+        };
+        match &defaults {
+            Some(first) => {
+                let line = sink.absolute_line(first.at(first.header.clone()).start);
+                sink.error(
+                    table.span(),
+                    format!(
+                        "[defaults] is already written on line {line}; write all of it in one place"
+                    ),
+                );
+            }
+            None => {
+                let checked = check_table(
+                    &mut sink,
+                    &mut zones,
+                    table,
+                    Level::Defaults,
+                    piece.range.start,
+                );
+                defaults = Some(checked);
+            }
         }
+    }
+    sink.set_base(0);
+    let defaults = defaults.unwrap_or_else(Checked::empty);
+    let resolved_defaults = resolve_defaults(&mut sink, &defaults);
+
+    // One job per piece, as a manifest is usually written: the vector is
+    // not grown (and copied) on the way.
+    let mut specs = Vec::with_capacity(pieces.len());
+    let mut first_names = BTreeMap::new();
+    let mut job_key_seen = false;
+    for piece in &pieces {
+        let Some(root) = parse_piece(&mut sink, text, piece, &mut syntax_failed) else {
+            continue;
+        };
+        let job_tables = jobs_of(&mut sink, &root, &mut job_key_seen);
+        for t in job_tables {
+            sink.set_base(piece.range.start);
+            let job = check_table(&mut sink, &mut zones, t, Level::Job, piece.range.start);
+            report_duplicate(&mut sink, &mut first_names, &job);
+            sink.set_base(0);
+            if let Some(spec) = resolve_job(&mut sink, &job, &defaults, &mut offsets) {
+                specs.push(spec);
+            }
+        }
+    }
+    sink.set_base(0);
+    if !job_key_seen && !syntax_failed {
+        sink.error(0..0, no_jobs_message());
     }
 
     if sink.errors.is_empty() {
@@ -52,6 +100,34 @@ pub(super) fn parse(text: &str, file: &str) -> Result<Manifest, ManifestErrors> 
     } else {
         Err(errors(sink))
     }
+}
+
+/// Parses one piece of the manifest, the sink's base set to it. On a
+/// syntax error, the manifest's report becomes its syntax errors alone
+/// (what other checks found is dropped: they may be echoes of it), and
+/// later pieces are only parsed for theirs: `None`.
+fn parse_piece<'t>(
+    sink: &mut Sink<'_>,
+    text: &'t str,
+    piece: &Chunk,
+    syntax_failed: &mut bool,
+) -> Option<Spanned<DeTable<'t>>> {
+    let source = text.get(piece.range.clone()).unwrap_or("");
+    if source.trim().is_empty() {
+        return None;
+    }
+    sink.set_base(piece.range.start);
+    let (root, syntax) = DeTable::parse_recoverable(source);
+    if !syntax.is_empty() {
+        if !*syntax_failed {
+            *syntax_failed = true;
+            sink.errors.clear();
+            sink.warnings.clear();
+        }
+        report_syntax(sink, &syntax);
+        return None;
+    }
+    (!*syntax_failed).then_some(root)
 }
 
 fn errors(sink: Sink<'_>) -> ManifestErrors {
@@ -76,30 +152,38 @@ fn report_syntax(sink: &mut Sink<'_>, syntax: &[toml::de::Error]) {
     }
 }
 
-/// The `[defaults]` table and the `[[job]]` tables; anything else at the
-/// top level is an error.
-/// The tables are borrowed from the document, not copied.
-fn split_root<'r, 'i>(
+/// The `[defaults]` table of a piece, if it has one.
+fn defaults_of<'r, 'i>(
     sink: &mut Sink<'_>,
     root: &'r Spanned<DeTable<'i>>,
-) -> (
-    Option<Spanned<&'r DeTable<'i>>>,
-    Vec<Spanned<&'r DeTable<'i>>>,
-) {
-    let mut defaults = None;
+) -> Option<Spanned<&'r DeTable<'i>>> {
+    let value = root.get_ref().get("defaults")?;
+    match value.get_ref() {
+        DeValue::Table(t) => Some(Spanned::new(value.span(), t)),
+        _ => {
+            sink.error(
+                value.span(),
+                "defaults must be a single table, written [defaults]",
+            );
+            None
+        }
+    }
+}
+
+/// The `[[job]]` tables of a piece; any top-level key other than `job`
+/// and `defaults` is an error. The tables are borrowed from the piece's
+/// document, not copied.
+fn jobs_of<'r, 'i>(
+    sink: &mut Sink<'_>,
+    root: &'r Spanned<DeTable<'i>>,
+    job_key_seen: &mut bool,
+) -> Vec<Spanned<&'r DeTable<'i>>> {
     let mut jobs = Vec::new();
-    let mut job_key_seen = false;
     for (key, value) in root.get_ref().iter() {
         match key.get_ref().as_ref() {
-            "defaults" => match value.get_ref() {
-                DeValue::Table(t) => defaults = Some(Spanned::new(value.span(), t)),
-                _ => sink.error(
-                    value.span(),
-                    "defaults must be a single table, written [defaults]",
-                ),
-            },
+            "defaults" => {}
             "job" => {
-                job_key_seen = true;
+                *job_key_seen = true;
                 match value.get_ref() {
                     DeValue::Array(items) => {
                         for item in items.iter() {
@@ -135,10 +219,7 @@ fn split_root<'r, 'i>(
             }
         }
     }
-    if !job_key_seen {
-        sink.error(0..0, no_jobs_message());
-    }
-    (defaults, jobs)
+    jobs
 }
 
 fn no_jobs_message() -> &'static str {
@@ -146,20 +227,26 @@ fn no_jobs_message() -> &'static str {
 }
 
 /// A job whose name an earlier job has: an error at the later one, naming
-/// the line of the first. `first_lines` holds the names seen so far.
-fn report_duplicate(sink: &mut Sink<'_>, first_lines: &mut BTreeMap<String, usize>, job: &Checked) {
+/// the line of the first. `first_names` holds where each name seen so far
+/// is (its line is only counted when needed).
+fn report_duplicate(sink: &mut Sink<'_>, first_names: &mut BTreeMap<String, usize>, job: &Checked) {
     let Some(name) = &job.name else { return };
-    match first_lines.get(name.get_ref().as_str()) {
-        Some(first) => sink.error(
-            name.span(),
-            format!(
-                "duplicate job name {:?}; the first is on line {first}",
-                name.get_ref().as_str()
-            ),
-        ),
+    match first_names.get(name.get_ref().as_str()) {
+        Some(first) => {
+            let line = sink.absolute_line(*first);
+            sink.error(
+                name.span(),
+                format!(
+                    "duplicate job name {:?}; the first is on line {line}",
+                    name.get_ref().as_str()
+                ),
+            );
+        }
         None => {
-            let line = sink.line_of(name.span().start);
-            first_lines.insert(name.get_ref().as_str().to_string(), line);
+            first_names.insert(
+                name.get_ref().as_str().to_string(),
+                job.at(name.span()).start,
+            );
         }
     }
 }

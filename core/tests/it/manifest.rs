@@ -638,6 +638,60 @@ fn toml_syntax_error() {
     one_error("[[job]\n", 1, 7, "invalid TOML");
 }
 
+/// The manifest is parsed a job at a time: what it means and where its
+/// problems are reported must be what the whole document says.
+#[test]
+fn a_manifest_read_job_by_job_means_what_the_whole_document_says() {
+    // [defaults] after the jobs still applies to every job; a job's
+    // sub-table belongs to it.
+    let m = parse(
+        "[[job]]\nname = \"a\"\nschedule = \"0 9 * * *\"\n[job.http]\nurl = \"https://example.com/a\"\n\n[[job]]\nname = \"b\"\nschedule = \"0 9 * * *\"\n\n[defaults]\nlease = \"7m\"\n[defaults.retry]\nmax_attempts = 1\n",
+    );
+    assert_eq!(m.jobs.len(), 2);
+    assert!(
+        m.jobs
+            .iter()
+            .all(|j| j.lease == mins(7) && j.retry.max_attempts == 1)
+    );
+    assert!(matches!(m.jobs[0].action, Action::Http { .. }));
+    assert!(matches!(m.jobs[1].action, Action::Function));
+
+    // A problem in a later job is reported at its own line; one that
+    // involves [defaults] at the defaults' line.
+    let text = format!(
+        "[defaults]\nlease = \"2m\"\n\n{}\n{}",
+        job(""),
+        "[[job]]\nname = \"k\"\nschedule = \"0 9 * * *\"\ntimeout = \"1h\"\nnote = 1\ncommand = [\"true\"]\n"
+    );
+    let errs = errors(&text);
+    assert_eq!(errs.len(), 2, "{}", show(&errs));
+    assert_at(&errs[0], 11, 11, "timeout 1h is longer than the lease 2m");
+    assert_at(&errs[1], 12, 1, "unknown key `note`");
+
+    // A syntax error in any job leaves only syntax errors in the report.
+    let text = format!(
+        "{}\n[[job]]\nname = \"k\"\nschedule = \"0 9 * * *\"\nleese = \"1m\"\n\n[[job]]\nname = \"broken\nschedule = \"* * * * *\"\n",
+        job("")
+    );
+    one_error(&text, 11, 15, "invalid TOML");
+
+    // [defaults] written in two places is refused at the second.
+    let text = format!(
+        "[defaults]\nlease = \"2m\"\n\n{}\n[defaults]\npaused = true\n",
+        job("")
+    );
+    one_error(&text, 8, 1, "[defaults] is already written on line 1");
+
+    // Duplicate names across pieces.
+    let text = format!("{}\n{}", job(""), job(""));
+    one_error(
+        &text,
+        6,
+        8,
+        "duplicate job name \"j\"; the first is on line 2",
+    );
+}
+
 #[test]
 fn empty_manifest_has_no_jobs() {
     one_error("", 1, 1, "no [[job]]");
