@@ -386,13 +386,20 @@ fn within(now: Timestamp, wait: Duration) -> Timestamp {
 /// request each. It remembers the woken jobs `tick_start` returned and
 /// reports them served in `tick_end`, which the runtime's tick calls once
 /// it has served every job: the tick object then drops each entry whose
-/// wake is still the one returned. A woken job that the tick could not
-/// serve after all (its claim failed, or changed nothing) keeps its wake
-/// in its own record, and its object's alarm, re-armed when it sent the
-/// wake, sends it again (`crate::object`, "Why no wake is lost").
+/// wake is still the one returned. The jobs the tick leaves (`leave`: a
+/// bound on the jobs per tick, a failed claim) go with `tick_end` too: a
+/// woken one is not reported served, a planned one becomes an entry at its
+/// slot, so the next tick gets them all and the mark need not wait for
+/// them (which, with more jobs at one slot than a tick serves, would have
+/// the next tick plan the same first jobs again). Should a report be wrong
+/// anyway, a woken job keeps its wake in its own record, and its object's
+/// alarm, re-armed when it sent the wake, sends it again (`crate::object`,
+/// "Why no wake is lost").
 pub struct TickClient<'t, T> {
     transport: &'t T,
     woken: RefCell<Vec<Woken>>,
+    /// Planned jobs the tick left, sent with `tick_end`.
+    left: RefCell<Vec<Woken>>,
 }
 
 impl<'t, T: Transport> TickClient<'t, T> {
@@ -401,6 +408,7 @@ impl<'t, T: Transport> TickClient<'t, T> {
         TickClient {
             transport,
             woken: RefCell::new(Vec::new()),
+            left: RefCell::new(Vec::new()),
         }
     }
 
@@ -444,11 +452,27 @@ impl<T: Transport> TickIndex for TickClient<'_, T> {
         }
     }
 
+    fn leave(&self, planned: &[(&str, Timestamp)], woken: &[&str]) -> bool {
+        self.woken
+            .borrow_mut()
+            .retain(|w| !woken.contains(&w.job.as_str()));
+        *self.left.borrow_mut() = planned
+            .iter()
+            .map(|(job, slot)| Woken {
+                job: (*job).to_string(),
+                at: *slot,
+            })
+            .collect();
+        true
+    }
+
     async fn tick_end(&self, mark: Timestamp) -> Result<(), StoreError> {
         let served = self.woken.borrow().clone();
-        match self.send(Op::TickEnd { mark, served }).await? {
+        let left = self.left.borrow().clone();
+        match self.send(Op::TickEnd { mark, served, left }).await? {
             Answer::Done => {
                 self.woken.borrow_mut().clear();
+                self.left.borrow_mut().clear();
                 Ok(())
             }
             other => Err(store_error(unexpected("tick_end", &other))),

@@ -52,7 +52,7 @@ pub use object_store::ObjectStore;
 #[cfg(target_arch = "wasm32")]
 mod wasm;
 #[cfg(target_arch = "wasm32")]
-pub use wasm::{Cronslot, CronslotJob, OBJECT_BINDING};
+pub use wasm::{Cronslot, CronslotJob, DEFAULT_MAX_JOBS_PER_TICK, OBJECT_BINDING};
 
 /// `worker`, re-exported so a user's Worker uses the same version.
 #[cfg(target_arch = "wasm32")]

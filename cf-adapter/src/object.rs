@@ -295,8 +295,8 @@ impl<S: Sql, A: Alarm> JobObject<S, A> {
                 let (mark, woken) = self.tick.start(sql, *now, *limit)?;
                 Answer::Tick { mark, woken }
             }
-            Op::TickEnd { mark, served } => {
-                self.tick.end(sql, *mark, served)?;
+            Op::TickEnd { mark, served, left } => {
+                self.tick.end(sql, *mark, served, left)?;
                 Answer::Done
             }
             Op::Wake { woken } => {

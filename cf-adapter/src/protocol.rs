@@ -184,6 +184,11 @@ pub enum Op {
         mark: Timestamp,
         /// The woken entries the tick served, as `tick_start` gave them.
         served: Vec<Woken>,
+        /// Planned jobs the tick left for the next one (a bound on the
+        /// jobs per tick, a failed claim), each at its slot: kept as woken
+        /// entries, so the mark may pass their slots.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        left: Vec<Woken>,
     },
     /// To the tick object, from a job object's alarm: the job's wake has
     /// come. Replaces the job's entry, if it has one: a job's object sends
@@ -508,6 +513,12 @@ mod tests {
             Op::TickEnd {
                 mark: t,
                 served: vec![woken.clone()],
+                left: vec![],
+            },
+            Op::TickEnd {
+                mark: t,
+                served: vec![],
+                left: vec![woken.clone()],
             },
             Op::Wake {
                 woken: woken.clone(),

@@ -134,13 +134,15 @@ impl TickTables {
         Ok((mark, woken))
     }
 
-    /// Moves the mark to `mark` unless it is there or later already, and
-    /// removes each served entry whose stored wake is the one served.
+    /// Moves the mark to `mark` unless it is there or later already,
+    /// removes each served entry whose stored wake is the one served, and
+    /// adds an entry for each job `left` that has none.
     pub(crate) fn end<S: Sql>(
         &self,
         sql: &S,
         mark: Timestamp,
         served: &[Woken],
+        left: &[Woken],
     ) -> Result<(), StoreError> {
         if self.mark(sql)?.is_none_or(|m| m < mark) {
             let [second, nano] = parts(mark);
@@ -159,6 +161,16 @@ impl TickTables {
                 sql,
                 &format!("removing the served wake of job {:?}", w.job),
                 "DELETE FROM cronslot_woken WHERE job = ? AND second = ? AND nanosecond = ?",
+                &[SqlValue::Text(w.job.clone()), second, nano],
+            )?;
+        }
+        for w in left {
+            let [second, nano] = parts(w.at);
+            self.exec(
+                sql,
+                &format!("keeping job {:?} for the next tick", w.job),
+                "INSERT INTO cronslot_woken (job, second, nanosecond) VALUES (?, ?, ?) \
+                 ON CONFLICT (job) DO NOTHING",
                 &[SqlValue::Text(w.job.clone()), second, nano],
             )?;
         }

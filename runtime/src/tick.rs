@@ -273,7 +273,28 @@ where
             "their claims failed on the store: the next tick plans them again".into(),
         ));
     }
-    let mark = work.mark(&unserved);
+    // Jobs left: a store that keeps them as wakes lets the mark pass their
+    // slots. Otherwise the mark stays before the earliest, and the next
+    // tick plans them again, with the jobs of that slot already served
+    // (claims that find nothing to do).
+    let planned_left: Vec<(&str, Timestamp)> = work
+        .jobs
+        .iter()
+        .filter(|j| unserved.contains(j.spec.name.as_str()))
+        .filter_map(|j| Some((j.spec.name.as_str(), j.planned?)))
+        .collect();
+    let woken_left: Vec<&str> = start
+        .woken
+        .iter()
+        .map(String::as_str)
+        .filter(|name| unserved.contains(name))
+        .collect();
+    let kept = index.leave(&planned_left, &woken_left);
+    let mark = if kept {
+        work.mark(&HashSet::new())
+    } else {
+        work.mark(&unserved)
+    };
     let mark_error = index.tick_end(mark).await.err();
     Ok(TickReport {
         work,

@@ -96,7 +96,18 @@ pub struct Cronslot {
     jobs: Jobs,
     prefix: String,
     retry_within: std::time::Duration,
+    max_jobs_per_tick: usize,
 }
+
+/// The most jobs one tick serves unless told otherwise
+/// ([`Cronslot::max_jobs_per_tick`]). Each job costs the invocation at
+/// least two subrequests (its claim and its completion, both requests to
+/// its Durable Object) and an http job one more; the tick object two per
+/// tick. 300 jobs stay within the 1,000 subrequests per invocation of the
+/// Workers Paid plan (docs/performance.md, "Platform limits"). The jobs
+/// left are served by the next tick: the mark stays before their slots,
+/// and the tick object keeps their wakes.
+pub const DEFAULT_MAX_JOBS_PER_TICK: usize = 300;
 
 impl Cronslot {
     /// `manifest` is the text of `cronslot.toml`, embedded with
@@ -126,6 +137,7 @@ impl Cronslot {
             jobs: Jobs::new(),
             prefix: admin::DEFAULT_PREFIX.to_string(),
             retry_within: RETRY_WITHIN_EVENT,
+            max_jobs_per_tick: DEFAULT_MAX_JOBS_PER_TICK,
         }
     }
 
@@ -157,6 +169,29 @@ impl Cronslot {
     /// every retry to a later tick.
     pub fn retry_within_event(mut self, wait: std::time::Duration) -> Cronslot {
         self.retry_within = wait;
+        self
+    }
+
+    /// Loads the manifest and builds the tick's plan now, rather than in
+    /// the first event of the isolate. Call it from the Worker's
+    /// `#[event(start)]`: that runs while the isolate starts, under the
+    /// startup limit (1 s of CPU), not the event's (10 ms on the Workers
+    /// Free plan), and loading 10,000 jobs takes about 30 ms in V8
+    /// (docs/performance.md). A bad manifest is reported by every event,
+    /// as without it.
+    pub fn prepare(&self) {
+        if let Ok(manifest) = self.loaded.manifest.as_ref() {
+            self.plan(manifest);
+        }
+    }
+
+    /// The most jobs one tick serves (default
+    /// [`DEFAULT_MAX_JOBS_PER_TICK`]): at most the plan's subrequests per
+    /// invocation, less two, divided by the subrequests a job makes (two,
+    /// plus its own fetches and effects). On the Workers Free plan (50
+    /// subrequests) with http jobs: 15. At least 1.
+    pub fn max_jobs_per_tick(mut self, jobs: usize) -> Cronslot {
+        self.max_jobs_per_tick = jobs.max(1);
         self
     }
 
@@ -246,10 +281,10 @@ impl Cronslot {
             let index = TickClient::new(client.transport());
             let options = TickOptions {
                 owner: &owner,
-                // Unbounded: `TickClient` reports every woken entry served at
-                // the tick's end, so a woken job that a bound left unserved
-                // would wait for its alarm's reminder (two minutes).
-                max_jobs: None,
+                // The invocation's subrequests are bounded; what a tick
+                // leaves, the next serves (`TickClient` keeps the wakes of
+                // woken jobs left).
+                max_jobs: Some(self.max_jobs_per_tick),
                 retry_within: self.retry_within,
                 more_due: Some(&more_due),
             };

@@ -10,7 +10,7 @@ mod entry;
 mod object_class;
 mod transport;
 
-pub use entry::Cronslot;
+pub use entry::{Cronslot, DEFAULT_MAX_JOBS_PER_TICK};
 pub use object_class::CronslotJob;
 
 /// The Durable Object binding the Worker's wrangler config declares.

@@ -768,8 +768,12 @@ fn tick_op() -> BoxedStrategy<Op> {
     let limit = prop_oneof![Just(0usize), Just(1), Just(2), Just(usize::MAX)];
     prop_oneof![
         2 => (near_instant(), limit).prop_map(|(now, limit)| Op::TickStart { now, limit }),
-        2 => (near_instant(), prop::collection::vec(woken(), 0..4))
-            .prop_map(|(mark, served)| Op::TickEnd { mark, served }),
+        2 => (
+            near_instant(),
+            prop::collection::vec(woken(), 0..4),
+            prop::collection::vec(woken(), 0..3),
+        )
+            .prop_map(|(mark, served, left)| Op::TickEnd { mark, served, left }),
         3 => woken().prop_map(|woken| Op::Wake { woken }),
     ]
     .boxed()
@@ -824,7 +828,7 @@ proptest! {
                     let due: Vec<Woken> = due.into_iter().map(|(at, job)| Woken { job, at }).collect();
                     prop_assert_eq!(woken, due);
                 }
-                (Op::TickEnd { mark: to, served }, Ok(Answer::Done)) => {
+                (Op::TickEnd { mark: to, served, left }, Ok(Answer::Done)) => {
                     if mark.is_none_or(|m| m < *to) {
                         mark = Some(*to);
                     }
@@ -832,6 +836,10 @@ proptest! {
                         if entries.get(&w.job) == Some(&w.at) {
                             entries.remove(&w.job);
                         }
+                    }
+                    // A job left keeps the entry it has, or gets one.
+                    for w in left {
+                        entries.entry(w.job.clone()).or_insert(w.at);
                     }
                 }
                 (Op::Wake { woken }, Ok(Answer::Done)) => {

@@ -237,6 +237,8 @@ struct World {
     jobs: Jobs,
     seen: Seen,
     platform: VirtualPlatform,
+    /// The bound on jobs per tick, as the Worker sets one.
+    max_jobs: std::cell::Cell<Option<usize>>,
 }
 
 impl World {
@@ -252,6 +254,7 @@ impl World {
             jobs,
             seen,
             platform: VirtualPlatform::new(at("00:00:00")),
+            max_jobs: std::cell::Cell::new(None),
         }
     }
 
@@ -272,7 +275,7 @@ impl World {
         };
         let options = TickOptions {
             owner: "w",
-            max_jobs: None,
+            max_jobs: self.max_jobs.get(),
             retry_within: Duration::ZERO,
             more_due: Some(&more_due),
         };
@@ -411,7 +414,7 @@ fn a_retry_comes_through_the_alarm_and_the_tick_object() {
 }
 
 #[test]
-fn a_wake_the_tick_could_not_serve_is_sent_again() {
+fn a_wake_the_tick_could_not_serve_is_kept_for_the_next_tick() {
     let w = World::new(1, 0, &["j0"]);
     w.tick("03:16:00");
     w.tick("03:17:00");
@@ -422,9 +425,39 @@ fn a_wake_the_tick_could_not_serve_is_sent_again() {
     let (report, _) = w.tick("03:28:00");
     assert!(report.served[0].claim_error.is_some());
     w.transport.0.refuse.borrow_mut().clear();
-    // The tick object let the entry go (the tick reported it served); the
-    // record still has its wake and the alarm was re-armed when the wake
-    // was sent: it sends the wake again, and a tick serves it.
+    // The tick said so: the tick object kept the entry, and the next tick
+    // serves it.
+    assert_eq!(
+        w.transport.woken(at("04:00:00")),
+        [Woken {
+            job: "j0".into(),
+            at: wake
+        }]
+    );
+    let (report, cost) = w.tick("03:29:00");
+    assert_eq!(report.work.jobs.len(), 1);
+    assert_eq!(cost, counts(&[("j0", 2), (TICK_OBJECT, 2)]));
+    assert_eq!(w.seen().last().unwrap().2, 2, "the retry ran");
+    assert!(w.transport.woken(at("04:00:00")).is_empty());
+    assert_eq!(w.transport.alarm("j0"), None);
+}
+
+/// Should the tick object let a wake go that was not served (a tick that
+/// reported it before the job's write), the job's own alarm, re-armed
+/// when it sent the wake, sends it again.
+#[test]
+fn a_wake_let_go_unserved_is_sent_again_by_the_alarm() {
+    let w = World::new(1, 0, &["j0"]);
+    w.tick("03:16:00");
+    w.tick("03:17:00");
+    let wake = w.record("j0").unwrap().wake_at.unwrap();
+    w.transport.fire_alarms(wake);
+    // Another tick reads the wake and reports it served without serving
+    // it (what a Worker would do if it ignored `not_served`).
+    let index = TickClient::new(&w.transport);
+    let start = block_on(index.tick_start(at("03:28:00"), 10)).unwrap();
+    assert_eq!(start.woken, ["j0"]);
+    block_on(index.tick_end(at("03:28:00"))).unwrap();
     assert!(w.transport.woken(at("04:00:00")).is_empty());
     let reminder = wake.checked_add(WAKE_REMINDER).unwrap();
     assert_eq!(w.transport.alarm("j0"), Some(ms(reminder)));
@@ -447,6 +480,53 @@ fn a_wake_the_tick_could_not_serve_is_sent_again() {
     assert_eq!(cost, counts(&[("j0", 2), (TICK_OBJECT, 2)]));
     assert_eq!(w.seen().last().unwrap().2, 2, "the retry ran");
     assert_eq!(w.transport.alarm("j0"), None);
+}
+
+/// A Worker serves at most `max_jobs_per_tick` jobs per tick (its
+/// subrequests are bounded): the rest, planned or woken, are the next
+/// tick's, and nothing is lost.
+#[test]
+fn a_bounded_tick_leaves_the_rest_to_the_next() {
+    // j0..j5 every minute, j6 daily at 03:17, failing its first attempt.
+    let w = World::new(10, 6, &["j6"]);
+    w.tick("03:16:00");
+    w.tick("03:17:00");
+    let wake = w.record("j6").unwrap().wake_at.expect("a retry");
+    assert_eq!(w.transport.fire_alarms(wake), ["j6"]);
+    // The next whole minute: six planned jobs and one woken, three per
+    // tick, planned ones first.
+    let minute = wake.as_second() / 60 * 60 + 60;
+    let mut time = Timestamp::from_second(minute).unwrap();
+    w.max_jobs.set(Some(3));
+    let before = w.seen().len();
+    let mut served = Vec::new();
+    loop {
+        let (report, cost) = w.tick_at(time);
+        assert!(report.served.len() <= 3);
+        assert!(cost.values().sum::<u64>() <= 2 * 3 + 2, "{cost:?}");
+        served.push(report.served.len());
+        if report.left.is_none() {
+            break;
+        }
+        time = time + jiff::SignedDuration::from_secs(10);
+        assert!(served.len() < 5, "the ticks keep up: {served:?}");
+    }
+    assert_eq!(served, [3, 3, 1]);
+    // Each minutely job ran once, at the minute; j6's retry ran.
+    let ran: Vec<(String, Timestamp, u32)> = w.seen()[before..].to_vec();
+    assert_eq!(ran.len(), 7, "{ran:?}");
+    let at_minute = Timestamp::from_second(minute).unwrap();
+    for j in 0..6 {
+        let name = format!("j{j}");
+        let runs: Vec<_> = ran.iter().filter(|(n, _, _)| *n == name).collect();
+        assert_eq!(runs.len(), 1, "{name}: {ran:?}");
+        assert_eq!(runs[0].1, at_minute, "{name}");
+    }
+    assert!(
+        ran.contains(&("j6".to_string(), at("03:17:00"), 2)),
+        "{ran:?}"
+    );
+    assert!(w.transport.woken(at("05:00:00")).is_empty());
 }
 
 #[test]

@@ -185,6 +185,18 @@ pub trait TickIndex {
     /// In one request: moves the tick mark to `mark`, unless it is already
     /// there or later (a mark never moves backwards).
     async fn tick_end(&self, mark: Timestamp) -> Result<(), StoreError>;
+
+    /// Told, before [`TickIndex::tick_end`], which jobs the tick leaves
+    /// for the next one (a bound on the jobs per tick, a failed claim):
+    /// `planned`, the planned ones with their slot, and `woken`, the woken
+    /// ones. Returns whether the store keeps them all as wakes, which the
+    /// next tick reads; the mark may then pass their slots (the Cloudflare
+    /// tick object does, in the same request as `tick_end`). Otherwise
+    /// (the default: the other stores keep every wake in its record until
+    /// a write clears it) the mark stays before the earliest slot left.
+    fn leave(&self, _planned: &[(&str, Timestamp)], _woken: &[&str]) -> bool {
+        false
+    }
 }
 
 /// One entry of the effect ledger.

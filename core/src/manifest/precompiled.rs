@@ -138,7 +138,7 @@ pub fn load_precompiled(json: &str) -> Result<Manifest, PrecompiledError> {
     // key changed: when the document does not read, its header is read on
     // its own to tell why. (The header is not read first every time: that
     // is a second pass over a file of megabytes when there are many jobs.)
-    let doc = match serde_json::from_str::<Doc>(json) {
+    let doc = match serde_json::from_str::<DocIn>(json) {
         Ok(doc) => {
             check_header(Some(doc.format.as_str()), Some(doc.version))?;
             doc
@@ -156,8 +156,17 @@ pub fn load_precompiled(json: &str) -> Result<Manifest, PrecompiledError> {
     let defaults = doc.defaults.resolve(&mut zones, &mut problems);
     let mut jobs = Vec::with_capacity(doc.jobs.len());
     let mut names = BTreeSet::new();
-    for (i, job) in doc.jobs.iter().enumerate() {
-        if !names.insert(&*job.name) {
+    // Each job is read from its text and resolved before the next is read:
+    // what loading holds at once is the specs, not every job's document.
+    for (i, text) in doc.jobs.iter().enumerate() {
+        let job: JobDoc<'_> = match serde_json::from_str(text.get()) {
+            Ok(job) => job,
+            Err(e) => {
+                problems.push(format!("jobs[{i}]"), e.to_string());
+                continue;
+            }
+        };
+        if !names.insert(job.name.clone()) {
             problems.push(
                 format!("jobs[{i}]"),
                 format!("duplicate job name {:?}", job.name),
@@ -263,8 +272,8 @@ struct Header {
     version: Option<u32>,
 }
 
-#[derive(Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+/// The file as written.
+#[derive(Serialize)]
 struct Doc<'a> {
     format: String,
     version: u32,
@@ -279,6 +288,24 @@ struct Doc<'a> {
     /// Optional: a file without it still loads where the tz database is
     /// linked.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    zones: BTreeMap<String, String>,
+}
+
+/// The file as read: [`Doc`] with each job left as its text, read one at
+/// a time.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct DocIn<'a> {
+    format: String,
+    version: u32,
+    #[serde(rename = "source")]
+    _source: String,
+    #[serde(borrow)]
+    defaults: DefaultsDoc<'a>,
+    #[serde(borrow)]
+    jobs: Vec<&'a serde_json::value::RawValue>,
+    warnings: Vec<DiagnosticDoc>,
+    #[serde(default)]
     zones: BTreeMap<String, String>,
 }
 

@@ -485,10 +485,7 @@ mod tests {
     fn keys_are_the_fields_of_a_table() {
         let text = "name = \"a\"\nschedule = \"* * * * *\"\ntimezone = \"UTC\"\ntrigger = \"tick\"\nlease = \"2m\"\nstarting_deadline = \"1m\"\ncatch_up = \"all\"\nmax_catch_up = 2\noverlap = \"allow\"\nmax_concurrency = 2\nretry = { max_attempts = 1 }\ndelivery = \"at_most_once\"\ndst_gap = \"skip\"\ndst_overlap = \"twice\"\nskew_margin = \"1s\"\npaused = true\nstart_at = \"2026-01-01T00:00:00Z\"\nend_at = \"2027-01-01T00:00:00Z\"\nstale_after = \"1h\"\nhistory = { failed = 1 }\ntimeout = \"1m\"\ncommand = [\"true\"]\nhttp = { url = \"https://example.com\" }\nenv = { A = \"b\" }\n";
         let table = DeTable::parse(text).expect("toml");
-        let outcome = deserialize_table(
-            &Spanned::new(table.span(), table.get_ref()),
-            "[[job]]",
-        );
+        let outcome = deserialize_table(&Spanned::new(table.span(), table.get_ref()), "[[job]]");
         assert!(outcome.problems.is_empty(), "{:?}", outcome.problems);
         let present: Vec<&str> = outcome.raw.present().into_iter().map(|(k, _)| k).collect();
         assert_eq!(present, KEYS);

@@ -167,7 +167,9 @@ pub(super) fn check_table(
             .get_ref()
             .iter()
             .filter_map(|(k, _)| {
-                let known = raw::KEYS.iter().find(|known| **known == k.get_ref().as_ref())?;
+                let known = raw::KEYS
+                    .iter()
+                    .find(|known| **known == k.get_ref().as_ref())?;
                 Some((*known, k.span()))
             })
             .collect(),

@@ -17,6 +17,14 @@ fn app() -> Cronslot {
         .with_jobs(example_jobs::jobs())
 }
 
+/// Loads the manifest and plans the tick while the isolate starts (under
+/// the startup limit), not in its first event (under the event's CPU
+/// limit).
+#[event(start)]
+fn start() {
+    app().prepare();
+}
+
 #[event(scheduled)]
 async fn scheduled(event: ScheduledEvent, env: Env, ctx: ScheduleContext) {
     app().scheduled(event, env, ctx).await;
