@@ -199,7 +199,9 @@ pub struct CronExpr {
     pub(crate) hour_star: bool,
     /// `+` before day-of-week: both day fields must match.
     pub(crate) dom_and_dow: bool,
-    pub(crate) years: Option<YearSet>,
+    /// Boxed: only EventBridge's six-field expressions have one, and a
+    /// manifest of thousands of jobs keeps an expression per job.
+    pub(crate) years: Option<Box<YearSet>>,
     /// Precomputed: no minute of the 400-year Gregorian cycle matches.
     never: bool,
 }
@@ -373,7 +375,7 @@ impl CronExpr {
     /// The year field of an EventBridge expression; `None` for dialects
     /// without one (every year matches).
     pub fn years(&self) -> Option<&YearSet> {
-        self.years.as_ref()
+        self.years.as_deref()
     }
 
     /// True when the day-of-month field matches every day of every month.

@@ -335,7 +335,7 @@ fn build(original: &str, fields: &[(usize, &str)], rules: Rules) -> Result<CronE
 
     let years = if rules.fields == 6 {
         let (off, year_text) = at(5);
-        Some(parse_years(ctx(Field::Year), year_text, off)?)
+        Some(Box::new(parse_years(ctx(Field::Year), year_text, off)?))
     } else {
         None
     };

@@ -2,18 +2,19 @@
 //! (so every table's problems are reported, see `table.rs`), then
 //! resolution of each job against `[defaults]` (`resolve.rs`).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
+use std::ops::Range;
 
 use toml::Spanned;
 use toml::de::{DeTable, DeValue};
 
-use super::Manifest;
 use super::chunks::{Chunk, chunks};
 use super::diagnostic::{ManifestErrors, Sink};
 use super::gaps::ZoneOffsets;
 use super::raw;
 use super::resolve::{resolve_defaults, resolve_job};
 use super::table::{Checked, Level, Zones, check_table};
+use super::{JobSpec, Manifest};
 
 pub(super) fn parse(text: &str, file: &str) -> Result<Manifest, ManifestErrors> {
     let mut sink = Sink::new(text, file);
@@ -68,7 +69,8 @@ pub(super) fn parse(text: &str, file: &str) -> Result<Manifest, ManifestErrors> 
     // One job per piece, as a manifest is usually written: the vector is
     // not grown (and copied) on the way.
     let mut specs = Vec::with_capacity(pieces.len());
-    let mut first_names = BTreeMap::new();
+    let mut spec_names = Vec::with_capacity(pieces.len());
+    let mut others = Vec::new();
     let mut job_key_seen = false;
     for piece in &pieces {
         let Some(root) = parse_piece(&mut sink, text, piece, &mut syntax_failed) else {
@@ -78,14 +80,30 @@ pub(super) fn parse(text: &str, file: &str) -> Result<Manifest, ManifestErrors> 
         for t in job_tables {
             sink.set_base(piece.range.start);
             let job = check_table(&mut sink, &mut zones, t, Level::Job, piece.range.start);
-            report_duplicate(&mut sink, &mut first_names, &job);
             sink.set_base(0);
-            if let Some(spec) = resolve_job(&mut sink, &job, &defaults, &mut offsets) {
-                specs.push(spec);
+            let name_at = job.name.as_ref().map(|n| job.at(n.span()));
+            match (
+                resolve_job(&mut sink, &job, &defaults, &mut offsets),
+                name_at,
+            ) {
+                (Some(spec), Some(at)) => {
+                    specs.push(spec);
+                    spec_names.push(at);
+                }
+                (None, Some(at)) => {
+                    if let Some(name) = &job.name {
+                        others.push((name.get_ref().as_str().to_string(), at));
+                    }
+                }
+                // A spec has a name; a job without one has no duplicate.
+                (_, None) => {}
             }
         }
     }
     sink.set_base(0);
+    if !syntax_failed {
+        report_duplicates(&mut sink, &specs, &spec_names, &others);
+    }
     if !job_key_seen && !syntax_failed {
         sink.error(0..0, no_jobs_message());
     }
@@ -226,27 +244,44 @@ fn no_jobs_message() -> &'static str {
     "no [[job]] in the manifest; add a [[job]] table with a name and a schedule"
 }
 
-/// A job whose name an earlier job has: an error at the later one, naming
-/// the line of the first. `first_names` holds where each name seen so far
-/// is (its line is only counted when needed).
-fn report_duplicate(sink: &mut Sink<'_>, first_names: &mut BTreeMap<String, usize>, job: &Checked) {
-    let Some(name) = &job.name else { return };
-    match first_names.get(name.get_ref().as_str()) {
-        Some(first) => {
-            let line = sink.absolute_line(*first);
-            sink.error(
-                name.span(),
-                format!(
-                    "duplicate job name {:?}; the first is on line {line}",
-                    name.get_ref().as_str()
-                ),
-            );
+/// Every job whose name an earlier job has: an error at the later one,
+/// naming the line of the first. `specs` (with `spec_names`, where each
+/// spec's name is written) are the jobs that resolved, `others` the named
+/// jobs that did not. Checked once all jobs are read: the names are then
+/// in the specs already, so the check keeps an index of them rather than a
+/// map of every name while the manifest is read.
+fn report_duplicates(
+    sink: &mut Sink<'_>,
+    specs: &[JobSpec],
+    spec_names: &[Range<usize>],
+    others: &[(String, Range<usize>)],
+) {
+    let entry = |i: usize| -> (&str, &Range<usize>) {
+        match specs.get(i) {
+            Some(spec) => (spec.name.as_str(), &spec_names[i]),
+            None => {
+                let (name, at) = &others[i - specs.len()];
+                (name.as_str(), at)
+            }
         }
-        None => {
-            first_names.insert(
-                name.get_ref().as_str().to_string(),
-                job.at(name.span()).start,
-            );
+    };
+    let mut order: Vec<usize> = (0..specs.len() + others.len()).collect();
+    order.sort_unstable_by_key(|&i| {
+        let (name, at) = entry(i);
+        (name, at.start)
+    });
+    let mut first: Option<(&str, usize)> = None;
+    for i in order {
+        let (name, at) = entry(i);
+        match first {
+            Some((first_name, first_at)) if first_name == name => {
+                let line = sink.absolute_line(first_at);
+                sink.error(
+                    at.clone(),
+                    format!("duplicate job name {name:?}; the first is on line {line}"),
+                );
+            }
+            _ => first = Some((name, at.start)),
         }
     }
 }

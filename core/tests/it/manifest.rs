@@ -682,11 +682,26 @@ fn a_manifest_read_job_by_job_means_what_the_whole_document_says() {
     );
     one_error(&text, 8, 1, "[defaults] is already written on line 1");
 
-    // Duplicate names across pieces.
+    // Duplicate names across pieces, also when the first job has errors.
     let text = format!("{}\n{}", job(""), job(""));
     one_error(
         &text,
         6,
+        8,
+        "duplicate job name \"j\"; the first is on line 2",
+    );
+    let text = format!("{}\n{}\n{}", job("lease = \"1s\"\n"), job(""), job(""));
+    let errs = errors(&text);
+    assert_eq!(errs.len(), 3, "{}", show(&errs));
+    assert_at(
+        &errs[1],
+        7,
+        8,
+        "duplicate job name \"j\"; the first is on line 2",
+    );
+    assert_at(
+        &errs[2],
+        11,
         8,
         "duplicate job name \"j\"; the first is on line 2",
     );
