@@ -3,6 +3,7 @@
 //! `tests/`; this library holds what they share (the moto, workerd and
 //! PostgreSQL harnesses among it).
 
+pub mod counting_proxy;
 pub mod fuzz;
 pub mod http;
 pub mod moto;

@@ -39,6 +39,24 @@ fn cronslot(dir: &PathBuf, args: &[&str]) -> Output {
         .expect("run cronslot")
 }
 
+/// The table through a client of the test's own: the binary reads
+/// credentials from its environment, the seeding client gets the same
+/// dummy ones (moto accepts any) explicitly.
+fn seeding_store(endpoint: &str, table: &str) -> DynamoStore {
+    let config = aws_sdk_dynamodb::Config::builder()
+        .behavior_version(aws_sdk_dynamodb::config::BehaviorVersion::latest())
+        .region(aws_sdk_dynamodb::config::Region::new("us-east-1"))
+        .endpoint_url(endpoint)
+        .credentials_provider(aws_sdk_dynamodb::config::Credentials::new(
+            "test", "test", None, None, "tests",
+        ))
+        .build();
+    DynamoStore::new(
+        aws_sdk_dynamodb::Client::from_conf(config),
+        table.to_string(),
+    )
+}
+
 #[test]
 fn status_dlq_and_redrive_work_on_dynamodb() {
     let moto = cronslot_tests::moto::moto();
@@ -64,18 +82,7 @@ fn status_dlq_and_redrive_work_on_dynamodb() {
         .checked_sub(SignedDuration::from_secs(60))
         .expect("created");
     runtime().block_on(async {
-        // The binary reads credentials from its environment; the seeding
-        // client gets the same dummy ones (moto accepts any) explicitly.
-        let config = aws_sdk_dynamodb::Config::builder()
-            .behavior_version(aws_sdk_dynamodb::config::BehaviorVersion::latest())
-            .region(aws_sdk_dynamodb::config::Region::new("us-east-1"))
-            .endpoint_url(&moto.endpoint)
-            .credentials_provider(aws_sdk_dynamodb::config::Credentials::new(
-                "test", "test", None, None, "tests",
-            ))
-            .build();
-        let client = aws_sdk_dynamodb::Client::from_conf(config);
-        let store = DynamoStore::new(client, table.clone());
+        let store = seeding_store(&moto.endpoint, &table);
         store.create_table().await.expect("table");
         let c = CasCoordinator::new(store, 1);
         let _ = c.claim(&spec, created, Trigger::Tick, "seed").await;
@@ -175,4 +182,83 @@ fn init_and_two_runners_share_a_dynamodb_table() {
     slots.sort();
     slots.dedup();
     assert_eq!(slots.len(), ran.lines().count(), "a slot ran twice: {ran}");
+}
+
+/// `cronslot tick` on DynamoDB with 10,000 jobs of which 10 are due: each
+/// request the process makes is counted by a proxy in front of moto. A
+/// deployment that has been ticking is seeded (the due jobs' records from
+/// two minutes ago and the mark then); the tick then costs a `Query` (the
+/// mark and the woken jobs) and a `PutItem` (the mark), and for each due
+/// job a `GetItem` and two `PutItem`s (its claim and its outcome). The next
+/// tick, in the same minute, finds nothing: two requests.
+#[test]
+fn a_tick_on_dynamodb_with_ten_thousand_jobs_costs_what_is_due() {
+    use cronslot_core::coord::{JobState, StateStore, TickIndex};
+    use cronslot_tests::counting_proxy::CountingProxy;
+    use cronslot_tests::scale::{Mix, manifest};
+
+    let moto = cronslot_tests::moto::moto();
+    let proxy = CountingProxy::start(&moto.endpoint);
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("tick_dynamo");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("dir");
+    // j1..j10 every minute; the others on February 29 at midnight (the
+    // generator's 03:17 comes round in one zone or another within hours).
+    let text = manifest(10_000, Mix::DueEachMinute(10), false).replace("17 3 * * *", "0 0 29 2 *");
+    std::fs::write(dir.join("cronslot.toml"), &text).expect("manifest");
+    let table = format!("cronslot-tick10k-{}", std::process::id());
+    let url = |endpoint: &str| format!("dynamodb://{table}?region=us-east-1&endpoint={endpoint}");
+    let o = cronslot(&dir, &["init", "--store", &url(&moto.endpoint)]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+
+    let rt = runtime();
+    let store = seeding_store(&moto.endpoint, &table);
+    let created = Timestamp::now() - SignedDuration::from_mins(2);
+    for spec in parse_manifest(&text, "cronslot.toml")
+        .expect("valid")
+        .jobs
+        .iter()
+        .take(10)
+    {
+        let state = JobState::new(spec.name.as_str(), &spec.spec_hash(), created, false);
+        rt.block_on(store.put(spec.name.as_str(), &state, None))
+            .expect("seed a record");
+    }
+    rt.block_on(store.tick_end(created)).expect("seed the mark");
+
+    // Both ticks in one minute: no new slot between them.
+    let into_minute = Timestamp::now().as_second().rem_euclid(60);
+    if into_minute > 30 {
+        std::thread::sleep(std::time::Duration::from_secs(
+            u64::try_from(61 - into_minute).unwrap_or(0),
+        ));
+    }
+    proxy.take();
+    let o = cronslot(
+        &dir,
+        &["tick", "cronslot.toml", "--store", &url(&proxy.endpoint)],
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("tick: 10 run(s), 10 succeeded"), "{out}");
+    let op = |name: &str| format!("DynamoDB_20120810.{name}");
+    let counts = proxy.take();
+    assert_eq!(
+        counts,
+        [(op("GetItem"), 10), (op("PutItem"), 21), (op("Query"), 1)]
+            .into_iter()
+            .collect(),
+        "10 × (1 read + 2 writes) + 2"
+    );
+    let o = cronslot(
+        &dir,
+        &["tick", "cronslot.toml", "--store", &url(&proxy.endpoint)],
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("tick: 0 run(s)"));
+    assert_eq!(
+        proxy.take(),
+        [(op("PutItem"), 1), (op("Query"), 1)].into_iter().collect(),
+        "a tick with nothing due"
+    );
 }
