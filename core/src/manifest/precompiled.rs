@@ -80,10 +80,11 @@ impl Manifest {
     /// `source` names where it came from (the TOML file), for messages.
     pub fn to_precompiled(&self, source: &str) -> String {
         let defaults = DefaultsDoc::from(&self.defaults);
+        let policy = defaults_policy(&self.defaults);
         let jobs = self
             .jobs
             .iter()
-            .map(|job| JobDoc::new(job, &defaults))
+            .map(|job| JobDoc::new(job, &policy, self.defaults.timeout))
             .collect();
         let doc = Doc {
             format: PRECOMPILED_FORMAT.into(),
@@ -153,7 +154,10 @@ pub fn load_precompiled(json: &str) -> Result<Manifest, PrecompiledError> {
 
     let mut problems = Problems::default();
     let mut zones = embedded_zones(&doc.zones, &mut problems);
-    let defaults = doc.defaults.resolve(&mut zones, &mut problems);
+    let defaults_policy = doc.defaults.policy.complete("[defaults]", &mut problems);
+    let defaults = defaults_policy
+        .as_ref()
+        .and_then(|p| doc.defaults.resolve(p, &mut zones, &mut problems));
     let mut jobs = Vec::with_capacity(doc.jobs.len());
     let mut names = BTreeSet::new();
     // Each job is read from its text and resolved before the next is read:
@@ -172,7 +176,11 @@ pub fn load_precompiled(json: &str) -> Result<Manifest, PrecompiledError> {
                 format!("duplicate job name {:?}", job.name),
             );
         }
-        if let Some(spec) = job.resolve(i, &doc.defaults, &mut zones, &mut problems) {
+        let Some(policy) = &defaults_policy else {
+            continue;
+        };
+        let default_timeout = doc.defaults.timeout.as_deref();
+        if let Some(spec) = job.resolve(i, policy, default_timeout, &mut zones, &mut problems) {
             jobs.push(spec);
         }
     }
@@ -353,32 +361,24 @@ struct HistoryDoc {
     failed: u32,
 }
 
-/// The policies a job and `[defaults]` share, resolved.
-#[derive(Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+/// The policies a job and `[defaults]` share, every one of them, as text:
+/// a job's is its [`PolicyPatch`] over the defaults'.
 struct PolicyDoc<'a> {
-    #[serde(borrow)]
     timezone: Text<'a>,
     trigger: Trigger,
-    #[serde(borrow)]
     lease: DurationText<'a>,
-    #[serde(borrow)]
     starting_deadline: DurationText<'a>,
     catch_up: CatchUp,
     max_catch_up: u32,
     overlap: OverlapMode,
     /// Only with `overlap = "allow"`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     max_concurrency: Option<u32>,
-    #[serde(borrow)]
     retry: RetryDoc<'a>,
     delivery: Delivery,
     dst_gap: DstGap,
     dst_overlap: DstOverlap,
-    #[serde(borrow)]
     skew_margin: DurationText<'a>,
     paused: bool,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     stale_after: Option<DurationText<'a>>,
     history: HistoryDoc,
 }
@@ -595,10 +595,11 @@ impl PolicyDoc<'_> {
     }
 }
 
-/// A job's policies in the file: only those that differ from the
-/// defaults' resolved ones (version 1 wrote them all, which reads the
-/// same). `stale_after` has three states: absent (the default's), `null`
-/// (none, where the default has one) or a duration.
+/// The policies as the file writes them: every one in `[defaults]`, and in
+/// a job only those that differ from the defaults' (version 1 wrote them
+/// all, which reads the same). In a job, `stale_after` has three states:
+/// absent (the default's), `null` (none, where the default has one) or a
+/// duration.
 #[derive(Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct PolicyPatch<'a> {
@@ -641,6 +642,11 @@ struct PolicyPatch<'a> {
     history: Option<HistoryDoc>,
 }
 
+/// The text of `t`, borrowed.
+fn borrowed<'b>(t: &'b Option<Text<'_>>) -> Option<Text<'b>> {
+    t.as_deref().map(Cow::Borrowed)
+}
+
 /// A key that is present, even as `null`, is `Some`.
 fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Option<String>>, D::Error> {
     Option::<String>::deserialize(d).map(Some)
@@ -652,6 +658,84 @@ fn differing<T: PartialEq + Clone>(job: &T, default: &T) -> Option<T> {
 }
 
 impl PolicyPatch<'_> {
+    /// `[defaults]`' policy as written: every key (`stale_after` and
+    /// `max_concurrency` only when they have a value).
+    fn whole(p: &PolicyDoc<'static>) -> PolicyPatch<'static> {
+        PolicyPatch {
+            timezone: Some(p.timezone.clone()),
+            trigger: Some(p.trigger),
+            lease: Some(p.lease.clone()),
+            starting_deadline: Some(p.starting_deadline.clone()),
+            catch_up: Some(p.catch_up),
+            max_catch_up: Some(p.max_catch_up),
+            overlap: Some(p.overlap),
+            max_concurrency: p.max_concurrency,
+            retry: Some(p.retry.clone()),
+            delivery: Some(p.delivery),
+            dst_gap: Some(p.dst_gap),
+            dst_overlap: Some(p.dst_overlap),
+            skew_margin: Some(p.skew_margin.clone()),
+            paused: Some(p.paused),
+            stale_after: p.stale_after.as_ref().map(|t| Some(t.to_string())),
+            history: Some(p.history),
+        }
+    }
+
+    /// `[defaults]`' whole policy; `None` when a key is missing (each one
+    /// reported under `place`).
+    fn complete(&self, place: &str, problems: &mut Problems) -> Option<PolicyDoc<'_>> {
+        let before = problems.0.len();
+        let mut need = |key: &str, present: bool| {
+            if !present {
+                problems.push(place.into(), format!("{key} is missing"));
+            }
+        };
+        need("timezone", self.timezone.is_some());
+        need("trigger", self.trigger.is_some());
+        need("lease", self.lease.is_some());
+        need("starting_deadline", self.starting_deadline.is_some());
+        need("catch_up", self.catch_up.is_some());
+        need("max_catch_up", self.max_catch_up.is_some());
+        need("overlap", self.overlap.is_some());
+        need("retry", self.retry.is_some());
+        need("delivery", self.delivery.is_some());
+        need("dst_gap", self.dst_gap.is_some());
+        need("dst_overlap", self.dst_overlap.is_some());
+        need("skew_margin", self.skew_margin.is_some());
+        need("paused", self.paused.is_some());
+        need("history", self.history.is_some());
+        if problems.0.len() > before {
+            return None;
+        }
+        let retry = self.retry.as_ref()?;
+        Some(PolicyDoc {
+            timezone: borrowed(&self.timezone)?,
+            trigger: self.trigger?,
+            lease: borrowed(&self.lease)?,
+            starting_deadline: borrowed(&self.starting_deadline)?,
+            catch_up: self.catch_up?,
+            max_catch_up: self.max_catch_up?,
+            overlap: self.overlap?,
+            max_concurrency: self.max_concurrency,
+            retry: RetryDoc {
+                max_attempts: retry.max_attempts,
+                backoff: Cow::Borrowed(&retry.backoff),
+                max_backoff: Cow::Borrowed(&retry.max_backoff),
+                past_next_slot: retry.past_next_slot,
+            },
+            delivery: self.delivery?,
+            dst_gap: self.dst_gap?,
+            dst_overlap: self.dst_overlap?,
+            skew_margin: borrowed(&self.skew_margin)?,
+            paused: self.paused?,
+            stale_after: self
+                .stale_after
+                .as_ref()
+                .and_then(|t| t.as_deref().map(Cow::Borrowed)),
+            history: self.history?,
+        })
+    }
+
     /// What `job` changes of `defaults`.
     fn between(job: &PolicyDoc<'static>, defaults: &PolicyDoc<'_>) -> PolicyPatch<'static> {
         let overlap_differs =
@@ -758,37 +842,49 @@ impl PolicyPatch<'_> {
 #[serde(deny_unknown_fields)]
 struct DefaultsDoc<'a> {
     #[serde(borrow)]
-    policy: PolicyDoc<'a>,
+    policy: PolicyPatch<'a>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     timeout: Option<DurationText<'a>>,
+}
+
+/// `[defaults]`' whole policy.
+fn defaults_policy(d: &Defaults) -> PolicyDoc<'static> {
+    PolicyDoc::new(
+        &d.timezone,
+        d.trigger,
+        d.lease,
+        d.starting_deadline,
+        d.catch_up,
+        d.max_catch_up,
+        d.overlap,
+        &d.retry,
+        d.delivery,
+        d.dst,
+        d.skew_margin,
+        d.paused,
+        d.stale_after,
+        d.history,
+    )
 }
 
 impl From<&Defaults> for DefaultsDoc<'static> {
     fn from(d: &Defaults) -> DefaultsDoc<'static> {
         DefaultsDoc {
-            policy: PolicyDoc::new(
-                &d.timezone,
-                d.trigger,
-                d.lease,
-                d.starting_deadline,
-                d.catch_up,
-                d.max_catch_up,
-                d.overlap,
-                &d.retry,
-                d.delivery,
-                d.dst,
-                d.skew_margin,
-                d.paused,
-                d.stale_after,
-                d.history,
-            ),
+            policy: PolicyPatch::whole(&defaults_policy(d)),
             timeout: d.timeout.map(|t| format_duration(t).into()),
         }
     }
 }
 
 impl DefaultsDoc<'_> {
-    fn resolve(&self, zones: &mut Zones, problems: &mut Problems) -> Option<Defaults> {
+    /// The defaults, `policy` being their whole policy
+    /// ([`PolicyPatch::complete`]).
+    fn resolve(
+        &self,
+        policy: &PolicyDoc<'_>,
+        zones: &mut Zones,
+        problems: &mut Problems,
+    ) -> Option<Defaults> {
         let place = "[defaults]";
         let timeout = self
             .timeout
@@ -797,7 +893,7 @@ impl DefaultsDoc<'_> {
         if timeout == Some(Some(Duration::ZERO)) {
             problems.push(place.into(), "timeout must be longer than 0s".into());
         }
-        let p = self.policy.resolve(place, zones, problems)?;
+        let p = policy.resolve(place, zones, problems)?;
         // A bad timeout was reported above.
         let timeout = match timeout {
             Some(None) => return None,
@@ -1009,12 +1105,13 @@ struct JobDoc<'a> {
 }
 
 impl JobDoc<'_> {
-    /// `j` as written: what it shares with `defaults` is left out.
-    fn new(j: &JobSpec, defaults: &DefaultsDoc<'_>) -> JobDoc<'static> {
-        let default_timeout = defaults
-            .timeout
-            .as_deref()
-            .and_then(|t| parse_duration(t).ok());
+    /// `j` as written: what it shares with the defaults (their whole
+    /// policy, their timeout) is left out.
+    fn new(
+        j: &JobSpec,
+        defaults: &PolicyDoc<'_>,
+        default_timeout: Option<Duration>,
+    ) -> JobDoc<'static> {
         let policy = PolicyDoc::new(
             &j.timezone,
             j.trigger,
@@ -1037,14 +1134,15 @@ impl JobDoc<'_> {
             start_at: j.start_at,
             end_at: j.end_at,
             action: ActionDoc::new(&j.action, default_timeout),
-            policy: PolicyPatch::between(&policy, &defaults.policy),
+            policy: PolicyPatch::between(&policy, defaults),
         }
     }
 
     fn resolve(
         &self,
         index: usize,
-        defaults: &DefaultsDoc<'_>,
+        defaults: &PolicyDoc<'_>,
+        default_timeout: Option<&str>,
         zones: &mut Zones,
         problems: &mut Problems,
     ) -> Option<JobSpec> {
@@ -1081,14 +1179,11 @@ impl JobDoc<'_> {
                 );
             }
         }
-        let p = self
-            .policy
-            .over(&defaults.policy)
-            .resolve(&place, zones, problems);
+        let p = self.policy.over(defaults).resolve(&place, zones, problems);
         let action = match &p {
             Some(p) => self
                 .action
-                .resolve(&place, p.lease, defaults.timeout.as_deref(), problems),
+                .resolve(&place, p.lease, default_timeout, problems),
             None => None,
         };
         if problems.0.len() > before {
@@ -1669,5 +1764,13 @@ http = { url = "https://example.com/hook" }
             &doc.to_string(),
             "timeout is missing, and [defaults] has none",
         );
+
+        // [defaults] writes every policy: one left out is a problem.
+        let mut doc: serde_json::Value = serde_json::from_str(&json).expect("json");
+        doc["defaults"]["policy"]
+            .as_object_mut()
+            .expect("policy")
+            .remove("lease");
+        assert_problem(&doc.to_string(), "[defaults]: lease is missing");
     }
 }
