@@ -90,6 +90,7 @@ pub use fence::{FENCE_NAME, FENCE_VALUE, FenceCondition, fence_condition};
 pub use items::{MARK, MARK_SORT, MAX_ITEM_BYTES, TTL_ATTRIBUTE, WAKE, WAKE_INDEX, WAKE_SHARD};
 pub use location::{DynamoLocation, LocationError, parse_dynamodb_location};
 
+use items::STATE;
 use items::{
     Item, JOB_PREFIX, MAX_PARTITION_KEY_BYTES, PK, REV, RawState, StoredEffect, TICK_MARK_PK, VER,
     WAKE_SHARD_VALUE, decode_raw_state, describe_key, effect_item, effect_pk, floor_millis,
@@ -279,6 +280,7 @@ impl DynamoStore {
         }
         let table = self.wait_active().await?;
         self.ensure_wake_index(&table).await?;
+        self.repair_wakes().await?;
         self.enable_ttl().await
     }
 
@@ -334,6 +336,77 @@ impl DynamoStore {
         out.table()
             .cloned()
             .ok_or_else(|| StoreError::other(format!("{what}: no description returned")))
+    }
+
+    /// Gives each record written before the wake index that needs a wake
+    /// (a waiting run or a live lease shows in its text) its
+    /// [`decide::migrated_wake`], with the record's own conditional write:
+    /// the bounded repair of docs/design.md §11, run by every `init` (so an
+    /// interrupted one is finished by the next). One filtered `Scan` over
+    /// the table (records with a wake are skipped), then a read and a write
+    /// per record found; a record written meanwhile (the condition fails)
+    /// has its wake from that write, and one that does not decode is left
+    /// as it is.
+    async fn repair_wakes(&self) -> Result<(), StoreError> {
+        let what = self.what("finding records that need a wake");
+        let mut start: Option<Item> = None;
+        let mut found = Vec::new();
+        loop {
+            let out = call(self.budget(), &what, Kind::Read, no_more, || {
+                self.client
+                    .scan()
+                    .table_name(&self.table)
+                    .consistent_read(true)
+                    .projection_expression(format!("#{PK}"))
+                    .filter_expression(format!(
+                        "begins_with(#{PK}, :prefix) AND attribute_not_exists(#{WAKE}) \
+                         AND (contains(#{STATE}, :pending) OR contains(#{STATE}, :leases))"
+                    ))
+                    .expression_attribute_names(format!("#{PK}"), PK)
+                    .expression_attribute_names(format!("#{WAKE}"), WAKE)
+                    .expression_attribute_names(format!("#{STATE}"), STATE)
+                    .expression_attribute_values(
+                        ":prefix",
+                        AttributeValue::S(JOB_PREFIX.to_string()),
+                    )
+                    .expression_attribute_values(
+                        ":pending",
+                        AttributeValue::S("\"pending\":[{".to_string()),
+                    )
+                    .expression_attribute_values(
+                        ":leases",
+                        AttributeValue::S("\"leases\":[{".to_string()),
+                    )
+                    .set_exclusive_start_key(start.clone())
+                    .send()
+            })
+            .await
+            .map_err(store_error)?;
+            for item in out.items() {
+                if let Some(AttributeValue::S(pk)) = item.get(PK) {
+                    if let Some(job) = pk.strip_prefix(JOB_PREFIX) {
+                        found.push(job.to_string());
+                    }
+                }
+            }
+            match out.last_evaluated_key() {
+                Some(key) if !key.is_empty() => start = Some(key.clone()),
+                _ => break,
+            }
+        }
+        for job in found {
+            let Ok(Some(current)) = self.get(&job).await else {
+                continue;
+            };
+            let mut state = current.value;
+            let Some(wake) = decide::migrated_wake(&state) else {
+                continue;
+            };
+            state.wake_at = Some(wake);
+            // A conflict: written meanwhile, with its own wake.
+            self.put(&job, &state, Some(current.version)).await?;
+        }
+        Ok(())
     }
 
     /// Adds the wake index to a table that lacks it (made by a cronslot

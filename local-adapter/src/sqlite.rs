@@ -24,6 +24,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
+use cronslot_core::coord::decide::migrated_wake;
 use cronslot_core::coord::{
     EffectBegin, EffectFinish, EffectLedger, EffectRecord, EffectState, JobState, PutResult,
     StateStore, StoreError, StoreErrorKind, TickIndex, TickStart, Version, Versioned, decide_begin,
@@ -608,6 +609,38 @@ fn check_path(path: &Path) -> Result<(), StoreError> {
     Ok(())
 }
 
+/// The records a migration to schema 2 must give a wake: those whose text
+/// shows a waiting run or a live lease (an empty list is written `[]`).
+/// A false match (the text inside an error message) costs one wake.
+const NEEDS_WAKE: &str = "state LIKE '%\"pending\":[{%' OR state LIKE '%\"leases\":[{%'";
+
+/// Gives each record that needs one its [`migrated_wake`], in the record
+/// and in the index, with a new version (a process that read the record
+/// before must read it again). A record that does not decode is left as it
+/// is: reading it reports it.
+fn repair_wakes(tx: &Transaction<'_>) -> rusqlite::Result<()> {
+    let found: Vec<(String, i64, String)> = tx
+        .prepare(&format!(
+            "SELECT job, version, state FROM job_state WHERE {NEEDS_WAKE}"
+        ))?
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+        .collect::<rusqlite::Result<_>>()?;
+    for (job, version, text) in found {
+        let Ok(mut state) = decode_state(&job, &text) else {
+            continue;
+        };
+        let Some(wake) = migrated_wake(&state) else {
+            continue;
+        };
+        state.wake_at = Some(wake);
+        tx.execute(
+            "UPDATE job_state SET version = ?2, state = ?3, wake_at = ?4 WHERE job = ?1",
+            rusqlite::params![job, version + 1, encode_state(&state), nanos(wake)],
+        )?;
+    }
+    Ok(())
+}
+
 /// Creates the tables in a new file, or checks the schema version of an
 /// existing one. One IMMEDIATE transaction, so processes opening a new
 /// file at the same moment create it once.
@@ -692,10 +725,12 @@ fn init_schema(conn: &mut Connection, where_: Where<'_>) -> Result<(), StoreErro
     match version {
         Some(Value::Integer(v)) if v == STORE_SCHEMA_VERSION => Ok(()),
         Some(Value::Integer(1)) => {
-            // Records written before version 2 have no wake yet: each gets
-            // one at its next write; until then its schedule brings it.
+            // Records written before version 2 have no wake yet: those
+            // with waiting runs or live leases get one here, in the same
+            // transaction (`repair_wakes`); the others need none.
             let migrating = "adding the wake index (store schema 1 to 2)".to_string();
             tx.execute_batch(SCHEMA_V2)
+                .and_then(|()| repair_wakes(&tx))
                 .and_then(|()| {
                     tx.execute(
                         "UPDATE schema_meta SET schema_version = ?1 WHERE singleton = 1",

@@ -16,8 +16,8 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use cronslot_core::coord::exec::block_on;
 use cronslot_core::coord::{
     CasCoordinator, Claim, Coordinator, EffectBegin, EffectFinish, EffectLedger, EffectRecord,
-    EffectState, Idle, JobState, MemoryStore, PutResult, StateStore, StoreError, StoreErrorKind,
-    TickIndex, Trigger, Version, Versioned, encode_state,
+    EffectState, Idle, JobState, MemoryStore, Origin, PendingRun, PutResult, StateStore,
+    StoreError, StoreErrorKind, TickIndex, Trigger, Version, Versioned, encode_state,
 };
 use cronslot_core::manifest::{JobSpec, parse_manifest};
 use cronslot_local::{STORE_SCHEMA_VERSION, SqliteStore, parse_sqlite_location};
@@ -568,10 +568,50 @@ fn a_schema_1_store_is_migrated_on_open() {
             [encode_state(&state("j", 3))],
         )
         .unwrap();
+        // A retry waiting, the same paused, and a record that does not
+        // decode: the repair gives the first a wake and leaves the others.
+        for (job, paused) in [("retrying", false), ("paused", true)] {
+            let mut s = state(job, 1);
+            s.paused = paused;
+            s.pending.push(PendingRun {
+                slot: t0(),
+                attempt: 2,
+                not_before: t0() + SignedDuration::from_secs(90),
+                retry_until: None,
+                last_error: Some("\"leases\":[{ in an error".into()),
+                checkpoint: None,
+                origin: Origin::Schedule,
+            });
+            conn.execute(
+                "INSERT INTO job_state VALUES (?1, 1, ?2, '2026-01-05T00:00:00Z')",
+                [job.to_string(), encode_state(&s)],
+            )
+            .unwrap();
+        }
+        conn.execute(
+            "INSERT INTO job_state VALUES ('broken', 1, '{\"pending\":[{', '2026-01-05T00:00:00Z')",
+            [],
+        )
+        .unwrap();
     }
     let store = SqliteStore::open(&path).unwrap();
     let got = block_on(store.get("j")).unwrap().unwrap();
     assert_eq!((got.version, got.value), (3, state("j", 3)));
+    let retrying = block_on(store.get("retrying")).unwrap().unwrap();
+    let wake = t0() + SignedDuration::from_secs(90);
+    assert_eq!((retrying.version, retrying.value.wake_at), (2, Some(wake)));
+    assert_eq!(block_on(store.get("paused")).unwrap().unwrap().version, 1);
+    assert_eq!(
+        block_on(store.tick_start(wake, 10)).unwrap().woken,
+        ["retrying"],
+        "the repaired record is in the index"
+    );
+    raw(&path)
+        .execute(
+            "DELETE FROM job_state WHERE job IN ('retrying', 'paused', 'broken')",
+            [],
+        )
+        .unwrap();
     let version: i64 = raw(&path)
         .query_row("SELECT schema_version FROM schema_meta", [], |r| r.get(0))
         .unwrap();

@@ -13,6 +13,7 @@ use tokio_postgres::types::Type;
 
 use crate::error::{PgError, Phase};
 use crate::pool::Conn;
+use crate::time::PgTime;
 
 /// The layout of the tables this build reads and writes, as recorded in
 /// `schema_migrations`. A schema at a higher version was written by a newer
@@ -45,8 +46,8 @@ const MIGRATIONS: &[&str] = &[
     CREATE INDEX effects_expires_at ON {s}.effects (expires_at);",
     // Version 2: each record's wake, indexed (partially: most records
     // have none), and the tick mark, so that a tick reads only what is due
-    // (docs/design.md §11). Records written before it get their wake at
-    // their next write; until then their schedule brings them to a tick.
+    // (docs/design.md §11). Records written before it that need a wake get
+    // one as it is applied (`repair_wakes`).
     "ALTER TABLE {s}.job_state ADD COLUMN wake_at timestamptz;
     CREATE INDEX job_state_wake_at ON {s}.job_state (wake_at) WHERE wake_at IS NOT NULL;
     CREATE TABLE {s}.tick_mark (
@@ -55,6 +56,62 @@ const MIGRATIONS: &[&str] = &[
         updated_at timestamptz NOT NULL DEFAULT now()
     );",
 ];
+
+/// Gives each record written before version 2 that needs a wake (a
+/// waiting run or a live lease shows in its text) its
+/// [`migrated_wake`](cronslot_core::coord::decide::migrated_wake), in the
+/// record and the index, with a new version, inside the migration's
+/// transaction: the bounded repair of docs/design.md §11. A record that
+/// does not decode is left as it is; reading it reports it.
+async fn repair_wakes(
+    conn: &mut Conn<'_>,
+    q: &str,
+    doing: &(dyn Fn() -> String + Sync),
+) -> Result<(), PgError> {
+    let needs_wake = "state LIKE '%\"pending\":[{%' OR state LIKE '%\"leases\":[{%'";
+    let rows = conn
+        .query(
+            Phase::Read,
+            true,
+            doing,
+            &format!("SELECT job, version, state FROM {q}.job_state WHERE {needs_wake}"),
+            &[],
+        )
+        .await?;
+    let update =
+        format!("UPDATE {q}.job_state SET version = $2, state = $3, wake_at = $4 WHERE job = $1");
+    for row in rows {
+        let (Ok(job), Ok(version), Ok(text)) = (
+            row.try_get::<_, String>(0),
+            row.try_get::<_, i64>(1),
+            row.try_get::<_, String>(2),
+        ) else {
+            continue;
+        };
+        let Ok(mut state) = cronslot_core::coord::decode_state(&job, &text) else {
+            continue;
+        };
+        let Some(wake) = cronslot_core::coord::decide::migrated_wake(&state) else {
+            continue;
+        };
+        state.wake_at = Some(wake);
+        let text = cronslot_core::coord::encode_state(&state);
+        conn.query(
+            Phase::Write,
+            true,
+            doing,
+            &update,
+            &[
+                (&job, Type::TEXT),
+                (&version.saturating_add(1), Type::INT8),
+                (&text, Type::TEXT),
+                (&PgTime(wake), Type::TIMESTAMPTZ),
+            ],
+        )
+        .await?;
+    }
+    Ok(())
+}
 
 const MIGRATION_TABLE: &str = "CREATE TABLE {s}.schema_migrations (
     version integer PRIMARY KEY,
@@ -318,6 +375,10 @@ async fn create_in_transaction(
         let doing = || format!("migrating schema {schema:?} to version {next}");
         conn.batch(true, &doing, &statements.replace("{s}", &q))
             .await?;
+        // A schema created here has no records to repair.
+        if next == 2 && found.version.is_some() {
+            repair_wakes(conn, &q, &doing).await?;
+        }
         let sql =
             format!("INSERT INTO {q}.schema_migrations (version, applied_by) VALUES ($1, $2)");
         conn.query(

@@ -19,8 +19,8 @@ use aws_sdk_dynamodb::types::{
 use cronslot_aws::dynamo::{DynamoStore, MARK, WAKE, WAKE_INDEX, WAKE_SHARD};
 use cronslot_core::conformance::{HOUR, MIN, at, create, job, t0};
 use cronslot_core::coord::{
-    CasCoordinator, Claim, Coordinator, JobState, StateStore, StoreErrorKind, TickIndex, Trigger,
-    encode_state,
+    CasCoordinator, Claim, Coordinator, JobState, Origin, PendingRun, StateStore, StoreErrorKind,
+    TickIndex, Trigger, encode_state,
 };
 use cronslot_runtime::{Jobs, Platform, TickOptions, TickPlan, VirtualPlatform, tick};
 use jiff::{SignedDuration, Timestamp};
@@ -318,6 +318,19 @@ async fn create_table_adds_the_wake_index_to_an_older_table() {
     let store = DynamoStore::new(setup.client.clone(), &table);
     let old = JobState::new("old", "hash", t0(), false);
     store.put("old", &old, None).await.unwrap();
+    // A record with a retry waiting, written without a wake (as an older
+    // cronslot wrote every record): the upgrade gives it one.
+    let mut retrying = JobState::new("retrying", "hash", t0(), false);
+    retrying.pending.push(PendingRun {
+        slot: t0(),
+        attempt: 2,
+        not_before: at(HOUR),
+        retry_until: None,
+        last_error: None,
+        checkpoint: None,
+        origin: Origin::Schedule,
+    });
+    store.put("retrying", &retrying, None).await.unwrap();
     // Before the upgrade, the tick's query names a missing index.
     let err = store.tick_start(at(0), 10).await.unwrap_err();
     assert_eq!(err.kind, StoreErrorKind::Other, "{err}");
@@ -326,7 +339,13 @@ async fn create_table_adds_the_wake_index_to_an_older_table() {
     let index = wake_index(&setup.client, &table).await;
     assert_eq!(index.index_status(), Some(&IndexStatus::Active));
     store.create_table().await.expect("again: nothing to do");
-    assert!(store.get("old").await.unwrap().is_some());
+    let old = store.get("old").await.unwrap().unwrap();
+    assert_eq!((old.version, old.value.wake_at), (1, None));
+    let repaired = store.get("retrying").await.unwrap().unwrap();
+    assert_eq!(
+        (repaired.version, repaired.value.wake_at),
+        (2, Some(at(HOUR)))
+    );
 
     let mut woken = JobState::new("new", "hash", t0(), false);
     woken.wake_at = Some(at(HOUR));
@@ -334,7 +353,9 @@ async fn create_table_adds_the_wake_index_to_an_older_table() {
     store.tick_end(at(MIN)).await.unwrap();
     let start = store.tick_start(at(HOUR), 10).await.unwrap();
     assert_eq!(start.mark, Some(at(MIN)));
-    assert_eq!(start.woken, vec!["new".to_string()]);
+    let mut woken = start.woken;
+    woken.sort();
+    assert_eq!(woken, ["new", "retrying"]);
     let ttl = setup
         .client
         .describe_time_to_live()

@@ -949,6 +949,22 @@ pub fn resume(spec: &JobSpec, state: &mut JobState, now: Timestamp, rng: &mut dy
     state.paused_reason = None;
 }
 
+/// A wake for a record written before stores kept wakes, given by the
+/// store's migration (its bounded repair: only records with waiting runs or
+/// live leases are looked at, once). Without the job's spec it takes the
+/// earliest time either could need: a waiting run's `not_before` (none
+/// while paused) and a lease's expiry. That is never later than
+/// [`next_wake`]; the claim at it writes the exact wake.
+pub fn migrated_wake(state: &JobState) -> Option<Timestamp> {
+    let leases = state.leases.iter().map(|l| l.expires_at);
+    let waiting = state
+        .pending
+        .iter()
+        .filter(|_| !state.paused)
+        .map(|p| p.not_before);
+    leases.chain(waiting).min()
+}
+
 /// When the job next needs a claim that its schedule alone would not bring
 /// ([`JobState::wake_at`]). A tick finds the schedule's slots from the
 /// manifest, without reading records; everything else that makes a job

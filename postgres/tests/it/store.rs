@@ -8,7 +8,7 @@ use std::time::Duration;
 use cronslot_core::conformance::{at, job};
 use cronslot_core::coord::{
     CasCoordinator, Claim, Coordinator, EffectBegin, EffectFinish, EffectLedger, JobState, Lease,
-    PutResult, StateStore, StoreErrorKind, TickIndex, Trigger,
+    Origin, PendingRun, PutResult, StateStore, StoreErrorKind, TickIndex, Trigger, encode_state,
 };
 use cronslot_core::manifest::JobSpec;
 use cronslot_postgres::{JudgeClock, PgOptions, PgStore, StatementCounts};
@@ -618,6 +618,17 @@ fn a_version_1_schema_is_migrated() {
     let schema = unique("v1");
     let url = format!("{}&schema={schema}", shared().url("postgres"));
     let record = cronslot_core::conformance::schema_1_record("j");
+    // A record with a retry waiting: the migration gives it its wake.
+    let mut retrying = JobState::new("retrying", "hash", at(0), false);
+    retrying.pending.push(PendingRun {
+        slot: at(0),
+        attempt: 2,
+        not_before: at(90),
+        retry_until: None,
+        last_error: None,
+        checkpoint: None,
+        origin: Origin::Schedule,
+    });
     shared().psql(
         "postgres",
         &format!(
@@ -631,8 +642,10 @@ fn a_version_1_schema_is_migrated() {
              CREATE TABLE {schema}.effects (key text COLLATE \"C\" PRIMARY KEY,
                  rev bigint NOT NULL CHECK (rev >= 1), record text NOT NULL,
                  expires_at timestamptz NOT NULL, updated_at timestamptz NOT NULL DEFAULT now());
-             INSERT INTO {schema}.job_state (job, version, state) VALUES ('j', 1, '{}');",
-            record.replace('\'', "''")
+             INSERT INTO {schema}.job_state (job, version, state) VALUES ('j', 1, '{}');
+             INSERT INTO {schema}.job_state (job, version, state) VALUES ('retrying', 1, '{}');",
+            record.replace('\'', "''"),
+            encode_state(&retrying).replace('\'', "''")
         ),
     );
     let refused = block_on(open(&url, PgOptions::default().create_schema(false))).unwrap_err();
@@ -646,6 +659,15 @@ fn a_version_1_schema_is_migrated() {
     assert_eq!(got.version, 1);
     let start = block_on(store.tick_start(at(0), 10)).unwrap();
     assert_eq!((start.mark, start.woken.len()), (None, 0));
+    let repaired = block_on(store.get("retrying")).unwrap().unwrap();
+    assert_eq!(
+        (repaired.version, repaired.value.wake_at),
+        (2, Some(at(90)))
+    );
+    assert_eq!(
+        block_on(store.tick_start(at(90), 10)).unwrap().woken,
+        vec!["retrying".to_string()]
+    );
     let mut waking = got.value.clone();
     waking.wake_at = Some(at(0));
     block_on(store.put("j", &waking, Some(1))).unwrap();
