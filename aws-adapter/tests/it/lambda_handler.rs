@@ -984,7 +984,7 @@ fn precompiled_manifests_load_like_embedded_ones() {
     }
 
     // A bad one fails the start with a sentence per problem, no panic.
-    let bad = json.replacen("\"max_attempts\": 3", "\"max_attempts\": 0", 1);
+    let bad = json.replacen("\"max_attempts\":3", "\"max_attempts\":0", 1);
     assert_ne!(bad, json, "the fixture has max_attempts = 3");
     let e = ManifestSource::precompiled(&bad)
         .load(None)

@@ -508,7 +508,7 @@ fn a_bounded_tick_leaves_the_rest_to_the_next() {
         if report.left.is_none() {
             break;
         }
-        time = time + jiff::SignedDuration::from_secs(10);
+        time += jiff::SignedDuration::from_secs(10);
         assert!(served.len() < 5, "the ticks keep up: {served:?}");
     }
     assert_eq!(served, [3, 3, 1]);
