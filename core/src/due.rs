@@ -17,6 +17,7 @@ use std::collections::HashMap;
 
 use jiff::{SignedDuration, Timestamp};
 
+use crate::cron::Civil;
 use crate::manifest::JobSpec;
 use crate::schedule::Zone;
 
@@ -119,17 +120,26 @@ impl DuePlanner {
         }
         let minutes = minute_starts(after, until);
         for group in &self.groups {
-            let fast = minutes
-                .as_deref()
-                .filter(|_| !changes_near(&group.zone, after, until));
-            if let Some(minutes) = fast {
-                match_minutes(group, specs, minutes, &mut due);
-            } else {
-                for &job in &group.jobs {
-                    if let Some(slot) = first_slot(specs[job].borrow(), after, until) {
-                        due.push(Due { slot, job });
-                    }
+            let Some(minutes) = minutes.as_deref() else {
+                exact(&group.jobs, specs, after, until, &mut due);
+                continue;
+            };
+            match changes_near(&group.zone, after, until) {
+                Near::No => match_minutes(&group.zone, &group.jobs, specs, minutes, &mut due),
+                Near::Affecting(walls) => {
+                    // Only a job that fires at a wall-clock minute the
+                    // change skips or repeats (or that follows real time)
+                    // can have slots the minute matching misses or doubles.
+                    let (searched, matched): (Vec<usize>, Vec<usize>) =
+                        group.jobs.iter().partition(|&&job| {
+                            let schedule = &specs[job].borrow().schedule;
+                            schedule.follows_real_time()
+                                || walls.iter().any(|w| schedule.cron().matches(*w))
+                        });
+                    exact(&searched, specs, after, until, &mut due);
+                    match_minutes(&group.zone, &matched, specs, minutes, &mut due);
                 }
+                Near::Unknown => exact(&group.jobs, specs, after, until, &mut due),
             }
         }
         due.sort_unstable();
@@ -150,31 +160,90 @@ fn minute_starts(after: Timestamp, until: Timestamp) -> Option<Vec<i64>> {
     Some((0..count.max(0)).map(|i| from + 60 * i).collect())
 }
 
-/// Whether the zone changes its offset within the margin of the window.
-/// A zone whose offset is not whole minutes (historical local mean times)
-/// counts as changing: its wall-clock minutes do not start on UTC minutes.
-fn changes_near(zone: &Zone, after: Timestamp, until: Timestamp) -> bool {
+/// What a zone's offset changes near a window mean for planning it.
+enum Near {
+    /// No change within the margin: minute matching is exact for every job.
+    No,
+    /// Changes within the margin; these are the wall-clock minutes they
+    /// skip or repeat (a minute more on each side). A job that matches none
+    /// of them, and does not follow real time, has its slots exactly where
+    /// minute matching finds them.
+    Affecting(Vec<Civil>),
+    /// Search every job exactly: offsets that are not whole minutes
+    /// (historical local mean times), or changes of more than two hours
+    /// (Apia's lost day), whose minutes would cost more to test than the
+    /// searches.
+    Unknown,
+}
+
+/// Wall-clock minutes one change may skip or repeat, at most.
+const MAX_AFFECTED_MINUTES: i64 = 2 * 60 + 2;
+
+fn changes_near(zone: &Zone, after: Timestamp, until: Timestamp) -> Near {
     if zone.offset_at(after.as_second()) % 60 != 0 {
-        return true;
+        return Near::Unknown;
     }
     if zone.is_fixed() {
-        return false;
+        return Near::No;
     }
     let from = after.as_second().saturating_sub(TRANSITION_MARGIN_SECONDS);
     let to = until.as_second().saturating_add(TRANSITION_MARGIN_SECONDS);
-    zone.next_transition(from).is_some_and(|(at, _)| at <= to)
+    let mut walls = Vec::new();
+    let mut cursor = from;
+    while let Some((at, after_offset)) = zone.next_transition(cursor).filter(|(at, _)| *at <= to) {
+        let before_offset = zone.offset_at(at.saturating_sub(1));
+        if before_offset % 60 != 0 || after_offset % 60 != 0 {
+            return Near::Unknown;
+        }
+        // The wall-clock times between the two offsets' readings of the
+        // change: skipped (a gap) or read twice (an overlap).
+        let low = at.saturating_add(i64::from(before_offset.min(after_offset)));
+        let high = at.saturating_add(i64::from(before_offset.max(after_offset)));
+        let first = low.div_euclid(60) * 60 - 60;
+        let last = high.div_euclid(60) * 60 + 60;
+        if (last - first) / 60 > MAX_AFFECTED_MINUTES {
+            return Near::Unknown;
+        }
+        let utc = Zone::utc();
+        walls.extend((0..=(last - first) / 60).map(|i| utc.civil_at(first + 60 * i).0));
+        cursor = at;
+    }
+    if walls.is_empty() {
+        Near::No
+    } else {
+        Near::Affecting(walls)
+    }
 }
 
-/// The fast path: the group's wall-clock minute of each window minute,
+/// The exact path for `jobs`: each one's first slot in the window.
+fn exact<S: Borrow<JobSpec>>(
+    jobs: &[usize],
+    specs: &[S],
+    after: Timestamp,
+    until: Timestamp,
+    due: &mut Vec<Due>,
+) {
+    for &job in jobs {
+        if let Some(slot) = first_slot(specs[job].borrow(), after, until) {
+            due.push(Due { slot, job });
+        }
+    }
+}
+
+/// The fast path: the zone's wall-clock minute of each window minute,
 /// matched against each job's cron fields.
 fn match_minutes<S: Borrow<JobSpec>>(
-    group: &ZoneGroup,
+    zone: &Zone,
+    jobs: &[usize],
     specs: &[S],
     minutes: &[i64],
     due: &mut Vec<Due>,
 ) {
-    let civil: Vec<_> = minutes.iter().map(|&m| group.zone.civil_at(m).0).collect();
-    for &job in &group.jobs {
+    if jobs.is_empty() {
+        return;
+    }
+    let civil: Vec<_> = minutes.iter().map(|&m| zone.civil_at(m).0).collect();
+    for &job in jobs {
         let spec = specs[job].borrow();
         let cron = spec.schedule.cron();
         let first = minutes

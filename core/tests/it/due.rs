@@ -171,3 +171,41 @@ proptest! {
         prop_assert_eq!(planner.due(specs, after, until), expected(specs, after, until));
     }
 }
+
+/// Windows all around offset changes, where the planner searches only the
+/// jobs that fire at a wall-clock minute the change skips or repeats (or
+/// that follow real time) and matches minutes for the others: every few
+/// minutes within three hours of each change, then hourly-ish within a day
+/// of it, in both directions, half-hour changes and a lost day included.
+#[test]
+fn windows_around_offset_changes_plan_as_defined() {
+    let specs = specs();
+    let planner = DuePlanner::new(specs, |_| true);
+    let changes = [
+        "2026-03-08T07:00:00Z", // New York springs forward
+        "2026-11-01T06:00:00Z", // New York falls back
+        "2026-03-29T01:00:00Z", // Berlin springs forward
+        "2026-10-25T01:00:00Z", // Berlin falls back
+        "2026-04-04T15:00:00Z", // Lord Howe falls back half an hour
+        "2026-10-03T15:30:00Z", // Lord Howe springs forward half an hour
+        "2018-11-04T03:00:00Z", // São Paulo springs forward at midnight
+        "2019-02-17T02:00:00Z", // São Paulo falls back
+        "2011-12-30T10:00:00Z", // Apia skips a day
+    ];
+    for change in changes {
+        let change = at(change);
+        let near = (-180..=180).step_by(7);
+        let around = (-27 * 60..=27 * 60).step_by(53);
+        for minutes in near.chain(around) {
+            let after = change + SignedDuration::from_mins(minutes);
+            for secs in [60, 120, 16 * 60] {
+                let until = after + SignedDuration::from_secs(secs);
+                assert_eq!(
+                    planner.due(specs, after, until),
+                    expected(specs, after, until),
+                    "window ({after}, {until}]"
+                );
+            }
+        }
+    }
+}
