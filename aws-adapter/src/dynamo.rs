@@ -1299,6 +1299,7 @@ impl TickIndex for DynamoStore {
             mark: None,
             now,
             woken: Vec::new(),
+            carried: Vec::new(),
         };
         for item in out.items() {
             match item.get(PK) {

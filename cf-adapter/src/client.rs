@@ -388,10 +388,12 @@ fn within(now: Timestamp, wait: Duration) -> Timestamp {
 /// it has served every job: the tick object then drops each entry whose
 /// wake is still the one returned. The jobs the tick leaves (`leave`: a
 /// bound on the jobs per tick, a failed claim) go with `tick_end` too: a
-/// woken one is not reported served, a planned one becomes an entry at its
-/// slot, so the next tick gets them all and the mark need not wait for
-/// them (which, with more jobs at one slot than a tick serves, would have
-/// the next tick plan the same first jobs again). Should a report be wrong
+/// woken one is not reported served, a planned one is kept at its slot and
+/// comes back as `TickStart::carried` (planned at that slot, so a job's
+/// first slot still creates its record before it). The next tick gets them
+/// all, and the mark need not wait for them (which, with more jobs at one
+/// slot than a tick serves, would have the next tick plan the same first
+/// jobs again). Should a report be wrong
 /// anyway, a woken job keeps its wake in its own record, and its object's
 /// alarm, re-armed when it sent the wake, sends it again (`crate::object`,
 /// "Why no wake is lost").
@@ -439,13 +441,21 @@ fn store_error(e: CoordError) -> StoreError {
 impl<T: Transport> TickIndex for TickClient<'_, T> {
     async fn tick_start(&self, now: Timestamp, limit: usize) -> Result<TickStart, StoreError> {
         match self.send(Op::TickStart { now, limit }).await? {
-            Answer::Tick { mark, woken } => {
+            Answer::Tick {
+                mark,
+                woken,
+                carried,
+            } => {
                 let names = woken.iter().map(|w| w.job.clone()).collect();
-                *self.woken.borrow_mut() = woken;
+                let left = carried.iter().map(|w| (w.job.clone(), w.at)).collect();
+                // Both kinds of entry are reported served at the tick's end,
+                // unless the tick leaves them again.
+                *self.woken.borrow_mut() = woken.into_iter().chain(carried).collect();
                 Ok(TickStart {
                     mark,
                     now,
                     woken: names,
+                    carried: left,
                 })
             }
             other => Err(store_error(unexpected("tick_start", &other))),
@@ -453,9 +463,10 @@ impl<T: Transport> TickIndex for TickClient<'_, T> {
     }
 
     fn leave(&self, planned: &[(&str, Timestamp)], woken: &[&str]) -> bool {
-        self.woken
-            .borrow_mut()
-            .retain(|w| !woken.contains(&w.job.as_str()));
+        self.woken.borrow_mut().retain(|w| {
+            let job = w.job.as_str();
+            !woken.contains(&job) && !planned.iter().any(|(left, _)| *left == job)
+        });
         *self.left.borrow_mut() = planned
             .iter()
             .map(|(job, slot)| Woken {

@@ -292,8 +292,12 @@ impl<S: Sql, A: Alarm> JobObject<S, A> {
         let sql = self.store().sql();
         Ok(match op {
             Op::TickStart { now, limit } => {
-                let (mark, woken) = self.tick.start(sql, *now, *limit)?;
-                Answer::Tick { mark, woken }
+                let read = self.tick.start(sql, *now, *limit)?;
+                Answer::Tick {
+                    mark: read.mark,
+                    woken: read.woken,
+                    carried: read.carried,
+                }
             }
             Op::TickEnd { mark, served, left } => {
                 self.tick.end(sql, *mark, served, left)?;

@@ -185,8 +185,8 @@ pub enum Op {
         /// The woken entries the tick served, as `tick_start` gave them.
         served: Vec<Woken>,
         /// Planned jobs the tick left for the next one (a bound on the
-        /// jobs per tick, a failed claim), each at its slot: kept as woken
-        /// entries, so the mark may pass their slots.
+        /// jobs per tick, a failed claim), each at its slot: kept for the
+        /// next tick (`carried`), so the mark may pass their slots.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         left: Vec<Woken>,
     },
@@ -280,6 +280,9 @@ pub enum Answer {
         mark: Option<Timestamp>,
         /// The woken jobs, earliest wake first.
         woken: Vec<Woken>,
+        /// The planned jobs a bounded tick left, at their slots.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        carried: Vec<Woken>,
     },
     /// To `requests`: requests and alarms served (with counting off, 0).
     Count {
@@ -537,11 +540,13 @@ mod tests {
         for answer in [
             Answer::Tick {
                 mark: Some(t),
-                woken: vec![woken],
+                woken: vec![woken.clone()],
+                carried: vec![],
             },
             Answer::Tick {
                 mark: None,
                 woken: vec![],
+                carried: vec![woken],
             },
             Answer::Completed { more_due: true },
             Answer::Failed {

@@ -20,13 +20,16 @@ use crate::sql::{Sql, SqlError, SqlValue};
 
 /// The tick object's tables, created on its first request. Job objects
 /// never create them.
-const SCHEMA: [&str; 3] = [
+const SCHEMA: [&str; 4] = [
     "CREATE TABLE IF NOT EXISTS cronslot_tick_mark (\
        singleton INTEGER PRIMARY KEY CHECK (singleton = 1), \
        second INTEGER NOT NULL, nanosecond INTEGER NOT NULL)",
     "CREATE TABLE IF NOT EXISTS cronslot_woken (\
        job TEXT PRIMARY KEY, second INTEGER NOT NULL, nanosecond INTEGER NOT NULL)",
     "CREATE INDEX IF NOT EXISTS cronslot_woken_at ON cronslot_woken (second, nanosecond)",
+    // Planned jobs a bounded tick left, at their slots (`TickStart::carried`).
+    "CREATE TABLE IF NOT EXISTS cronslot_carried (\
+       job TEXT PRIMARY KEY, second INTEGER NOT NULL, nanosecond INTEGER NOT NULL)",
 ];
 
 /// The tick mark and the woken jobs, over the tick object's SQLite.
@@ -53,6 +56,30 @@ fn instant(second: Option<&SqlValue>, nano: Option<&SqlValue>) -> Option<Timesta
     let second = second.and_then(SqlValue::as_integer)?;
     let nano = i32::try_from(nano.and_then(SqlValue::as_integer)?).ok()?;
     Timestamp::new(second, nano).ok()
+}
+
+/// What a tick's start reads.
+pub(crate) struct TickRead {
+    pub mark: Option<Timestamp>,
+    pub woken: Vec<Woken>,
+    pub carried: Vec<Woken>,
+}
+
+/// Rows of (job, second, nanosecond) as entries.
+fn entries(rows: Vec<Vec<SqlValue>>, what: &str) -> Result<Vec<Woken>, StoreError> {
+    rows.into_iter()
+        .map(|row| {
+            let job = row.first().and_then(SqlValue::as_text);
+            let at = instant(row.get(1), row.get(2));
+            match (job, at) {
+                (Some(job), Some(at)) => Ok(Woken {
+                    job: job.to_string(),
+                    at,
+                }),
+                _ => Err(corrupt(what)),
+            }
+        })
+        .collect()
 }
 
 fn parts(at: Timestamp) -> [SqlValue; 2] {
@@ -95,48 +122,46 @@ impl TickTables {
         }
     }
 
-    /// The mark, and the jobs whose wake is at or before `now`, earliest
-    /// first (then by name), at most `limit`.
+    /// The mark; the jobs whose wake is at or before `now`, earliest first
+    /// (then by name), at most `limit`; and the planned jobs a bounded tick
+    /// left, earliest slot first, at most `limit`.
     pub(crate) fn start<S: Sql>(
         &self,
         sql: &S,
         now: Timestamp,
         limit: usize,
-    ) -> Result<(Option<Timestamp>, Vec<Woken>), StoreError> {
+    ) -> Result<TickRead, StoreError> {
         let mark = self.mark(sql)?;
         let [second, nano] = parts(now);
+        let limit = SqlValue::Integer(i64::try_from(limit).unwrap_or(i64::MAX));
         let rows = self.exec(
             sql,
             "reading the woken jobs",
             "SELECT job, second, nanosecond FROM cronslot_woken \
              WHERE second < ?1 OR (second = ?1 AND nanosecond <= ?2) \
              ORDER BY second, nanosecond, job LIMIT ?3",
-            &[
-                second,
-                nano,
-                SqlValue::Integer(i64::try_from(limit).unwrap_or(i64::MAX)),
-            ],
+            &[second, nano, limit.clone()],
         )?;
-        let woken = rows
-            .into_iter()
-            .map(|row| {
-                let job = row.first().and_then(SqlValue::as_text);
-                let at = instant(row.get(1), row.get(2));
-                match (job, at) {
-                    (Some(job), Some(at)) => Ok(Woken {
-                        job: job.to_string(),
-                        at,
-                    }),
-                    _ => Err(corrupt("list of woken jobs")),
-                }
-            })
-            .collect::<Result<Vec<_>, _>>()?;
-        Ok((mark, woken))
+        let woken = entries(rows, "list of woken jobs")?;
+        let rows = self.exec(
+            sql,
+            "reading the jobs left by a tick",
+            "SELECT job, second, nanosecond FROM cronslot_carried \
+             ORDER BY second, nanosecond, job LIMIT ?1",
+            &[limit],
+        )?;
+        let carried = entries(rows, "list of jobs left by a tick")?;
+        Ok(TickRead {
+            mark,
+            woken,
+            carried,
+        })
     }
 
     /// Moves the mark to `mark` unless it is there or later already,
-    /// removes each served entry whose stored wake is the one served, and
-    /// adds an entry for each job `left` that has none.
+    /// removes each served entry (woken or left) whose stored time is the
+    /// one served, and keeps each planned job `left` at its slot (an entry
+    /// it has already stays).
     pub(crate) fn end<S: Sql>(
         &self,
         sql: &S,
@@ -161,6 +186,12 @@ impl TickTables {
                 sql,
                 &format!("removing the served wake of job {:?}", w.job),
                 "DELETE FROM cronslot_woken WHERE job = ? AND second = ? AND nanosecond = ?",
+                &[SqlValue::Text(w.job.clone()), second.clone(), nano.clone()],
+            )?;
+            self.exec(
+                sql,
+                &format!("removing the served left job {:?}", w.job),
+                "DELETE FROM cronslot_carried WHERE job = ? AND second = ? AND nanosecond = ?",
                 &[SqlValue::Text(w.job.clone()), second, nano],
             )?;
         }
@@ -169,7 +200,7 @@ impl TickTables {
             self.exec(
                 sql,
                 &format!("keeping job {:?} for the next tick", w.job),
-                "INSERT INTO cronslot_woken (job, second, nanosecond) VALUES (?, ?, ?) \
+                "INSERT INTO cronslot_carried (job, second, nanosecond) VALUES (?, ?, ?) \
                  ON CONFLICT (job) DO NOTHING",
                 &[SqlValue::Text(w.job.clone()), second, nano],
             )?;

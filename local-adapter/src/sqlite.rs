@@ -285,6 +285,7 @@ impl SqliteStore {
             mark: None,
             now,
             woken: Vec::new(),
+            carried: Vec::new(),
         };
         for row in rows {
             match row.map_err(|e| where_.error(doing, &e))? {

@@ -426,6 +426,7 @@ impl PgStore {
                     now: conn.column::<PgTime>(row, 0, &doing)?.0,
                     mark: conn.column::<Option<PgTime>>(row, 1, &doing)?.map(|t| t.0),
                     woken: conn.column::<Vec<String>>(row, 2, &doing)?,
+                    carried: Vec::new(),
                 })
             })
             .await

@@ -126,30 +126,41 @@ impl TickPlan {
         self.planner.len()
     }
 
-    /// The jobs to serve for a tick that started with `start`: every
-    /// planned job with a slot after the mark, then every woken job not
-    /// already among them.
+    /// The jobs to serve for a tick that started with `start`: the
+    /// planned jobs an earlier tick left (at their slots), every planned
+    /// job with a slot after the mark, then every woken job not already
+    /// among them.
     pub fn work(&self, start: &TickStart) -> TickWork {
         let first = start.mark.is_none();
         let after = match start.mark {
             Some(mark) => mark.min(start.now),
             None => start.now.checked_sub(FIRST_WINDOW).unwrap_or(start.now),
         };
-        let mut jobs: Vec<TickJob> = self
-            .planner
-            .due(&self.specs, after, start.now)
-            .into_iter()
-            .map(|d| TickJob {
-                spec: Rc::clone(&self.specs[d.job]),
-                planned: Some(d.slot),
-                from_slot: !first,
-            })
-            .collect();
-        let mut seen: HashSet<usize> = jobs
-            .iter()
-            .filter_map(|j| self.planner.position(j.spec.name.as_str()))
-            .collect();
+        let mut seen: HashSet<usize> = HashSet::new();
         let mut unknown = Vec::new();
+        let mut carried: Vec<&(String, Timestamp)> = start.carried.iter().collect();
+        carried.sort_by_key(|(name, slot)| (*slot, name.as_str()));
+        let mut jobs: Vec<TickJob> = Vec::new();
+        for (name, slot) in carried {
+            match self.planner.position(name) {
+                Some(i) if seen.insert(i) => jobs.push(TickJob {
+                    spec: Rc::clone(&self.specs[i]),
+                    planned: Some(*slot),
+                    from_slot: true,
+                }),
+                Some(_) => {}
+                None => unknown.push(name.clone()),
+            }
+        }
+        for d in self.planner.due(&self.specs, after, start.now) {
+            if seen.insert(d.job) {
+                jobs.push(TickJob {
+                    spec: Rc::clone(&self.specs[d.job]),
+                    planned: Some(d.slot),
+                    from_slot: !first,
+                });
+            }
+        }
         for name in &start.woken {
             match self.planner.position(name) {
                 Some(i) if seen.insert(i) => jobs.push(TickJob {

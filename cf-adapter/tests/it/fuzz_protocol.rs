@@ -812,11 +812,12 @@ proptest! {
         let o = object();
         let mut mark: Option<Timestamp> = None;
         let mut entries: std::collections::BTreeMap<String, Timestamp> = Default::default();
+        let mut carried: std::collections::BTreeMap<String, Timestamp> = Default::default();
         for op in ops {
             let body = serde_json::to_string(&tick_request(op.clone())).expect("encodes");
             let reply = serve(&o, &body)?;
             match (&op, reply) {
-                (Op::TickStart { now, limit }, Ok(Answer::Tick { mark: got, woken })) => {
+                (Op::TickStart { now, limit }, Ok(Answer::Tick { mark: got, woken, carried: left })) => {
                     prop_assert_eq!(got, mark);
                     let mut due: Vec<(Timestamp, String)> = entries
                         .iter()
@@ -827,6 +828,12 @@ proptest! {
                     due.truncate(*limit);
                     let due: Vec<Woken> = due.into_iter().map(|(at, job)| Woken { job, at }).collect();
                     prop_assert_eq!(woken, due);
+                    let mut kept: Vec<(Timestamp, String)> =
+                        carried.iter().map(|(job, at)| (*at, job.clone())).collect();
+                    kept.sort();
+                    kept.truncate(*limit);
+                    let kept: Vec<Woken> = kept.into_iter().map(|(at, job)| Woken { job, at }).collect();
+                    prop_assert_eq!(left, kept);
                 }
                 (Op::TickEnd { mark: to, served, left }, Ok(Answer::Done)) => {
                     if mark.is_none_or(|m| m < *to) {
@@ -836,10 +843,14 @@ proptest! {
                         if entries.get(&w.job) == Some(&w.at) {
                             entries.remove(&w.job);
                         }
+                        if carried.get(&w.job) == Some(&w.at) {
+                            carried.remove(&w.job);
+                        }
                     }
-                    // A job left keeps the entry it has, or gets one.
+                    // A planned job left is kept at its slot, unless kept
+                    // already.
                     for w in left {
-                        entries.entry(w.job.clone()).or_insert(w.at);
+                        carried.entry(w.job.clone()).or_insert(w.at);
                     }
                 }
                 (Op::Wake { woken }, Ok(Answer::Done)) => {

@@ -529,6 +529,36 @@ fn a_bounded_tick_leaves_the_rest_to_the_next() {
     assert!(w.transport.woken(at("05:00:00")).is_empty());
 }
 
+/// A job whose first slot comes in a bounded tick that leaves it still
+/// runs that slot: the tick object keeps it at its slot, and the next tick
+/// plans it there, so its record is created just before the slot rather
+/// than at the tick that serves it.
+#[test]
+fn a_job_first_due_in_a_bounded_tick_still_runs_its_slot() {
+    // j0..j5 every minute; j6 daily at 03:17, with no record before then.
+    let w = World::new(10, 6, &[]);
+    w.tick("03:16:00");
+    assert!(w.record("j6").is_none());
+    w.max_jobs.set(Some(3));
+    let mut served = Vec::new();
+    for time in ["03:17:00", "03:17:10", "03:17:20"] {
+        let (report, _) = w.tick(time);
+        served.push(report.served.len());
+    }
+    assert_eq!(served, [3, 3, 1]);
+    let slot = at("03:17:00");
+    let ran: Vec<_> = w
+        .seen()
+        .into_iter()
+        .filter(|(job, _, _)| job == "j6")
+        .collect();
+    assert_eq!(ran, [("j6".to_string(), slot, 1)], "its first slot ran");
+    assert!(w.record("j6").unwrap().created_at < slot);
+    // Nothing is left: the next tick costs two requests.
+    let (_, cost) = w.tick("03:17:30");
+    assert_eq!(cost, counts(&[(TICK_OBJECT, 2)]));
+}
+
 #[test]
 fn a_wake_the_tick_object_did_not_get_is_sent_again_a_minute_later() {
     let w = World::new(1, 0, &["j0"]);

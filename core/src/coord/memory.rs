@@ -259,6 +259,7 @@ impl TickIndex for MemoryStore {
             mark: inner.mark,
             now,
             woken: woken.into_iter().map(|(_, job)| job).collect(),
+            carried: Vec::new(),
         })
     }
 

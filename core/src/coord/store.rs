@@ -169,6 +169,12 @@ pub struct TickStart {
     /// Jobs whose [wake](super::JobState::wake_at) has come (at or before
     /// `now`), earliest wake first, at most the limit asked for.
     pub woken: Vec<String>,
+    /// Planned jobs an earlier tick left (a bound on the jobs per tick),
+    /// each with the slot it was planned for, where the store keeps them
+    /// ([`TickIndex::leave`]); empty elsewhere. A tick plans them as
+    /// planned at that slot, so a job's first slot still creates its
+    /// record just before it.
+    pub carried: Vec<(String, Timestamp)>,
 }
 
 /// What lets a tick cost what is due rather than what is held

@@ -181,6 +181,7 @@ fn a_job_left_unserved_holds_the_mark_before_its_slot() {
         mark: Some(at("2026-01-05T04:28:30Z")),
         now: at("2026-01-05T04:30:05Z"),
         woken: vec!["daily".to_string()],
+        carried: vec![],
     };
     let work = w.plan.work(&start);
     let names: Vec<_> = work.jobs.iter().map(|j| j.spec.name.as_str()).collect();
@@ -203,6 +204,39 @@ fn a_job_left_unserved_holds_the_mark_before_its_slot() {
     });
     assert_eq!(first.after, at("2026-01-05T04:29:05Z"));
     assert!(first.jobs.iter().all(|j| !j.from_slot));
+}
+
+/// Planned jobs an earlier, bounded tick left come first, at the slots
+/// they were planned for (so a job's first slot creates its record before
+/// it), and once: a carried job also planned again is served once.
+#[test]
+fn carried_jobs_come_first_at_their_slots() {
+    let w = World::new();
+    let start = TickStart {
+        mark: Some(at("2026-01-05T04:29:30Z")),
+        now: at("2026-01-05T04:30:05Z"),
+        woken: vec![],
+        carried: vec![
+            ("every-minute".to_string(), at("2026-01-05T04:29:00Z")),
+            ("quarter".to_string(), at("2026-01-05T04:15:00Z")),
+            ("gone".to_string(), at("2026-01-05T04:15:00Z")),
+        ],
+    };
+    let work = w.plan.work(&start);
+    let jobs: Vec<_> = work
+        .jobs
+        .iter()
+        .map(|j| (j.spec.name.as_str(), j.planned, j.from_slot))
+        .collect();
+    assert_eq!(
+        jobs,
+        vec![
+            ("quarter", Some(at("2026-01-05T04:15:00Z")), true),
+            ("every-minute", Some(at("2026-01-05T04:29:00Z")), true),
+            ("daily", Some(at("2026-01-05T04:30:00Z")), true),
+        ]
+    );
+    assert_eq!(work.unknown, ["gone"], "a job no longer in the manifest");
 }
 
 #[test]
