@@ -338,6 +338,72 @@ impl DynamoStore {
             .ok_or_else(|| StoreError::other(format!("{what}: no description returned")))
     }
 
+    /// The names of the jobs whose items match `more` besides being job
+    /// items: one paginated, strongly consistent `Scan`.
+    async fn scan_jobs(
+        &self,
+        doing: &str,
+        more: Option<ScanFilter<'_>>,
+    ) -> Result<Vec<String>, StoreError> {
+        let what = self.what(doing);
+        let mut filter = format!("begins_with(#{PK}, :prefix)");
+        if let Some(more) = &more {
+            filter = format!("{filter} AND ({})", more.expression);
+        }
+        let mut jobs = Vec::new();
+        let mut start: Option<Item> = None;
+        loop {
+            let out = call(self.budget(), &what, Kind::Read, no_more, || {
+                let mut scan = self
+                    .client
+                    .scan()
+                    .table_name(&self.table)
+                    .consistent_read(true)
+                    .projection_expression(format!("#{PK}"))
+                    .filter_expression(filter.clone())
+                    .expression_attribute_names(format!("#{PK}"), PK)
+                    .expression_attribute_values(
+                        ":prefix",
+                        AttributeValue::S(JOB_PREFIX.to_string()),
+                    );
+                if let Some(more) = &more {
+                    for (name, attribute) in more.names {
+                        scan = scan.expression_attribute_names(format!("#{name}"), *attribute);
+                    }
+                    for (key, value) in more.values {
+                        scan = scan.expression_attribute_values(
+                            *key,
+                            AttributeValue::S(value.to_string()),
+                        );
+                    }
+                }
+                scan.set_exclusive_start_key(start.clone()).send()
+            })
+            .await
+            .map_err(store_error)?;
+            for item in out.items() {
+                match item.get(PK) {
+                    Some(AttributeValue::S(pk)) => {
+                        if let Some(job) = pk.strip_prefix(JOB_PREFIX) {
+                            jobs.push(job.to_string());
+                        }
+                    }
+                    _ => {
+                        return Err(StoreError::new(
+                            StoreErrorKind::Corrupt,
+                            format!("{what}: an item's key is not a string"),
+                        ));
+                    }
+                }
+            }
+            match out.last_evaluated_key() {
+                Some(key) if !key.is_empty() => start = Some(key.clone()),
+                _ => break,
+            }
+        }
+        Ok(jobs)
+    }
+
     /// Gives each record written before the wake index that needs a wake
     /// (a waiting run or a live lease shows in its text) its
     /// [`decide::migrated_wake`], with the record's own conditional write:
@@ -348,52 +414,21 @@ impl DynamoStore {
     /// has its wake from that write, and one that does not decode is left
     /// as it is.
     async fn repair_wakes(&self) -> Result<(), StoreError> {
-        let what = self.what("finding records that need a wake");
-        let mut start: Option<Item> = None;
-        let mut found = Vec::new();
-        loop {
-            let out = call(self.budget(), &what, Kind::Read, no_more, || {
-                self.client
-                    .scan()
-                    .table_name(&self.table)
-                    .consistent_read(true)
-                    .projection_expression(format!("#{PK}"))
-                    .filter_expression(format!(
-                        "begins_with(#{PK}, :prefix) AND attribute_not_exists(#{WAKE}) \
-                         AND (contains(#{STATE}, :pending) OR contains(#{STATE}, :leases))"
-                    ))
-                    .expression_attribute_names(format!("#{PK}"), PK)
-                    .expression_attribute_names(format!("#{WAKE}"), WAKE)
-                    .expression_attribute_names(format!("#{STATE}"), STATE)
-                    .expression_attribute_values(
-                        ":prefix",
-                        AttributeValue::S(JOB_PREFIX.to_string()),
-                    )
-                    .expression_attribute_values(
-                        ":pending",
-                        AttributeValue::S("\"pending\":[{".to_string()),
-                    )
-                    .expression_attribute_values(
-                        ":leases",
-                        AttributeValue::S("\"leases\":[{".to_string()),
-                    )
-                    .set_exclusive_start_key(start.clone())
-                    .send()
-            })
-            .await
-            .map_err(store_error)?;
-            for item in out.items() {
-                if let Some(AttributeValue::S(pk)) = item.get(PK) {
-                    if let Some(job) = pk.strip_prefix(JOB_PREFIX) {
-                        found.push(job.to_string());
-                    }
-                }
-            }
-            match out.last_evaluated_key() {
-                Some(key) if !key.is_empty() => start = Some(key.clone()),
-                _ => break,
-            }
-        }
+        let filter = format!(
+            "attribute_not_exists(#{WAKE}) \
+             AND (contains(#{STATE}, :pending) OR contains(#{STATE}, :leases))"
+        );
+        let values = [(":pending", "\"pending\":[{"), (":leases", "\"leases\":[{")];
+        let found = self
+            .scan_jobs(
+                "finding records that need a wake",
+                Some(ScanFilter {
+                    expression: &filter,
+                    names: &[(WAKE, WAKE), (STATE, STATE)],
+                    values: &values,
+                }),
+            )
+            .await?;
         for job in found {
             let Ok(Some(current)) = self.get(&job).await else {
                 continue;
@@ -1144,51 +1179,19 @@ impl StateStore for DynamoStore {
     /// job items' keys, page by page. It reads the whole table (effects
     /// included), which suits the CLI's `status`, not a hot path.
     async fn jobs(&self) -> Result<Vec<String>, StoreError> {
-        let what = self.what("listing jobs");
-        let mut jobs = Vec::new();
-        let mut start: Option<Item> = None;
-        loop {
-            let out = call(self.budget(), &what, Kind::Read, no_more, || {
-                self.client
-                    .scan()
-                    .table_name(&self.table)
-                    .consistent_read(true)
-                    .projection_expression(format!("#{PK}"))
-                    .filter_expression(format!("begins_with(#{PK}, :prefix)"))
-                    .expression_attribute_names(format!("#{PK}"), PK)
-                    .expression_attribute_values(
-                        ":prefix",
-                        AttributeValue::S(JOB_PREFIX.to_string()),
-                    )
-                    .set_exclusive_start_key(start.clone())
-                    .send()
-            })
-            .await
-            .map_err(store_error)?;
-            for item in out.items() {
-                match item.get(PK) {
-                    Some(AttributeValue::S(pk)) => {
-                        if let Some(job) = pk.strip_prefix(JOB_PREFIX) {
-                            jobs.push(job.to_string());
-                        }
-                    }
-                    _ => {
-                        return Err(StoreError::new(
-                            StoreErrorKind::Corrupt,
-                            format!("{what}: an item's key is not a string"),
-                        ));
-                    }
-                }
-            }
-            match out.last_evaluated_key() {
-                Some(key) if !key.is_empty() => start = Some(key.clone()),
-                _ => break,
-            }
-        }
+        let mut jobs = self.scan_jobs("listing jobs", None).await?;
         jobs.sort();
         jobs.dedup();
         Ok(jobs)
     }
+}
+
+/// More of a `Scan`'s filter: the expression, its attribute names
+/// (`#name` for each) and its string values (`:key`).
+struct ScanFilter<'a> {
+    expression: &'a str,
+    names: &'a [(&'a str, &'a str)],
+    values: &'a [(&'a str, &'a str)],
 }
 
 impl EffectLedger for DynamoStore {
