@@ -236,7 +236,7 @@ impl<S: RunnerStore> Runner<S> {
             .map_err(|e| RunError(format!("could not start the runtime: {e}")))?;
         // Records are created when their jobs first come due (a tick's
         // planned slot says when they existed from), and read only then.
-        let store = RecordsSeen::new(self.store.clone());
+        let store = RecordsSeen::watch(self.store.clone());
         let watch = Arc::new(Watch {
             tally: Mutex::new(Tally::default()),
             health: Arc::clone(&self.health),
@@ -302,7 +302,7 @@ impl<S: RunnerStore> Runner<S> {
             Ok(())
         })?;
         let stopped_at = self.clock.now();
-        let seen = store.seen_records();
+        let seen = store.watcher().records();
         let before: HashMap<String, JobState> = seen
             .iter()
             .filter_map(|(job, s)| Some((job.clone(), s.first.clone()?)))

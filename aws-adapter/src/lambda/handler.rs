@@ -26,7 +26,7 @@ use super::event::{self, EventError, Work};
 use super::http::HttpRunner;
 use super::init::{self, InitError};
 use super::log::{self, LogSink};
-use super::observe::{Fates, Observed};
+use super::observe::{FateWatcher, Fates, Observed};
 use super::platform::LambdaPlatform;
 
 /// Supplies `now`: the system clock in Lambda, a fake one in tests.
@@ -160,7 +160,10 @@ impl<S: StateStore + EffectLedger + TickIndex + 'static> Handler<S> {
     fn coordinator(&self, inv: &Invocation) -> Coord<S> {
         let seed = self.seed.get().wrapping_add(0x9e37_79b9_7f4a_7c15);
         self.seed.set(seed);
-        Rc::new(CasCoordinator::new(Observed::new((self.stores)(inv)), seed))
+        Rc::new(CasCoordinator::new(
+            FateWatcher::watch((self.stores)(inv)),
+            seed,
+        ))
     }
 
     fn emit(&self, line: &Value) {
@@ -403,7 +406,7 @@ impl<S: StateStore + EffectLedger + TickIndex + 'static> Handler<S> {
         };
         // Slots given a fate by this job's writes (missed by a claim, dead
         // by a failure): on the last run's line, or a line of their own.
-        let fates = coord.store().take_fates(job);
+        let fates = coord.store().watcher().take_fates(job);
         let last = served.runs.len().saturating_sub(1);
         for (i, run) in served.runs.iter().enumerate() {
             let fates = if i == last { fates } else { Fates::default() };
@@ -510,9 +513,8 @@ impl<S: StateStore + EffectLedger + TickIndex + 'static> Handler<S> {
 /// write left? (Costs no request; a wrong guess costs one read.)
 fn more_due<S>(coord: &Coord<S>, spec: &JobSpec, now: Timestamp) -> bool {
     coord
-        .store()
         .known(spec.name.as_str())
-        .is_some_and(|state| decide::more_due(spec, &state, now))
+        .is_some_and(|record| decide::more_due(spec, &record.value, now))
 }
 
 /// The invocation's error when the tick's own store requests fail.

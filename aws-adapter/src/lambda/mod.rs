@@ -118,5 +118,5 @@ pub use handler::{
     CATCH_UP_MARGIN, Clock, Handler, Host, Invocation, MAX_RUNS, RESERVE, StoreFactory,
 };
 pub use init::{InitError, MANIFEST_ENV, ManifestSource, check};
-pub use observe::{Fates, Observed};
+pub use observe::{FateWatcher, Fates, Observed};
 pub use runtime::{ENDPOINT_ENV, Error, TABLE_ENV, run, serve};

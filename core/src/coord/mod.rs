@@ -11,6 +11,7 @@ mod rng;
 mod slot;
 mod state;
 mod store;
+mod watched;
 
 pub use context::{EffectError, JobContext};
 pub use coordinator::{CasCoordinator, CoordError, Coordinator, MAX_CAS_ATTEMPTS};
@@ -29,3 +30,4 @@ pub use store::{
     StateStore, StoreError, StoreErrorKind, TickIndex, TickStart, Version, Versioned, decide_begin,
     decide_finish,
 };
+pub use watched::{RecordWatcher, Watched};

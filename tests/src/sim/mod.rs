@@ -437,15 +437,8 @@ impl Platform for SimPlatform {
     }
 
     fn sleep(&self, duration: Duration) -> LocalFuture<'static, ()> {
-        let until = plus(
-            self.sh.clock.get(),
-            SignedDuration::try_from(duration).unwrap_or(SignedDuration::MAX),
-        );
         let sh = self.sh.clone();
-        Box::pin(SleepUntil {
-            clock: Box::new(move || sh.clock.get()),
-            until,
-        })
+        SleepUntil::after(Box::new(move || sh.clock.get()), duration)
     }
 
     fn observe(&self, event: &RunEvent<'_>) {
@@ -489,6 +482,21 @@ struct RunPlan {
 pub(crate) struct SleepUntil {
     pub(crate) clock: Box<dyn Fn() -> Timestamp>,
     pub(crate) until: Timestamp,
+}
+
+impl SleepUntil {
+    /// A sleep of `duration` on the simulation's clock (read by `clock`),
+    /// from its reading now: it ends once the clock has passed it.
+    pub(crate) fn after(
+        clock: Box<dyn Fn() -> Timestamp>,
+        duration: Duration,
+    ) -> LocalFuture<'static, ()> {
+        let until = plus(
+            clock(),
+            SignedDuration::try_from(duration).unwrap_or(SignedDuration::MAX),
+        );
+        Box::pin(SleepUntil { clock, until })
+    }
 }
 
 impl Future for SleepUntil {

@@ -585,15 +585,8 @@ impl Platform for TickerPlatform {
     }
 
     fn sleep(&self, duration: Duration) -> LocalFuture<'static, ()> {
-        let until = plus(
-            self.sh.clock.get(),
-            SignedDuration::try_from(duration).unwrap_or(SignedDuration::MAX),
-        );
         let sh = self.sh.clone();
-        Box::pin(SleepUntil {
-            clock: Box::new(move || sh.clock.get()),
-            until,
-        })
+        SleepUntil::after(Box::new(move || sh.clock.get()), duration)
     }
 
     fn observe(&self, event: &RunEvent<'_>) {
