@@ -81,7 +81,7 @@ use cronslot_core::coord::decide;
 use cronslot_core::coord::{
     CoordError, EffectBegin, EffectFinish, EffectLedger, EffectRecord, JobState, PutResult,
     StateStore, StoreError, StoreErrorKind, TickIndex, TickStart, Version, Versioned, decide_begin,
-    decide_finish, encode_state,
+    decide_finish, encode_state, repair_wake,
 };
 use cronslot_core::manifest::JobSpec;
 use jiff::Timestamp;
@@ -409,10 +409,8 @@ impl DynamoStore {
     /// [`decide::migrated_wake`], with the record's own conditional write:
     /// the bounded repair of docs/design.md §11, run by every `init` (so an
     /// interrupted one is finished by the next). One filtered `Scan` over
-    /// the table (records with a wake are skipped), then a read and a write
-    /// per record found; a record written meanwhile (the condition fails)
-    /// has its wake from that write, and one that does not decode is left
-    /// as it is.
+    /// the table (records with a wake are skipped), then [`repair_wake`]
+    /// for each record found; one that does not decode is left as it is.
     async fn repair_wakes(&self) -> Result<(), StoreError> {
         let filter = format!(
             "attribute_not_exists(#{WAKE}) \
@@ -430,16 +428,13 @@ impl DynamoStore {
             )
             .await?;
         for job in found {
-            let Ok(Some(current)) = self.get(&job).await else {
-                continue;
-            };
-            let mut state = current.value;
-            let Some(wake) = decide::migrated_wake(&state) else {
-                continue;
-            };
-            state.wake_at = Some(wake);
-            // A conflict: written meanwhile, with its own wake.
-            self.put(&job, &state, Some(current.version)).await?;
+            match repair_wake(self, &job).await {
+                // Reading it reports it.
+                Err(e) if e.kind == StoreErrorKind::Corrupt => {}
+                other => {
+                    other?;
+                }
+            }
         }
         Ok(())
     }

@@ -143,6 +143,16 @@ impl<T: Transport> ObjectClient<T> {
         }
     }
 
+    /// Gives `job`'s record the wake (the object's alarm) it needs if it
+    /// was written before objects kept one ([`Op::RepairWake`]); returns
+    /// the wake given, `None` when it needed none.
+    pub async fn repair_wake(&self, job: &str) -> Result<Option<Timestamp>, CoordError> {
+        match self.send(job, String::new(), Op::RepairWake).await? {
+            Answer::Repaired(wake) => Ok(wake),
+            other => Err(unexpected("repair_wake", &other)),
+        }
+    }
+
     /// Effects live in the object of their job; the key names it
     /// (`<job>@<slot>/<name>`). The spec is needed only to address the
     /// object, and a remembered one is used when the job is known.

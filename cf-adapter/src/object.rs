@@ -32,7 +32,7 @@ use std::rc::Rc;
 use std::time::Duration;
 
 use cronslot_core::coord::{
-    CasCoordinator, CoordError, Coordinator, StateStore, StoreError, decide,
+    CasCoordinator, CoordError, Coordinator, StateStore, StoreError, decide, repair_wake,
 };
 use cronslot_core::manifest::JobSpec;
 use jiff::{SignedDuration, Timestamp};
@@ -258,6 +258,12 @@ impl<S: Sql, A: Alarm> JobObject<S, A> {
                 .tick_op(&request.op)
                 .map_err(|e| WireError::from(&CoordError::Store(e)));
         }
+        if request.op == Op::RepairWake {
+            return repair_wake(self.store(), &request.job)
+                .await
+                .map(Answer::Repaired)
+                .map_err(|e| WireError::from(&CoordError::Store(e)));
+        }
         let spec = self.spec(request)?;
         self.apply(&spec, &request.op)
             .await
@@ -398,7 +404,11 @@ impl<S: Sql, A: Alarm> JobObject<S, A> {
                 now,
             } => Answer::EffectFinish(c.finish_effect(key, *fence, result, *now).await?),
             Op::ReadEffect { key } => Answer::Effect(c.read_effect(key).await?),
-            Op::TickStart { .. } | Op::TickEnd { .. } | Op::Wake { .. } | Op::Requests => {
+            Op::TickStart { .. }
+            | Op::TickEnd { .. }
+            | Op::Wake { .. }
+            | Op::RepairWake
+            | Op::Requests => {
                 return Err(CoordError::Store(StoreError::other(format!(
                     "{} is not an operation of a job's object",
                     op.name()

@@ -197,6 +197,12 @@ pub enum Op {
         /// The job and its wake.
         woken: Woken,
     },
+    /// To a job's object: [`repair_wake`](cronslot_core::coord::repair_wake),
+    /// for a record written before objects kept their wake as their alarm
+    /// (the bounded repair of docs/design.md §11, which `cronslot init`
+    /// runs through the admin route `POST {p}/repair`). Needs no spec: the
+    /// request carries none. Answered with [`Answer::Repaired`].
+    RepairWake,
     /// How many requests (and alarms) the object has served, when the
     /// Worker counts them (the `CRONSLOT_COUNT_REQUESTS` variable; tests
     /// measure a tick's cost with it). Not counted itself.
@@ -224,6 +230,7 @@ impl Op {
             Op::TickStart { .. } => "tick_start",
             Op::TickEnd { .. } => "tick_end",
             Op::Wake { .. } => "wake",
+            Op::RepairWake => "repair_wake",
             Op::Requests => "requests",
         }
     }
@@ -284,6 +291,9 @@ pub enum Answer {
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         carried: Vec<Woken>,
     },
+    /// To `repair_wake`: the wake the record was given (its alarm), `None`
+    /// when it needed none.
+    Repaired(Option<Timestamp>),
     /// To `requests`: requests and alarms served (with counting off, 0).
     Count {
         /// Requests served, this one aside.

@@ -62,6 +62,8 @@ pub enum Command {
     /// Create what a store needs: the SQLite file, the PostgreSQL schema, or the DynamoDB table.
     ///
     /// Idempotent: what exists already is left as it is (and said so).
+    /// Records written by an older cronslot get the wakes they need. On a
+    /// Worker's admin URL, that repair is all init does.
     /// Exits 0 when the store is ready, 1 when it could not be made ready,
     /// 2 on bad input.
     Init(InitArgs),
@@ -354,7 +356,10 @@ pub struct TickArgs {
 
 #[derive(Debug, Args)]
 pub struct InitArgs {
-    /// The store to create: sqlite:PATH, postgres://…, dynamodb://TABLE?region=R[&endpoint=URL].
+    /// The store to create: sqlite:PATH, postgres://…, dynamodb://TABLE?region=R[&endpoint=URL],
+    /// or https://HOST/PREFIX (a Cloudflare Worker's admin routes: wrangler
+    /// creates its Durable Objects, and init repairs the wakes of objects
+    /// written by an older cronslot; needs --token-env).
     #[arg(
         long,
         value_name = "URL",
@@ -363,6 +368,10 @@ pub struct InitArgs {
         default_value = "sqlite:cronslot.db"
     )]
     pub store: String,
+    /// With an https:// store: the environment variable that holds the
+    /// Worker's admin token (its CRONSLOT_ADMIN_TOKEN secret).
+    #[arg(long, value_name = "VAR")]
+    pub token_env: Option<String>,
 }
 
 #[derive(Debug, Args)]

@@ -188,6 +188,32 @@ pub struct BackfillDoc {
     pub slots: Vec<Timestamp>,
 }
 
+/// `POST {p}/repair`: one page of the repair sweep over the jobs' objects,
+/// in name order.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RepairDoc {
+    /// How many jobs' objects this page looked at.
+    pub checked: usize,
+    /// The records that were given a wake (their object's alarm).
+    pub repaired: Vec<RepairedJob>,
+    /// Records that do not decode, with the store's message: left as they
+    /// are (every operation on the job reports them).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unreadable: Vec<JobErrorDoc>,
+    /// Where the next page starts (`?after=` this job); `null`: this was
+    /// the last page.
+    pub next: Option<String>,
+}
+
+/// One record that [`RepairDoc`] gave a wake.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RepairedJob {
+    /// The job.
+    pub job: String,
+    /// The wake it was given.
+    pub wake: Timestamp,
+}
+
 /// `POST {p}/jobs/{job}/trigger`: what the manual run did.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TriggerDoc {

@@ -20,6 +20,7 @@
 //! | POST | `{p}/jobs/{job}/resume` | — | 200 [`PauseDoc`] |
 //! | POST | `{p}/jobs/{job}/backfill` | `from`, `to`, `dry_run` | 200 [`BackfillDoc`] |
 //! | POST | `{p}/jobs/{job}/trigger` | — | [`TriggerDoc`] (see [`trigger_reply`]) |
+//! | POST | `{p}/repair` | `after` | 200 [`RepairDoc`] (see [`repair_page`]) |
 //!
 //! Instants (`slot`, `from`, `to`) are RFC 3339 (`2026-03-08T07:00:00Z`);
 //! `slot` may also be a slot id of the job (`job@2026-03-08T07:00:00Z`).
@@ -45,6 +46,7 @@ mod docs;
 mod execute;
 mod metrics;
 mod query;
+mod repair;
 mod route;
 mod trigger;
 
@@ -55,10 +57,12 @@ use serde::Serialize;
 pub use auth::token_matches;
 pub use docs::{
     BackfillDoc, DlqDoc, DlqEntry, ErrorDoc, ErrorKind, HealthDoc, HealthState, JobErrorDoc,
-    JobReport, PauseDoc, RedriveDoc, StaleJob, StatusDoc, TriggerDoc, TriggerKind, UncheckedJob,
+    JobReport, PauseDoc, RedriveDoc, RepairDoc, RepairedJob, StaleJob, StatusDoc, TriggerDoc,
+    TriggerKind, UncheckedJob,
 };
 pub use execute::{execute, job_report};
 pub use metrics::prometheus_text;
+pub use repair::{REPAIR_PAGE, repair_page};
 pub use route::route;
 pub use trigger::{TriggerOutcome, trigger_outcome, trigger_reply, trigger_run};
 
@@ -226,13 +230,20 @@ pub enum AdminRoute {
         /// The job.
         job: JobName,
     },
+    /// `POST {p}/repair`: one page of the repair sweep; the Worker serves
+    /// it with [`repair_page`] over its objects. [`execute`] does not.
+    Repair {
+        /// Where the page starts: the jobs named after this one (any text;
+        /// `None`: from the first job).
+        after: Option<String>,
+    },
 }
 
 impl AdminRoute {
     /// The job the route is about, if it names one.
     pub fn job(&self) -> Option<&JobName> {
         match self {
-            AdminRoute::Health => None,
+            AdminRoute::Health | AdminRoute::Repair { .. } => None,
             AdminRoute::Status { job, .. } | AdminRoute::Dlq { job } => job.as_ref(),
             AdminRoute::Redrive { job, .. }
             | AdminRoute::Pause { job }

@@ -58,7 +58,7 @@ pub fn route(
 
 /// The routes' paths, for 404 messages.
 const ROUTES: &str = "GET health, GET status, GET metrics, GET dlq, \
-                      POST jobs/{job}/redrive|pause|resume|backfill|trigger";
+                      POST jobs/{job}/redrive|pause|resume|backfill|trigger, POST repair";
 
 fn recognise(
     manifest: &Manifest,
@@ -92,6 +92,13 @@ fn recognise(
             let params = parse_query(query, &["job"])?;
             Ok(AdminRoute::Dlq {
                 job: job_param(manifest, &params)?,
+            })
+        }
+        ["repair"] => {
+            allow(req.method, "POST")?;
+            let params = parse_query(query, &["after"])?;
+            Ok(AdminRoute::Repair {
+                after: params.get("after").map(|a| a.to_string()),
             })
         }
         ["jobs", raw_job, action] => {

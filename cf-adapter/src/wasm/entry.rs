@@ -376,6 +376,12 @@ impl Cronslot {
             let outcome = admin::trigger_run(&spec, &client, &owner, &self.jobs, &platform).await;
             return reply(admin::trigger_reply(&spec, &outcome));
         }
+        if let AdminRoute::Repair { after } = &route {
+            let page = admin::repair_page(manifest, after.as_deref(), |spec| {
+                client.repair_wake(spec.name.as_str())
+            });
+            return reply(page.await);
+        }
         reply(admin::execute(&route, manifest, &*client, now()).await)
     }
 }

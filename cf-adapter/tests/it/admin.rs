@@ -314,6 +314,20 @@ fn every_route_is_recognised() {
                 dry_run: false,
             },
         ),
+        (
+            "POST",
+            "/cronslot/repair",
+            None,
+            AdminRoute::Repair { after: None },
+        ),
+        (
+            "POST",
+            "/cronslot/repair",
+            Some("after=job%2D7"),
+            AdminRoute::Repair {
+                after: Some("job-7".to_string()),
+            },
+        ),
     ];
     for (method, path, query, expected) in cases {
         let got = admin::route(P, &m, &req(method, path, query, AUTH), Some(TOKEN));
@@ -331,6 +345,7 @@ fn wrong_methods_are_405_with_allow() {
         ("PUT", "/cronslot/dlq", "GET"),
         ("GET", "/cronslot/jobs/every/pause", "POST"),
         ("GET", "/cronslot/jobs/every/trigger", "POST"),
+        ("GET", "/cronslot/repair", "POST"),
         ("get", "/cronslot/status", "GET"),
     ] {
         let reply = refused(&m, req(method, path, None, AUTH), Some(TOKEN));
@@ -1210,4 +1225,91 @@ proptest! {
             }
         }
     }
+}
+
+/// `POST {p}/repair` pages through the jobs in name order, `REPAIR_PAGE`
+/// at a time; each page says where the next starts, the last says none.
+/// A store error ends the page with its reply; an unreadable record is
+/// listed and passed over.
+#[test]
+fn repair_pages_through_the_jobs_in_name_order() {
+    let mut text = String::new();
+    // Written out of order: pages follow names, not the manifest.
+    for i in (0..95).rev() {
+        text.push_str(&format!(
+            "[[job]]\nname = \"job-{i:03}\"\nschedule = \"0 * * * *\"\n"
+        ));
+    }
+    let m = parse_manifest(&text, "cronslot.toml").unwrap();
+    let page = |after: Option<&str>, fail: Option<&str>| {
+        let mut asked = Vec::new();
+        let reply = block_on(admin::repair_page(&m, after, |spec| {
+            let name = spec.name.as_str().to_string();
+            asked.push(name.clone());
+            let fail = fail.map(str::to_string);
+            async move {
+                match fail.as_deref() {
+                    Some(f) if f == name => Err(cronslot_core::coord::CoordError::Store(
+                        cronslot_core::coord::StoreError::unavailable("the object is away"),
+                    )),
+                    Some("corrupt") if name == "job-041" => {
+                        Err(cronslot_core::coord::CoordError::Store(
+                            cronslot_core::coord::StoreError::new(
+                                cronslot_core::coord::StoreErrorKind::Corrupt,
+                                "not JSON",
+                            ),
+                        ))
+                    }
+                    _ if name == "job-044" => Ok(Some(at("2026-03-08T12:00:00Z"))),
+                    _ => Ok(None),
+                }
+            }
+        }));
+        (reply, asked)
+    };
+    let names = |from: usize, to: usize| -> Vec<String> {
+        (from..to).map(|i| format!("job-{i:03}")).collect()
+    };
+    let (reply, asked) = page(None, None);
+    assert_eq!(reply.status, 200);
+    let doc: admin::RepairDoc = body(&reply);
+    assert_eq!(asked, names(0, admin::REPAIR_PAGE));
+    assert_eq!(doc.checked, 40);
+    assert!(doc.repaired.is_empty());
+    assert_eq!(doc.next.as_deref(), Some("job-039"));
+    let (reply, asked) = page(Some("job-039"), Some("corrupt"));
+    let doc: admin::RepairDoc = body(&reply);
+    assert_eq!(asked, names(40, 80));
+    assert_eq!(
+        doc.repaired,
+        [admin::RepairedJob {
+            job: "job-044".into(),
+            wake: at("2026-03-08T12:00:00Z")
+        }]
+    );
+    assert_eq!(doc.unreadable.len(), 1);
+    assert_eq!(doc.unreadable[0].job, "job-041");
+    assert_eq!(doc.next.as_deref(), Some("job-079"));
+    // The last page: fewer than a page left, no next.
+    let (reply, asked) = page(Some("job-079"), None);
+    let doc: admin::RepairDoc = body(&reply);
+    assert_eq!(asked, names(80, 95));
+    assert_eq!((doc.checked, doc.next), (15, None));
+    // Any text is a cursor: a job removed meanwhile, or none left.
+    let (_, asked) = page(Some("job-0395"), None);
+    assert_eq!(asked[0], "job-040");
+    let (reply, asked) = page(Some("zzz"), None);
+    let doc: admin::RepairDoc = body(&reply);
+    assert!(asked.is_empty());
+    assert_eq!((doc.checked, doc.next), (0, None));
+    // An unavailable object ends the page: 503, naming the job.
+    let (reply, asked) = page(None, Some("job-005"));
+    assert_eq!(reply.status, 503);
+    assert_eq!(asked, names(0, 6));
+    let e = error(&reply);
+    assert!(
+        e.message.contains("job-005") && e.message.contains("the object is away"),
+        "{}",
+        e.message
+    );
 }

@@ -413,6 +413,60 @@ fn a_retry_comes_through_the_alarm_and_the_tick_object() {
     assert_eq!(cost, counts(&[(TICK_OBJECT, 2)]));
 }
 
+/// A record written by a cronslot from before objects kept their wake as
+/// their alarm: j0's record after its failed first attempt, without its
+/// wake, written raw into a new world's object (no alarm, no wake row).
+fn world_with_a_record_from_before_alarms() -> (World, Timestamp) {
+    let old = World::new(1000, 0, &["j0"]);
+    old.tick("03:16:00");
+    old.tick("03:17:00");
+    let mut record = old.record("j0").unwrap();
+    let retry = record.pending[0].not_before;
+    record.wake_at = None;
+    // The new world's first tick looks back a minute, not to 03:17: its
+    // mark is past j0's slot, as after an upgrade.
+    let w = World::new(1000, 0, &[]);
+    w.tick("03:18:30");
+    let (object, _) = w.transport.object("j0");
+    object
+        .store()
+        .put_raw("j0", &cronslot_core::coord::encode_state(&record))
+        .unwrap();
+    (w, retry)
+}
+
+#[test]
+fn a_record_from_before_alarms_waits_until_its_wake_is_repaired() {
+    let (w, retry) = world_with_a_record_from_before_alarms();
+    // Unrepaired, the waiting retry has no alarm: no tick serves it.
+    assert_eq!(w.transport.alarm("j0"), None);
+    let after = retry.max(at("03:18:30")) + jiff::SignedDuration::from_secs(60);
+    assert!(w.transport.fire_alarms(after).is_empty());
+    let (report, _) = w.tick_at(after);
+    assert!(report.work.jobs.is_empty());
+    assert!(w.seen().is_empty());
+    // The repair gives the record its wake (the retry's time) and the
+    // object its alarm, in one request; the record gets a new version.
+    let before = w.transport.requests();
+    assert_eq!(block_on(w.client.repair_wake("j0")).unwrap(), Some(retry));
+    assert_eq!(w.transport.since(&before), counts(&[("j0", 1)]));
+    assert_eq!(w.record("j0").unwrap().wake_at, Some(retry));
+    assert_eq!(w.transport.alarm("j0"), Some(ms(retry)));
+    // Repairing again finds the wake and changes nothing; a job without a
+    // record, or whose record needs no wake, is left alone.
+    assert_eq!(block_on(w.client.repair_wake("j0")).unwrap(), None);
+    assert_eq!(block_on(w.client.repair_wake("j1")).unwrap(), None);
+    assert_eq!(w.record("j1"), None);
+    // The alarm brings the retry to the next tick, which runs it.
+    let later = after + jiff::SignedDuration::from_secs(60);
+    assert_eq!(w.transport.fire_alarms(later), ["j0"]);
+    let (report, _) = w.tick_at(later);
+    assert_eq!(report.work.jobs.len(), 1);
+    assert_eq!(w.seen(), [("j0".to_string(), at("03:17:00"), 2)]);
+    assert_eq!(w.record("j0").unwrap().wake_at, None);
+    assert_eq!(w.transport.alarm("j0"), None);
+}
+
 #[test]
 fn a_wake_the_tick_could_not_serve_is_kept_for_the_next_tick() {
     let w = World::new(1, 0, &["j0"]);

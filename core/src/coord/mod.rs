@@ -28,6 +28,6 @@ pub use state::{
 pub use store::{
     EffectBegin, EffectFinish, EffectLedger, EffectRecord, EffectState, LocationError, PutResult,
     StateStore, StoreError, StoreErrorKind, TickIndex, TickStart, Version, Versioned, decide_begin,
-    decide_finish,
+    decide_finish, repair_wake,
 };
 pub use watched::{RecordWatcher, Watched};

@@ -155,6 +155,40 @@ pub trait StateStore {
     }
 }
 
+/// Gives `job`'s record a wake if it was written before stores kept wakes
+/// and needs one: no [`JobState::wake_at`], but a waiting run or a live
+/// lease ([`migrated_wake`](super::decide::migrated_wake)). The record is
+/// written with the store's conditional write, so it gets a new version
+/// and the wake reaches the store's index (or an object's alarm) the way
+/// every write's does. One read when nothing is needed.
+///
+/// The bounded repair of docs/design.md §11, for stores that repair job by
+/// job (DynamoDB's `init`, a Durable Object per job); SQLite and
+/// PostgreSQL repair every record inside their schema migration. Returns
+/// the wake given, `None` when the record needed none (or was written
+/// meanwhile: that write gave it its exact wake). Running it twice is
+/// harmless: the second finds the wake.
+pub async fn repair_wake<S: StateStore + ?Sized>(
+    store: &S,
+    job: &str,
+) -> Result<Option<Timestamp>, StoreError> {
+    let Some(current) = store.get(job).await? else {
+        return Ok(None);
+    };
+    if current.value.wake_at.is_some() {
+        return Ok(None);
+    }
+    let Some(wake) = super::decide::migrated_wake(&current.value) else {
+        return Ok(None);
+    };
+    let mut state = current.value;
+    state.wake_at = Some(wake);
+    Ok(match store.put(job, &state, Some(current.version)).await? {
+        PutResult::Written(_) => Some(wake),
+        PutResult::Conflict(_) => None,
+    })
+}
+
 /// Where a tick begins ([`TickIndex::tick_start`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TickStart {

@@ -21,8 +21,8 @@ use std::fmt;
 use std::time::Duration;
 
 use cronslot_cf::admin::{
-    BackfillDoc, ErrorDoc, ErrorKind, JobReport, PauseDoc, RedriveDoc, StatusDoc, TOKEN_SECRET,
-    TriggerDoc,
+    BackfillDoc, ErrorDoc, ErrorKind, JobErrorDoc, JobReport, PauseDoc, RedriveDoc, RepairDoc,
+    RepairedJob, StatusDoc, TOKEN_SECRET, TriggerDoc,
 };
 use cronslot_core::coord::{
     Claim, CoordError, Coordinator, EffectBegin, EffectFinish, EffectRecord, FailOutcome, JobState,
@@ -132,6 +132,17 @@ pub fn parse_target(url: &str, token_env: Option<&str>) -> Result<Target, Failur
         token_env: var.to_string(),
         token: Token(token),
     })
+}
+
+/// What [`AdminStore::repair`] did over all its pages.
+#[derive(Debug, Default)]
+pub struct RepairTotals {
+    /// Jobs whose objects were looked at.
+    pub checked: usize,
+    /// Records given a wake.
+    pub repaired: Vec<RepairedJob>,
+    /// Records that do not decode, left as they are.
+    pub unreadable: Vec<JobErrorDoc>,
 }
 
 /// The Worker's admin routes as a store.
@@ -339,6 +350,37 @@ impl AdminStore {
         match serde_json::from_str::<TriggerDoc>(&body) {
             Ok(doc) => Ok(doc),
             Err(_) => Err(self.error_from(&url, status, &body)),
+        }
+    }
+
+    /// The bounded repair of the Worker's Durable Objects (`POST
+    /// {p}/repair`, page after page, until the Worker says it was the last):
+    /// records written before objects kept their wake as their alarm get
+    /// one. Repairing twice is harmless, so an interrupted sweep is
+    /// finished by running it again.
+    pub async fn repair(&self) -> Result<RepairTotals, CoordError> {
+        let mut totals = RepairTotals::default();
+        let mut after: Option<String> = None;
+        loop {
+            let query: Vec<(&str, String)> = after.iter().map(|a| ("after", a.clone())).collect();
+            let page: RepairDoc = self.call(Method::POST, "repair", &query).await?;
+            totals.checked += page.checked;
+            totals.repaired.extend(page.repaired);
+            totals.unreadable.extend(page.unreadable);
+            match page.next {
+                None => return Ok(totals),
+                // Pages go forward in name order; one that does not would
+                // never end.
+                Some(next) if after.as_ref().is_none_or(|a| next > *a) => after = Some(next),
+                Some(next) => {
+                    return Err(CoordError::Store(StoreError::other(format!(
+                        "the Worker at {} answered a repair page after {:?} with the next page \
+                         after {next:?}, which does not move forward",
+                        self.base_url,
+                        after.unwrap_or_default()
+                    ))));
+                }
+            }
         }
     }
 

@@ -13,6 +13,7 @@ use cronslot_local::{Clock, SqliteStore};
 use cronslot_postgres::{JudgeClock, PgError, PgLocation, PgOptions, PgStore};
 use jiff::Timestamp;
 
+use super::admin::{AdminStore, RepairTotals};
 use super::{StoreTarget, wait};
 use crate::exit::Failure;
 
@@ -46,7 +47,7 @@ pub(crate) use with_job_store;
 
 impl StoreTarget {
     /// Parses `--store` for a command that runs jobs or creates a store
-    /// (`run`, `tick`, `init`): a Worker's admin URL is refused with the
+    /// (`run`, `tick`): a Worker's admin URL is refused with the
     /// reason, not asked for a token it would not use.
     pub fn parse_for_jobs(url: &str) -> Result<StoreTarget, Failure> {
         let scheme = url
@@ -143,12 +144,48 @@ impl StoreTarget {
                     store.table()
                 ))
             }
-            StoreTarget::Admin(_) => Err(Failure::bad_input(format!(
-                "error: --store {label}: a Cloudflare Worker's store is its Durable Objects, \
-                 which wrangler deploys; there is nothing to create here"
-            ))),
+            StoreTarget::Admin(target) => {
+                // wrangler creates the Durable Objects; what is left to do
+                // is the repair of objects written by a cronslot from
+                // before they kept their wake as their alarm.
+                let store = AdminStore::new(target)
+                    .map_err(|e| Failure::problem(format!("error: store {label}: {e}")))?;
+                let totals = wait(store.repair()).map_err(|e| {
+                    Failure::problem(format!(
+                        "error: repairing the wakes of {label}: {e} (running `cronslot init` \
+                         again finishes the repair; what was repaired stays repaired)"
+                    ))
+                })?;
+                Ok(repair_summary(&label, &totals))
+            }
         }
     }
+}
+
+/// What `init` says of a Worker's repair: the counts, then one line per
+/// record given a wake or found unreadable.
+fn repair_summary(label: &str, totals: &RepairTotals) -> String {
+    let mut out = format!(
+        "{label}: ready ({} job objects checked; records from before objects kept their \
+         wake given one: {}{})",
+        totals.checked,
+        totals.repaired.len(),
+        if totals.unreadable.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "; unreadable, left as they are: {}",
+                totals.unreadable.len()
+            )
+        }
+    );
+    for r in &totals.repaired {
+        out.push_str(&format!("\n  {}: wakes at {}", r.job, r.wake));
+    }
+    for u in &totals.unreadable {
+        out.push_str(&format!("\n  {}: unreadable: {}", u.job, u.message));
+    }
+    out
 }
 
 /// The SQLite file's directory, created if missing.

@@ -16,7 +16,8 @@ use std::rc::Rc;
 use cronslot_cf::admin::{self, AdminRequest, AdminRoute, Reply};
 use cronslot_core::coord::exec::block_on;
 use cronslot_core::coord::{
-    CasCoordinator, Claim, Coordinator, FailOutcome, JobError, MemoryStore, Trigger,
+    CasCoordinator, Claim, CoordError, Coordinator, FailOutcome, JobError, MemoryStore, StateStore,
+    Trigger, encode_state, repair_wake,
 };
 use cronslot_core::manifest::{JobSpec, Manifest, parse_manifest};
 use cronslot_runtime::{Jobs, Platform, VirtualPlatform};
@@ -224,6 +225,15 @@ fn serve(stream: TcpStream, manifest: &Manifest, coord: &Rc<CasCoordinator<Memor
             ));
             admin::trigger_reply(&spec, &outcome)
         }
+        Some(Ok(AdminRoute::Repair { after })) => block_on(admin::repair_page(
+            manifest,
+            after.as_deref(),
+            |spec| async move {
+                repair_wake(coord.store(), spec.name.as_str())
+                    .await
+                    .map_err(CoordError::Store)
+            },
+        )),
         Some(Ok(route)) => block_on(admin::execute(&route, manifest, &**coord, Timestamp::now())),
     };
     let mut out = format!(
@@ -638,4 +648,82 @@ fn a_wrong_prefix_is_explained() {
         "{}",
         stderr(&o)
     );
+}
+
+/// `init` on a Worker's admin URL repairs, page by page, the records
+/// written before objects kept their wake: here 95 jobs (three pages),
+/// one record with a waiting retry and no wake, one that does not decode.
+#[test]
+fn init_repairs_the_wakes_of_records_from_before_alarms() {
+    let minute = quiet_minute();
+    let mut text = String::from("[defaults]\nlease = \"2m\"\nstarting_deadline = \"5m\"\n");
+    for i in 0..95 {
+        text.push_str(&format!(
+            "\n[[job]]\nname = \"job-{i:03}\"\nschedule = \"{minute} * * * *\"\n"
+        ));
+    }
+    let worker = Worker::start(&text);
+    // job-050 failed its slot two minutes ago and waits for a retry; its
+    // record, as an older cronslot wrote it, has no wake.
+    let spec = worker.spec("job-050");
+    let c = worker.coord();
+    let slot = minutes_ago(2);
+    let Claim::Claimed(lease) =
+        block_on(c.claim(spec, plus_secs(slot, 5), Trigger::Manual, "seed")).unwrap()
+    else {
+        panic!("nothing claimed")
+    };
+    let fate = block_on(c.fail(
+        spec,
+        lease.fence,
+        "exit status 1",
+        false,
+        plus_secs(slot, 20),
+    ));
+    assert!(matches!(fate, Ok(FailOutcome::RetryAt(_))), "{fate:?}");
+    let mut record = block_on(worker.store.get("job-050"))
+        .unwrap()
+        .unwrap()
+        .value;
+    let retry = record.pending[0].not_before;
+    record.wake_at = None;
+    worker.store.put_raw("job-050", &encode_state(&record));
+    worker.store.put_raw("job-070", "{not json");
+
+    let dir = scratch("repair", &text);
+    let o = cronslot(&dir, &worker.base, Some(TOKEN), &["init"]);
+    assert_ok(&o);
+    let out = stdout(&o);
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 3, "{out}");
+    assert_eq!(
+        lines[0],
+        format!(
+            "{}: ready (95 job objects checked; records from before objects kept their wake \
+             given one: 1; unreadable, left as they are: 1)",
+            worker.base
+        )
+    );
+    assert_eq!(lines[1], format!("  job-050: wakes at {retry}"));
+    assert!(lines[2].starts_with("  job-070: unreadable: "), "{out}");
+    let repaired = block_on(worker.store.get("job-050"))
+        .unwrap()
+        .unwrap()
+        .value;
+    assert_eq!(repaired.wake_at, Some(retry));
+    assert_eq!(repaired.pending, record.pending);
+    // Again: nothing left to repair.
+    let o = cronslot(&dir, &worker.base, Some(TOKEN), &["init"]);
+    assert_ok(&o);
+    assert!(
+        stdout(&o).contains(
+            "(95 job objects checked; records from before objects kept their wake given one: 0;"
+        ),
+        "{}",
+        stdout(&o)
+    );
+    // Without the token, nothing is repaired and the refusal is explained.
+    let o = cronslot(&dir, &worker.base, Some("wrong"), &["init"]);
+    assert_eq!(code(&o), 1, "{}", stderr(&o));
+    assert!(stderr(&o).contains("token refused"), "{}", stderr(&o));
 }

@@ -220,8 +220,14 @@ fn init_creates_a_sqlite_store_once_and_is_idempotent() {
     );
     assert!(o.status.success(), "{}", text(&o.stderr));
     assert!(text(&o.stdout).contains("ready"), "{}", text(&o.stdout));
+    // A Worker's admin URL needs the token's variable.
     let o = cronslot(&dir, &["init", "--store", "https://x.example/c"], &[]);
     assert_eq!(o.status.code(), Some(2));
+    assert!(
+        text(&o.stderr).contains("needs --token-env"),
+        "{}",
+        text(&o.stderr)
+    );
 }
 
 #[test]

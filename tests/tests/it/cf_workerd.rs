@@ -373,6 +373,27 @@ fn a_tick_costs_what_is_due_in_durable_object_requests() {
         &[(TICK_OBJECT, 2, 0)],
         "nothing due after the retry",
     );
+    // The repair `cronslot init` runs asks each job's object once, in name
+    // order, and never the tick object; these objects were all written
+    // with their wakes, so none needs one.
+    let (code, body) = w.request("POST", "/cronslot/repair", Some(TOKEN), "");
+    assert_eq!(code, 200, "{body}");
+    let doc: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(doc["checked"], 5, "{doc}");
+    assert_eq!(doc["repaired"], Value::Array(Vec::new()), "{doc}");
+    assert!(doc["next"].is_null(), "{doc}");
+    let after = counts(&w);
+    assert_eq!(
+        cost(&before, &after),
+        expect(&[
+            ("flaky", 1, 0),
+            ("hook", 1, 0),
+            ("quick", 1, 0),
+            ("slow", 1, 0),
+            ("wobbly", 1, 0)
+        ]),
+        "the repair"
+    );
 }
 
 #[test]
