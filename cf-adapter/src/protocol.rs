@@ -6,7 +6,8 @@
 //! and no clock of its own, so it applies exactly the transitions the
 //! caller's spec and time imply, like every other store of the conformance
 //! suite. Requests to the tick object ([`TICK_OBJECT`]: the tick mark and
-//! the woken jobs, docs/design.md §11) name no job spec and carry none.
+//! the woken jobs, docs/design.md §11) name no job spec and carry none;
+//! neither does [`Op::RepairWake`], which reads only the stored record.
 //!
 //! Enums travel in serde's default, externally tagged form
 //! (`{"claim": {…}}`, `"record"`): internally and adjacently tagged enums
@@ -33,7 +34,8 @@ pub struct ObjectRequest {
     /// name), or [`TICK_OBJECT`] for the tick operations.
     pub job: String,
     /// The job's spec as a one-job manifest; empty (and left out of the
-    /// JSON) in a request to the tick object, which plans nothing.
+    /// JSON) in a request to the tick object, which plans nothing, and in
+    /// [`Op::RepairWake`].
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub spec: String,
     /// What to do.
