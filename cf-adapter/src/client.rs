@@ -42,7 +42,7 @@ async fn exchange<T: Transport>(
     let body = serde_json::to_string(&request)
         .map_err(|e| StoreError::other(format!("encoding a {name} request: {e}")))?;
     let answer = transport.call(object, body).await?;
-    let reply: ObjectReply = serde_json::from_str(&answer).map_err(|e| {
+    let reply: ObjectReply = cronslot_core::json::from_str(&answer).map_err(|e| {
         // The object ran (or not) and its answer is unreadable: whether a
         // write happened is unknown.
         StoreError::new(
@@ -171,9 +171,13 @@ impl<T: Transport> ObjectClient<T> {
     }
 }
 
+/// An answer of the wrong kind, named by its kind: its contents are not
+/// printed (a debug dump of a record would bring every type's `Debug` into
+/// the Worker, docs/performance.md "Worker size").
 fn unexpected(op: &str, answer: &Answer) -> CoordError {
     CoordError::Store(StoreError::other(format!(
-        "the object answered {op} with {answer:?}"
+        "the object answered {op} with the answer to another operation ({})",
+        answer.name()
     )))
 }
 

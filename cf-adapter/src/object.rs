@@ -214,7 +214,7 @@ impl<S: Sql, A: Alarm> JobObject<S, A> {
                 ),
             })
         } else {
-            match serde_json::from_str::<ObjectRequest>(body) {
+            match cronslot_core::json::from_str::<ObjectRequest>(body) {
                 Ok(request) => {
                     if request.op != Op::Requests {
                         self.count(false);

@@ -223,7 +223,7 @@ impl<S: Sql, A: Alarm> ObjectStore<S, A> {
             .and_then(SqlValue::as_text)
             .ok_or_else(|| corrupt("it is not text".into()))?;
         let record: EffectRecord =
-            serde_json::from_str(text).map_err(|e| corrupt(format!("{e}")))?;
+            cronslot_core::json::from_str(text).map_err(|e| corrupt(format!("{e}")))?;
         if record.key != key {
             return Err(corrupt(format!("it belongs to effect {:?}", record.key)));
         }

@@ -305,6 +305,28 @@ pub enum Answer {
     },
 }
 
+impl Answer {
+    /// The answer's name, as it appears on the wire (for errors).
+    pub fn name(&self) -> &'static str {
+        match self {
+            Answer::Claim(_) => "claim",
+            Answer::Done => "done",
+            Answer::Completed { .. } => "completed",
+            Answer::Failed { .. } => "failed",
+            Answer::Expiry(_) => "expiry",
+            Answer::State(_) => "state",
+            Answer::Record(_) => "record",
+            Answer::Slots(_) => "slots",
+            Answer::EffectBegin(_) => "effect_begin",
+            Answer::EffectFinish(_) => "effect_finish",
+            Answer::Effect(_) => "effect",
+            Answer::Tick { .. } => "tick",
+            Answer::Repaired(_) => "repaired",
+            Answer::Count { .. } => "count",
+        }
+    }
+}
+
 /// The answer on the wire: `{"Ok": …}` or `{"Err": …}`.
 pub type ObjectReply = Result<Answer, WireError>;
 
@@ -497,6 +519,38 @@ mod tests {
             let json = serde_json::to_string(&WireError::from(&e)).unwrap();
             let back: WireError = serde_json::from_str(&json).unwrap();
             assert_eq!(CoordError::from(back), e, "{json}");
+        }
+    }
+
+    #[test]
+    fn answers_are_named_as_on_the_wire() {
+        let t: Timestamp = "2026-01-05T00:00:00Z".parse().unwrap();
+        let answers = [
+            Answer::Done,
+            Answer::Completed { more_due: false },
+            Answer::Expiry(t),
+            Answer::Record(None),
+            Answer::Slots(Vec::new()),
+            Answer::Effect(None),
+            Answer::Tick {
+                mark: None,
+                woken: Vec::new(),
+                carried: Vec::new(),
+            },
+            Answer::Repaired(Some(t)),
+            Answer::Count {
+                requests: 1,
+                alarms: 0,
+            },
+        ];
+        for answer in answers {
+            let wire = serde_json::to_value(&answer).unwrap();
+            let key = match &wire {
+                serde_json::Value::String(s) => s.clone(),
+                serde_json::Value::Object(m) => m.keys().next().unwrap().clone(),
+                other => panic!("{other}"),
+            };
+            assert_eq!(answer.name(), key, "{wire}");
         }
     }
 

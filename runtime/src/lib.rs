@@ -51,10 +51,11 @@ mod virtual_platform;
 pub use context::RunContext;
 pub use cronslot_core::coord::{JobError, JobResult};
 pub use jobs::{Jobs, RegistryError};
-pub use outcome::{Outcome, idle_reason};
+pub use outcome::{IdleDetail, Outcome, idle_detail, idle_reason};
 pub use platform::{LocalFuture, Platform, PlatformDeadline, RunEvent};
 pub use run::{
-    MAX_RUNS_PER_TRIGGER, MoreDue, RECORD_RETRY, RunReport, ServeOptions, Served, run_lease, serve,
+    MAX_RUNS_PER_TRIGGER, MoreDue, RECORD_RETRY, RunLine, RunReport, ServeOptions, Served,
+    run_lease, serve,
 };
 pub use tick::{MAX_WOKEN_PER_TICK, TickJob, TickOptions, TickPlan, TickReport, TickWork, tick};
 pub use virtual_platform::VirtualPlatform;

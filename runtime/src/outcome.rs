@@ -3,7 +3,8 @@
 
 use cronslot_core::coord::{Idle, format_instant};
 use jiff::Timestamp;
-use serde_json::{Value, json};
+use serde::Serialize;
+use serde_json::Value;
 
 /// How one run ended, as far as the store is concerned.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -48,33 +49,104 @@ impl Outcome {
         ["succeeded", "retrying", "dead", "lease_lost", "unrecorded"];
 }
 
+/// The details of why a claim ran nothing, as log lines and summaries
+/// write them (see [`idle_detail`]): the instants as text
+/// ([`format_instant`]), `null` for [`Idle::Paused`].
+///
+/// Each variant's fields are in alphabetical order, the order of the keys
+/// of the JSON object these details were first built as.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(untagged)]
+#[non_exhaustive]
+pub enum IdleDetail {
+    /// `nothing_due`.
+    NothingDue {
+        /// The earliest instant a waiting retry may start, if one waits.
+        next_retry: Option<String>,
+        /// The job's next slot, if it has one.
+        next_slot: Option<String>,
+    },
+    /// `busy`.
+    Busy {
+        /// The live leases now.
+        live: usize,
+    },
+    /// `paused`: no details (`null`).
+    Paused,
+    /// `already_resolved` and `not_yet_due`.
+    Slot {
+        /// The slot delivered.
+        slot: String,
+    },
+    /// `in_progress`.
+    InProgress {
+        /// The fence of the run holding the slot.
+        fence: u64,
+        /// The slot delivered.
+        slot: String,
+    },
+    /// `retry_later`.
+    RetryLater {
+        /// When the slot's retry may start.
+        not_before: String,
+        /// The slot delivered.
+        slot: String,
+    },
+    /// `other`: a reason newer than this crate, as its debug text.
+    Other {
+        /// The reason's debug text.
+        idle: String,
+    },
+}
+
 /// Why a claim ran nothing, as a name and its details, for log lines and
 /// summaries: `nothing_due`, `busy`, `paused`, `already_resolved`,
 /// `in_progress`, `retry_later` or `not_yet_due` (`other`, with the
 /// reason's debug text, for a reason newer than this crate).
-pub fn idle_reason(idle: &Idle) -> (&'static str, Value) {
-    let at = |t: &Timestamp| Value::from(format_instant(*t));
+pub fn idle_detail(idle: &Idle) -> (&'static str, IdleDetail) {
+    let at = |t: &Timestamp| format_instant(*t);
     match idle {
         Idle::NothingDue {
             next_slot,
             next_retry,
         } => (
             "nothing_due",
-            json!({"next_slot": next_slot.as_ref().map(at), "next_retry": next_retry.as_ref().map(at)}),
+            IdleDetail::NothingDue {
+                next_retry: next_retry.as_ref().map(at),
+                next_slot: next_slot.as_ref().map(at),
+            },
         ),
-        Idle::Busy { live } => ("busy", json!({"live": live})),
-        Idle::Paused => ("paused", Value::Null),
-        Idle::AlreadyResolved { slot } => ("already_resolved", json!({"slot": at(slot)})),
-        Idle::InProgress { slot, fence } => {
-            ("in_progress", json!({"slot": at(slot), "fence": fence}))
-        }
+        Idle::Busy { live } => ("busy", IdleDetail::Busy { live: *live }),
+        Idle::Paused => ("paused", IdleDetail::Paused),
+        Idle::AlreadyResolved { slot } => ("already_resolved", IdleDetail::Slot { slot: at(slot) }),
+        Idle::InProgress { slot, fence } => (
+            "in_progress",
+            IdleDetail::InProgress {
+                fence: *fence,
+                slot: at(slot),
+            },
+        ),
         Idle::RetryLater { slot, not_before } => (
             "retry_later",
-            json!({"slot": at(slot), "not_before": at(not_before)}),
+            IdleDetail::RetryLater {
+                not_before: at(not_before),
+                slot: at(slot),
+            },
         ),
-        Idle::NotYetDue { slot } => ("not_yet_due", json!({"slot": at(slot)})),
+        Idle::NotYetDue { slot } => ("not_yet_due", IdleDetail::Slot { slot: at(slot) }),
         // A reason added to the core after this was written: named
         // generically, its details kept as text.
-        other => ("other", json!({"idle": format!("{other:?}")})),
+        other => (
+            "other",
+            IdleDetail::Other {
+                idle: format!("{other:?}"),
+            },
+        ),
     }
+}
+
+/// [`idle_detail`] with the details as a JSON value.
+pub fn idle_reason(idle: &Idle) -> (&'static str, Value) {
+    let (reason, detail) = idle_detail(idle);
+    (reason, serde_json::to_value(detail).unwrap_or(Value::Null))
 }

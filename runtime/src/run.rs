@@ -25,7 +25,8 @@ use cronslot_core::coord::{
 };
 use cronslot_core::manifest::{Action, JobSpec, format_duration};
 use jiff::{SignedDuration, Timestamp};
-use serde_json::{Map, Value, json};
+use serde::Serialize;
+use serde_json::{Map, Value};
 
 use crate::platform::{LocalFuture, Platform, RunEvent};
 use crate::{JobError, Jobs, Outcome, RunContext, command, http, panic};
@@ -112,30 +113,66 @@ impl RunReport {
     /// The fields of the run's log line, the same on every platform: `job`,
     /// `slot` (the slot id), `scheduled_at`, `attempt`, `fence`, `owner`,
     /// `lag_ms`, `duration_ms`, `outcome`, and `retry_at` and `error` when
-    /// they apply.
-    pub fn fields(&self) -> Map<String, Value> {
-        let mut fields = match json!({
-            "job": self.job,
-            "slot": self.slot_id(),
-            "scheduled_at": format_instant(self.slot),
-            "attempt": self.attempt,
-            "fence": self.fence,
-            "owner": self.owner,
-            "lag_ms": self.lag_ms(),
-            "duration_ms": self.duration_ms(),
-            "outcome": self.outcome.as_str(),
-        }) {
-            Value::Object(map) => map,
-            _ => Map::new(),
-        };
-        if let Some(at) = self.retry_at() {
-            fields.insert("retry_at".into(), Value::from(format_instant(at)));
+    /// they apply; `msg` when the platform's line carries one.
+    pub fn line(&self, msg: Option<&'static str>) -> RunLine<'_> {
+        RunLine {
+            attempt: self.attempt,
+            duration_ms: self.duration_ms(),
+            error: self.error(),
+            fence: self.fence,
+            job: &self.job,
+            lag_ms: self.lag_ms(),
+            msg,
+            outcome: self.outcome.as_str(),
+            owner: &self.owner,
+            retry_at: self.retry_at().map(format_instant),
+            scheduled_at: format_instant(self.slot),
+            slot: self.slot_id(),
         }
-        if let Some(error) = self.error() {
-            fields.insert("error".into(), Value::from(error));
-        }
-        fields
     }
+
+    /// [`RunReport::line`]'s fields (without `msg`) as a JSON object.
+    pub fn fields(&self) -> Map<String, Value> {
+        match serde_json::to_value(self.line(None)) {
+            Ok(Value::Object(map)) => map,
+            _ => Map::new(),
+        }
+    }
+}
+
+/// A run's log line ([`RunReport::line`]).
+///
+/// The fields are in alphabetical order, the order of the keys of the JSON
+/// object the line was first built as.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RunLine<'a> {
+    /// 1 on the slot's first attempt.
+    pub attempt: u32,
+    /// How long the job ran, in milliseconds.
+    pub duration_ms: i64,
+    /// What went wrong ([`RunReport::error`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// The lease's fence.
+    pub fence: u64,
+    /// The job.
+    pub job: &'a str,
+    /// From the scheduled instant to the start, in milliseconds.
+    pub lag_ms: i64,
+    /// The line's message, on the platforms whose lines carry one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub msg: Option<&'static str>,
+    /// How the run ended ([`Outcome::as_str`]).
+    pub outcome: &'static str,
+    /// Who held the lease.
+    pub owner: &'a str,
+    /// When the retry may start, for [`Outcome::Retrying`].
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retry_at: Option<String>,
+    /// The slot's scheduled instant.
+    pub scheduled_at: String,
+    /// The slot id (`job@2026-03-08T07:00:00Z`).
+    pub slot: String,
 }
 
 fn millis(d: SignedDuration) -> i64 {

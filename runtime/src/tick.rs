@@ -139,7 +139,9 @@ impl TickPlan {
         let mut seen: HashSet<usize> = HashSet::new();
         let mut unknown = Vec::new();
         let mut carried: Vec<&(String, Timestamp)> = start.carried.iter().collect();
-        carried.sort_by_key(|(name, slot)| (*slot, name.as_str()));
+        // The key is the whole entry: equal keys are equal entries, so an
+        // unstable sort orders them as a stable one would.
+        carried.sort_unstable_by_key(|(name, slot)| (*slot, name.as_str()));
         let mut jobs: Vec<TickJob> = Vec::new();
         for (name, slot) in carried {
             match self.planner.position(name) {

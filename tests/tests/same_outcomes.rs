@@ -148,7 +148,11 @@ fn worker() -> Vec<Value> {
             more_due: None,
         };
         let served = block_on(serve(&coordinator, &spec, &jobs, &dyn_platform, &options));
-        lines.extend(cronslot_cf::run::lines(spec.name.as_str(), &served));
+        lines.extend(
+            cronslot_cf::run::lines(spec.name.as_str(), &served)
+                .iter()
+                .map(|line| serde_json::from_str::<Value>(&line.json()).expect("a JSON line")),
+        );
     }
     lines.into_iter().filter(|l| l["msg"] == "run").collect()
 }

@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 
 use cronslot_core::coord::{
-    CoordError, Coordinator, DeadLetter, JobState, MissReason, SkipReason, SlotId, StoreErrorKind,
+    CoordError, Coordinator, JobState, MissReason, SkipReason, SlotId, StoreErrorKind,
 };
 use cronslot_core::health::{self, Health};
 use cronslot_core::manifest::{JobName, JobSpec, Manifest};
@@ -74,10 +74,9 @@ async fn run<C: Coordinator>(
             for spec in specs {
                 let state = status(coord, spec, now).await?;
                 let name = spec.name.as_str();
-                let mut dead: Vec<DeadLetter> = state.dead;
-                dead.sort_by_key(|d| d.slot);
+                // In slot order once all are in (below).
                 doc.dead_letters
-                    .extend(dead.into_iter().map(|letter| DlqEntry {
+                    .extend(state.dead.into_iter().map(|letter| DlqEntry {
                         job: name.to_string(),
                         slot_id: SlotId::new(&spec.name, letter.slot).to_string(),
                         letter,
@@ -188,27 +187,29 @@ pub fn job_report(spec: &JobSpec, state: JobState, now: Timestamp) -> JobReport 
         runs: c.runs,
         succeeded: c.succeeded,
         failed: c.failed,
-        missed: MissReason::ALL
-            .iter()
-            .map(|r| {
-                (
-                    r.as_str().to_string(),
-                    c.missed.get(r).copied().unwrap_or(0),
-                )
-            })
-            .collect(),
-        skipped: [SkipReason::Paused, SkipReason::OutsideWindow]
-            .iter()
-            .map(|r| {
-                (
-                    r.as_str().to_string(),
-                    c.skipped.get(r).copied().unwrap_or(0),
-                )
-            })
-            .collect(),
+        missed: by_reason(
+            MissReason::ALL
+                .iter()
+                .map(|r| (r.as_str(), c.missed.get(r).copied().unwrap_or(0))),
+        ),
+        skipped: by_reason(
+            [SkipReason::Paused, SkipReason::OutsideWindow]
+                .iter()
+                .map(|r| (r.as_str(), c.skipped.get(r).copied().unwrap_or(0))),
+        ),
         dead_letters: state.dead.len(),
         record: state,
     }
+}
+
+/// Counts by reason name. (Inserted one by one: `collect` would sort the
+/// pairs first, with a sort of its own per iterator type.)
+fn by_reason<'a>(counts: impl Iterator<Item = (&'a str, u64)>) -> BTreeMap<String, u64> {
+    let mut out = BTreeMap::new();
+    for (reason, n) in counts {
+        out.insert(reason.to_string(), n);
+    }
+    out
 }
 
 /// A job without a record gets, from `status`, exactly the record a first

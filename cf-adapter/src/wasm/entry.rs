@@ -14,7 +14,6 @@ use cronslot_runtime::{
     Jobs, LocalFuture, Platform, RunContext, ServeOptions, TickOptions, TickPlan, serve, tick,
 };
 use jiff::{SignedDuration, Timestamp};
-use serde_json::{Value, json};
 use worker::{
     Context, Env, Fetch, Headers, Method, Request, RequestInit, RequestRedirect, Response,
     ScheduleContext, ScheduledEvent, console_error, console_log,
@@ -25,7 +24,7 @@ use super::{OBJECT_BINDING, now, random_seed};
 use crate::admin::{self, AdminRequest, AdminRoute};
 use crate::client::{ObjectClient, TickClient};
 use crate::dispatch::{dispatch, is_tick, tick_planned};
-use crate::run::{RETRY_WITHIN_EVENT, lines, tick_lines};
+use crate::run::{Line, RETRY_WITHIN_EVENT, lines, tick_lines};
 
 type Client = ObjectClient<StubTransport>;
 
@@ -232,16 +231,20 @@ impl Cronslot {
         let manifest = match self.checked() {
             Ok(m) => m,
             Err(e) => {
-                log(&json!({"msg": "manifest refused: nothing runs", "error": e}));
+                log(&Line::failure("manifest refused: nothing runs", e));
                 return;
             }
         };
         let client = match Cronslot::client(&env) {
             Ok(c) => c,
             Err(e) => {
-                log(
-                    &json!({"msg": "no Durable Object binding", "binding": OBJECT_BINDING, "error": e.to_string()}),
-                );
+                log(&Line::Note {
+                    binding: Some(OBJECT_BINDING),
+                    cron: None,
+                    error: Some(e.to_string()),
+                    job: None,
+                    msg: "no Durable Object binding",
+                });
                 return;
             }
         };
@@ -266,10 +269,13 @@ impl Cronslot {
         } else {
             let plan = dispatch(manifest, &cron, scheduled);
             if plan.unknown_cron {
-                log(&json!({
-                    "msg": "cron matches no job of the manifest: served as a tick; re-render wrangler.toml",
-                    "cron": cron,
-                }));
+                log(&Line::Note {
+                    binding: None,
+                    cron: Some(cron.as_str()),
+                    error: None,
+                    job: None,
+                    msg: "cron matches no job of the manifest: served as a tick; re-render wrangler.toml",
+                });
                 None
             } else {
                 Some(plan)
@@ -295,10 +301,10 @@ impl Cronslot {
                         log(&line);
                     }
                 }
-                Err(e) => log(&json!({
-                    "msg": "tick not started: the tick object did not answer (the next tick serves this one's jobs)",
-                    "error": e.to_string(),
-                })),
+                Err(e) => log(&Line::failure(
+                    "tick not started: the tick object did not answer (the next tick serves this one's jobs)",
+                    e.to_string(),
+                )),
             }
             return;
         };
@@ -319,11 +325,14 @@ impl Cronslot {
                 };
                 let served = serve(&client, &spec, jobs, &platform, &options).await;
                 lines(spec.name.as_str(), &served)
+                    .iter()
+                    .map(|line| (line.is_error(), line.json()))
+                    .collect::<Vec<_>>()
             }
         });
         for lines in join_all(runs.collect()).await {
-            for line in lines {
-                log(&line);
+            for (error, text) in lines {
+                emit(error, &text);
             }
         }
     }
@@ -397,11 +406,16 @@ fn reply(r: admin::Reply) -> worker::Result<Response> {
         .with_headers(headers))
 }
 
-fn log(line: &Value) {
-    if line.get("error").is_some() && line.get("outcome").is_none_or(|o| o != "failed") {
-        console_error!("{line}");
+fn log(line: &Line<'_>) {
+    emit(line.is_error(), &line.json());
+}
+
+/// Writes one log line: to the error log if it reports an error.
+fn emit(error: bool, text: &str) {
+    if error {
+        console_error!("{text}");
     } else {
-        console_log!("{line}");
+        console_log!("{text}");
     }
 }
 

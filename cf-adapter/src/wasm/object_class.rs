@@ -168,33 +168,25 @@ impl DurableObject for CronslotJob {
                 ))),
             };
             if let Err(e) = &delivered {
-                console_error!(
-                    "{}",
-                    serde_json::json!({"msg": "wake not sent to the tick object: the alarm tries again", "job": woken.job, "error": e.to_string()})
+                log_error(
+                    "wake not sent to the tick object: the alarm tries again",
+                    Some(woken.job.as_str()),
+                    e,
                 );
             }
             if let Err(e) = self
                 .object
                 .alarm_end(woken, delivered.is_ok(), super::now())
             {
-                console_error!(
-                    "{}",
-                    serde_json::json!({"msg": "re-arming the alarm", "job": woken.job, "error": e.to_string()})
-                );
+                log_error("re-arming the alarm", Some(woken.job.as_str()), &e);
                 self.rearm_later();
             }
         } else if let Err(e) = &step {
-            console_error!(
-                "{}",
-                serde_json::json!({"msg": "reading the wake for the alarm", "error": e.to_string()})
-            );
+            log_error("reading the wake for the alarm", None, e);
             self.rearm_later();
         }
         if let Err(e) = self.object.store().alarm().settle().await {
-            console_error!(
-                "{}",
-                serde_json::json!({"msg": "setting the alarm", "error": e.to_string()})
-            );
+            log_error("setting the alarm", None, &e);
         }
         Response::empty()
     }
@@ -209,4 +201,16 @@ impl CronslotJob {
             .unwrap_or(i64::MAX);
         let _ = self.object.store().alarm().set(at);
     }
+}
+
+/// An error line of the object's log: what failed, for which job.
+fn log_error(msg: &str, job: Option<&str>, error: &dyn std::fmt::Display) {
+    let line = crate::run::Line::Note {
+        binding: None,
+        cron: None,
+        error: Some(error.to_string()),
+        job,
+        msg,
+    };
+    console_error!("{}", line.json());
 }

@@ -70,6 +70,9 @@ impl World {
         };
         let served = block_on(serve(&self.coordinator, spec, jobs, &platform, &options));
         lines(spec.name.as_str(), &served)
+            .iter()
+            .map(|line| serde_json::from_str(&line.json()).expect("a JSON line"))
+            .collect()
     }
 }
 

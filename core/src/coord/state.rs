@@ -544,7 +544,7 @@ pub fn decode_state(job: &str, text: &str) -> Result<JobState, DecodeError> {
         schema: Option<u64>,
     }
     let schema = if text.trim_start().starts_with('{') {
-        match serde_json::from_str::<Schema>(text) {
+        match crate::json::from_str::<Schema>(text) {
             Ok(Schema { schema }) => schema,
             Err(e) if e.is_data() => None,
             Err(e) => return Err(err(format!("not JSON ({e})"))),
@@ -566,7 +566,7 @@ pub fn decode_state(job: &str, text: &str) -> Result<JobState, DecodeError> {
         return Err(err("schema 0 does not exist".into()));
     }
     let state: JobState =
-        serde_json::from_str(text).map_err(|e| err(format!("malformed record ({e})")))?;
+        crate::json::from_str(text).map_err(|e| err(format!("malformed record ({e})")))?;
     if state.job != job {
         return Err(err(format!("the record belongs to job {:?}", state.job)));
     }

@@ -139,13 +139,13 @@ pub fn load_precompiled(json: &str) -> Result<Manifest, PrecompiledError> {
     // key changed: when the document does not read, its header is read on
     // its own to tell why. (The header is not read first every time: that
     // is a second pass over a file of megabytes when there are many jobs.)
-    let doc = match serde_json::from_str::<DocIn>(json) {
+    let doc = match crate::json::from_str::<DocIn>(json) {
         Ok(doc) => {
             check_header(Some(doc.format.as_str()), Some(doc.version))?;
             doc
         }
         Err(error) => {
-            let header: Header = serde_json::from_str(json)
+            let header: Header = crate::json::from_str(json)
                 .map_err(|e| fail(format!("the precompiled manifest is not valid JSON: {e}")))?;
             check_header(header.format.as_deref(), header.version)?;
             return Err(fail(error.to_string()));
@@ -163,7 +163,7 @@ pub fn load_precompiled(json: &str) -> Result<Manifest, PrecompiledError> {
     // Each job is read from its text and resolved before the next is read:
     // what loading holds at once is the specs, not every job's document.
     for (i, text) in doc.jobs.iter().enumerate() {
-        let job: JobDoc<'_> = match serde_json::from_str(text.get()) {
+        let job: JobDoc<'_> = match crate::json::from_str(text.get()) {
             Ok(job) => job,
             Err(e) => {
                 problems.push(format!("jobs[{i}]"), e.to_string());
