@@ -48,6 +48,7 @@ pub struct Woken {
     /// The job.
     pub job: String,
     /// Its wake ([`JobState::wake_at`]) when its object sent it.
+    #[serde(with = "cronslot_core::instant::text")]
     pub at: Timestamp,
 }
 
@@ -61,6 +62,7 @@ pub enum Op {
     /// `claim`.
     Claim {
         /// The caller's clock.
+        #[serde(with = "cronslot_core::instant::text")]
         now: Timestamp,
         /// What the claim is for.
         trigger: Trigger,
@@ -74,6 +76,7 @@ pub enum Op {
         /// The run's result, if any.
         result: Option<String>,
         /// The caller's clock.
+        #[serde(with = "cronslot_core::instant::text")]
         now: Timestamp,
     },
     /// `fail`.
@@ -85,6 +88,7 @@ pub enum Op {
         /// Whether the error is permanent (no retry).
         permanent: bool,
         /// The caller's clock.
+        #[serde(with = "cronslot_core::instant::text")]
         now: Timestamp,
     },
     /// `heartbeat`.
@@ -92,6 +96,7 @@ pub enum Op {
         /// The run's fence.
         fence: u64,
         /// The caller's clock.
+        #[serde(with = "cronslot_core::instant::text")]
         now: Timestamp,
     },
     /// `checkpoint`.
@@ -101,11 +106,13 @@ pub enum Op {
         /// The checkpoint to store.
         value: String,
         /// The caller's clock.
+        #[serde(with = "cronslot_core::instant::text")]
         now: Timestamp,
     },
     /// `status`.
     Status {
         /// The caller's clock.
+        #[serde(with = "cronslot_core::instant::text")]
         now: Timestamp,
     },
     /// The record as stored, not brought up to now.
@@ -113,27 +120,34 @@ pub enum Op {
     /// `pause`.
     Pause {
         /// The caller's clock.
+        #[serde(with = "cronslot_core::instant::text")]
         now: Timestamp,
     },
     /// `resume`.
     Resume {
         /// The caller's clock.
+        #[serde(with = "cronslot_core::instant::text")]
         now: Timestamp,
     },
     /// `redrive`.
     Redrive {
         /// The one dead letter to send back; `None`: all of them.
+        #[serde(with = "cronslot_core::instant::text::option")]
         slot: Option<Timestamp>,
         /// The caller's clock.
+        #[serde(with = "cronslot_core::instant::text")]
         now: Timestamp,
     },
     /// `backfill`.
     Backfill {
         /// Where the range starts (inclusive).
+        #[serde(with = "cronslot_core::instant::text")]
         from: Timestamp,
         /// Where it ends (inclusive).
+        #[serde(with = "cronslot_core::instant::text")]
         to: Timestamp,
         /// The caller's clock.
+        #[serde(with = "cronslot_core::instant::text")]
         now: Timestamp,
         /// Report the slots without queueing them.
         dry_run: bool,
@@ -147,6 +161,7 @@ pub enum Op {
         /// The run's fence.
         fence: u64,
         /// The caller's clock.
+        #[serde(with = "cronslot_core::instant::text")]
         now: Timestamp,
         /// How long the hold lasts before another run may take the effect
         /// over, in milliseconds.
@@ -161,6 +176,7 @@ pub enum Op {
         /// The effect's result.
         result: String,
         /// The caller's clock.
+        #[serde(with = "cronslot_core::instant::text")]
         now: Timestamp,
     },
     /// `read_effect`.
@@ -173,6 +189,7 @@ pub enum Op {
     TickStart {
         /// The caller's clock: the woken jobs are those whose wake is at
         /// or before it.
+        #[serde(with = "cronslot_core::instant::text")]
         now: Timestamp,
         /// Most woken jobs to return, earliest wake first.
         limit: usize,
@@ -183,6 +200,7 @@ pub enum Op {
     /// given (a later wake sent meanwhile stays).
     TickEnd {
         /// Where the mark may move.
+        #[serde(with = "cronslot_core::instant::text")]
         mark: Timestamp,
         /// The woken entries the tick served, as `tick_start` gave them.
         served: Vec<Woken>,
@@ -269,13 +287,13 @@ pub enum Answer {
         more_due: bool,
     },
     /// To `heartbeat`: the lease's new expiry.
-    Expiry(Timestamp),
+    Expiry(#[serde(with = "cronslot_core::instant::text")] Timestamp),
     /// To `status`.
     State(Box<JobState>),
     /// To `record`: `None` before the job's first claim.
     Record(Option<Box<JobState>>),
     /// To `redrive` and `backfill`.
-    Slots(Vec<Timestamp>),
+    Slots(#[serde(with = "cronslot_core::instant::text::vec")] Vec<Timestamp>),
     /// To `begin_effect`.
     EffectBegin(EffectBegin),
     /// To `finish_effect`.
@@ -286,6 +304,7 @@ pub enum Answer {
     Tick {
         /// Every slot at or before the mark was planned by an earlier
         /// tick; `None` before the first tick.
+        #[serde(with = "cronslot_core::instant::text::option")]
         mark: Option<Timestamp>,
         /// The woken jobs, earliest wake first.
         woken: Vec<Woken>,
@@ -295,7 +314,7 @@ pub enum Answer {
     },
     /// To `repair_wake`: the wake the record was given (its alarm), `None`
     /// when it needed none.
-    Repaired(Option<Timestamp>),
+    Repaired(#[serde(with = "cronslot_core::instant::text::option")] Option<Timestamp>),
     /// To `requests`: requests and alarms served (with counting off, 0).
     Count {
         /// Requests served, this one aside.
@@ -353,6 +372,7 @@ pub enum WireError {
         /// The fence the caller gave.
         fence: u64,
         /// When its lease expired.
+        #[serde(with = "cronslot_core::instant::text")]
         expired_at: Timestamp,
     },
     /// [`Refusal::TooLarge`].
@@ -367,6 +387,7 @@ pub enum WireError {
     /// [`TriggerError::NotASlot`].
     NotASlot {
         /// The instant the trigger carried.
+        #[serde(with = "cronslot_core::instant::text")]
         slot: Timestamp,
     },
     /// [`CoordError::Backfill`].

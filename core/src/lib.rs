@@ -47,6 +47,7 @@ pub mod cron;
 pub mod due;
 pub mod explain;
 pub mod health;
+pub mod instant;
 pub mod json;
 pub mod manifest;
 pub mod schedule;

@@ -194,9 +194,13 @@ impl Zone {
     /// name, and the data must parse.
     pub fn from_tzif(name: &str, data: &[u8]) -> Result<Zone, ZoneError> {
         check_zone_name(name)?;
-        let tz = TimeZone::tzif(name, data).map_err(|e| ZoneError {
+        // jiff's reason is not kept: formatting a jiff error brings jiff's
+        // whole error formatting into a Worker (docs/performance.md,
+        // "Worker size"), and the data comes from a tz database or from
+        // the manifest's own build, so a failure means damaged data.
+        let tz = TimeZone::tzif(name, data).map_err(|_| ZoneError {
             name: name.to_string(),
-            hint: Some(format!("its TZif data does not parse: {e}")),
+            hint: Some("its TZif data does not parse (the data is damaged)".to_string()),
         })?;
         let fixed = fixed_offset(&tz);
         Ok(Zone {

@@ -44,19 +44,12 @@ pub fn build_schedule(expr: &str, args: &ZoneArgs) -> Result<Schedule, Failure> 
 pub fn parse_instant(flag: &str, value: Option<&str>) -> Result<Timestamp, Failure> {
     match value {
         None => Ok(Timestamp::now()),
-        Some(text) => text.parse::<Timestamp>().map_err(|e| {
-            Failure::bad_input(format!(
-                "error: {flag} {text:?} is not an RFC 3339 instant (write 2026-03-08T07:00:00Z): {e}"
-            ))
-        }),
+        Some(text) => parse_rfc3339(flag, text),
     }
 }
 
 /// A required instant flag such as `--from` (surrounding blanks ignored).
 pub fn parse_rfc3339(flag: &str, text: &str) -> Result<Timestamp, Failure> {
-    text.trim().parse::<Timestamp>().map_err(|e| {
-        Failure::bad_input(format!(
-            "error: {flag} {text:?} is not an RFC 3339 instant (write 2026-03-08T07:00:00Z): {e}"
-        ))
-    })
+    cronslot_core::instant::parse_instant(text.trim())
+        .map_err(|e| Failure::bad_input(format!("error: {flag} {e}")))
 }

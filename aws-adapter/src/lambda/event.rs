@@ -507,12 +507,7 @@ fn instant(text: &str, path: &str) -> Result<Timestamp, EventError> {
             ),
         ));
     }
-    text.parse::<Timestamp>().map_err(|e| {
-        EventError::at(
-            path,
-            format!("{text:?} is not an RFC 3339 instant like 2026-03-08T07:00:00Z ({e})"),
-        )
-    })
+    cronslot_core::instant::parse_instant(text).map_err(|e| EventError::at(path, e.to_string()))
 }
 
 fn truncate_to_minute(t: Timestamp) -> Timestamp {

@@ -226,7 +226,7 @@ fn malformed_payloads() {
 }
 
 /// jiff's own reason is part of the message: it says where parsing stopped.
-const BAD_TIME: &str = "\"2026-03-08 14:00\" is not an RFC 3339 instant like 2026-03-08T07:00:00Z (failed to find offset component, which is required for parsing a timestamp)";
+const BAD_TIME: &str = "\"2026-03-08 14:00\" is not an RFC 3339 instant such as 2026-03-08T07:00:00Z: the seconds are missing (write HH:MM:SS)";
 
 #[test]
 fn more_malformed_shapes() {

@@ -15,6 +15,7 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StatusDoc {
     /// The instant the status was computed at (the Worker's clock).
+    #[serde(with = "cronslot_core::instant::text")]
     pub now: Timestamp,
     /// One report per job.
     pub jobs: Vec<JobReport>,
@@ -39,12 +40,16 @@ pub struct JobReport {
     /// `null`: the job has none (fewer than two slots remain).
     pub stale_after_seconds: Option<u64>,
     /// When the job is (or was) stale without a success; `null`: never.
+    #[serde(with = "cronslot_core::instant::text::option")]
     pub stale_at: Option<Timestamp>,
     /// When the last successful run finished; `null`: never.
+    #[serde(with = "cronslot_core::instant::text::option")]
     pub last_success: Option<Timestamp>,
     /// The slot of the last successful run.
+    #[serde(with = "cronslot_core::instant::text::option")]
     pub last_success_slot: Option<Timestamp>,
     /// The next slot after `now` in the job's active window.
+    #[serde(with = "cronslot_core::instant::text::option")]
     pub next_slot: Option<Timestamp>,
     /// Runs holding a lease now.
     pub live_leases: usize,
@@ -76,6 +81,7 @@ pub struct HealthDoc {
     /// The verdict over every job.
     pub status: HealthState,
     /// The instant the health was computed at (the Worker's clock).
+    #[serde(with = "cronslot_core::instant::text")]
     pub now: Timestamp,
     /// Jobs whose staleness was checked.
     pub checked: usize,
@@ -106,10 +112,12 @@ pub struct StaleJob {
     /// The job's name.
     pub job: String,
     /// When its last successful run finished; `null`: it never succeeded.
+    #[serde(with = "cronslot_core::instant::text::option")]
     pub last_success: Option<Timestamp>,
     /// Its staleness bound, as in [`JobReport`].
     pub stale_after_seconds: Option<u64>,
     /// When it became stale.
+    #[serde(with = "cronslot_core::instant::text::option")]
     pub stale_at: Option<Timestamp>,
 }
 
@@ -135,6 +143,7 @@ pub struct JobErrorDoc {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DlqDoc {
     /// The instant the list was read at (the Worker's clock).
+    #[serde(with = "cronslot_core::instant::text")]
     pub now: Timestamp,
     /// The dead letters held now.
     pub dead_letters: Vec<DlqEntry>,
@@ -162,6 +171,7 @@ pub struct RedriveDoc {
     /// The job's name.
     pub job: String,
     /// The slots sent back to run.
+    #[serde(with = "cronslot_core::instant::text::vec")]
     pub redriven: Vec<Timestamp>,
 }
 
@@ -185,6 +195,7 @@ pub struct BackfillDoc {
     /// True when nothing was queued: `slots` are what would have been.
     pub dry_run: bool,
     /// The slots queued (or that would be).
+    #[serde(with = "cronslot_core::instant::text::vec")]
     pub slots: Vec<Timestamp>,
 }
 
@@ -211,6 +222,7 @@ pub struct RepairedJob {
     /// The job.
     pub job: String,
     /// The wake it was given.
+    #[serde(with = "cronslot_core::instant::text")]
     pub wake: Timestamp,
 }
 
@@ -225,6 +237,7 @@ pub struct TriggerDoc {
     pub message: String,
     /// The claimed slot (absent when nothing was claimed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(with = "cronslot_core::instant::text::option")]
     pub slot: Option<Timestamp>,
     /// The claimed slot's id, `job@slot`.
     #[serde(default, skip_serializing_if = "Option::is_none")]

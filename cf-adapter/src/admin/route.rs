@@ -3,6 +3,7 @@
 use std::collections::BTreeMap;
 
 use cronslot_core::coord::{BackfillError, SlotId};
+use cronslot_core::instant::parse_instant;
 use cronslot_core::manifest::{JobName, Manifest};
 use jiff::Timestamp;
 
@@ -225,14 +226,10 @@ fn job_param(
 }
 
 fn instant(parameter: &str, text: &str) -> Result<Timestamp, Reply> {
-    text.trim().parse::<Timestamp>().map_err(|e| {
+    parse_instant(text.trim()).map_err(|e| {
         bad_parameter(
             parameter,
-            format!(
-                "parameter {parameter:?}: {:?} is not an RFC 3339 instant \
-                 (write 2026-03-08T07:00:00Z, percent-encoded in a URL): {e}",
-                printable(text)
-            ),
+            format!("parameter {parameter:?}: {e} (percent-encoded in a URL)"),
         )
     })
 }

@@ -37,14 +37,14 @@ pub enum Trigger {
     /// A frequent trigger serving every tick-mode job: run what is due.
     Tick,
     /// A dedicated trigger carrying its slot's scheduled time.
-    Slot(Timestamp),
+    Slot(#[serde(with = "crate::instant::text")] Timestamp),
     /// An operator's `trigger`: run the current slot now, even if late, once.
     Manual,
     /// A tick that planned the job from the manifest, due at this slot
     /// (its first in the tick's window): served like [`Trigger::Tick`].
     /// A job without a record yet gets one created just before the slot,
     /// since ticks create records only when a job first comes due.
-    Planned(Timestamp),
+    Planned(#[serde(with = "crate::instant::text")] Timestamp),
 }
 
 /// Why a claim found nothing to run.
@@ -54,8 +54,10 @@ pub enum Idle {
     /// Nothing due; the next slot (if any) and the next retry (if any).
     NothingDue {
         /// The job's next slot, if it has one before its `end_at`.
+        #[serde(with = "crate::instant::text::option")]
         next_slot: Option<Timestamp>,
         /// The earliest instant a waiting retry may start, if one waits.
+        #[serde(with = "crate::instant::text::option")]
         next_retry: Option<Timestamp>,
     },
     /// The overlap policy allows no more live leases.
@@ -68,11 +70,13 @@ pub enum Idle {
     /// A duplicate delivery of a slot that is already resolved.
     AlreadyResolved {
         /// The slot delivered.
+        #[serde(with = "crate::instant::text")]
         slot: Timestamp,
     },
     /// A duplicate delivery of a slot that is running now.
     InProgress {
         /// The slot delivered.
+        #[serde(with = "crate::instant::text")]
         slot: Timestamp,
         /// The fence of the run holding it.
         fence: u64,
@@ -80,13 +84,16 @@ pub enum Idle {
     /// The slot failed and waits for its retry time.
     RetryLater {
         /// The slot delivered.
+        #[serde(with = "crate::instant::text")]
         slot: Timestamp,
         /// When its retry may start.
+        #[serde(with = "crate::instant::text")]
         not_before: Timestamp,
     },
     /// A dedicated trigger for a slot that is not due yet.
     NotYetDue {
         /// The slot delivered.
+        #[serde(with = "crate::instant::text")]
         slot: Timestamp,
     },
 }
@@ -98,6 +105,7 @@ pub enum TriggerError {
     /// The time is not a slot of the job's schedule.
     NotASlot {
         /// The instant the trigger carried.
+        #[serde(with = "crate::instant::text")]
         slot: Timestamp,
     },
 }
@@ -177,7 +185,7 @@ impl std::error::Error for Refusal {}
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum FailOutcome {
     /// The slot will be retried, not before this instant.
-    RetryAt(Timestamp),
+    RetryAt(#[serde(with = "crate::instant::text")] Timestamp),
     /// The slot is a dead letter (permanent error, attempts used up,
     /// at-most-once delivery, no retry could start before the next slot, or
     /// too many runs pending).
@@ -1132,6 +1140,7 @@ pub enum BackfillError {
     /// `to` is after now: only past slots can be backfilled.
     InFuture {
         /// The requested end of the range.
+        #[serde(with = "crate::instant::text")]
         to: Timestamp,
     },
     /// The range holds more slots than may be queued at once.

@@ -6,6 +6,7 @@ use std::str::FromStr;
 
 use jiff::Timestamp;
 
+use crate::instant::parse_instant;
 use crate::manifest::{JobName, validate_job_name};
 
 /// The identity of one slot: a job's name and the slot's scheduled instant.
@@ -94,9 +95,7 @@ impl FromStr for SlotId {
             ))
         })?;
         validate_job_name(job).map_err(|e| SlotIdError(format!("{s:?}: {e}")))?;
-        let at: Timestamp = at
-            .parse()
-            .map_err(|e| SlotIdError(format!("{s:?}: {at:?} is not an RFC 3339 instant ({e})")))?;
+        let at = parse_instant(at).map_err(|e| SlotIdError(format!("{s:?}: {e}")))?;
         Ok(SlotId {
             job: job.to_string(),
             at,

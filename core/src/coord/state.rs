@@ -132,6 +132,7 @@ pub struct Lease {
     /// The worker that claimed the slot (the id it gave to the claim).
     pub owner: String,
     /// The slot's scheduled instant.
+    #[serde(with = "crate::instant::text")]
     pub slot: Timestamp,
     /// The claim's fence: greater than every earlier fence of the job, so
     /// destinations can refuse a stale writer, and the store refuses
@@ -140,9 +141,11 @@ pub struct Lease {
     /// 1 for the first run of the slot.
     pub attempt: u32,
     /// When the claim was made.
+    #[serde(with = "crate::instant::text")]
     pub claimed_at: Timestamp,
     /// The lease runs out at this instant; it counts as expired once the
     /// job's skew margin has passed too. A heartbeat moves it.
+    #[serde(with = "crate::instant::text")]
     pub expires_at: Timestamp,
     /// The last checkpoint saved for the slot, by this run or an earlier
     /// attempt.
@@ -154,6 +157,7 @@ pub struct Lease {
     /// Retries of this slot must start before this instant (the next slot),
     /// unless the job allows retries past it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(with = "crate::instant::text::option")]
     pub retry_until: Option<Timestamp>,
 }
 
@@ -164,14 +168,17 @@ pub struct Lease {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PendingRun {
     /// The slot's scheduled instant.
+    #[serde(with = "crate::instant::text")]
     pub slot: Timestamp,
     /// The attempt number the next run will have.
     pub attempt: u32,
     /// The run may not start before this instant (the retry's backoff).
+    #[serde(with = "crate::instant::text")]
     pub not_before: Timestamp,
     /// The run must start before this instant (the schedule's next slot),
     /// or the slot becomes a dead letter; `None`: no such limit.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(with = "crate::instant::text::option")]
     pub retry_until: Option<Timestamp>,
     /// The error of the previous attempt (or of the dead letter redriven).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -191,6 +198,7 @@ pub struct PendingRun {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DeadLetter {
     /// The slot's scheduled instant.
+    #[serde(with = "crate::instant::text")]
     pub slot: Timestamp,
     /// Attempts made.
     pub attempts: u32,
@@ -200,6 +208,7 @@ pub struct DeadLetter {
     /// window closed, the job's fence at that time).
     pub fence: u64,
     /// When the slot became a dead letter.
+    #[serde(with = "crate::instant::text")]
     pub died_at: Timestamp,
     /// The last checkpoint saved, which a redrive hands on.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -243,6 +252,7 @@ impl RunOutcome {
 #[serde(try_from = "StoredRun")]
 pub struct RunRecord {
     /// The slot's scheduled instant.
+    #[serde(with = "crate::instant::text")]
     pub slot: Timestamp,
     /// The run's attempt number (1 for the first).
     pub attempt: u32,
@@ -251,9 +261,11 @@ pub struct RunRecord {
     /// The worker that ran it.
     pub owner: String,
     /// When the slot was claimed.
+    #[serde(with = "crate::instant::text")]
     pub started_at: Timestamp,
     /// When the outcome was recorded (for an expired or superseded run,
     /// when that was noticed).
+    #[serde(with = "crate::instant::text")]
     pub finished_at: Timestamp,
     /// How the run ended.
     #[serde(flatten)]
@@ -267,11 +279,14 @@ pub struct RunRecord {
 /// ≈ 100 KB of a Worker). The layout written is the same.
 #[derive(Deserialize)]
 struct StoredRun {
+    #[serde(with = "crate::instant::text")]
     slot: Timestamp,
     attempt: u32,
     fence: u64,
     owner: String,
+    #[serde(with = "crate::instant::text")]
     started_at: Timestamp,
+    #[serde(with = "crate::instant::text")]
     finished_at: Timestamp,
     outcome: OutcomeKind,
     #[serde(default)]
@@ -373,6 +388,7 @@ impl Counters {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ScheduleChange {
     /// When the change was noticed.
+    #[serde(with = "crate::instant::text")]
     pub at: Timestamp,
     /// The spec hash before.
     pub from_hash: String,
@@ -398,9 +414,11 @@ pub struct JobState {
     pub spec_hash: String,
     /// When the record was created: slots before it never run (unless
     /// backfilled).
+    #[serde(with = "crate::instant::text")]
     pub created_at: Timestamp,
     /// Every slot at or before the cursor has been taken (claimed, or given a
     /// fate). Never moves backwards.
+    #[serde(with = "crate::instant::text")]
     pub cursor: Timestamp,
     /// The highest fence issued; every claim takes the next one.
     pub fence: u64,
@@ -443,6 +461,7 @@ pub struct JobState {
     /// that a store can index it and a tick can find these jobs without
     /// reading every record. `None`: the schedule alone brings the job back.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(with = "crate::instant::text::option")]
     pub wake_at: Option<Timestamp>,
 }
 

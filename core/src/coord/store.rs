@@ -262,6 +262,7 @@ pub enum EffectState {
     /// Someone is doing it; the hold lapses at `expires_at`.
     InProgress {
         /// When the hold lapses and another run may take the effect over.
+        #[serde(with = "crate::instant::text")]
         expires_at: Timestamp,
     },
     /// Done: never again for this key.
@@ -270,6 +271,7 @@ pub enum EffectState {
         /// doing it again.
         result: String,
         /// When it was recorded as done.
+        #[serde(with = "crate::instant::text")]
         done_at: Timestamp,
     },
 }
@@ -284,10 +286,12 @@ struct StoredEffect {
     fence: u64,
     state: EffectStateKind,
     #[serde(default)]
+    #[serde(with = "crate::instant::text::option")]
     expires_at: Option<Timestamp>,
     #[serde(default)]
     result: Option<String>,
     #[serde(default)]
+    #[serde(with = "crate::instant::text::option")]
     done_at: Option<Timestamp>,
 }
 
@@ -338,6 +342,7 @@ pub enum EffectBegin {
         /// The fence of the run holding it.
         fence: u64,
         /// When its hold lapses.
+        #[serde(with = "crate::instant::text")]
         expires_at: Timestamp,
     },
     /// A newer fence holds or did it: this run is stale.

@@ -9,7 +9,7 @@
 //! ([`Civil`]) minutes. To get instants, put it in a zone with
 //! [`Schedule`](crate::Schedule).
 
-mod calendar;
+pub(crate) mod calendar;
 mod count;
 mod error;
 mod parse;

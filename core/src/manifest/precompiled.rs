@@ -1095,8 +1095,10 @@ struct JobDoc<'a> {
     #[serde(borrow)]
     schedule: Text<'a>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(with = "crate::instant::text::option")]
     start_at: Option<Timestamp>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(with = "crate::instant::text::option")]
     end_at: Option<Timestamp>,
     #[serde(borrow)]
     action: ActionDoc<'a>,

@@ -207,18 +207,9 @@ impl<'de> Deserialize<'de> for DurationValue {
 pub(super) struct InstantValue(pub Timestamp);
 
 fn parse_instant<E: de::Error>(text: &str) -> Result<InstantValue, E> {
-    text.parse::<Timestamp>().map(InstantValue).map_err(|_| {
-        let has_time = text.contains(['T', 't', ' ']);
-        if has_time && text.parse::<jiff::civil::DateTime>().is_ok() {
-            E::custom(format!(
-                "{text:?} has no offset; add Z or an offset, as in 2026-01-01T00:00:00Z"
-            ))
-        } else {
-            E::custom(format!(
-                "{text:?} is not an RFC 3339 instant such as 2026-01-01T00:00:00Z"
-            ))
-        }
-    })
+    crate::instant::parse_instant(text)
+        .map(InstantValue)
+        .map_err(E::custom)
 }
 
 impl<'de> Deserialize<'de> for InstantValue {
