@@ -20,7 +20,8 @@
 
 #![warn(missing_docs)]
 
-pub mod admin;
+/// The admin routes, written once in the runtime and served by the Worker.
+pub use cronslot_runtime::admin;
 mod client;
 pub mod dispatch;
 mod object;

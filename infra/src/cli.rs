@@ -59,6 +59,17 @@ pub enum Command {
     /// dead-lettered as usual) or the store failed, 2 on bad input (a Rust
     /// function job, which only a program embedding cronslot can run).
     Tick(TickArgs),
+    /// Serve the admin routes (status, pause, redrive, trigger…) and a tick URL over HTTP.
+    ///
+    /// The Worker's routes under /cronslot, on any store: the same paths,
+    /// JSON and bearer token (CRONSLOT_ADMIN_TOKEN; unset, every route but
+    /// /cronslot/health answers 503). POST /cronslot/tick runs one pass as
+    /// `cronslot tick` does, for schedulers that can only call a URL; it
+    /// takes Authorization: Bearer with CRONSLOT_TICK_SECRET. With --run,
+    /// the process also runs the jobs, as `cronslot run` does. Stops on
+    /// SIGTERM or Ctrl-C after the requests in flight. Exits 0 when it
+    /// stopped normally, 1 when it could not serve, 2 on bad input.
+    Serve(ServeArgs),
     /// Create what a store needs: the SQLite file, the PostgreSQL schema, or the DynamoDB table.
     ///
     /// Idempotent: what exists already is left as it is (and said so).
@@ -350,6 +361,39 @@ pub struct TickArgs {
     )]
     pub store: String,
     /// Log lines: one per run, human-readable or JSON.
+    #[arg(long, value_enum, default_value = "pretty")]
+    pub log_format: LogFormat,
+}
+
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Example (the admin routes and the jobs, on one machine):\n  \
+                        CRONSLOT_ADMIN_TOKEN=… cronslot serve cronslot.toml --run --listen 127.0.0.1:8080"
+)]
+pub struct ServeArgs {
+    /// The manifest whose jobs to serve.
+    #[arg(value_name = "MANIFEST", default_value = "cronslot.toml")]
+    pub manifest: PathBuf,
+    /// The store, as for `run` (sqlite:PATH, postgres://…, dynamodb://…).
+    #[arg(
+        long,
+        value_name = "URL",
+        env = "CRONSLOT_STORE",
+        hide_env_values = true,
+        default_value = "sqlite:cronslot.db"
+    )]
+    pub store: String,
+    /// The address to serve on. Anything but loopback should sit behind
+    /// TLS (a reverse proxy): the bearer tokens travel in the clear here.
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8080")]
+    pub listen: String,
+    /// Also run the jobs in this process, as `cronslot run` does.
+    #[arg(long)]
+    pub run: bool,
+    /// With --run: competing workers, each with its own owner id.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub workers: u32,
+    /// Log lines: human-readable or JSON.
     #[arg(long, value_enum, default_value = "pretty")]
     pub log_format: LogFormat,
 }

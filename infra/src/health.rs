@@ -25,10 +25,10 @@ use crate::exit::Failure;
 /// any store operation's timeouts and retries, and than a worker's poll.
 pub const LIVENESS_BOUND: Duration = Duration::from_secs(120);
 
-/// Binds `addr` now, so that a bad or busy address is bad input before
-/// anything runs.
-pub fn bind(addr: &str) -> Result<TcpListener, Failure> {
-    let bad = |why: String| Failure::bad_input(format!("error: --health-listen {addr:?}: {why}"));
+/// Binds `addr` (given as `flag`) now, so that a bad or busy address is
+/// bad input before anything runs.
+pub fn bind(flag: &str, addr: &str) -> Result<TcpListener, Failure> {
+    let bad = |why: String| Failure::bad_input(format!("error: {flag} {addr:?}: {why}"));
     let parsed: SocketAddr = addr
         .parse()
         .map_err(|_| bad("expected IP:PORT, for example 0.0.0.0:8080 or 127.0.0.1:8080".into()))?;

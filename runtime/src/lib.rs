@@ -5,7 +5,9 @@
 //! context every job receives ([`RunContext`]), the run loop that turns a
 //! claimed lease into a recorded outcome ([`run_lease`], [`serve`]) with
 //! one vocabulary of outcomes ([`Outcome`]), and the rules of the jobs a
-//! manifest declares without Rust: [`http`] requests and [`command`]s.
+//! manifest declares without Rust: [`http`] requests and [`command`]s; and
+//! the [`admin`] routes (status, metrics, dead letters and the operator's
+//! actions over HTTP), which the Worker and `cronslot serve` both answer.
 //!
 //! Nothing here knows a platform. The clock, sleeping, sending a request
 //! and starting a process come in through [`Platform`]; the store comes in
@@ -37,6 +39,7 @@
     deny(clippy::unwrap_used, clippy::expect_used, clippy::panic)
 )]
 
+pub mod admin;
 pub mod command;
 mod context;
 pub mod http;

@@ -9,18 +9,59 @@ use std::time::Duration;
 /// `GET path` on 127.0.0.1:`port`: the status and the body, or `None` when
 /// nothing answers.
 pub fn get(port: u16, path: &str) -> Option<(u16, String)> {
+    request(port, "GET", path, None).map(|r| (r.status, r.body))
+}
+
+/// An answer: its status, header lines (`name: value`, names lower-cased)
+/// and body.
+#[derive(Debug)]
+pub struct Answer {
+    pub status: u16,
+    pub headers: Vec<String>,
+    pub body: String,
+}
+
+impl Answer {
+    /// A header's value, by lower-case name.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.iter().find_map(|h| {
+            let (n, v) = h.split_once(':')?;
+            (n == name).then(|| v.trim())
+        })
+    }
+}
+
+/// `method path` on 127.0.0.1:`port`, with `Authorization: Bearer
+/// token` when a token is given and an empty body; `None` when nothing
+/// answers. Reads to the end of the connection (the request asks the
+/// server to close it), so a chunked body keeps its chunk lines.
+pub fn request(port: u16, method: &str, path: &str, token: Option<&str>) -> Option<Answer> {
     let mut stream = TcpStream::connect(("127.0.0.1", port)).ok()?;
-    stream.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+    stream.set_read_timeout(Some(Duration::from_secs(30))).ok()?;
+    let authorization = token
+        .map(|t| format!("Authorization: Bearer {t}\r\n"))
+        .unwrap_or_default();
     write!(
         stream,
-        "GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
+        "{method} {path} HTTP/1.1\r\nHost: localhost\r\n{authorization}Content-Length: 0\r\nConnection: close\r\n\r\n"
     )
     .ok()?;
     let mut response = String::new();
     stream.read_to_string(&mut response).ok()?;
-    let status = response.split_whitespace().nth(1)?.parse().ok()?;
-    let body = response.split("\r\n\r\n").nth(1).unwrap_or("").to_string();
-    Some((status, body))
+    let (head, body) = response.split_once("\r\n\r\n").unwrap_or((&response, ""));
+    let mut lines = head.split("\r\n");
+    let status = lines.next()?.split_whitespace().nth(1)?.parse().ok()?;
+    let headers = lines
+        .map(|l| match l.split_once(':') {
+            Some((n, v)) => format!("{}:{v}", n.to_ascii_lowercase()),
+            None => l.to_string(),
+        })
+        .collect();
+    Some(Answer {
+        status,
+        headers,
+        body: body.to_string(),
+    })
 }
 
 /// A loopback port nothing listens on (bound and released).

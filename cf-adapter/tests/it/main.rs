@@ -3,7 +3,6 @@
 //! file). One module alone:
 //! `cargo test -p cronslot-cf --test it -- object_native::`.
 
-mod admin;
 mod fuzz_protocol;
 mod object_native;
 mod run_native;

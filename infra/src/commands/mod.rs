@@ -12,6 +12,7 @@ mod next;
 mod pause;
 mod render;
 mod run;
+mod serve;
 mod status;
 mod sync;
 mod tick;
@@ -31,6 +32,7 @@ pub fn exec(command: Command) -> Result<(), Failure> {
         Command::Validate(args) => validate::exec(args),
         Command::Run(args) => run::exec(args),
         Command::Tick(args) => tick::exec(args),
+        Command::Serve(args) => serve::exec(args),
         Command::Init(args) => init::exec(args),
         Command::Status(args) => status::exec(args),
         Command::Dlq(args) => dlq::exec(args),

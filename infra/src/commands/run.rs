@@ -33,7 +33,7 @@ pub fn exec(args: RunArgs) -> Result<(), Failure> {
     let listener = args
         .health_listen
         .as_deref()
-        .map(health::bind)
+        .map(|addr| health::bind("--health-listen", addr))
         .transpose()?;
     let format = log_format(args.log_format);
     init_logging(format, &clock).map_err(|e| Failure::bad_input(format!("error: {e}")))?;
@@ -55,19 +55,25 @@ pub fn exec(args: RunArgs) -> Result<(), Failure> {
         run(runner)?
     });
     print!("{summary}");
-    if !summary.ok() {
-        let mut problems = Vec::new();
-        if !summary.slots_run_twice.is_empty() {
-            problems.push(format!(
-                "{} slot(s) ran more than once ({}): cronslot's guarantee failed; please report this",
-                summary.slots_run_twice.len(),
-                summary.slots_run_twice.join(", ")
-            ));
-        }
-        problems.extend(summary.worker_failures.iter().cloned());
-        return Err(Failure::problem(format!("error: {}", problems.join("; "))));
+    verdict(&summary)
+}
+
+/// A runner's exit: 1 when a slot ran more than once or a worker failed
+/// (dead letters are the jobs' failures, not the runner's).
+pub(super) fn verdict(summary: &Summary) -> Result<(), Failure> {
+    if summary.ok() {
+        return Ok(());
     }
-    Ok(())
+    let mut problems = Vec::new();
+    if !summary.slots_run_twice.is_empty() {
+        problems.push(format!(
+            "{} slot(s) ran more than once ({}): cronslot's guarantee failed; please report this",
+            summary.slots_run_twice.len(),
+            summary.slots_run_twice.join(", ")
+        ));
+    }
+    problems.extend(summary.worker_failures.iter().cloned());
+    Err(Failure::problem(format!("error: {}", problems.join("; "))))
 }
 
 /// Runs the runner to its end.

@@ -15,7 +15,7 @@ use std::io::Write as _;
 use std::rc::Rc;
 use std::time::Instant;
 
-use cronslot_cf::admin::TriggerKind;
+use cronslot_runtime::admin::TriggerKind;
 use cronslot_core::coord::Trigger as ClaimTrigger;
 use cronslot_core::coord::{Claim, Coordinator, FailOutcome, Idle};
 use cronslot_core::manifest::{Action, JobSpec};

@@ -1,5 +1,5 @@
 //! `--store https://HOST/PREFIX --token-env VAR`: the store commands over a
-//! Cloudflare Worker's admin routes (`cronslot_cf::admin`).
+//! Cloudflare Worker's admin routes (`cronslot_runtime::admin`).
 //!
 //! [`AdminStore`] is one more [`Coordinator`] + [`Records`]: `status`,
 //! `record`, `pause`, `resume`, `redrive` and `backfill` become the routes'
@@ -20,7 +20,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::time::Duration;
 
-use cronslot_cf::admin::{
+use cronslot_runtime::admin::{
     BackfillDoc, ErrorDoc, ErrorKind, JobErrorDoc, JobReport, PauseDoc, RedriveDoc, RepairDoc,
     RepairedJob, StatusDoc, TOKEN_SECRET, TriggerDoc,
 };

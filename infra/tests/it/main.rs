@@ -12,6 +12,7 @@ mod cli;
 mod fleet_pg;
 mod render;
 mod run;
+mod serve;
 mod store_admin;
 mod store_cmds;
 mod store_dynamo;

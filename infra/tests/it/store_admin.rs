@@ -2,7 +2,7 @@
 //! http://127.0.0.1:PORT/cronslot --token-env VAR`).
 //!
 //! The "Worker" is a small HTTP server in this test process that serves
-//! the real admin code (`cronslot_cf::admin::route` / `execute` /
+//! the real admin code (`cronslot_runtime::admin::route` / `execute` /
 //! `trigger_run` / `trigger_reply`) over the core's memory store; state is
 //! seeded through the library at past instants, and the binary is driven
 //! as a user would.
@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::rc::Rc;
 
-use cronslot_cf::admin::{self, AdminRequest, AdminRoute, Reply};
+use cronslot_runtime::admin::{self, AdminRequest, AdminRoute, Reply};
 use cronslot_core::coord::exec::block_on;
 use cronslot_core::coord::{
     CasCoordinator, Claim, CoordError, Coordinator, FailOutcome, JobError, MemoryStore, StateStore,

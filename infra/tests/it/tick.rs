@@ -41,7 +41,7 @@ fn text(bytes: &[u8]) -> String {
 /// ticking looks: its latest minute slot is due at once (a store's first
 /// tick only writes the mark, and a job new to the store starts with the
 /// slots after its creation).
-fn due_store(dir: &Path, manifest: &str) -> String {
+pub(crate) fn due_store(dir: &Path, manifest: &str) -> String {
     std::fs::write(dir.join("cronslot.toml"), manifest).expect("write the manifest");
     let db = dir.join("state.db");
     let store = SqliteStore::open(&db).expect("open the store");
@@ -61,7 +61,7 @@ fn due_store(dir: &Path, manifest: &str) -> String {
 /// a test whose ticks must all fall in one minute (no new slot between
 /// them, and a retry's window, which closes at the next slot, still open)
 /// starts early enough in its minute.
-fn with_room_in_the_minute(room: Duration) {
+pub(crate) fn with_room_in_the_minute(room: Duration) {
     let now = Timestamp::now();
     let into_minute = Duration::from_nanos(
         u64::try_from(now.as_nanosecond().rem_euclid(60_000_000_000)).unwrap_or(0),

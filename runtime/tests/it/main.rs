@@ -3,5 +3,6 @@
 //! per file). One module alone:
 //! `cargo test -p cronslot-runtime --test it -- run_loop::`.
 
+mod admin;
 mod run_loop;
 mod tick;

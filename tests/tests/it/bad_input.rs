@@ -3,7 +3,7 @@
 //! (`decode_state`) and the precompiled manifest loader
 //! (`load_precompiled`). The cron parser, the TOML manifest and the admin
 //! routes have their own properties (`core/tests/it/parse_props.rs`,
-//! `core/tests/it/manifest.rs`, `cf-adapter/tests/it/admin.rs`).
+//! `core/tests/it/manifest.rs`, `runtime/tests/it/admin.rs`).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use cronslot_core::coord::exec::block_on;

@@ -5,7 +5,7 @@
 use std::rc::Rc;
 use std::sync::{Arc, Mutex};
 
-use cronslot_cf::admin::{
+use cronslot_runtime::admin::{
     self, AdminRequest, AdminRoute, BackfillDoc, DlqDoc, ErrorDoc, ErrorKind, HealthDoc,
     HealthState, PROMETHEUS, PauseDoc, RedriveDoc, Reply, StatusDoc, StatusFormat, TriggerDoc,
     TriggerKind, TriggerOutcome,

@@ -333,7 +333,7 @@ impl ErrorDoc {
 pub enum ErrorKind {
     /// 401: no token, or not the Worker's.
     Unauthorized,
-    /// 503: the Worker has no admin token configured.
+    /// 503: no admin token (or tick secret) is configured.
     NotConfigured,
     /// 404: no such route or job.
     NotFound,

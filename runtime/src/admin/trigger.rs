@@ -7,7 +7,7 @@ use cronslot_core::coord::{
     Claim, CoordError, Coordinator, FailOutcome, Idle, Lease, SlotId, Trigger,
 };
 use cronslot_core::manifest::JobSpec;
-use cronslot_runtime::{Jobs, Outcome, Platform, RunReport, run_lease};
+use crate::{Jobs, Outcome, Platform, RunReport, run_lease};
 
 use super::execute::coord_error;
 use super::{Reply, TriggerDoc, TriggerKind};

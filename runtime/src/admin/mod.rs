@@ -1,8 +1,9 @@
-//! The Worker's admin routes, platform-neutral: [`route`] turns a request
+//! The admin routes, written once for the Cloudflare Worker and for
+//! `cronslot serve` (any store), platform-neutral: [`route`] turns a request
 //! into an [`AdminRoute`] (or an error [`Reply`]), [`execute`] runs it
 //! against any [`Coordinator`](cronslot_core::coord::Coordinator), and
 //! [`trigger_run`] + [`trigger_reply`] serve a manual run, which the Worker
-//! performs itself. Nothing here touches `worker`, a clock or a runtime, so
+//! (or `serve`) performs itself. Nothing here touches `worker`, a clock or a runtime, so
 //! every route is tested natively over the core's memory store.
 //!
 //! # Routes
@@ -54,7 +55,7 @@ use cronslot_core::manifest::JobName;
 use jiff::Timestamp;
 use serde::Serialize;
 
-pub use auth::token_matches;
+pub use auth::{ADMIN, BearerSecret, TICK, TICK_SECRET, authorize_bearer, token_matches};
 pub use docs::{
     BackfillDoc, DlqDoc, DlqEntry, ErrorDoc, ErrorKind, HealthDoc, HealthState, JobErrorDoc,
     JobReport, PauseDoc, RedriveDoc, RepairDoc, RepairedJob, StaleJob, StatusDoc, TriggerDoc,
@@ -119,7 +120,7 @@ impl Reply {
     }
 
     /// A JSON reply. Admin answers are live state: never cached.
-    pub(crate) fn json<T: Serialize>(status: u16, value: &T) -> Reply {
+    pub fn json<T: Serialize>(status: u16, value: &T) -> Reply {
         match serde_json::to_string(value) {
             Ok(body) => Reply {
                 status,
@@ -137,11 +138,13 @@ impl Reply {
         }
     }
 
-    pub(crate) fn error(status: u16, error: ErrorKind, message: impl Into<String>) -> Reply {
+    /// An error reply ([`ErrorDoc`]) with its status and message.
+    pub fn error(status: u16, error: ErrorKind, message: impl Into<String>) -> Reply {
         Reply::error_doc(ErrorDoc::new(status, error, message))
     }
 
-    pub(crate) fn error_doc(doc: ErrorDoc) -> Reply {
+    /// An error reply from its document.
+    pub fn error_doc(doc: ErrorDoc) -> Reply {
         let body = serde_json::to_string(&doc).unwrap_or_else(|_| {
             format!(
                 "{{\"status\":{},\"error\":\"internal\",\"message\":\"cannot encode the error\"}}",
@@ -156,7 +159,8 @@ impl Reply {
         }
     }
 
-    pub(crate) fn with_header(mut self, name: &str, value: impl Into<String>) -> Reply {
+    /// The reply with one more header.
+    pub fn with_header(mut self, name: &str, value: impl Into<String>) -> Reply {
         self.headers.push((name.to_string(), value.into()));
         self
     }

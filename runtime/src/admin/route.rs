@@ -187,7 +187,7 @@ fn not_found_route(segments: &[&str]) -> Reply {
 fn unknown_job(manifest: &Manifest, name: &str) -> Reply {
     let known: Vec<&str> = manifest.jobs.iter().map(|j| j.name.as_str()).collect();
     let known = if known.is_empty() {
-        "the Worker's manifest defines no jobs".to_string()
+        "the manifest defines no jobs".to_string()
     } else {
         format!("known jobs: {}", known.join(", "))
     };
@@ -195,7 +195,7 @@ fn unknown_job(manifest: &Manifest, name: &str) -> Reply {
         404,
         ErrorKind::NotFound,
         format!(
-            "no job {:?} in the Worker's manifest; {known}",
+            "no job {:?} in the manifest; {known}",
             printable(name)
         ),
     )

@@ -25,26 +25,64 @@ pub fn token_matches(presented: &[u8], secret: &[u8]) -> bool {
     std::hint::black_box(u64::from(diff) | len_diff) == 0
 }
 
-/// Checks the `Authorization` header against the configured token.
-/// Whitespace around either is ignored (a secret set with `echo` often
-/// ends in a newline; bearer tokens never contain whitespace). A token
-/// that is missing or blank means the Worker is not configured: refused.
+/// A bearer secret a route needs: the variable (a Worker's secret, or
+/// `cronslot serve`'s environment) that holds it, and what it opens.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BearerSecret {
+    /// The secret's name: [`TOKEN_SECRET`] or [`TICK_SECRET`].
+    pub name: &'static str,
+    /// What it opens, for messages ("the admin routes").
+    pub opens: &'static str,
+}
+
+/// The admin routes' token ([`TOKEN_SECRET`]).
+pub const ADMIN: BearerSecret = BearerSecret {
+    name: TOKEN_SECRET,
+    opens: "the admin routes (all but {prefix}/health)",
+};
+
+/// The secret of `POST {prefix}/tick` on `cronslot serve` (Vercel Cron's
+/// `CRON_SECRET` convention).
+pub const TICK_SECRET: &str = "CRONSLOT_TICK_SECRET";
+
+/// The tick route's secret ([`TICK_SECRET`]).
+pub const TICK: BearerSecret = BearerSecret {
+    name: TICK_SECRET,
+    opens: "the tick route",
+};
+
+/// Checks the `Authorization` header against the admin token.
 pub(crate) fn authorize(authorization: Option<&str>, token: Option<&str>) -> Result<(), Reply> {
-    let secret = token.map(str::trim).unwrap_or_default();
+    authorize_bearer(authorization, token, ADMIN)
+}
+
+/// Checks the `Authorization` header against the configured `secret`
+/// (compared in constant time: [`token_matches`]). Whitespace around
+/// either is ignored (a secret set with `echo` often ends in a newline;
+/// bearer tokens never contain whitespace). A secret that is missing or
+/// blank means the deployment is not configured: refused (503), never
+/// open.
+pub fn authorize_bearer(
+    authorization: Option<&str>,
+    secret: Option<&str>,
+    kind: BearerSecret,
+) -> Result<(), Reply> {
+    let BearerSecret { name, opens } = kind;
+    let secret = secret.map(str::trim).unwrap_or_default();
     if secret.is_empty() {
         return Err(Reply::error(
             503,
             ErrorKind::NotConfigured,
             format!(
-                "the admin routes are disabled: the Worker has no admin token. Set the secret \
-                 {TOKEN_SECRET} (`wrangler secret put {TOKEN_SECRET}`) and send it as \
-                 `Authorization: Bearer <token>`; only {{prefix}}/health works without it"
+                "{opens} are disabled: no {name} is configured. Set it (on a Worker, the secret \
+                 `wrangler secret put {name}`; for `cronslot serve`, its environment) and send it \
+                 as `Authorization: Bearer <token>`"
             ),
         ));
     }
     let Some(header) = authorization.map(str::trim).filter(|h| !h.is_empty()) else {
         return Err(unauthorized(
-            "missing token: send `Authorization: Bearer <token>` with the Worker's admin token",
+            &format!("missing token: send `Authorization: Bearer <token>` with the {name} token"),
             None,
         ));
     };
@@ -66,7 +104,7 @@ pub(crate) fn authorize(authorization: Option<&str>, token: Option<&str>) -> Res
         Ok(())
     } else {
         Err(unauthorized(
-            &format!("token refused: it does not match the Worker's {TOKEN_SECRET} secret"),
+            &format!("token refused: it does not match {name}"),
             Some("invalid_token"),
         ))
     }

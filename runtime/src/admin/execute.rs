@@ -295,7 +295,7 @@ fn one<'m>(manifest: &'m Manifest, job: &JobName) -> Result<&'m JobSpec, Reply> 
         Reply::error(
             404,
             ErrorKind::NotFound,
-            format!("no job {:?} in the Worker's manifest", job.as_str()),
+            format!("no job {:?} in the manifest", job.as_str()),
         )
     })
 }

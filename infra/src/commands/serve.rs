@@ -1,0 +1,398 @@
+//! `cronslot serve`: the admin routes over any job store, a tick over
+//! HTTP, and with `--run` the jobs themselves, in one process.
+//!
+//! The routes are the Worker's, written once in `cronslot_runtime::admin`:
+//! the same paths under `/cronslot`, the same JSON, the same bearer token
+//! (`CRONSLOT_ADMIN_TOKEN` from the environment, compared in constant
+//! time; without it every route but `health` answers 503). `POST` (or
+//! `GET`) `/cronslot/tick` runs one tick, the runner's single pass as
+//! `cronslot tick` runs it, for schedulers that can only call a URL
+//! (Vercel Cron, Cloud Scheduler, GitHub Actions); it needs
+//! `Authorization: Bearer` with `CRONSLOT_TICK_SECRET`. A tick that
+//! arrives twice is harmless: claims are conditional writes.
+//!
+//! Each request is served on a thread of its own: the store's futures are
+//! not `Send`, and a manual trigger runs its job before it answers. At
+//! most [`MAX_IN_FLIGHT`] are served at once; the rest wait.
+
+use std::net::TcpListener;
+use std::rc::Rc;
+use std::sync::Arc;
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::http::{HeaderName, HeaderValue, StatusCode};
+use axum::response::Response;
+use cronslot_core::coord::{CasCoordinator, repair_wake};
+use cronslot_core::manifest::Manifest;
+use cronslot_local::{Clock, LocalPlatform, Runner, RunnerStore, Summary, init_logging};
+use cronslot_runtime::admin::{self, AdminRequest, AdminRoute, ErrorKind, Reply};
+use cronslot_runtime::{Jobs, Platform};
+use serde::Serialize;
+use tokio::sync::{Semaphore, oneshot};
+
+use super::run::{log_format, log_warnings, refuse_function_jobs, run, verdict};
+use crate::cli::ServeArgs;
+use crate::exit::Failure;
+use crate::health;
+use crate::manifest::load_manifest;
+use crate::store::StoreTarget;
+use crate::store::jobs::{sweep_in_background, with_job_store};
+use crate::store::wait;
+
+/// Requests served at once; more wait for a turn.
+pub const MAX_IN_FLIGHT: usize = 16;
+
+pub fn exec(args: ServeArgs) -> Result<(), Failure> {
+    let target = StoreTarget::parse_for_jobs(&args.store)?;
+    let manifest = load_manifest(&args.manifest)?;
+    refuse_function_jobs(&manifest, "serve")?;
+    let listener = health::bind("--listen", &args.listen)?;
+    let clock = Clock::real();
+    let format = log_format(args.log_format);
+    init_logging(format, &clock).map_err(|e| Failure::bad_input(format!("error: {e}")))?;
+    log_warnings(&manifest, format);
+    let secrets = Secrets {
+        admin: secret(admin::TOKEN_SECRET),
+        tick: secret(admin::TICK_SECRET),
+    };
+    for (name, set) in [
+        (admin::TOKEN_SECRET, secrets.admin.is_some()),
+        (admin::TICK_SECRET, secrets.tick.is_some()),
+    ] {
+        if !set {
+            tracing::warn!(
+                variable = name,
+                "{name} is not set: the routes it opens answer 503 until it is"
+            );
+        }
+    }
+    let (store, clock) = target.open_for_jobs(&clock)?;
+    sweep_in_background(&store);
+    with_job_store!(store, store => {
+        let server = Arc::new(Server {
+            manifest,
+            store,
+            clock,
+            secrets,
+        });
+        if args.run {
+            let runner = Runner::new(server.store.clone(), server.manifest.jobs.clone(), server.clock.clone())
+                .workers(args.workers)
+                .handle_ctrl_c(true);
+            spawn_server(listener, Arc::clone(&server))?;
+            let summary = run(runner)?;
+            print!("{summary}");
+            verdict(&summary)
+        } else {
+            serve_until_stopped(listener, server)
+        }
+    })
+}
+
+/// A variable's value, trimmed; `None` when unset or blank.
+fn secret(name: &str) -> Option<String> {
+    std::env::var(name)
+        .ok()
+        .map(|v| v.trim().to_string())
+        .filter(|v| !v.is_empty())
+}
+
+/// The bearer secrets, read once at start.
+struct Secrets {
+    admin: Option<String>,
+    tick: Option<String>,
+}
+
+/// What every request needs.
+struct Server<S> {
+    manifest: Manifest,
+    store: S,
+    clock: Clock,
+    secrets: Secrets,
+}
+
+fn app<S: RunnerStore>(server: Arc<Server<S>>) -> Router {
+    let turns = Arc::new(Semaphore::new(MAX_IN_FLIGHT));
+    Router::new()
+        .fallback(move |State(server): State<Arc<Server<S>>>, req: Request| {
+            let turns = Arc::clone(&turns);
+            async move { respond(server, turns, req).await }
+        })
+        .with_state(server)
+}
+
+/// Serves on the main thread until Ctrl-C or SIGTERM.
+fn serve_until_stopped<S: RunnerStore>(
+    listener: TcpListener,
+    server: Arc<Server<S>>,
+) -> Result<(), Failure> {
+    let cannot = |e: std::io::Error| Failure::problem(format!("error: --listen: cannot start: {e}"));
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(cannot)?;
+    runtime.block_on(async move {
+        let listener = tokio::net::TcpListener::from_std(listener).map_err(cannot)?;
+        tracing::info!(
+            address = %listener.local_addr().map_err(cannot)?,
+            "serving the admin routes under /cronslot"
+        );
+        axum::serve(listener, app(server))
+            .with_graceful_shutdown(stopped())
+            .await
+            .map_err(cannot)
+    })
+}
+
+/// Serves from a thread of its own (`--run`: the runner has the main one).
+fn spawn_server<S: RunnerStore>(
+    listener: TcpListener,
+    server: Arc<Server<S>>,
+) -> Result<(), Failure> {
+    std::thread::Builder::new()
+        .name("cronslot-serve".into())
+        .spawn(move || {
+            if let Err(e) = serve_until_stopped(listener, server) {
+                tracing::error!(error = %e.message, "the admin server stopped");
+            }
+        })
+        .map_err(|e| Failure::problem(format!("error: --listen: cannot start: {e}")))?;
+    Ok(())
+}
+
+/// Ctrl-C or SIGTERM.
+async fn stopped() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => {}
+        () = term => {}
+    }
+    tracing::info!("stopping: requests in flight finish");
+}
+
+/// One request: the tick route, or the admin routes.
+async fn respond<S: RunnerStore>(
+    server: Arc<Server<S>>,
+    turns: Arc<Semaphore>,
+    req: Request,
+) -> Response {
+    let method = req.method().as_str().to_string();
+    let path = req.uri().path().to_string();
+    let query = req.uri().query().map(str::to_string);
+    let authorization = match req.headers().get("authorization").map(HeaderValue::to_str) {
+        Some(Ok(v)) => Some(v.to_string()),
+        Some(Err(_)) => {
+            return reply(Reply::error(
+                400,
+                ErrorKind::BadRequest,
+                "the Authorization header is not visible ASCII",
+            ));
+        }
+        None => None,
+    };
+    let request = AdminRequest {
+        method: &method,
+        path: &path,
+        query: query.as_deref(),
+        authorization: authorization.as_deref(),
+    };
+    let work = if path.trim_end_matches('/') == TICK_PATH {
+        if method != "POST" && method != "GET" {
+            return reply(
+                Reply::error(
+                    405,
+                    ErrorKind::MethodNotAllowed,
+                    "the tick route takes POST (or GET, for schedulers that only send GET)",
+                )
+                .with_header("Allow", "GET, POST"),
+            );
+        }
+        if let Err(refused) = admin::authorize_bearer(
+            request.authorization,
+            server.secrets.tick.as_deref(),
+            admin::TICK,
+        ) {
+            return reply(refused);
+        }
+        Work::Tick
+    } else {
+        let token = server.secrets.admin.as_deref();
+        match admin::route(admin::DEFAULT_PREFIX, &server.manifest, &request, token) {
+            None => {
+                return reply(Reply::error(
+                    404,
+                    ErrorKind::NotFound,
+                    format!("not found: the routes are under {}", admin::DEFAULT_PREFIX),
+                ));
+            }
+            Some(Err(refused)) => return reply(refused),
+            Some(Ok(route)) => Work::Admin(route),
+        }
+    };
+    let Ok(_turn) = turns.acquire_owned().await else {
+        return reply(Reply::error(503, ErrorKind::Unavailable, "the server is stopping"));
+    };
+    let (tx, rx) = oneshot::channel();
+    let spawned = std::thread::Builder::new()
+        .name("cronslot-request".into())
+        .spawn(move || {
+            let _ = tx.send(work.run(&server));
+        });
+    if let Err(e) = spawned {
+        return reply(Reply::error(
+            503,
+            ErrorKind::Unavailable,
+            format!("cannot start a thread for the request: {e}"),
+        ));
+    }
+    match rx.await {
+        Ok(r) => reply(r),
+        Err(_) => reply(Reply::error(
+            500,
+            ErrorKind::Internal,
+            "the request's thread ended without an answer",
+        )),
+    }
+}
+
+/// The tick route's path.
+const TICK_PATH: &str = "/cronslot/tick";
+
+/// What a request asks for, once it is authorised.
+enum Work {
+    Tick,
+    Admin(AdminRoute),
+}
+
+impl Work {
+    /// Runs on the request's own thread.
+    fn run<S: RunnerStore>(self, server: &Server<S>) -> Reply {
+        match self {
+            Work::Tick => tick(server),
+            Work::Admin(route) => admin_route(server, &route),
+        }
+    }
+}
+
+fn admin_route<S: RunnerStore>(server: &Server<S>, route: &AdminRoute) -> Reply {
+    let manifest = &server.manifest;
+    let coord = CasCoordinator::new(server.store.clone(), seed());
+    match route {
+        AdminRoute::Trigger { job } => {
+            let Some(spec) = manifest.job(job.as_str()) else {
+                return Reply::error(404, ErrorKind::NotFound, "no such job");
+            };
+            let spec = Rc::new(spec.clone());
+            let platform: Rc<dyn Platform> = Rc::new(LocalPlatform::new(server.clock.clone()));
+            let owner = format!("serve-{}", std::process::id());
+            let coord = Rc::new(coord);
+            let outcome = wait(admin::trigger_run(
+                &spec,
+                &coord,
+                &owner,
+                &Jobs::new(),
+                &platform,
+            ));
+            admin::trigger_reply(&spec, &outcome)
+        }
+        AdminRoute::Repair { after } => {
+            let store = &server.store;
+            wait(admin::repair_page(manifest, after.as_deref(), |spec| async move {
+                repair_wake(store, spec.name.as_str())
+                    .await
+                    .map_err(cronslot_core::coord::CoordError::Store)
+            }))
+        }
+        route => wait(admin::execute(route, manifest, &coord, server.clock.now())),
+    }
+}
+
+/// A seed for retry jitter, different per request.
+fn seed() -> u64 {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or_default();
+    u64::try_from(nanos & u128::from(u64::MAX)).unwrap_or_default() ^ u64::from(std::process::id())
+}
+
+/// The tick route's answer.
+#[derive(Debug, Serialize)]
+struct TickDoc {
+    /// Runs started.
+    runs: u64,
+    /// Runs that succeeded and were recorded.
+    succeeded: u64,
+    /// Jobs with a run that did not succeed (or was not recorded).
+    failed_jobs: Vec<String>,
+    /// Claims another worker or server won.
+    duplicates_refused: u64,
+    /// Store operations that failed.
+    store_errors: u64,
+}
+
+/// One tick, as `cronslot tick` runs it: 200 when every run succeeded and
+/// was recorded, 500 with the same document otherwise.
+fn tick<S: RunnerStore>(server: &Server<S>) -> Reply {
+    let runner = Runner::new(
+        server.store.clone(),
+        server.manifest.jobs.clone(),
+        server.clock.clone(),
+    )
+    .single_pass();
+    let summary: Summary = match runner.run() {
+        Ok(s) => s,
+        Err(e) => return Reply::error(500, ErrorKind::Internal, format!("the tick did not start: {e}")),
+    };
+    let failed_jobs: Vec<String> = summary
+        .jobs
+        .iter()
+        .filter(|j| j.runs > j.succeeded)
+        .map(|j| j.job.clone())
+        .collect();
+    let doc = TickDoc {
+        runs: summary.jobs.iter().map(|j| j.runs).sum(),
+        succeeded: summary.jobs.iter().map(|j| j.succeeded).sum(),
+        duplicates_refused: summary.duplicates_refused,
+        store_errors: summary.store_errors,
+        failed_jobs,
+    };
+    let ok = doc.failed_jobs.is_empty() && doc.store_errors == 0 && summary.ok();
+    Reply::json(if ok { 200 } else { 500 }, &doc)
+}
+
+/// An admin reply as an HTTP response.
+fn reply(r: Reply) -> Response {
+    let mut response = Response::new(Body::from(r.body));
+    *response.status_mut() =
+        StatusCode::from_u16(r.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let headers = response.headers_mut();
+    if let Ok(v) = HeaderValue::from_str(r.content_type) {
+        headers.insert("content-type", v);
+    }
+    for (name, value) in r.headers {
+        if let (Ok(n), Ok(v)) = (
+            HeaderName::from_bytes(name.as_bytes()),
+            HeaderValue::from_str(&value),
+        ) {
+            headers.append(n, v);
+        }
+    }
+    response
+}
