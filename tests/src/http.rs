@@ -37,7 +37,9 @@ impl Answer {
 /// server to close it), so a chunked body keeps its chunk lines.
 pub fn request(port: u16, method: &str, path: &str, token: Option<&str>) -> Option<Answer> {
     let mut stream = TcpStream::connect(("127.0.0.1", port)).ok()?;
-    stream.set_read_timeout(Some(Duration::from_secs(30))).ok()?;
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .ok()?;
     let authorization = token
         .map(|t| format!("Authorization: Bearer {t}\r\n"))
         .unwrap_or_default();

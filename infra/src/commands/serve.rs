@@ -128,7 +128,8 @@ fn serve_until_stopped<S: RunnerStore>(
     listener: TcpListener,
     server: Arc<Server<S>>,
 ) -> Result<(), Failure> {
-    let cannot = |e: std::io::Error| Failure::problem(format!("error: --listen: cannot start: {e}"));
+    let cannot =
+        |e: std::io::Error| Failure::problem(format!("error: --listen: cannot start: {e}"));
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -246,7 +247,11 @@ async fn respond<S: RunnerStore>(
         }
     };
     let Ok(_turn) = turns.acquire_owned().await else {
-        return reply(Reply::error(503, ErrorKind::Unavailable, "the server is stopping"));
+        return reply(Reply::error(
+            503,
+            ErrorKind::Unavailable,
+            "the server is stopping",
+        ));
     };
     let (tx, rx) = oneshot::channel();
     let spawned = std::thread::Builder::new()
@@ -313,11 +318,15 @@ fn admin_route<S: RunnerStore>(server: &Server<S>, route: &AdminRoute) -> Reply 
         }
         AdminRoute::Repair { after } => {
             let store = &server.store;
-            wait(admin::repair_page(manifest, after.as_deref(), |spec| async move {
-                repair_wake(store, spec.name.as_str())
-                    .await
-                    .map_err(cronslot_core::coord::CoordError::Store)
-            }))
+            wait(admin::repair_page(
+                manifest,
+                after.as_deref(),
+                |spec| async move {
+                    repair_wake(store, spec.name.as_str())
+                        .await
+                        .map_err(cronslot_core::coord::CoordError::Store)
+                },
+            ))
         }
         route => wait(admin::execute(route, manifest, &coord, server.clock.now())),
     }
@@ -358,7 +367,13 @@ fn tick<S: RunnerStore>(server: &Server<S>) -> Reply {
     .single_pass();
     let summary: Summary = match runner.run() {
         Ok(s) => s,
-        Err(e) => return Reply::error(500, ErrorKind::Internal, format!("the tick did not start: {e}")),
+        Err(e) => {
+            return Reply::error(
+                500,
+                ErrorKind::Internal,
+                format!("the tick did not start: {e}"),
+            );
+        }
     };
     let failed_jobs: Vec<String> = summary
         .jobs

@@ -15,11 +15,11 @@ use std::io::Write as _;
 use std::rc::Rc;
 use std::time::Instant;
 
-use cronslot_runtime::admin::TriggerKind;
 use cronslot_core::coord::Trigger as ClaimTrigger;
 use cronslot_core::coord::{Claim, Coordinator, FailOutcome, Idle};
 use cronslot_core::manifest::{Action, JobSpec};
 use cronslot_local::{Clock, LocalPlatform};
+use cronslot_runtime::admin::TriggerKind;
 use cronslot_runtime::{Jobs, Outcome, Platform, run_lease};
 
 use crate::cli::JobArgs;

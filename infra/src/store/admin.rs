@@ -20,15 +20,15 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::time::Duration;
 
-use cronslot_runtime::admin::{
-    BackfillDoc, ErrorDoc, ErrorKind, JobErrorDoc, JobReport, PauseDoc, RedriveDoc, RepairDoc,
-    RepairedJob, StatusDoc, TOKEN_SECRET, TriggerDoc,
-};
 use cronslot_core::coord::{
     Claim, CoordError, Coordinator, EffectBegin, EffectFinish, EffectRecord, FailOutcome, JobState,
     StoreError, StoreErrorKind, Trigger,
 };
 use cronslot_core::manifest::JobSpec;
+use cronslot_runtime::admin::{
+    BackfillDoc, ErrorDoc, ErrorKind, JobErrorDoc, JobReport, PauseDoc, RedriveDoc, RepairDoc,
+    RepairedJob, StatusDoc, TOKEN_SECRET, TriggerDoc,
+};
 use jiff::Timestamp;
 use reqwest::{Method, Url};
 use serde::de::DeserializeOwned;

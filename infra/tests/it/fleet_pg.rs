@@ -617,6 +617,43 @@ fn init_tick_and_the_store_commands_work_on_postgres() {
             .starts_with("postgres://postgres@127.0.0.1:"),
         "{status}"
     );
+
+    // `cronslot serve` on the same store: the routes read what the ticks
+    // wrote, a pause is written to it, and a tick over HTTP in the same
+    // minute runs nothing again.
+    use crate::serve::{ADMIN_TOKEN, TICK_SECRET, call, job as job_of, json, serve, stop};
+    let (child, port) = serve(
+        &dir,
+        &url,
+        &[],
+        &[
+            ("CRONSLOT_ADMIN_TOKEN", ADMIN_TOKEN),
+            ("CRONSLOT_TICK_SECRET", TICK_SECRET),
+        ],
+    );
+    let status = json(&call(port, "GET", "/cronslot/status", Some(ADMIN_TOKEN)));
+    assert_eq!(job_of(&status, "report")["succeeded"], 1, "{status}");
+    let pause = call(
+        port,
+        "POST",
+        "/cronslot/jobs/report/pause",
+        Some(ADMIN_TOKEN),
+    );
+    assert_eq!(pause.status, 200, "{pause:?}");
+    assert_eq!(
+        server.psql(
+            &db,
+            "SELECT count(*) FROM ops.job_state WHERE state LIKE '%\"paused\":true%'"
+        ),
+        "1",
+        "the pause is in the database"
+    );
+    let tick = call(port, "POST", "/cronslot/tick", Some(TICK_SECRET));
+    assert_eq!(tick.status, 200, "{tick:?}");
+    assert_eq!(json(&tick)["runs"], 0, "{tick:?}");
+    stop(child);
+    let ran = std::fs::read_to_string(dir.join("ran.log")).expect("the job ran");
+    assert_eq!(ran.lines().count(), 1, "{ran}");
 }
 
 /// Bad input on PostgreSQL: one sentence naming the store without its

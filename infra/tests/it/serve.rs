@@ -10,8 +10,8 @@ use serde_json::Value;
 
 use crate::tick::{due_store, with_room_in_the_minute};
 
-const ADMIN_TOKEN: &str = "admin-token-7f3a9c";
-const TICK_SECRET: &str = "tick-secret-51be02";
+pub(crate) const ADMIN_TOKEN: &str = "admin-token-7f3a9c";
+pub(crate) const TICK_SECRET: &str = "tick-secret-51be02";
 
 /// Two jobs due every minute: one succeeds, one fails once and is dead.
 const JOBS: &str = r#"
@@ -40,11 +40,18 @@ fn scratch(name: &str) -> PathBuf {
 
 /// Starts `cronslot serve` with `extra` arguments and `env`, and waits
 /// until it answers on its port.
-fn serve(dir: &Path, store: &str, extra: &[&str], env: &[(&str, &str)]) -> (Child, u16) {
+pub(crate) fn serve(dir: &Path, store: &str, extra: &[&str], env: &[(&str, &str)]) -> (Child, u16) {
     let port = free_port();
     let listen = format!("127.0.0.1:{port}");
     let mut child = Command::new(env!("CARGO_BIN_EXE_cronslot"))
-        .args(["serve", "cronslot.toml", "--store", store, "--listen", &listen])
+        .args([
+            "serve",
+            "cronslot.toml",
+            "--store",
+            store,
+            "--listen",
+            &listen,
+        ])
         .args(extra)
         .current_dir(dir)
         .env_remove("CRONSLOT_ADMIN_TOKEN")
@@ -71,7 +78,7 @@ fn serve(dir: &Path, store: &str, extra: &[&str], env: &[(&str, &str)]) -> (Chil
 }
 
 /// SIGTERM, then the output of a process that must exit 0.
-fn stop(child: Child) -> Output {
+pub(crate) fn stop(child: Child) -> Output {
     let pid = child.id().to_string();
     let kill = Command::new("kill")
         .args(["-TERM", &pid])
@@ -92,11 +99,11 @@ fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
-fn json(a: &Answer) -> Value {
+pub(crate) fn json(a: &Answer) -> Value {
     serde_json::from_str(&a.body).unwrap_or_else(|e| panic!("not JSON ({e}): {a:?}"))
 }
 
-fn call(port: u16, method: &str, path: &str, token: Option<&str>) -> Answer {
+pub(crate) fn call(port: u16, method: &str, path: &str, token: Option<&str>) -> Answer {
     let a = request(port, method, path, token)
         .unwrap_or_else(|| panic!("no answer to {method} {path}"));
     for secret in [ADMIN_TOKEN, TICK_SECRET] {
@@ -108,7 +115,7 @@ fn call(port: u16, method: &str, path: &str, token: Option<&str>) -> Answer {
     a
 }
 
-fn job<'a>(status: &'a Value, name: &str) -> &'a Value {
+pub(crate) fn job<'a>(status: &'a Value, name: &str) -> &'a Value {
     status["jobs"]
         .as_array()
         .and_then(|jobs| jobs.iter().find(|j| j["job"] == name))
@@ -136,15 +143,24 @@ fn serve_answers_the_admin_routes_and_ticks_over_http() {
         assert_eq!(call(port, "GET", path, None).status, 401, "{path}");
         assert_eq!(call(port, "GET", path, Some("wrong")).status, 401, "{path}");
     }
-    assert_eq!(call(port, "POST", "/cronslot/jobs/report/pause", None).status, 401);
+    assert_eq!(
+        call(port, "POST", "/cronslot/jobs/report/pause", None).status,
+        401
+    );
     assert_eq!(call(port, "GET", "/cronslot/health", None).status, 200);
     // The tick takes its own secret, not the admin token.
     assert_eq!(call(port, "POST", "/cronslot/tick", None).status, 401);
-    assert_eq!(call(port, "POST", "/cronslot/tick", Some(ADMIN_TOKEN)).status, 401);
+    assert_eq!(
+        call(port, "POST", "/cronslot/tick", Some(ADMIN_TOKEN)).status,
+        401
+    );
     let put = call(port, "PUT", "/cronslot/tick", Some(TICK_SECRET));
     assert_eq!(put.status, 405);
     assert_eq!(put.header("allow"), Some("GET, POST"));
-    assert_eq!(call(port, "GET", "/elsewhere", Some(ADMIN_TOKEN)).status, 404);
+    assert_eq!(
+        call(port, "GET", "/elsewhere", Some(ADMIN_TOKEN)).status,
+        404
+    );
 
     // A tick runs both due slots: one succeeds, one is dead at once.
     let tick = call(port, "POST", "/cronslot/tick", Some(TICK_SECRET));
@@ -175,24 +191,41 @@ fn serve_answers_the_admin_routes_and_ticks_over_http() {
     let metrics = call(port, "GET", "/cronslot/metrics", Some(ADMIN_TOKEN));
     assert_eq!(metrics.status, 200);
     assert!(
-        metrics.body.contains("cronslot_dead_letters{job=\"export\"} 1"),
+        metrics
+            .body
+            .contains("cronslot_dead_letters{job=\"export\"} 1"),
         "{}",
         metrics.body
     );
 
     // Redrive it: the dead letter is gone from the store.
-    let redrive = call(port, "POST", "/cronslot/jobs/export/redrive", Some(ADMIN_TOKEN));
+    let redrive = call(
+        port,
+        "POST",
+        "/cronslot/jobs/export/redrive",
+        Some(ADMIN_TOKEN),
+    );
     assert_eq!(redrive.status, 200, "{redrive:?}");
     assert_eq!(json(&redrive)["redriven"].as_array().map(Vec::len), Some(1));
     let dlq = json(&call(port, "GET", "/cronslot/dlq", Some(ADMIN_TOKEN)));
     assert_eq!(dlq["dead_letters"], serde_json::json!([]), "{dlq}");
 
     // Pause and resume, seen in status.
-    let pause = call(port, "POST", "/cronslot/jobs/report/pause", Some(ADMIN_TOKEN));
+    let pause = call(
+        port,
+        "POST",
+        "/cronslot/jobs/report/pause",
+        Some(ADMIN_TOKEN),
+    );
     assert_eq!(json(&pause)["changed"], true, "{pause:?}");
     let status = json(&call(port, "GET", "/cronslot/status", Some(ADMIN_TOKEN)));
     assert_eq!(job(&status, "report")["paused"], true, "{status}");
-    let resume = call(port, "POST", "/cronslot/jobs/report/resume", Some(ADMIN_TOKEN));
+    let resume = call(
+        port,
+        "POST",
+        "/cronslot/jobs/report/resume",
+        Some(ADMIN_TOKEN),
+    );
     assert_eq!(json(&resume)["paused"], false, "{resume:?}");
 
     // Bad input is an error that says what, never a crash.
@@ -206,11 +239,17 @@ fn serve_answers_the_admin_routes_and_ticks_over_http() {
     );
     assert_eq!(bad.status, 400, "{bad:?}");
     assert!(bad.body.contains("from"), "{bad:?}");
-    assert_eq!(call(port, "GET", "/cronslot/status", Some(ADMIN_TOKEN)).status, 200);
+    assert_eq!(
+        call(port, "GET", "/cronslot/status", Some(ADMIN_TOKEN)).status,
+        200
+    );
 
     let out = stop(child);
     let log = text(&out.stderr);
-    assert!(!log.contains(ADMIN_TOKEN) && !log.contains(TICK_SECRET), "{log}");
+    assert!(
+        !log.contains(ADMIN_TOKEN) && !log.contains(TICK_SECRET),
+        "{log}"
+    );
 }
 
 #[test]
@@ -254,7 +293,12 @@ fn serve_run_also_runs_the_jobs_and_triggers_one_now() {
     let ran = std::fs::read_to_string(dir.join("ran.log")).expect("the runner ran report");
     assert_eq!(ran.lines().count(), 1, "{ran}");
     // A manual trigger of the same slot is refused: it ran already.
-    let trigger = call(port, "POST", "/cronslot/jobs/report/trigger", Some(ADMIN_TOKEN));
+    let trigger = call(
+        port,
+        "POST",
+        "/cronslot/jobs/report/trigger",
+        Some(ADMIN_TOKEN),
+    );
     assert_eq!(trigger.status, 409, "{trigger:?}");
     let out = stop(child);
     assert!(text(&out.stdout).contains("report"), "the run's summary");

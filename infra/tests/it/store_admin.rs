@@ -13,13 +13,13 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::rc::Rc;
 
-use cronslot_runtime::admin::{self, AdminRequest, AdminRoute, Reply};
 use cronslot_core::coord::exec::block_on;
 use cronslot_core::coord::{
     CasCoordinator, Claim, CoordError, Coordinator, FailOutcome, JobError, MemoryStore, StateStore,
     Trigger, encode_state, repair_wake,
 };
 use cronslot_core::manifest::{JobSpec, Manifest, parse_manifest};
+use cronslot_runtime::admin::{self, AdminRequest, AdminRoute, Reply};
 use cronslot_runtime::{Jobs, Platform, VirtualPlatform};
 use jiff::{SignedDuration, Timestamp};
 use serde_json::Value;

@@ -194,10 +194,7 @@ fn unknown_job(manifest: &Manifest, name: &str) -> Reply {
     Reply::error(
         404,
         ErrorKind::NotFound,
-        format!(
-            "no job {:?} in the manifest; {known}",
-            printable(name)
-        ),
+        format!("no job {:?} in the manifest; {known}", printable(name)),
     )
 }
 

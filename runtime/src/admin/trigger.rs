@@ -3,11 +3,11 @@
 
 use std::rc::Rc;
 
+use crate::{Jobs, Outcome, Platform, RunReport, run_lease};
 use cronslot_core::coord::{
     Claim, CoordError, Coordinator, FailOutcome, Idle, Lease, SlotId, Trigger,
 };
 use cronslot_core::manifest::JobSpec;
-use crate::{Jobs, Outcome, Platform, RunReport, run_lease};
 
 use super::execute::coord_error;
 use super::{Reply, TriggerDoc, TriggerKind};

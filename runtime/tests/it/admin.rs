@@ -5,17 +5,17 @@
 use std::rc::Rc;
 use std::sync::{Arc, Mutex};
 
-use cronslot_runtime::admin::{
-    self, AdminRequest, AdminRoute, BackfillDoc, DlqDoc, ErrorDoc, ErrorKind, HealthDoc,
-    HealthState, PROMETHEUS, PauseDoc, RedriveDoc, Reply, StatusDoc, StatusFormat, TriggerDoc,
-    TriggerKind, TriggerOutcome,
-};
 use cronslot_core::coord::exec::block_on;
 use cronslot_core::coord::{
     CasCoordinator, Claim, Coordinator, FailOutcome, Idle, JobError, MemoryStore, Trigger,
 };
 use cronslot_core::health::Health;
 use cronslot_core::manifest::{JobSpec, Manifest, parse_manifest};
+use cronslot_runtime::admin::{
+    self, AdminRequest, AdminRoute, BackfillDoc, DlqDoc, ErrorDoc, ErrorKind, HealthDoc,
+    HealthState, PROMETHEUS, PauseDoc, RedriveDoc, Reply, StatusDoc, StatusFormat, TriggerDoc,
+    TriggerKind, TriggerOutcome,
+};
 use cronslot_runtime::{Jobs, Platform, VirtualPlatform};
 use jiff::Timestamp;
 use proptest::prelude::*;
