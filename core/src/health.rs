@@ -78,6 +78,46 @@ pub fn next_slot(spec: &JobSpec, after: Timestamp) -> Option<Timestamp> {
         .filter(|s| spec.end_at.is_none_or(|end| *s < end))
 }
 
+/// How long a slot may wait to be taken before its job counts as late:
+/// a minute's tick, plus the job's skew margin.
+pub const LATE_AFTER: Duration = Duration::from_secs(60);
+
+/// Since when the job is late: a slot of it is due and unclaimed, and no
+/// slot has been claimed since the first one after its newest claimed (or
+/// dead, or waiting) slot came due, [`LATE_AFTER`] plus the skew margin
+/// ago. `None` when the job is paused or not late.
+///
+/// `state` is the record as `Coordinator::status` returns it, brought up
+/// to `now`: under `catch_up = "latest"` or `"all"` a due slot stays to be
+/// taken, so an untaken slot at or before `now` means nothing is claiming
+/// (the scheduler, the tick or every runner is down). Staleness says a job
+/// has not *succeeded* for too long; lateness says nothing has *claimed*
+/// its slots. Under `catch_up = "none"`, or past `starting_deadline`, the
+/// status has already given such slots their fate (missed), and the job
+/// shows stale in time instead.
+pub fn late_since(spec: &JobSpec, state: &JobState, now: Timestamp) -> Option<Timestamp> {
+    if state.paused {
+        return None;
+    }
+    let untaken = next_slot(spec, state.cursor)?;
+    if untaken > now {
+        return None;
+    }
+    let newest_taken = state
+        .history
+        .iter()
+        .map(|r| r.slot)
+        .chain(state.leases.iter().map(|l| l.slot))
+        .chain(state.pending.iter().map(|p| p.slot))
+        .chain(state.dead.iter().map(|d| d.slot))
+        .max()
+        .unwrap_or(state.created_at)
+        .max(state.created_at);
+    let since = next_slot(spec, newest_taken)?.min(untaken);
+    let grace = LATE_AFTER.saturating_add(spec.skew_margin);
+    (add_std(since, grace) <= now).then_some(since)
+}
+
 fn add_std(t: Timestamp, d: Duration) -> Timestamp {
     SignedDuration::try_from(d)
         .ok()

@@ -235,6 +235,17 @@ async fn respond<S: RunnerStore>(
     } else {
         let token = server.secrets.admin.as_deref();
         match admin::route(admin::DEFAULT_PREFIX, &server.manifest, &request, token) {
+            None if path == "/" && method == "GET" => {
+                // The dashboard is the one page to send a browser to.
+                let mut to = Reply::error(
+                    308,
+                    ErrorKind::NotFound,
+                    format!("the dashboard is at {}/", admin::DEFAULT_PREFIX),
+                );
+                to.headers
+                    .push(("Location".into(), format!("{}/", admin::DEFAULT_PREFIX)));
+                return reply(to);
+            }
             None => {
                 return reply(Reply::error(
                     404,

@@ -161,6 +161,40 @@ fn serve_answers_the_admin_routes_and_ticks_over_http() {
         call(port, "GET", "/elsewhere", Some(ADMIN_TOKEN)).status,
         404
     );
+    // The dashboard needs no token (its data does), under a strict policy.
+    let root = call(port, "GET", "/", None);
+    assert_eq!(root.status, 308);
+    assert_eq!(root.header("location"), Some("/cronslot/"));
+    let page = call(port, "GET", "/cronslot/", None);
+    assert_eq!(page.status, 200, "{page:?}");
+    assert_eq!(
+        page.header("content-type"),
+        Some("text/html; charset=utf-8")
+    );
+    assert!(
+        page.header("content-security-policy")
+            .is_some_and(|p| p.contains("script-src 'self'")),
+        "{page:?}"
+    );
+    assert!(page.body.contains("/cronslot/dashboard.js"), "{page:?}");
+    let script = call(port, "GET", "/cronslot/dashboard.js", None);
+    assert_eq!(script.status, 200);
+    assert!(script.body.contains("sessionStorage"));
+    assert_eq!(
+        call(port, "GET", "/cronslot/jobs/report/next", None).status,
+        401
+    );
+    let next = call(
+        port,
+        "GET",
+        "/cronslot/jobs/report/next?count=2",
+        Some(ADMIN_TOKEN),
+    );
+    assert_eq!(
+        json(&next)["slots"].as_array().map(Vec::len),
+        Some(2),
+        "{next:?}"
+    );
 
     // A tick runs both due slots: one succeeds, one is dead at once.
     let tick = call(port, "POST", "/cronslot/tick", Some(TICK_SECRET));

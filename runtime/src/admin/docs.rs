@@ -26,6 +26,18 @@ pub struct StatusDoc {
 pub struct JobReport {
     /// The job's name.
     pub job: String,
+    /// The cron expression as the manifest writes it. (Absent from a
+    /// Worker older than the dashboard, as are `timezone`, `explanation`
+    /// and `late_since`.)
+    #[serde(default)]
+    pub schedule: String,
+    /// The IANA zone the expression is read in.
+    #[serde(default)]
+    pub timezone: String,
+    /// The schedule in plain English ("At 09:00, Monday through Friday,
+    /// America/New_York"), as `cronslot explain` writes it.
+    #[serde(default)]
+    pub explanation: String,
     /// False when the store has no record of the job yet (no tick has
     /// planned it); `record` is then the record a first tick would create.
     pub recorded: bool,
@@ -51,6 +63,12 @@ pub struct JobReport {
     /// The next slot after `now` in the job's active window.
     #[serde(with = "cronslot_core::instant::text::option")]
     pub next_slot: Option<Timestamp>,
+    /// The oldest slot overdue and not taken yet (nothing claimed it a
+    /// minute and the skew margin after its time: the scheduler, the tick
+    /// or every runner is down); `null`: the job is not late
+    /// (`cronslot_core::health::late_since`).
+    #[serde(default, with = "cronslot_core::instant::text::option")]
+    pub late_since: Option<Timestamp>,
     /// Runs holding a lease now.
     pub live_leases: usize,
     /// The highest fence issued.
@@ -162,6 +180,41 @@ pub struct DlqEntry {
     /// `slot`, `attempts`, `last_error`, `fence`, `died_at`, `checkpoint`.
     #[serde(flatten)]
     pub letter: DeadLetter,
+}
+
+/// `GET {p}/jobs/{job}/next`: the job's next slots after `now`, from the
+/// manifest alone (the store is not read).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NextDoc {
+    /// The job's name.
+    pub job: String,
+    /// The instant the slots follow (the server's clock).
+    #[serde(with = "cronslot_core::instant::text")]
+    pub now: Timestamp,
+    /// The IANA zone of the schedule.
+    pub timezone: String,
+    /// How the schedule behaves at DST transitions, in one sentence;
+    /// `null` in zones without DST.
+    pub dst: Option<String>,
+    /// The slots, oldest first, inside the job's active window.
+    pub slots: Vec<NextSlot>,
+}
+
+/// One slot of [`NextDoc`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NextSlot {
+    /// The slot's instant.
+    #[serde(with = "cronslot_core::instant::text")]
+    pub slot: Timestamp,
+    /// The wall-clock time the expression matched, `YYYY-MM-DDTHH:MM`
+    /// (for a slot shifted out of a DST gap, the time in the gap).
+    pub local: String,
+    /// The zone's offset from UTC at the slot, in seconds.
+    pub offset_seconds: i32,
+    /// `regular`, `shifted_from_gap` (its wall-clock time does not exist
+    /// that day: it runs at the first instant after the gap) or
+    /// `second_pass` (the second pass through a repeated hour).
+    pub kind: String,
 }
 
 /// `POST {p}/jobs/{job}/redrive`: the slots sent back to run (empty when

@@ -5,15 +5,17 @@ use std::collections::BTreeMap;
 use cronslot_core::coord::{
     CoordError, Coordinator, JobState, MissReason, SkipReason, SlotId, StoreErrorKind,
 };
+use cronslot_core::explain::{explain_cron, explain_dst};
 use cronslot_core::health::{self, Health};
 use cronslot_core::manifest::{JobName, JobSpec, Manifest};
+use cronslot_core::schedule::SlotKind;
 use jiff::Timestamp;
 
 use super::metrics::prometheus_text;
 use super::{
     AdminRoute, BackfillDoc, DlqDoc, DlqEntry, ErrorDoc, ErrorKind, HealthDoc, HealthState,
-    JobErrorDoc, JobReport, PROMETHEUS, PauseDoc, RedriveDoc, Reply, StaleJob, StatusDoc,
-    StatusFormat, UncheckedJob,
+    JobErrorDoc, JobReport, NextDoc, NextSlot, PROMETHEUS, PauseDoc, RedriveDoc, Reply, StaleJob,
+    StatusDoc, StatusFormat, UncheckedJob,
 };
 
 /// Runs every route but [`AdminRoute::Trigger`] (the Worker runs the job
@@ -148,6 +150,11 @@ async fn run<C: Coordinator>(
                 },
             ))
         }
+        AdminRoute::Next { job, count } => {
+            let spec = one(manifest, job)?;
+            Ok(Reply::json(200, &next_doc(spec, now, *count)))
+        }
+        AdminRoute::Dashboard(asset) => Ok(asset.reply()),
         AdminRoute::Trigger { job } => Err(Reply::error(
             500,
             ErrorKind::Internal,
@@ -165,6 +172,47 @@ async fn run<C: Coordinator>(
     }
 }
 
+/// The job's next `count` slots after `now` with their DST marks.
+fn next_doc(spec: &JobSpec, now: Timestamp, count: usize) -> NextDoc {
+    let zone = spec.schedule.zone();
+    let from = match spec.start_at {
+        Some(start) if start > now => start
+            .checked_sub(jiff::SignedDuration::from_nanos(1))
+            .unwrap_or(start),
+        _ => now,
+    };
+    let slots = spec
+        .schedule
+        .iter_after(from)
+        .take_while(|o| spec.end_at.is_none_or(|end| o.instant < end))
+        .take(count)
+        .map(|o| {
+            let c = o.local;
+            NextSlot {
+                slot: o.instant,
+                local: format!(
+                    "{:04}-{:02}-{:02}T{:02}:{:02}",
+                    c.year, c.month, c.day, c.hour, c.minute
+                ),
+                offset_seconds: zone.offset_at(o.instant.as_second()),
+                kind: match o.kind {
+                    SlotKind::Regular => "regular",
+                    SlotKind::ShiftedFromGap => "shifted_from_gap",
+                    SlotKind::SecondPass => "second_pass",
+                }
+                .to_string(),
+            }
+        })
+        .collect();
+    NextDoc {
+        job: spec.name.as_str().to_string(),
+        now,
+        timezone: spec.timezone.clone(),
+        dst: explain_dst(&spec.schedule),
+        slots,
+    }
+}
+
 /// The summary of one job from its record (as `Coordinator::status`
 /// returns it at `now`).
 pub fn job_report(spec: &JobSpec, state: JobState, now: Timestamp) -> JobReport {
@@ -172,6 +220,9 @@ pub fn job_report(spec: &JobSpec, state: JobState, now: Timestamp) -> JobReport 
     let c = &state.counters;
     JobReport {
         job: spec.name.as_str().to_string(),
+        schedule: spec.schedule_text.clone(),
+        timezone: spec.timezone.clone(),
+        explanation: explain_cron(spec.schedule.cron()),
         recorded: recorded(spec, &state, now),
         paused: state.paused,
         health: verdict.health,
@@ -181,6 +232,7 @@ pub fn job_report(spec: &JobSpec, state: JobState, now: Timestamp) -> JobReport 
         last_success: state.last_success.as_ref().map(|r| r.finished_at),
         last_success_slot: state.last_success.as_ref().map(|r| r.slot),
         next_slot: health::next_slot(spec, now),
+        late_since: health::late_since(spec, &state, now),
         live_leases: state.leases.len(),
         fence: state.fence,
         pending: state.pending.len(),

@@ -43,6 +43,7 @@
 //! Nothing panics on any input.
 
 mod auth;
+mod dashboard;
 mod docs;
 mod execute;
 mod metrics;
@@ -56,10 +57,11 @@ use jiff::Timestamp;
 use serde::Serialize;
 
 pub use auth::{ADMIN, BearerSecret, TICK, TICK_SECRET, authorize_bearer, token_matches};
+pub use dashboard::{Asset, CONTENT_SECURITY_POLICY, CSS, HTML, JAVASCRIPT};
 pub use docs::{
     BackfillDoc, DlqDoc, DlqEntry, ErrorDoc, ErrorKind, HealthDoc, HealthState, JobErrorDoc,
-    JobReport, PauseDoc, RedriveDoc, RepairDoc, RepairedJob, StaleJob, StatusDoc, TriggerDoc,
-    TriggerKind, UncheckedJob,
+    JobReport, NextDoc, NextSlot, PauseDoc, RedriveDoc, RepairDoc, RepairedJob, StaleJob,
+    StatusDoc, TriggerDoc, TriggerKind, UncheckedJob,
 };
 pub use execute::{execute, job_report};
 pub use metrics::prometheus_text;
@@ -69,6 +71,12 @@ pub use trigger::{TriggerOutcome, trigger_outcome, trigger_reply, trigger_run};
 
 /// Where the routes live unless the Worker says otherwise.
 pub const DEFAULT_PREFIX: &str = "/cronslot";
+
+/// Slots `GET {p}/jobs/{job}/next` lists unless `count` says otherwise.
+pub const DEFAULT_NEXT: usize = 10;
+
+/// The most slots `GET {p}/jobs/{job}/next` lists.
+pub const MAX_NEXT: usize = 50;
 
 /// The Worker secret holding the admin token.
 pub const TOKEN_SECRET: &str = "CRONSLOT_ADMIN_TOKEN";
@@ -234,6 +242,18 @@ pub enum AdminRoute {
         /// The job.
         job: JobName,
     },
+    /// `GET {p}/jobs/{job}/next`: the job's next slots with their DST
+    /// marks, from the manifest alone.
+    Next {
+        /// The job.
+        job: JobName,
+        /// How many slots (1..=[`MAX_NEXT`]).
+        count: usize,
+    },
+    /// `GET {p}/` and its assets: the dashboard. No token: the page holds
+    /// no data (it asks for the token and sends it with each request to
+    /// the data routes).
+    Dashboard(Asset),
     /// `POST {p}/repair`: one page of the repair sweep; the Worker serves
     /// it with [`repair_page`] over its objects. [`execute`] does not.
     Repair {
@@ -247,12 +267,13 @@ impl AdminRoute {
     /// The job the route is about, if it names one.
     pub fn job(&self) -> Option<&JobName> {
         match self {
-            AdminRoute::Health | AdminRoute::Repair { .. } => None,
+            AdminRoute::Health | AdminRoute::Repair { .. } | AdminRoute::Dashboard(_) => None,
             AdminRoute::Status { job, .. } | AdminRoute::Dlq { job } => job.as_ref(),
             AdminRoute::Redrive { job, .. }
             | AdminRoute::Pause { job }
             | AdminRoute::Resume { job }
             | AdminRoute::Backfill { job, .. }
+            | AdminRoute::Next { job, .. }
             | AdminRoute::Trigger { job } => Some(job),
         }
     }

@@ -8,8 +8,11 @@ use cronslot_core::manifest::{JobName, Manifest};
 use jiff::Timestamp;
 
 use super::auth::authorize;
+use super::dashboard::Asset;
 use super::query::{bad_parameter, parse_query, percent_decode, printable};
-use super::{AdminRequest, AdminRoute, ErrorDoc, ErrorKind, Reply, StatusFormat};
+use super::{
+    AdminRequest, AdminRoute, DEFAULT_NEXT, ErrorDoc, ErrorKind, MAX_NEXT, Reply, StatusFormat,
+};
 
 /// Recognises an admin request.
 ///
@@ -54,12 +57,18 @@ pub fn route(
     } else {
         rest.split('/').collect()
     };
-    Some(recognise(manifest, req, &segments, query, token))
+    let base = if prefix.is_empty() || prefix.starts_with('/') {
+        prefix.to_string()
+    } else {
+        format!("/{prefix}")
+    };
+    Some(recognise(manifest, req, &segments, query, token, &base))
 }
 
 /// The routes' paths, for 404 messages.
-const ROUTES: &str = "GET health, GET status, GET metrics, GET dlq, \
-                      POST jobs/{job}/redrive|pause|resume|backfill|trigger, POST repair";
+const ROUTES: &str = "GET / (the dashboard), GET health, GET status, GET metrics, GET dlq, \
+                      GET jobs/{job}/next, POST jobs/{job}/redrive|pause|resume|backfill|trigger, \
+                      POST repair";
 
 fn recognise(
     manifest: &Manifest,
@@ -67,14 +76,41 @@ fn recognise(
     segments: &[&str],
     query: Option<&str>,
     token: Option<&str>,
+    base: &str,
 ) -> Result<AdminRoute, Reply> {
     if segments == ["health"] {
         allow(req.method, "GET")?;
         parse_query(query, &[])?;
         return Ok(AdminRoute::Health);
     }
+    if let Some(asset) = Asset::named(segments, base) {
+        // The dashboard's files hold no data: served without a token.
+        allow(req.method, "GET")?;
+        return Ok(AdminRoute::Dashboard(asset));
+    }
     authorize(req.authorization, token)?;
     match segments {
+        ["jobs", raw_job, "next"] => {
+            allow(req.method, "GET")?;
+            let job = job_segment(manifest, raw_job)?;
+            let params = parse_query(query, &["count"])?;
+            let count = match params.get("count") {
+                None => DEFAULT_NEXT,
+                Some(raw) => match raw.parse::<usize>() {
+                    Ok(n) if (1..=MAX_NEXT).contains(&n) => n,
+                    _ => {
+                        return Err(bad_parameter(
+                            "count",
+                            format!(
+                                "count {:?} is not a whole number from 1 to {MAX_NEXT}",
+                                printable(raw)
+                            ),
+                        ));
+                    }
+                },
+            };
+            Ok(AdminRoute::Next { job, count })
+        }
         ["status"] | ["metrics"] => {
             allow(req.method, "GET")?;
             let params = parse_query(query, &["job"])?;

@@ -361,9 +361,9 @@ fn wrong_methods_are_405_with_allow() {
 fn unknown_routes_and_jobs_are_404() {
     let m = manifest();
     for (method, path, query) in [
-        ("GET", "/cronslot", None),
-        ("GET", "/cronslot/", None),
         ("GET", "/cronslot/nope", None),
+        ("GET", "/cronslot/dashboard.js/x", None),
+        ("GET", "/cronslot/jobs/nope/next", None),
         ("POST", "/cronslot/jobs/every", None),
         ("POST", "/cronslot/jobs/every/explode", None),
         ("POST", "/cronslot/jobs/nope/pause", None),
@@ -495,6 +495,7 @@ fn protected_routes_need_the_token() {
         ("GET", "/cronslot/dlq"),
         ("POST", "/cronslot/jobs/every/pause"),
         ("POST", "/cronslot/jobs/every/trigger"),
+        ("GET", "/cronslot/jobs/every/next"),
         // Unknown routes and jobs too: nothing is revealed without it.
         ("GET", "/cronslot/nope"),
         ("POST", "/cronslot/jobs/nope/pause"),
@@ -1136,6 +1137,9 @@ fn path() -> impl Strategy<Value = String> {
         Just("resume".to_string()),
         Just("backfill".to_string()),
         Just("trigger".to_string()),
+        Just("next".to_string()),
+        Just("dashboard.js".to_string()),
+        Just("dashboard.css".to_string()),
         Just("".to_string()),
         Just("%".to_string()),
         "[a-z%0-9]{0,6}",
@@ -1312,4 +1316,191 @@ fn repair_pages_through_the_jobs_in_name_order() {
         "{}",
         e.message
     );
+}
+
+// ------------------------------------------------------------- dashboard
+
+/// The dashboard's files need no token (they hold no data) and come with
+/// a policy that allows only their own script and style; the data they
+/// show still needs it.
+#[test]
+fn the_dashboard_is_served_without_a_token_under_a_strict_policy() {
+    let m = manifest();
+    let c = coord();
+    for (path, kind) in [
+        ("/cronslot", admin::HTML),
+        ("/cronslot/", admin::HTML),
+        ("/cronslot/dashboard.js", admin::JAVASCRIPT),
+        ("/cronslot/dashboard.css", admin::CSS),
+    ] {
+        for token in [None, Some(TOKEN)] {
+            let route = match admin::route(P, &m, &req("GET", path, None, None), token) {
+                Some(Ok(route)) => route,
+                other => panic!("{path}: {other:?}"),
+            };
+            let reply = block_on(admin::execute(&route, &m, &c, at(NOW)));
+            assert_eq!(reply.status, 200, "{path}");
+            assert_eq!(reply.content_type, kind, "{path}");
+            assert_eq!(
+                reply.header("Content-Security-Policy"),
+                Some(admin::CONTENT_SECURITY_POLICY)
+            );
+            assert_eq!(reply.header("X-Content-Type-Options"), Some("nosniff"));
+            assert_eq!(reply.header("X-Frame-Options"), Some("DENY"));
+            assert!(!reply.body.contains(TOKEN));
+        }
+    }
+    let policy = admin::CONTENT_SECURITY_POLICY;
+    assert!(policy.contains("script-src 'self';") && policy.contains("style-src 'self';"));
+    assert!(
+        !policy.contains("unsafe") && !policy.contains("http"),
+        "{policy}"
+    );
+    // The page loads its files from the prefix it is served under, and
+    // has no inline script or style (the policy would refuse them).
+    let page = |prefix: &str, path: &str| match admin::route(
+        prefix,
+        &m,
+        &req("GET", path, None, None),
+        None,
+    ) {
+        Some(Ok(route)) => block_on(admin::execute(&route, &m, &c, at(NOW))).body,
+        other => panic!("{prefix} {path}: {other:?}"),
+    };
+    let html = page("ops/cron", "/ops/cron/");
+    assert!(html.contains(r#"src="/ops/cron/dashboard.js""#), "{html}");
+    assert!(html.contains(r#"href="/ops/cron/dashboard.css""#), "{html}");
+    assert!(html.contains(r#"data-base="/ops/cron""#), "{html}");
+    assert!(!html.contains("<script>") && !html.contains("<style") && !html.contains("style="));
+    let html = page("", "/");
+    assert!(html.contains(r#"src="/dashboard.js""#), "{html}");
+    // A prefix with markup in it is escaped, not injected.
+    let html = page("/a\"<b>", "/a\"<b>/");
+    assert!(html.contains("/a&quot;&lt;b&gt;/dashboard.js"), "{html}");
+    // Only GET.
+    let reply = refused(&m, req("POST", "/cronslot/", None, None), None);
+    assert_eq!(reply.status, 405);
+    // The script keeps the token in sessionStorage and never in a URL.
+    let script = page(P, "/cronslot/dashboard.js");
+    assert!(script.contains("sessionStorage"));
+    assert!(!script.contains("localStorage") && !script.contains("innerHTML"));
+    assert!(!script.contains("?token") && !script.contains("&token"));
+}
+
+/// `GET {p}/jobs/{job}/next`: the next slots from the manifest, with the
+/// DST marks of a zone's transitions.
+#[test]
+fn next_lists_slots_with_their_dst_marks() {
+    let m = parse_manifest(
+        r#"
+[[job]]
+name = "nightly"
+schedule = "30 2 * * *"
+timezone = "America/New_York"
+
+[[job]]
+name = "utc"
+schedule = "0 * * * *"
+"#,
+        "cronslot.toml",
+    )
+    .unwrap();
+    let c = coord();
+    // 2026-03-08 is New York's spring-forward day: 02:30 does not exist.
+    let reply = call(
+        &c,
+        &m,
+        "GET",
+        "/cronslot/jobs/nightly/next",
+        Some("count=3"),
+        "2026-03-07T06:00:00Z",
+    );
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    let doc: admin::NextDoc = body(&reply);
+    assert_eq!(doc.timezone, "America/New_York");
+    assert!(
+        doc.dst.as_deref().is_some_and(|d| d.contains("gap")),
+        "{doc:?}"
+    );
+    let kinds: Vec<(&str, &str, i32)> = doc
+        .slots
+        .iter()
+        .map(|s| (s.local.as_str(), s.kind.as_str(), s.offset_seconds))
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            ("2026-03-07T02:30", "regular", -5 * 3600),
+            ("2026-03-08T02:30", "shifted_from_gap", -4 * 3600),
+            ("2026-03-09T02:30", "regular", -4 * 3600),
+        ]
+    );
+    assert_eq!(doc.slots[0].slot, at("2026-03-07T07:30:00Z"));
+    assert_eq!(doc.slots[1].slot, at("2026-03-08T07:00:00Z"));
+    // UTC: no DST sentence; the default count.
+    let doc: admin::NextDoc = body(&call(&c, &m, "GET", "/cronslot/jobs/utc/next", None, NOW));
+    assert_eq!(doc.dst, None);
+    assert_eq!(doc.slots.len(), admin::DEFAULT_NEXT);
+    // A count out of range names the parameter.
+    for bad in ["count=0", "count=51", "count=many", "count=-1"] {
+        let reply = call(&c, &m, "GET", "/cronslot/jobs/utc/next", Some(bad), NOW);
+        assert_eq!(reply.status, 400, "{bad}");
+        assert_eq!(error(&reply).parameter.as_deref(), Some("count"), "{bad}");
+    }
+}
+
+/// Status names each job's schedule in words, and a job whose due slot
+/// nobody claimed is late (the scheduler is down), until a claim takes it.
+#[test]
+fn status_explains_schedules_and_shows_late_jobs() {
+    let m = manifest();
+    let c = seeded(&m);
+    let doc: StatusDoc = body(&call(&c, &m, "GET", "/cronslot/status", None, NOW));
+    let daily = doc.jobs.iter().find(|j| j.job == "daily").unwrap();
+    assert_eq!(daily.schedule, "0 9 * * *");
+    assert_eq!(daily.timezone, "America/New_York");
+    assert!(
+        daily.explanation.starts_with("At 09:00"),
+        "{}",
+        daily.explanation
+    );
+    assert!(doc.jobs.iter().all(|j| j.late_since.is_none()), "{doc:?}");
+    // Three minutes on and nothing has claimed `every`'s 12:01 slot.
+    let late = "2026-03-08T12:03:30Z";
+    let doc: StatusDoc = body(&call(
+        &c,
+        &m,
+        "GET",
+        "/cronslot/status",
+        Some("job=every"),
+        late,
+    ));
+    assert_eq!(
+        doc.jobs[0].late_since,
+        Some(at("2026-03-08T12:01:00Z")),
+        "{doc:?}"
+    );
+    // Paused jobs are never late.
+    let doc: StatusDoc = body(&call(
+        &c,
+        &m,
+        "GET",
+        "/cronslot/status",
+        Some("job=sleepy"),
+        late,
+    ));
+    assert_eq!(doc.jobs[0].late_since, None);
+    // A claim takes the slot: not late any more.
+    let every = spec(&m, "every");
+    let claim = block_on(c.claim(every, at(late), Trigger::Tick, "w")).unwrap();
+    assert!(matches!(claim, Claim::Claimed(_)), "{claim:?}");
+    let doc: StatusDoc = body(&call(
+        &c,
+        &m,
+        "GET",
+        "/cronslot/status",
+        Some("job=every"),
+        late,
+    ));
+    assert_eq!(doc.jobs[0].late_since, None, "{doc:?}");
 }

@@ -1,0 +1,256 @@
+// The cronslot dashboard: reads the admin routes' JSON and posts their
+// actions, with the bearer token from this tab's sessionStorage. Data is
+// only ever written with textContent, never parsed as HTML.
+"use strict";
+(function () {
+  const base = document.body.dataset.base || "";
+  const KEY = "cronslot-admin-token";
+  const REFRESH_MS = 15000;
+  const $ = (id) => document.getElementById(id);
+  const view = $("view");
+
+  function el(tag, attrs, ...kids) {
+    const e = document.createElement(tag);
+    for (const [k, v] of Object.entries(attrs || {})) {
+      if (v === undefined || v === null || v === false) continue;
+      if (k.startsWith("on")) e.addEventListener(k.slice(2), v);
+      else e.setAttribute(k, v === true ? "" : v);
+    }
+    for (const kid of kids.flat()) {
+      if (kid === undefined || kid === null || kid === false) continue;
+      e.append(kid instanceof Node ? kid : String(kid));
+    }
+    return e;
+  }
+  const token = () => sessionStorage.getItem(KEY);
+
+  class Unauthorized extends Error {}
+
+  async function api(method, path) {
+    const t = token();
+    if (!t) throw new Unauthorized("no token");
+    const r = await fetch(base + path, {
+      method,
+      headers: { Authorization: "Bearer " + t },
+      cache: "no-store",
+      credentials: "omit",
+      referrerPolicy: "no-referrer",
+    });
+    let body = null;
+    try { body = await r.json(); } catch (_) { /* not JSON */ }
+    if (r.status === 401) throw new Unauthorized((body && body.message) || "unauthorized");
+    if (!body) throw new Error(method + " " + path + ": HTTP " + r.status);
+    return { status: r.status, body };
+  }
+
+  // Time.
+  const ms = (t) => (t ? Date.parse(t) : NaN);
+  function ago(t, now) {
+    const s = Math.round((now - ms(t)) / 1000);
+    if (!isFinite(s)) return "";
+    const a = Math.abs(s);
+    const span = a < 90 ? a + "s" : a < 5400 ? Math.round(a / 60) + "m" : a < 172800 ? Math.round(a / 3600) + "h" : Math.round(a / 86400) + "d";
+    return s >= 0 ? span + " ago" : "in " + span;
+  }
+  function inZone(t, zone) {
+    try {
+      return new Intl.DateTimeFormat("en-CA", {
+        timeZone: zone || "UTC", year: "numeric", month: "2-digit", day: "2-digit",
+        hour: "2-digit", minute: "2-digit", hour12: false, timeZoneName: "short",
+      }).format(new Date(ms(t)));
+    } catch (_) { return t; }
+  }
+  const when = (t, zone, now) => (t ? [inZone(t, zone), el("span", { class: "sub" }, ago(t, now))] : "—");
+  function duration(msSpan) {
+    if (!isFinite(msSpan)) return "—";
+    const s = msSpan / 1000;
+    return s < 1 ? Math.round(msSpan) + " ms" : s < 120 ? s.toFixed(1) + " s" : Math.round(s / 60) + " min";
+  }
+
+  // Health: paused, late, stale, never ran, ok.
+  function health(j) {
+    if (j.paused) return "paused";
+    if (j.late_since) return "late";
+    if (j.stale) return "stale";
+    if (!j.last_success) return "never ran";
+    return "ok";
+  }
+  const badge = (text) => el("span", { class: "badge b-" + text.replace(/ /g, "-") }, text);
+  function lastLag(rec) {
+    const h = (rec && rec.history) || [];
+    const last = h[h.length - 1];
+    return last ? ms(last.started_at) - ms(last.slot) : NaN;
+  }
+  const jobLink = (name) => el("a", { href: "#/job/" + encodeURIComponent(name) }, name);
+  const cell = (label, ...kids) => el("td", { "data-label": label }, ...kids);
+
+  function notice(text) { $("notice").textContent = text || ""; }
+
+  async function act(question, method, path, after) {
+    if (!window.confirm(question)) return;
+    try {
+      const { status, body } = await api(method, path);
+      notice((body.message || (status < 300 ? "Done." : "Failed: HTTP " + status)) + "");
+      if (after) after(body);
+    } catch (e) { fail(e); }
+    render();
+  }
+
+  // Views.
+  async function jobsView() {
+    const { body: s } = await api("GET", "/status");
+    const now = ms(s.now);
+    const rows = s.jobs.map((j) => el("tr", { "data-job": j.job },
+      cell("Job", jobLink(j.job)),
+      cell("Schedule", el("code", {}, j.schedule), el("span", { class: "sub" }, j.explanation + (j.timezone ? ", " + j.timezone : ""))),
+      cell("Health", badge(health(j))),
+      cell("Last success", when(j.last_success, j.timezone, now)),
+      cell("Next slot", when(j.next_slot, j.timezone, now)),
+      cell("Lag of last run", duration(lastLag(j.record))),
+      cell("Live leases", j.live_leases),
+      cell("Dead letters", j.dead_letters ? el("a", { href: "#/dlq" }, j.dead_letters) : "0"),
+    ));
+    return [
+      el("h1", {}, "Jobs (" + s.jobs.length + ")"),
+      el("table", { id: "jobs" },
+        el("thead", {}, el("tr", {}, ["Job", "Schedule", "Health", "Last success", "Next slot", "Lag of last run", "Live leases", "Dead letters"].map((h) => el("th", {}, h)))),
+        el("tbody", {}, rows)),
+    ];
+  }
+
+  function timeline(rec, zone, now) {
+    const rows = [];
+    for (const l of rec.leases || []) rows.push({ slot: l.slot, fate: "running", detail: "attempt " + l.attempt + ", fence " + l.fence + ", " + l.owner + ", lease until " + inZone(l.expires_at, zone) });
+    for (const p of rec.pending || []) rows.push({ slot: p.slot, fate: "retrying", detail: "attempt " + p.attempt + " not before " + inZone(p.not_before, zone) + (p.last_error ? ": " + p.last_error : "") + (p.origin && p.origin !== "schedule" ? " (" + p.origin + ")" : "") });
+    for (const d of rec.dead || []) rows.push({ slot: d.slot, fate: "dead", detail: d.attempts + " attempts, fence " + d.fence + ": " + d.last_error });
+    for (const r of rec.history || []) {
+      let fate = r.outcome;
+      if (fate === "lease_expired") fate = "expired";
+      else if (fate === "failed") fate = r.permanent ? "failed" : "retried";
+      rows.push({ slot: r.slot, fate, detail: "attempt " + r.attempt + ", fence " + r.fence + ", " + r.owner + ", " + duration(ms(r.finished_at) - ms(r.started_at)) + (r.error ? ": " + r.error : r.result ? ": " + r.result : "") });
+    }
+    rows.sort((a, b) => ms(b.slot) - ms(a.slot));
+    if (!rows.length) return el("p", {}, "No runs recorded yet.");
+    return el("table", { id: "timeline" },
+      el("thead", {}, el("tr", {}, ["Slot", "Fate", "Detail"].map((h) => el("th", {}, h)))),
+      el("tbody", {}, rows.map((r) => el("tr", {}, cell("Slot", when(r.slot, zone, now)), cell("Fate", badge(r.fate)), cell("Detail", r.detail))))));
+  }
+
+  function counts(title, byReason, cls) {
+    const chips = Object.entries(byReason || {}).filter(([, n]) => n > 0).map(([reason, n]) => el("span", {}, badge(cls), " " + reason.replace(/_/g, " ") + ": " + n));
+    return chips.length ? [el("h2", {}, title), el("p", { class: "chips" }, chips)] : [];
+  }
+
+  async function jobView(name) {
+    const q = encodeURIComponent(name);
+    const [{ body: s }, { body: next }] = await Promise.all([
+      api("GET", "/status?job=" + q),
+      api("GET", "/jobs/" + q + "/next?count=10"),
+    ]);
+    const j = s.jobs[0];
+    const now = ms(s.now);
+    const path = "/jobs/" + q;
+    const from = el("input", { name: "from", placeholder: "from (RFC 3339)", required: true, size: 22 });
+    const to = el("input", { name: "to", placeholder: "to (RFC 3339)", required: true, size: 22 });
+    const backfill = el("form", { id: "backfill", onsubmit: (e) => {
+      e.preventDefault();
+      act("Queue every slot of " + name + " from " + from.value + " to " + to.value + " to run again?", "POST", path + "/backfill?from=" + encodeURIComponent(from.value.trim()) + "&to=" + encodeURIComponent(to.value.trim()));
+    } }, from, to, el("button", { type: "submit" }, "Backfill"));
+    let lastOffset = null;
+    const slots = next.slots.map((n) => {
+      const marks = [];
+      if (n.kind === "shifted_from_gap") marks.push("shifted: " + n.local + " does not exist (DST gap)");
+      if (n.kind === "second_pass") marks.push("second pass of a repeated hour (DST)");
+      if (lastOffset !== null && n.offset_seconds !== lastOffset) marks.push("UTC offset changes before this slot");
+      lastOffset = n.offset_seconds;
+      return el("tr", {}, cell("Slot", when(n.slot, j.timezone, now)), cell("UTC", el("code", {}, n.slot)), cell("DST", marks.length ? badge("late") : "", " " + marks.join("; ")));
+    });
+    return [
+      el("h1", {}, name, " ", badge(health(j))),
+      el("p", {}, el("code", {}, j.schedule), " — " + j.explanation + ", " + j.timezone, next.dst ? el("span", { class: "sub" }, next.dst) : null),
+      j.late_since ? el("p", { class: "error" }, "Late: the slot of " + inZone(j.late_since, j.timezone) + " has not been claimed.") : null,
+      el("div", { class: "actions" },
+        el("button", { id: "trigger", type: "button", onclick: () => act("Run the current slot of " + name + " now?", "POST", path + "/trigger") }, "Trigger now"),
+        j.paused
+          ? el("button", { id: "resume", type: "button", onclick: () => act("Resume " + name + "?", "POST", path + "/resume") }, "Resume")
+          : el("button", { id: "pause", type: "button", class: "danger", onclick: () => act("Pause " + name + "? Its slots are skipped until it is resumed.", "POST", path + "/pause") }, "Pause"),
+        j.dead_letters ? el("button", { id: "redrive-all", type: "button", onclick: () => act("Send all " + j.dead_letters + " dead letters of " + name + " back to run?", "POST", path + "/redrive") }, "Redrive all") : null,
+        backfill),
+      el("p", {}, "Last success: ", when(j.last_success, j.timezone, now), " · runs " + j.runs + ", succeeded " + j.succeeded + ", failed " + j.failed + ", fence " + j.fence),
+      counts("Missed slots", j.missed, "missed"),
+      counts("Skipped slots", j.skipped, "skipped"),
+      el("h2", {}, "Recent slots"),
+      timeline(j.record, j.timezone, now),
+      el("h2", {}, "Next slots"),
+      el("table", { id: "next" }, el("tbody", {}, slots)),
+    ];
+  }
+
+  async function dlqView() {
+    const { body: d } = await api("GET", "/dlq");
+    const now = ms(d.now);
+    const rows = d.dead_letters.map((e) => {
+      const slot = e.slot;
+      const path = "/jobs/" + encodeURIComponent(e.job) + "/redrive?slot=" + encodeURIComponent(slot);
+      return el("tr", { "data-slot-id": e.slot_id },
+        cell("Job", jobLink(e.job)),
+        cell("Slot", when(slot, "UTC", now)),
+        cell("Attempts", e.attempts),
+        cell("Error", e.last_error),
+        cell("", el("button", { type: "button", class: "redrive", onclick: () => act("Send " + e.slot_id + " back to run?", "POST", path) }, "Redrive")));
+    });
+    const jobs = [...new Set(d.dead_letters.map((e) => e.job))];
+    return [
+      el("h1", {}, "Dead letters (" + d.dead_letters.length + ")"),
+      jobs.length ? el("div", { class: "actions" }, jobs.map((job) => el("button", { type: "button", onclick: () => act("Send every dead letter of " + job + " back to run?", "POST", "/jobs/" + encodeURIComponent(job) + "/redrive") }, "Redrive all of " + job))) : null,
+      rows.length
+        ? el("table", { id: "dlq" }, el("thead", {}, el("tr", {}, ["Job", "Slot", "Attempts", "Error", ""].map((h) => el("th", {}, h)))), el("tbody", {}, rows))
+        : el("p", {}, "No dead letters."),
+    ];
+  }
+
+  function fail(e) {
+    if (e instanceof Unauthorized) {
+      sessionStorage.removeItem(KEY);
+      showLogin(e.message === "no token" ? "" : "Signed out: " + e.message);
+    } else {
+      notice(String(e.message || e));
+    }
+  }
+
+  function showLogin(message) {
+    $("login").hidden = false;
+    $("logout").hidden = true;
+    view.replaceChildren();
+    $("login-error").textContent = message || "";
+  }
+
+  let rendering = false;
+  async function render() {
+    if (rendering) return;
+    if (!token()) return showLogin("");
+    rendering = true;
+    try {
+      const h = location.hash || "#/";
+      const nodes = h.startsWith("#/job/") ? await jobView(decodeURIComponent(h.slice(6)))
+        : h === "#/dlq" ? await dlqView() : await jobsView();
+      $("login").hidden = true;
+      $("logout").hidden = false;
+      view.replaceChildren(...nodes.flat().filter(Boolean));
+      $("clock").textContent = "updated " + new Date().toLocaleTimeString();
+    } catch (e) { fail(e); } finally { rendering = false; }
+  }
+
+  $("login").addEventListener("submit", (e) => {
+    e.preventDefault();
+    const t = $("token").value.trim();
+    $("token").value = "";
+    if (t) sessionStorage.setItem(KEY, t);
+    notice("");
+    render();
+  });
+  $("logout").addEventListener("click", () => { sessionStorage.removeItem(KEY); notice(""); showLogin(""); });
+  window.addEventListener("hashchange", () => { notice(""); render(); });
+  setInterval(() => { if (!document.hidden) render(); }, REFRESH_MS);
+  render();
+})();
