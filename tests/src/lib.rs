@@ -11,4 +11,5 @@ pub mod postgres;
 pub mod scale;
 pub mod sim;
 pub mod sim_backends;
+pub mod webdriver;
 pub mod workerd;

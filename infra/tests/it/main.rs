@@ -9,6 +9,7 @@
 
 mod check;
 mod cli;
+mod dashboard;
 mod fleet_pg;
 mod render;
 mod run;

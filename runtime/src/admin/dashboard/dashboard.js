@@ -67,12 +67,12 @@
     return s < 1 ? Math.round(msSpan) + " ms" : s < 120 ? s.toFixed(1) + " s" : Math.round(s / 60) + " min";
   }
 
-  // Health: paused, late, stale, never ran, ok.
+  // Health: paused, late, stale, never ran (or never succeeded), ok.
   function health(j) {
     if (j.paused) return "paused";
     if (j.late_since) return "late";
     if (j.stale) return "stale";
-    if (!j.last_success) return "never ran";
+    if (!j.last_success) return j.runs ? "never succeeded" : "never ran";
     return "ok";
   }
   const badge = (text) => el("span", { class: "badge b-" + text.replace(/ /g, "-") }, text);
@@ -133,7 +133,7 @@
     if (!rows.length) return el("p", {}, "No runs recorded yet.");
     return el("table", { id: "timeline" },
       el("thead", {}, el("tr", {}, ["Slot", "Fate", "Detail"].map((h) => el("th", {}, h)))),
-      el("tbody", {}, rows.map((r) => el("tr", {}, cell("Slot", when(r.slot, zone, now)), cell("Fate", badge(r.fate)), cell("Detail", r.detail))))));
+      el("tbody", {}, rows.map((r) => el("tr", {}, cell("Slot", when(r.slot, zone, now)), cell("Fate", badge(r.fate)), cell("Detail", r.detail)))));
   }
 
   function counts(title, byReason, cls) {

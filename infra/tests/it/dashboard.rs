@@ -1,0 +1,183 @@
+//! The dashboard in a real browser (headless Chromium through
+//! chromedriver), served by `cronslot serve` on SQLite: sign in, see every
+//! job, open a job's timeline, pause and resume, redrive a dead letter and
+//! see the store change, at a desktop's and a phone's width. Screenshots
+//! are kept under `target/` (the test binary's scratch directory).
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use cronslot_tests::webdriver::Browser;
+use serde_json::{Value, json};
+
+use crate::serve::{ADMIN_TOKEN, TICK_SECRET, call, job, json as body_json, serve, stop};
+use crate::tick::{due_store, with_room_in_the_minute};
+
+const JOBS: &str = r#"
+[[job]]
+name = "report"
+schedule = "* * * * *"
+timeout = "20s"
+command = ["sh", "-c", "echo \"$CRONSLOT_SLOT\" >> ran.log"]
+
+[[job]]
+name = "export"
+schedule = "*/5 * * * *"
+timezone = "Europe/Berlin"
+timeout = "20s"
+retry = { max_attempts = 1 }
+command = ["sh", "-c", "echo 'export target unreachable' >&2; exit 3"]
+"#;
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join("dashboard")
+        .join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("scratch dir");
+    dir
+}
+
+/// Saves a screenshot and checks that it shows something: a page with
+/// content compresses far worse than an empty one.
+fn screenshot(browser: &Browser, dir: &Path, name: &str, blank: usize) {
+    let png = browser.screenshot(&dir.join(format!("{name}.png")));
+    assert!(png.starts_with(b"\x89PNG"), "{name}: not a PNG");
+    assert!(
+        png.len() > 3 * blank,
+        "{name}.png looks blank: {} bytes, an empty page {blank}",
+        png.len()
+    );
+}
+
+fn status(port: u16) -> Value {
+    body_json(&call(port, "GET", "/cronslot/status", Some(ADMIN_TOKEN)))
+}
+
+#[test]
+fn the_dashboard_works_in_a_real_browser() {
+    let dir = scratch("browser");
+    // `export` fails at its slot: make it due now, as `report` is.
+    let manifest = JOBS.replace("*/5 * * * *", "* * * * *");
+    let store = due_store(&dir, &manifest);
+    with_room_in_the_minute(Duration::from_secs(50));
+    let (child, port) = serve(
+        &dir,
+        &store,
+        &[],
+        &[
+            ("CRONSLOT_ADMIN_TOKEN", ADMIN_TOKEN),
+            ("CRONSLOT_TICK_SECRET", TICK_SECRET),
+        ],
+    );
+    let tick = call(port, "POST", "/cronslot/tick", Some(TICK_SECRET));
+    assert_eq!(body_json(&tick)["runs"], 2, "{tick:?}");
+
+    let browser = Browser::start(&dir, 1280, 900);
+    browser.goto("about:blank");
+    let blank = browser.screenshot(&dir.join("blank.png")).len();
+    let base = format!("http://127.0.0.1:{port}/cronslot/");
+    browser.goto(&base);
+
+    // A wrong token is refused and forgotten.
+    let token = browser.wait_for("#token");
+    browser.type_into(&token, "not-the-token");
+    browser.click_on("#login button[type=submit]");
+    browser.wait_until(
+        "the refusal is shown",
+        "return document.getElementById('login-error').textContent.includes('refused')",
+    );
+    assert_eq!(
+        browser.execute("return sessionStorage.length", json!([])),
+        json!(0)
+    );
+    screenshot(&browser, &dir, "login", blank);
+
+    // Sign in: every job, with its schedule in words and its health.
+    let token = browser.wait_for("#token");
+    browser.type_into(&token, ADMIN_TOKEN);
+    browser.click_on("#login button[type=submit]");
+    browser.wait_until(
+        "the jobs table lists both jobs",
+        "return document.querySelectorAll('#jobs tbody tr').length === 2",
+    );
+    let table = browser.text(&browser.wait_for("#jobs"));
+    assert!(
+        table.contains("report") && table.contains("export"),
+        "{table}"
+    );
+    assert!(table.contains("Every minute"), "{table}");
+    assert!(table.contains("Europe/Berlin"), "{table}");
+    assert!(
+        table.contains("never ran"),
+        "export has not succeeded: {table}"
+    );
+    assert!(table.contains("ok"), "{table}");
+    // The token lives in this tab's session storage, never in the URL.
+    assert_eq!(
+        browser.execute(
+            "return [sessionStorage.getItem('cronslot-admin-token'), location.href]",
+            json!([])
+        ),
+        json!([ADMIN_TOKEN, base])
+    );
+    screenshot(&browser, &dir, "jobs", blank);
+
+    // A job's page: its timeline and next slots.
+    browser.click_on("#jobs a[href='#/job/report']");
+    let timeline = browser.text(&browser.wait_for("#timeline"));
+    assert!(timeline.contains("succeeded"), "{timeline}");
+    browser.wait_for("#next tr");
+    screenshot(&browser, &dir, "job", blank);
+
+    // Pause, then resume: each asks first, and the store changes.
+    browser.click_on("#pause");
+    let asked = browser.accept_dialog();
+    assert!(asked.contains("Pause report"), "{asked}");
+    browser.wait_for("#resume");
+    assert_eq!(job(&status(port), "report")["paused"], true);
+    browser.click_on("#resume");
+    browser.accept_dialog();
+    browser.wait_for("#pause");
+    assert_eq!(job(&status(port), "report")["paused"], false);
+
+    // The dead letter, with its error; redrive it.
+    browser.execute("location.hash = '#/dlq'", json!([]));
+    let dlq = browser.text(&browser.wait_for("#dlq"));
+    assert!(dlq.contains("export target unreachable"), "{dlq}");
+    screenshot(&browser, &dir, "dlq", blank);
+    browser.click_on("#dlq button.redrive");
+    let asked = browser.accept_dialog();
+    assert!(asked.contains("export@"), "{asked}");
+    browser.wait_until(
+        "the dead letter is gone",
+        "return document.body.innerText.includes('No dead letters.')",
+    );
+    let letters = body_json(&call(port, "GET", "/cronslot/dlq", Some(ADMIN_TOKEN)));
+    assert_eq!(letters["dead_letters"], json!([]), "{letters}");
+    assert_eq!(
+        job(&status(port), "export")["pending"],
+        1,
+        "redriven: waiting to run"
+    );
+
+    // A phone's width: the tables become stacked cards.
+    browser.resize(390, 844);
+    browser.execute("location.hash = '#/'", json!([]));
+    browser.wait_until(
+        "the jobs table is stacked",
+        "const h = document.querySelector('#jobs thead'); \
+         return !!h && getComputedStyle(h).display === 'none'",
+    );
+    screenshot(&browser, &dir, "phone", blank);
+
+    // Log out: the token is gone from the tab.
+    browser.click_on("#logout");
+    browser.wait_for("#token");
+    assert_eq!(
+        browser.execute("return sessionStorage.length", json!([])),
+        json!(0)
+    );
+    drop(browser);
+    stop(child);
+}
