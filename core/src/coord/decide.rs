@@ -215,9 +215,77 @@ fn move_cursor(spec: &JobSpec, state: &mut JobState, to: Timestamp) {
         return;
     }
     for skip in spec.schedule.gap_skips(state.cursor, to) {
-        state.counters.add_missed(skip.cause.into(), 1);
+        let reason: MissReason = skip.cause.into();
+        state.counters.add_missed(reason, 1);
+        note_fate(
+            spec,
+            state,
+            MISSED,
+            reason.as_str(),
+            (skip.transition, skip.transition),
+            1,
+        );
     }
     state.cursor = to;
+}
+
+/// [`FateSpan::fate`](super::FateSpan) of a slot that did not run.
+const MISSED: &str = "missed";
+/// [`FateSpan::fate`](super::FateSpan) of a slot that was not due to run.
+const SKIPPED: &str = "skipped";
+
+/// Notes the `n` slots in `(after, until]` as one span of `fate` for
+/// `reason` (`n` counted by the caller; nothing when it is 0).
+fn note_span(
+    spec: &JobSpec,
+    state: &mut JobState,
+    fate: &str,
+    reason: &str,
+    after: Timestamp,
+    until: Timestamp,
+    n: u64,
+) {
+    if n == 0 {
+        return;
+    }
+    let schedule = &spec.schedule;
+    let (Some(first), Some(last)) = (
+        schedule.next_after(after),
+        schedule.prev_before(add_nanos(until)),
+    ) else {
+        return;
+    };
+    note_fate(spec, state, fate, reason, (first, last), n);
+}
+
+/// Notes a span of `n` slots, joined to the newest span when no slot of
+/// the schedule lies between them (so runs in between keep spans apart).
+fn note_fate(
+    spec: &JobSpec,
+    state: &mut JobState,
+    fate: &str,
+    reason: &str,
+    (first, last): (Timestamp, Timestamp),
+    n: u64,
+) {
+    let joins = state.fates.last().is_some_and(|newest| {
+        spec.schedule
+            .next_after(newest.last)
+            .is_none_or(|s| s >= first)
+    });
+    state.note_fate(fate, reason, (first, last), n, joins);
+}
+
+/// Notes the `n` slots after the cursor up to `until` as skipped.
+fn note_skipped(
+    spec: &JobSpec,
+    state: &mut JobState,
+    reason: SkipReason,
+    until: Timestamp,
+    n: u64,
+) {
+    let after = state.cursor;
+    note_span(spec, state, SKIPPED, reason.as_str(), after, until, n);
 }
 
 fn record_history(spec: &JobSpec, state: &mut JobState, record: RunRecord) {
@@ -368,6 +436,7 @@ pub fn advance(
     if state.paused {
         let n = spec.schedule.count_between(state.cursor, now);
         state.counters.add_skipped(SkipReason::Paused, n);
+        note_skipped(spec, state, SkipReason::Paused, now, n);
         move_cursor(spec, state, now);
         return;
     }
@@ -386,6 +455,15 @@ pub fn advance(
                 let from = last_inside.max(state.cursor);
                 let n = spec.schedule.count_between(from, now);
                 state.counters.add_skipped(SkipReason::OutsideWindow, n);
+                note_span(
+                    spec,
+                    state,
+                    SKIPPED,
+                    SkipReason::OutsideWindow.as_str(),
+                    from,
+                    now,
+                    n,
+                );
                 move_cursor(spec, state, now);
             }
         }
@@ -454,6 +532,7 @@ fn skip_before_window(spec: &JobSpec, state: &mut JobState, now: Timestamp) {
         if until > state.cursor {
             let n = spec.schedule.count_between(state.cursor, until);
             state.counters.add_skipped(SkipReason::OutsideWindow, n);
+            note_skipped(spec, state, SkipReason::OutsideWindow, until, n);
             move_cursor(spec, state, until);
         }
     }
@@ -512,6 +591,27 @@ fn fate_late_slots(
     state
         .counters
         .add_missed(MissReason::CatchUp, fated.saturating_sub(stale));
+    // The stale slots are the oldest, before the deadline; the rest of the
+    // fated ones are fresh slots the policy does not keep.
+    let stale_until = before(deadline).min(boundary);
+    note_span(
+        spec,
+        state,
+        MISSED,
+        late_reason.as_str(),
+        state.cursor,
+        stale_until,
+        stale,
+    );
+    note_span(
+        spec,
+        state,
+        MISSED,
+        MissReason::CatchUp.as_str(),
+        stale_until.max(state.cursor),
+        boundary,
+        fated.saturating_sub(stale),
+    );
     move_cursor(spec, state, boundary);
 }
 
@@ -749,6 +849,7 @@ fn nothing_due(spec: &JobSpec, state: &JobState) -> Idle {
 /// slots are missed (reason: overlap) and their completions will be refused.
 fn supersede_all(spec: &JobSpec, state: &mut JobState, now: Timestamp) {
     for lease in std::mem::take(&mut state.leases) {
+        // Counted as missed; the timeline shows it from the history.
         state.counters.add_missed(MissReason::Overlap, 1);
         record_history(
             spec,

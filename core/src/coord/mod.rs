@@ -21,9 +21,9 @@ pub use memory::{Fault, MemoryStore};
 pub use rng::{RandomSource, SplitMix64};
 pub use slot::{SlotId, SlotIdError, format_instant};
 pub use state::{
-    Counters, DeadLetter, DecodeError, JobState, Lease, MAX_RECORD_BYTES, MissReason, Origin,
-    PendingRun, RunOutcome, RunRecord, SCHEMA_VERSION, ScheduleChange, SkipReason, decode_state,
-    encode_state,
+    Counters, DeadLetter, DecodeError, FateSpan, JobState, Lease, MAX_FATE_SPANS, MAX_RECORD_BYTES,
+    MissReason, Origin, PendingRun, RunOutcome, RunRecord, SCHEMA_VERSION, ScheduleChange,
+    SkipReason, decode_state, encode_state,
 };
 pub use store::{
     EffectBegin, EffectFinish, EffectLedger, EffectRecord, EffectState, LocationError, PutResult,

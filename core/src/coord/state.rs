@@ -463,6 +463,35 @@ pub struct JobState {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[serde(with = "crate::instant::text::option")]
     pub wake_at: Option<Timestamp>,
+    /// The newest slots that did not run, as spans of one fate and reason
+    /// (at most [`MAX_FATE_SPANS`], the oldest dropped first): what a
+    /// timeline shows between the runs of `history`. The counters keep
+    /// the totals.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fates: Vec<FateSpan>,
+}
+
+/// Fate spans a record keeps ([`JobState::fates`]).
+pub const MAX_FATE_SPANS: usize = 20;
+
+/// Consecutive slots of one job given one fate for one reason: missed
+/// (`downtime`, `overlap`, `catch_up`, `dst`, `clock_change`) or skipped
+/// (`paused`, `outside_window`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FateSpan {
+    /// `missed` or `skipped`.
+    pub fate: String,
+    /// The reason, as the counters name it.
+    pub reason: String,
+    /// The first slot of the span (for a slot a DST gap or clock change
+    /// removed, the instant of the transition).
+    #[serde(with = "crate::instant::text")]
+    pub first: Timestamp,
+    /// The last slot of the span.
+    #[serde(with = "crate::instant::text")]
+    pub last: Timestamp,
+    /// How many slots the span holds.
+    pub slots: u64,
 }
 
 impl JobState {
@@ -486,6 +515,43 @@ impl JobState {
             last_success: None,
             last_schedule_change: None,
             wake_at: None,
+            fates: Vec::new(),
+        }
+    }
+
+    /// Notes `slots` slots from `first` to `last` given `fate` for
+    /// `reason`. With `joins` (the caller found no slot of the schedule
+    /// between the newest span's last slot and `first`), extends the
+    /// newest span when it has the same fate and reason; otherwise adds a
+    /// span, dropping the oldest beyond [`MAX_FATE_SPANS`].
+    pub(crate) fn note_fate(
+        &mut self,
+        fate: &str,
+        reason: &str,
+        (first, last): (Timestamp, Timestamp),
+        slots: u64,
+        joins: bool,
+    ) {
+        if slots == 0 {
+            return;
+        }
+        if let Some(newest) = self.fates.last_mut() {
+            if joins && newest.fate == fate && newest.reason == reason && newest.last < first {
+                newest.last = last;
+                newest.slots = newest.slots.saturating_add(slots);
+                return;
+            }
+        }
+        self.fates.push(FateSpan {
+            fate: fate.to_string(),
+            reason: reason.to_string(),
+            first,
+            last,
+            slots,
+        });
+        if self.fates.len() > MAX_FATE_SPANS {
+            let excess = self.fates.len() - MAX_FATE_SPANS;
+            self.fates.drain(..excess);
         }
     }
 

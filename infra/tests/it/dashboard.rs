@@ -127,6 +127,11 @@ fn the_dashboard_works_in_a_real_browser() {
     browser.click_on("#jobs a[href='#/job/report']");
     let timeline = browser.text(&browser.wait_for("#timeline"));
     assert!(timeline.contains("succeeded"), "{timeline}");
+    // The slots before the one that ran were missed (catch-up policy).
+    assert!(
+        timeline.contains("missed") && timeline.contains("catch up"),
+        "{timeline}"
+    );
     browser.wait_for("#next tr");
     screenshot(&browser, &dir, "job", blank);
 

@@ -8,6 +8,7 @@ use cronslot_cf::protocol::TICK_OBJECT;
 use cronslot_cf::{ObjectClient, Transport};
 use cronslot_core::conformance::run_all_blocking;
 use cronslot_core::coord::{StoreError, StoreErrorKind};
+use cronslot_tests::webdriver::Browser;
 use cronslot_tests::workerd::Wrangler;
 use serde_json::Value;
 
@@ -146,6 +147,34 @@ fn worker_end_to_end() {
     assert!(
         text.contains("cronslot_runs_total{job=\"quick\"} 2"),
         "{text}"
+    );
+
+    // The dashboard, from the Worker, in a real browser: its policy lets
+    // only its own script and style run, and the script reads the same
+    // routes as on `cronslot serve`.
+    let jobs = status(&w)["jobs"].as_array().map_or(0, Vec::len);
+    let shots = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("cf-dashboard");
+    std::fs::create_dir_all(&shots).unwrap();
+    let browser = Browser::start(&shots, 1280, 900);
+    browser.goto(&format!("http://127.0.0.1:{}/cronslot/", w.port));
+    let token = browser.wait_for("#token");
+    browser.type_into(&token, TOKEN);
+    browser.click_on("#login button[type=submit]");
+    browser.wait_until(
+        "the jobs table lists every job",
+        &format!("return document.querySelectorAll('#jobs tbody tr').length === {jobs}"),
+    );
+    browser.click_on("#jobs a[href='#/job/flaky']");
+    let timeline = browser.text(&browser.wait_for("#timeline"));
+    assert!(
+        timeline.contains("retried") && timeline.contains("succeeded"),
+        "flaky failed once, then succeeded: {timeline}"
+    );
+    let png = browser.screenshot(&shots.join("flaky.png"));
+    assert!(
+        png.len() > 10_000,
+        "the screenshot looks blank: {} bytes",
+        png.len()
     );
 }
 

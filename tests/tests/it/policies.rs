@@ -4,7 +4,8 @@
 use cronslot_core::conformance::{HOUR, at, create, job, t0};
 use cronslot_core::coord::exec::block_on;
 use cronslot_core::coord::{
-    CasCoordinator, Claim, Coordinator, Idle, MemoryStore, MissReason, SkipReason, Trigger,
+    CasCoordinator, Claim, Coordinator, FateSpan, Idle, MemoryStore, MissReason, SkipReason,
+    Trigger,
 };
 use jiff::Timestamp;
 
@@ -50,7 +51,28 @@ fn dst_gap_skip_records_a_missed_slot() {
             .await
             .expect("status");
         assert_eq!(state.counters.missed.get(&MissReason::Dst), Some(&1));
+        // The timeline's span: the transition the slot fell into.
+        assert_eq!(
+            state.fates,
+            vec![span(
+                "missed",
+                "dst",
+                "2026-03-08T07:00:00Z",
+                "2026-03-08T07:00:00Z",
+                1
+            )]
+        );
     });
+}
+
+fn span(fate: &str, reason: &str, first: &str, last: &str, slots: u64) -> FateSpan {
+    FateSpan {
+        fate: fate.into(),
+        reason: reason.into(),
+        first: ts(first),
+        last: ts(last),
+        slots,
+    }
 }
 
 /// Samoa went from 2011-12-29 24:00 (-10) to 2011-12-31 00:00 (+14): a
@@ -181,6 +203,25 @@ fn slots_outside_the_active_window_are_skipped() {
             state.counters.skipped.get(&SkipReason::OutsideWindow),
             Some(&4)
         );
+        assert_eq!(
+            state.fates,
+            vec![
+                span(
+                    "skipped",
+                    "outside_window",
+                    "2026-01-05T01:00:00Z",
+                    "2026-01-05T01:00:00Z",
+                    1
+                ),
+                span(
+                    "skipped",
+                    "outside_window",
+                    "2026-01-05T04:00:00Z",
+                    "2026-01-05T06:00:00Z",
+                    3
+                ),
+            ]
+        );
         let after = c.claim(&spec, at(9 * HOUR), Trigger::Tick, "w").await;
         assert_eq!(
             after,
@@ -220,6 +261,27 @@ fn a_year_long_outage_is_counted_not_enumerated() {
         );
         // Ten minutes fit the starting deadline; three of them ran.
         assert_eq!(state.counters.missed.get(&MissReason::CatchUp), Some(&7));
+        // Two spans, not half a million slots: the stale ones, then the
+        // fresh ones beyond max_catch_up.
+        assert_eq!(
+            state.fates,
+            vec![
+                span(
+                    "missed",
+                    "downtime",
+                    "2026-01-05T00:01:00Z",
+                    "2027-01-04T23:50:00Z",
+                    minutes_in_year - 10
+                ),
+                span(
+                    "missed",
+                    "catch_up",
+                    "2027-01-04T23:51:00Z",
+                    "2027-01-04T23:57:00Z",
+                    7
+                ),
+            ]
+        );
     });
 }
 

@@ -129,6 +129,10 @@
       else if (fate === "failed") fate = r.permanent ? "failed" : "retried";
       rows.push({ slot: r.slot, fate, detail: "attempt " + r.attempt + ", fence " + r.fence + ", " + r.owner + ", " + duration(ms(r.finished_at) - ms(r.started_at)) + (r.error ? ": " + r.error : r.result ? ": " + r.result : "") });
     }
+    for (const f of rec.fates || []) {
+      const reason = f.reason.replace(/_/g, " ");
+      rows.push({ slot: f.last, fate: f.fate, detail: f.slots > 1 ? reason + ": " + f.slots + " slots from " + inZone(f.first, zone) : reason });
+    }
     rows.sort((a, b) => ms(b.slot) - ms(a.slot));
     if (!rows.length) return el("p", {}, "No runs recorded yet.");
     return el("table", { id: "timeline" },
