@@ -17,6 +17,10 @@ use std::time::{Duration, Instant};
 use base64::Engine;
 use serde_json::{Value, json};
 
+/// How long a wait for the page lasts: longer than the dashboard's
+/// 15-second refresh, with room for a loaded machine.
+pub const WAIT_SECS: u64 = 30;
+
 /// The element reference key of the W3C protocol.
 const ELEMENT: &str = "element-6066-11e4-a52e-4f735466cecf";
 
@@ -145,28 +149,30 @@ impl Browser {
             .map(|id| Element(id.to_string()))
     }
 
-    /// Waits up to 20 s for an element matching `css`.
+    /// Waits up to [`WAIT_SECS`] for an element matching `css`.
     pub fn wait_for(&self, css: &str) -> Element {
-        let deadline = Instant::now() + Duration::from_secs(20);
+        let deadline = Instant::now() + Duration::from_secs(WAIT_SECS);
         loop {
             if let Some(e) = self.try_find(css) {
                 return e;
             }
             if Instant::now() > deadline {
                 let body = self.execute("return document.body.innerText", json!([]));
-                panic!("no element {css:?} on the page after 20 s; the page reads: {body}");
+                panic!(
+                    "no element {css:?} on the page after {WAIT_SECS} s; the page reads: {body}"
+                );
             }
             std::thread::sleep(Duration::from_millis(100));
         }
     }
 
-    /// Waits up to 20 s until `script` (a function body) returns true.
+    /// Waits up to [`WAIT_SECS`] until `script` (a function body) returns true.
     pub fn wait_until(&self, what: &str, script: &str) {
-        let deadline = Instant::now() + Duration::from_secs(20);
+        let deadline = Instant::now() + Duration::from_secs(WAIT_SECS);
         while self.execute(script, json!([])) != Value::Bool(true) {
             if Instant::now() > deadline {
                 let body = self.execute("return document.body.innerText", json!([]));
-                panic!("{what}: not after 20 s; the page reads: {body}");
+                panic!("{what}: not after {WAIT_SECS} s; the page reads: {body}");
             }
             std::thread::sleep(Duration::from_millis(100));
         }
@@ -223,7 +229,7 @@ impl Browser {
 
     /// Waits for a `confirm()` dialog and accepts it; returns its text.
     pub fn accept_dialog(&self) -> String {
-        let deadline = Instant::now() + Duration::from_secs(20);
+        let deadline = Instant::now() + Duration::from_secs(WAIT_SECS);
         let path = format!("/session/{}/alert/text", self.session);
         loop {
             if let Ok(v) = wire(self.port, "GET", &path, None) {
@@ -234,7 +240,7 @@ impl Browser {
                 }
             }
             if Instant::now() > deadline {
-                panic!("no dialog opened within 20 s");
+                panic!("no dialog opened within {WAIT_SECS} s");
             }
             std::thread::sleep(Duration::from_millis(50));
         }

@@ -120,20 +120,21 @@
 
   function timeline(rec, zone, now) {
     const rows = [];
-    for (const l of rec.leases || []) rows.push({ slot: l.slot, fate: "running", detail: "attempt " + l.attempt + ", fence " + l.fence + ", " + l.owner + ", lease until " + inZone(l.expires_at, zone) });
-    for (const p of rec.pending || []) rows.push({ slot: p.slot, fate: "retrying", detail: "attempt " + p.attempt + " not before " + inZone(p.not_before, zone) + (p.last_error ? ": " + p.last_error : "") + (p.origin && p.origin !== "schedule" ? " (" + p.origin + ")" : "") });
-    for (const d of rec.dead || []) rows.push({ slot: d.slot, fate: "dead", detail: d.attempts + " attempts, fence " + d.fence + ": " + d.last_error });
+    for (const l of rec.leases || []) rows.push({ slot: l.slot, attempt: l.attempt, fate: "running", detail: "attempt " + l.attempt + ", fence " + l.fence + ", " + l.owner + ", lease until " + inZone(l.expires_at, zone) });
+    for (const p of rec.pending || []) rows.push({ slot: p.slot, attempt: p.attempt, fate: "retrying", detail: "attempt " + p.attempt + " not before " + inZone(p.not_before, zone) + (p.last_error ? ": " + p.last_error : "") + (p.origin && p.origin !== "schedule" ? " (" + p.origin + ")" : "") });
+    for (const d of rec.dead || []) rows.push({ slot: d.slot, attempt: d.attempts + 0.5, fate: "dead", detail: d.attempts + " attempts, fence " + d.fence + ": " + d.last_error });
     for (const r of rec.history || []) {
       let fate = r.outcome;
       if (fate === "lease_expired") fate = "expired";
       else if (fate === "failed") fate = r.permanent ? "failed" : "retried";
-      rows.push({ slot: r.slot, fate, detail: "attempt " + r.attempt + ", fence " + r.fence + ", " + r.owner + ", " + duration(ms(r.finished_at) - ms(r.started_at)) + (r.error ? ": " + r.error : r.result ? ": " + r.result : "") });
+      rows.push({ slot: r.slot, attempt: r.attempt, fate, detail: "attempt " + r.attempt + ", fence " + r.fence + ", " + r.owner + ", " + duration(ms(r.finished_at) - ms(r.started_at)) + (r.error ? ": " + r.error : r.result ? ": " + r.result : "") });
     }
     for (const f of rec.fates || []) {
       const reason = f.reason.replace(/_/g, " ");
       rows.push({ slot: f.last, fate: f.fate, detail: f.slots > 1 ? reason + ": " + f.slots + " slots from " + inZone(f.first, zone) : reason });
     }
-    rows.sort((a, b) => ms(b.slot) - ms(a.slot));
+    // Newest slot first; within a slot, the latest attempt first.
+    rows.sort((a, b) => ms(b.slot) - ms(a.slot) || (b.attempt || 0) - (a.attempt || 0));
     if (!rows.length) return el("p", {}, "No runs recorded yet.");
     return el("table", { id: "timeline" },
       el("thead", {}, el("tr", {}, ["Slot", "Fate", "Detail"].map((h) => el("th", {}, h)))),
