@@ -262,3 +262,60 @@ fn a_tick_on_dynamodb_with_ten_thousand_jobs_costs_what_is_due() {
         "a tick with nothing due"
     );
 }
+
+/// `cronslot serve` on DynamoDB: each request runs on a thread (and
+/// runtime) of its own, and the client's pooled connections outlive them;
+/// request after request still reaches the table.
+#[test]
+fn serve_answers_request_after_request_on_dynamodb() {
+    use crate::serve::{ADMIN_TOKEN, TICK_SECRET, call, job, json, serve, stop};
+
+    let moto = cronslot_tests::moto::moto();
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("serve_dynamo");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("dir");
+    std::fs::write(dir.join("cronslot.toml"), MANIFEST).expect("manifest");
+    let table = format!("cronslot-serve-{}", std::process::id());
+    let url = format!(
+        "dynamodb://{table}?region=us-east-1&endpoint={}",
+        moto.endpoint
+    );
+    let o = cronslot(&dir, &["init", "--store", &url]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let (child, port) = serve(
+        &dir,
+        &url,
+        &[],
+        &[
+            ("CRONSLOT_ADMIN_TOKEN", ADMIN_TOKEN),
+            ("CRONSLOT_TICK_SECRET", TICK_SECRET),
+            ("AWS_ACCESS_KEY_ID", "test"),
+            ("AWS_SECRET_ACCESS_KEY", "test"),
+            ("AWS_EC2_METADATA_DISABLED", "true"),
+        ],
+    );
+    for round in 0..3 {
+        let pause = call(
+            port,
+            "POST",
+            "/cronslot/jobs/export/pause",
+            Some(ADMIN_TOKEN),
+        );
+        assert_eq!(pause.status, 200, "round {round}: {pause:?}");
+        let status = call(port, "GET", "/cronslot/status", Some(ADMIN_TOKEN));
+        assert_eq!(status.status, 200, "round {round}: {status:?}");
+        assert_eq!(job(&json(&status), "export")["paused"], true);
+        let resume = call(
+            port,
+            "POST",
+            "/cronslot/jobs/export/resume",
+            Some(ADMIN_TOKEN),
+        );
+        assert_eq!(json(&resume)["changed"], true, "round {round}: {resume:?}");
+        let dlq = call(port, "GET", "/cronslot/dlq", Some(ADMIN_TOKEN));
+        assert_eq!(dlq.status, 200, "round {round}: {dlq:?}");
+        let tick = call(port, "POST", "/cronslot/tick", Some(TICK_SECRET));
+        assert_eq!(tick.status, 200, "round {round}: {tick:?}");
+    }
+    stop(child);
+}
