@@ -65,6 +65,8 @@ fn action_str(action: &Action) -> &'static str {
 ///                              "started_at", "finished_at", "age_seconds" },
 ///     "next_slot": "2026-03-08T07:01:00Z", // next slot after now (null: none left)
 ///     "due": null | { "oldest": "…Z", "count": 1 },  // due slots no runner has claimed yet
+///     "late_since": null | "…Z",           // nothing has claimed a slot since this one came due
+///                                          // (a minute and the skew margin ago): the dashboard's "late"
 ///     "fence": 12, "cursor": "…Z",
 ///     "created_at": "…Z" | null,           // null when not recorded
 ///     "leases":  [ { "owner", "slot", "slot_id", "fence", "attempt", "origin",
@@ -107,6 +109,7 @@ struct JobStatus {
     last_success: Option<SuccessView>,
     next_slot: Option<Ts>,
     due: Option<DueView>,
+    late_since: Option<Ts>,
     fence: u64,
     cursor: Ts,
     created_at: Option<Ts>,
@@ -237,6 +240,7 @@ fn job_status(spec: &JobSpec, state: &JobState, recorded: bool, now: Timestamp) 
         }),
         next_slot: health::next_slot(spec, now).map(Ts),
         due,
+        late_since: health::late_since(spec, state, now).map(Ts),
         fence: state.fence,
         cursor: Ts(state.cursor),
         created_at: recorded.then_some(Ts(state.created_at)),
@@ -465,6 +469,17 @@ fn job_text(out: &mut String, s: &JobStatus, spec: &JobSpec, now: Timestamp) {
             &format!(
                 "{}{more}: not claimed yet (does a runner serve this store?)",
                 slot_id(spec, d.oldest.0)
+            ),
+        );
+    }
+    if let Some(since) = &s.late_since {
+        line(
+            out,
+            "late",
+            &format!(
+                "LATE: nothing has claimed a slot since {} came due ({})",
+                slot_id(spec, since.0),
+                relative(now, since.0)
             ),
         );
     }

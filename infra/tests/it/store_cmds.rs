@@ -194,6 +194,7 @@ fn status_json_has_the_documented_shape() {
         "last_success",
         "next_slot",
         "due",
+        "late_since",
         "fence",
         "cursor",
         "created_at",
@@ -244,6 +245,13 @@ fn status_json_has_the_documented_shape() {
     assert_eq!(letter["last_error"], "export target unreachable");
     // The newest due slot waits for a runner (catch_up = "latest").
     assert_eq!(b["due"]["count"], 1);
+    // Nothing has claimed a slot since the one after the dead letter's:
+    // late since then (the store has no runner).
+    let late: Timestamp = b["late_since"].as_str().unwrap().parse().unwrap();
+    assert!(
+        late > dead_slot && late <= b["due"]["oldest"].as_str().unwrap().parse().unwrap(),
+        "{b}"
+    );
     assert_eq!(b["leases"], serde_json::json!([]));
 
     // A job without a record: "no runs yet", with its next slot.
@@ -252,6 +260,7 @@ fn status_json_has_the_documented_shape() {
     assert_eq!(r["created_at"], Value::Null);
     assert_eq!(r["last_success"], Value::Null);
     assert_eq!(r["health"], "never_succeeded");
+    assert_eq!(r["late_since"], Value::Null);
     assert_eq!(r["timezone"], "America/New_York");
     let next: Timestamp = r["next_slot"].as_str().unwrap().parse().unwrap();
     assert!(next > Timestamp::now());
