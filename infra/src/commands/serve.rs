@@ -237,14 +237,13 @@ async fn respond<S: RunnerStore>(
         match admin::route(admin::DEFAULT_PREFIX, &server.manifest, &request, token) {
             None if path == "/" && method == "GET" => {
                 // The dashboard is the one page to send a browser to.
-                let mut to = Reply::error(
-                    308,
-                    ErrorKind::NotFound,
-                    format!("the dashboard is at {}/", admin::DEFAULT_PREFIX),
-                );
-                to.headers
-                    .push(("Location".into(), format!("{}/", admin::DEFAULT_PREFIX)));
-                return reply(to);
+                let dashboard = format!("{}/", admin::DEFAULT_PREFIX);
+                return reply(Reply {
+                    status: 308,
+                    content_type: admin::TEXT,
+                    headers: vec![("Location".into(), dashboard.clone())],
+                    body: format!("the dashboard is at {dashboard}\n"),
+                });
             }
             None => {
                 return reply(Reply::error(

@@ -167,11 +167,47 @@ fn the_dashboard_works_in_a_real_browser() {
     let asked = browser.accept_dialog();
     assert!(asked.contains("Pause report"), "{asked}");
     browser.wait_for("#resume");
+    browser.wait_until(
+        "the pause is confirmed",
+        "return document.getElementById('notice').textContent === 'report is paused.'",
+    );
     assert_eq!(job(&status(port), "report")["paused"], true);
     browser.click_on("#resume");
     browser.accept_dialog();
     browser.wait_for("#pause");
     assert_eq!(job(&status(port), "report")["paused"], false);
+
+    // Trigger now: asks, then says what became of the current slot (it
+    // ran already, or, in a new minute, runs now).
+    browser.execute(
+        "document.getElementById('notice').textContent = ''",
+        json!([]),
+    );
+    browser.click_on("#trigger");
+    let asked = browser.accept_dialog();
+    assert!(asked.contains("Run the current slot of report"), "{asked}");
+    browser.wait_until(
+        "the trigger's outcome is shown",
+        "return document.getElementById('notice').textContent.includes('report')",
+    );
+
+    // Backfill a range of past slots: queued, waiting to run.
+    let now = jiff::Timestamp::now();
+    let from = (now - jiff::SignedDuration::from_mins(3)).to_string();
+    let to = (now - jiff::SignedDuration::from_mins(1)).to_string();
+    browser.type_into(&browser.wait_for("#backfill input[name=from]"), &from);
+    browser.type_into(&browser.wait_for("#backfill input[name=to]"), &to);
+    browser.click_on("#backfill button[type=submit]");
+    let asked = browser.accept_dialog();
+    assert!(asked.contains(&from) && asked.contains(&to), "{asked}");
+    browser.wait_until(
+        "the backfill's outcome is shown",
+        "return document.getElementById('notice').textContent.includes('queued to run again')",
+    );
+    let pending = job(&status(port), "report")["pending"]
+        .as_u64()
+        .unwrap_or(0);
+    assert!(pending >= 1, "the backfilled slots wait to run");
 
     // The dead letter, with its error; redrive it.
     browser.execute("location.hash = '#/dlq'", json!([]));

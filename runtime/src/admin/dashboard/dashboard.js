@@ -86,12 +86,21 @@
 
   function notice(text) { $("notice").textContent = text || ""; }
 
-  async function act(question, method, path, after) {
+  // What an action's answer says, in a sentence.
+  function outcome(status, body) {
+    if (body.message) return body.message;
+    if (status >= 300) return "Failed: HTTP " + status;
+    if (Array.isArray(body.redriven)) return body.redriven.length + " dead letter(s) of " + body.job + " sent back to run.";
+    if (Array.isArray(body.slots)) return body.slots.length + " slot(s) of " + body.job + " queued to run again.";
+    if (typeof body.paused === "boolean") return body.job + (body.paused ? " is paused." : " runs again.") + (body.changed ? "" : " (It already was.)");
+    return "Done.";
+  }
+
+  async function act(question, method, path) {
     if (!window.confirm(question)) return;
     try {
       const { status, body } = await api(method, path);
-      notice((body.message || (status < 300 ? "Done." : "Failed: HTTP " + status)) + "");
-      if (after) after(body);
+      notice(outcome(status, body));
     } catch (e) { fail(e); }
     render();
   }
@@ -121,7 +130,8 @@
   function timeline(rec, zone, now) {
     const rows = [];
     for (const l of rec.leases || []) rows.push({ slot: l.slot, attempt: l.attempt, fate: "running", detail: "attempt " + l.attempt + ", fence " + l.fence + ", " + l.owner + ", lease until " + inZone(l.expires_at, zone) });
-    for (const p of rec.pending || []) rows.push({ slot: p.slot, attempt: p.attempt, fate: "retrying", detail: "attempt " + p.attempt + " not before " + inZone(p.not_before, zone) + (p.last_error ? ": " + p.last_error : "") + (p.origin && p.origin !== "schedule" ? " (" + p.origin + ")" : "") });
+    // A waiting run: a retry, or a slot an operator queued (backfill, redrive, trigger).
+    for (const p of rec.pending || []) rows.push({ slot: p.slot, attempt: p.attempt, fate: !p.origin || p.origin === "schedule" ? "retrying" : "queued", detail: "attempt " + p.attempt + " not before " + inZone(p.not_before, zone) + (p.last_error ? ": " + p.last_error : "") + (p.origin && p.origin !== "schedule" ? " (" + p.origin + ")" : "") });
     for (const d of rec.dead || []) rows.push({ slot: d.slot, attempt: d.attempts + 0.5, fate: "dead", detail: d.attempts + " attempts, fence " + d.fence + ": " + d.last_error });
     for (const r of rec.history || []) {
       let fate = r.outcome;
