@@ -221,14 +221,9 @@ pub struct NextArgs {
     /// Use this job's schedule, zone and DST policy from the manifest.
     #[arg(long, value_name = "NAME")]
     pub job: Option<String>,
-    /// The manifest to read --job from.
-    #[arg(
-        long,
-        value_name = "FILE",
-        default_value = "cronslot.toml",
-        requires = "job"
-    )]
-    pub manifest: PathBuf,
+    /// The manifest to read --job from (default: $CRONSLOT_MANIFEST, else cronslot.toml).
+    #[arg(long, value_name = "FILE", requires = "job")]
+    pub manifest: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -260,12 +255,67 @@ pub struct TranslateArgs {
 
 #[derive(Debug, Args)]
 pub struct ValidateArgs {
-    /// The manifest to check.
-    #[arg(value_name = "MANIFEST", default_value = "cronslot.toml")]
-    pub manifest: PathBuf,
+    #[command(flatten)]
+    pub manifest: ManifestInput,
     /// Print the next slots after this RFC 3339 instant (default: now).
     #[arg(long, value_name = "RFC3339")]
     pub after: Option<String>,
+}
+
+/// The manifest, for the commands that name it first (`cronslot run
+/// [MANIFEST]`): the argument, or `--manifest FILE` as every command takes
+/// it, or `CRONSLOT_MANIFEST`, or `cronslot.toml`.
+#[derive(Debug, Args)]
+pub struct ManifestInput {
+    /// The manifest (default: $CRONSLOT_MANIFEST, else cronslot.toml). Same as --manifest FILE.
+    #[arg(
+        id = "manifest_path",
+        value_name = "MANIFEST",
+        conflicts_with = "manifest"
+    )]
+    path: Option<PathBuf>,
+    /// The manifest, as every command takes it (default: $CRONSLOT_MANIFEST, else cronslot.toml).
+    #[arg(id = "manifest", long = "manifest", value_name = "FILE")]
+    flag: Option<PathBuf>,
+}
+
+impl ManifestInput {
+    /// The manifest's path by the rule above.
+    pub fn path(&self) -> PathBuf {
+        manifest_path(self.path.as_deref().or(self.flag.as_deref()))
+    }
+}
+
+/// The manifest, for the commands whose arguments are other things (jobs,
+/// platforms): `--manifest FILE`, or `CRONSLOT_MANIFEST`, or `cronslot.toml`.
+#[derive(Debug, Args)]
+pub struct ManifestFlag {
+    /// The manifest that defines the jobs (default: $CRONSLOT_MANIFEST, else cronslot.toml).
+    #[arg(id = "manifest", long = "manifest", value_name = "FILE")]
+    flag: Option<PathBuf>,
+}
+
+impl ManifestFlag {
+    /// The manifest's path.
+    pub fn path(&self) -> PathBuf {
+        manifest_path(self.flag.as_deref())
+    }
+}
+
+/// The environment variable that names the manifest when no argument does.
+pub const MANIFEST_ENV: &str = "CRONSLOT_MANIFEST";
+
+/// An explicit path, else `CRONSLOT_MANIFEST` (when set and not blank),
+/// else `cronslot.toml`. (Read here rather than through clap's `env`, which
+/// would make a set variable conflict with an explicit argument.)
+pub fn manifest_path(explicit: Option<&std::path::Path>) -> PathBuf {
+    if let Some(p) = explicit {
+        return p.to_path_buf();
+    }
+    match std::env::var_os(MANIFEST_ENV) {
+        Some(v) if !v.to_string_lossy().trim().is_empty() => PathBuf::from(v),
+        _ => PathBuf::from("cronslot.toml"),
+    }
 }
 
 /// Where job state lives, and the manifest that defines the jobs.
@@ -289,9 +339,8 @@ pub struct StoreArgs {
     /// read from the environment, never from the command line.
     #[arg(long, value_name = "VAR")]
     pub token_env: Option<String>,
-    /// The manifest that defines the jobs.
-    #[arg(long, value_name = "FILE", default_value = "cronslot.toml")]
-    pub manifest: PathBuf,
+    #[command(flatten)]
+    pub manifest: ManifestFlag,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -307,9 +356,8 @@ pub enum LogFormat {
                         --workers 3 --speed 60 --until +45m"
 )]
 pub struct RunArgs {
-    /// The manifest whose jobs to run.
-    #[arg(value_name = "MANIFEST", default_value = "cronslot.toml")]
-    pub manifest: PathBuf,
+    #[command(flatten)]
+    pub manifest: ManifestInput,
     /// The store: sqlite:PATH (one machine),
     /// postgres://USER@HOST[:PORT]/DB[?sslmode=…&schema=…] or
     /// dynamodb://TABLE?region=R[&endpoint=URL] (a fleet). Prefer the
@@ -348,9 +396,8 @@ pub struct RunArgs {
                         * * * * * cronslot tick /etc/cronslot.toml --log-format json"
 )]
 pub struct TickArgs {
-    /// The manifest whose jobs to run.
-    #[arg(value_name = "MANIFEST", default_value = "cronslot.toml")]
-    pub manifest: PathBuf,
+    #[command(flatten)]
+    pub manifest: ManifestInput,
     /// The store, as for `run` (sqlite:PATH, postgres://…, dynamodb://…).
     #[arg(
         long,
@@ -371,9 +418,8 @@ pub struct TickArgs {
                         CRONSLOT_ADMIN_TOKEN=… cronslot serve cronslot.toml --run --listen 127.0.0.1:8080"
 )]
 pub struct ServeArgs {
-    /// The manifest whose jobs to serve.
-    #[arg(value_name = "MANIFEST", default_value = "cronslot.toml")]
-    pub manifest: PathBuf,
+    #[command(flatten)]
+    pub manifest: ManifestInput,
     /// The store, as for `run` (sqlite:PATH, postgres://…, dynamodb://…).
     #[arg(
         long,
@@ -522,9 +568,8 @@ pub struct RenderArgs {
     /// What to write.
     #[arg(value_enum, value_name = "FORMAT")]
     pub format: RenderFormat,
-    /// The manifest to render.
-    #[arg(value_name = "MANIFEST", default_value = "cronslot.toml")]
-    pub manifest: PathBuf,
+    #[command(flatten)]
+    pub manifest: ManifestInput,
     /// Write here instead of stdout (parent directories are created).
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
@@ -594,8 +639,8 @@ pub struct CheckArgs {
     #[arg(long, value_name = "URL", requires = "live")]
     pub endpoint_url: Option<String>,
     /// The manifest the template should match.
-    #[arg(long, value_name = "FILE", default_value = "cronslot.toml")]
-    pub manifest: PathBuf,
+    #[command(flatten)]
+    pub manifest: ManifestFlag,
     /// Compare fire times over the year after this RFC 3339 instant (default: now).
     #[arg(long, value_name = "RFC3339")]
     pub after: Option<String>,
@@ -622,9 +667,8 @@ pub struct SyncArgs {
     /// Where the schedules live.
     #[arg(value_enum, value_name = "PLATFORM")]
     pub platform: ApiPlatform,
-    /// The manifest the schedules should match.
-    #[arg(value_name = "MANIFEST", default_value = "cronslot.toml")]
-    pub manifest: PathBuf,
+    #[command(flatten)]
+    pub manifest: ManifestInput,
     /// The schedule group that holds the manifest's schedules (created when missing).
     #[arg(long, value_name = "GROUP", default_value = "cronslot")]
     pub group: String,

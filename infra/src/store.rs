@@ -238,14 +238,14 @@ impl Session {
     /// only then opens the store: bad input never touches a file.
     pub fn open(args: &StoreArgs, job: Option<&str>) -> Result<Session, Failure> {
         let target = StoreTarget::parse(&args.store, args.token_env.as_deref())?;
-        let manifest = load_manifest(&args.manifest)?;
+        let manifest = load_manifest(&args.manifest.path())?;
         if let Some(name) = job {
-            find_job(&manifest, &args.manifest, name)?;
+            find_job(&manifest, &args.manifest.path(), name)?;
         }
         let backend = target.open()?;
         Ok(Session {
             manifest,
-            manifest_path: args.manifest.clone(),
+            manifest_path: args.manifest.path(),
             store: target.label(),
             backend,
             now: Timestamp::now(),

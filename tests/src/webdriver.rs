@@ -178,27 +178,41 @@ impl Browser {
         }
     }
 
-    /// Clicks an element.
-    pub fn click(&self, e: &Element) {
-        self.call("POST", &format!("/element/{}/click", e.0), Some(&json!({})));
-    }
-
-    /// Finds the element matching `css` (waiting for it) and clicks it,
-    /// finding it again when the page re-rendered it in between.
-    pub fn click_on(&self, css: &str) {
+    /// Finds the element matching `css` (waiting for it) and sends it one
+    /// command (`suffix` after the element's path), finding it again when
+    /// the page re-rendered it in between (the dashboard refreshes itself).
+    fn on_element(&self, css: &str, method: &str, suffix: &str, body: Option<&Value>) -> Value {
         for _ in 0..5 {
             let e = self.wait_for(css);
-            let path = format!("/session/{}/element/{}/click", self.session, e.0);
-            match wire(self.port, "POST", &path, Some(&json!({}))) {
+            let path = format!("/session/{}/element/{}{suffix}", self.session, e.0);
+            match wire(self.port, method, &path, body) {
                 Ok(v) if v["value"]["error"] == "stale element reference" => continue,
                 Ok(v) if v["value"]["error"].is_string() => {
-                    panic!("clicking {css:?}: {}", v["value"])
+                    panic!("{method} {suffix} on {css:?}: {}", v["value"])
                 }
-                Ok(_) => return,
-                Err(e) => panic!("clicking {css:?}: {e}"),
+                Ok(v) => return v["value"].clone(),
+                Err(e) => panic!("{method} {suffix} on {css:?}: {e}"),
             }
         }
         panic!("{css:?} went stale five times in a row");
+    }
+
+    /// Clicks the element matching `css`.
+    pub fn click_on(&self, css: &str) {
+        self.on_element(css, "POST", "/click", Some(&json!({})));
+    }
+
+    /// Types `text` into the element matching `css`.
+    pub fn type_on(&self, css: &str, text: &str) {
+        self.on_element(css, "POST", "/value", Some(&json!({"text": text})));
+    }
+
+    /// The rendered text of the element matching `css`.
+    pub fn text_of(&self, css: &str) -> String {
+        self.on_element(css, "GET", "/text", None)
+            .as_str()
+            .unwrap_or_default()
+            .to_string()
     }
 
     /// Sets the window's size (a phone's width, say).
@@ -208,23 +222,6 @@ impl Browser {
             "/window/rect",
             Some(&json!({"width": width, "height": height})),
         );
-    }
-
-    /// Types `text` into an element.
-    pub fn type_into(&self, e: &Element, text: &str) {
-        self.call(
-            "POST",
-            &format!("/element/{}/value", e.0),
-            Some(&json!({"text": text})),
-        );
-    }
-
-    /// An element's rendered text.
-    pub fn text(&self, e: &Element) -> String {
-        self.call("GET", &format!("/element/{}/text", e.0), None)
-            .as_str()
-            .unwrap_or_default()
-            .to_string()
     }
 
     /// Waits for a `confirm()` dialog and accepts it; returns its text.

@@ -8,6 +8,7 @@ use std::fmt::Write as _;
 use cronslot_core::coord::MissReason;
 use cronslot_core::{CLOCK_CHANGE_SECONDS, Civil, GapCause, GapSkip, Occurrence, SlotKind, Zone};
 
+use crate::cli::manifest_path;
 use crate::cli::{Format, NextArgs};
 use crate::exit::Failure;
 use crate::format::{local, utc};
@@ -37,7 +38,8 @@ struct MissedJson {
 pub fn exec(args: NextArgs) -> Result<(), Failure> {
     let (schedule, expression) = match (&args.job, &args.expr) {
         (Some(name), _) => {
-            let manifest = load_manifest(&args.manifest)?;
+            let path = manifest_path(args.manifest.as_deref());
+            let manifest = load_manifest(&path)?;
             let job = manifest
                 .jobs
                 .into_iter()
@@ -45,7 +47,7 @@ pub fn exec(args: NextArgs) -> Result<(), Failure> {
                 .ok_or_else(|| {
                     Failure::bad_input(format!(
                         "error: no job named {name:?} in {}",
-                        args.manifest.display()
+                        path.display()
                     ))
                 })?;
             let text = job.schedule_text.clone();

@@ -13,10 +13,10 @@ use crate::render::{
 
 pub fn exec(args: RenderArgs) -> Result<(), Failure> {
     check_flags(&args)?;
-    let (text, manifest) = read_manifest(&args.manifest)?;
+    let (text, manifest) = read_manifest(&args.manifest.path())?;
     let source = Source {
         manifest: &manifest,
-        path: &args.manifest,
+        path: &args.manifest.path(),
         text: &text,
         hash: plan::manifest_hash(&text),
     };
@@ -29,11 +29,11 @@ pub fn exec(args: RenderArgs) -> Result<(), Failure> {
             let sam = args.format == RenderFormat::Sam;
             let binary = match &args.binary {
                 Some(b) => Some(b.clone()),
-                None => cargo_binary(&args.manifest)?,
+                None => cargo_binary(&args.manifest.path())?,
             };
             let code_uri = match &args.code_uri {
                 Some(c) => c.clone(),
-                None => default_code_uri(&args.manifest, args.out.as_deref()),
+                None => default_code_uri(&args.manifest.path(), args.out.as_deref()),
             };
             aws::render(
                 &source,
@@ -51,7 +51,7 @@ pub fn exec(args: RenderArgs) -> Result<(), Failure> {
                     wrangler::check_worker_name(name)?;
                     name.clone()
                 }
-                None => wrangler::default_worker_name(&args.manifest),
+                None => wrangler::default_worker_name(&args.manifest.path()),
             };
             wrangler::render(
                 &source,
@@ -94,7 +94,7 @@ fn kubernetes_options(args: &RenderArgs) -> Result<kubernetes::Options, Failure>
             kubernetes::check_name(name, kind)?;
             name.clone()
         }
-        None => kubernetes::default_name(&args.manifest, kind),
+        None => kubernetes::default_name(&args.manifest.path(), kind),
     };
     if let Some(namespace) = &args.namespace {
         kubernetes::check_namespace(namespace)?;

@@ -28,7 +28,7 @@ pub fn exec(args: RunArgs) -> Result<(), Failure> {
         .map(|text| parse_until(text, clock.now()))
         .transpose()?;
     let target = StoreTarget::parse_for_jobs(&args.store)?;
-    let manifest = load_manifest(&args.manifest)?;
+    let manifest = load_manifest(&args.manifest.path())?;
     refuse_function_jobs(&manifest, "run")?;
     let listener = args
         .health_listen

@@ -46,7 +46,7 @@ pub const MAX_IN_FLIGHT: usize = 16;
 
 pub fn exec(args: ServeArgs) -> Result<(), Failure> {
     let target = StoreTarget::parse_for_jobs(&args.store)?;
-    let manifest = load_manifest(&args.manifest)?;
+    let manifest = load_manifest(&args.manifest.path())?;
     refuse_function_jobs(&manifest, "serve")?;
     let listener = health::bind("--listen", &args.listen)?;
     let clock = Clock::real();

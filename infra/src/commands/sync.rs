@@ -11,7 +11,7 @@ use crate::sync::{TargetFlags, desired, run};
 pub fn exec(args: SyncArgs) -> Result<(), Failure> {
     let ApiPlatform::Aws = args.platform;
     check_args(&args)?;
-    let (_, manifest) = read_manifest(&args.manifest)?;
+    let (_, manifest) = read_manifest(&args.manifest.path())?;
     let (want, notes) = desired(&manifest, &args.prefix)?;
     for note in &notes {
         eprintln!("note: {note}");

@@ -23,7 +23,7 @@ use crate::store::jobs::{sweep_once, with_job_store};
 
 pub fn exec(args: TickArgs) -> Result<(), Failure> {
     let target = StoreTarget::parse_for_jobs(&args.store)?;
-    let manifest = load_manifest(&args.manifest)?;
+    let manifest = load_manifest(&args.manifest.path())?;
     refuse_function_jobs(&manifest, "tick")?;
     let clock = Clock::real();
     let format = log_format(args.log_format);

@@ -12,14 +12,14 @@ use crate::manifest::load_manifest;
 use crate::parse::parse_instant;
 
 pub fn exec(args: ValidateArgs) -> Result<(), Failure> {
-    let manifest = load_manifest(&args.manifest)?;
+    let manifest = load_manifest(&args.manifest.path())?;
     let after = parse_instant("--after", args.after.as_deref())?;
     let mut out = String::new();
     let count = manifest.jobs.len();
     let _ = writeln!(
         out,
         "{}: {count} job{} OK",
-        args.manifest.display(),
+        args.manifest.path().display(),
         if count == 1 { "" } else { "s" }
     );
     for job in &manifest.jobs {

@@ -393,7 +393,7 @@ pub async fn run(
         "sync aws: schedule group {group}{prefix}: {} schedule{} from {}, {} deployed",
         want.len(),
         if want.len() == 1 { "" } else { "s" },
-        display(&args.manifest),
+        display(&args.manifest.path()),
         have.len()
     );
     if args.dry_run {

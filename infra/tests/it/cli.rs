@@ -374,3 +374,76 @@ fn bad_arguments_exit_2() {
         Some(2)
     );
 }
+
+/// One rule for the manifest: `--manifest FILE` on every command that
+/// reads one; the commands that took it as their first argument still do;
+/// `CRONSLOT_MANIFEST` when neither is given; `cronslot.toml` last.
+#[test]
+fn every_command_takes_the_manifest_the_same_way() {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("cli-manifest");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("dir");
+    std::fs::write(
+        dir.join("jobs.toml"),
+        "[[job]]\nname = \"nightly\"\nschedule = \"0 3 * * *\"\ncommand = [\"true\"]\n",
+    )
+    .expect("manifest");
+    let run = |args: &[&str], env: Option<&str>| {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_cronslot"));
+        c.args(args)
+            .current_dir(&dir)
+            .env_remove("CRONSLOT_MANIFEST")
+            .env_remove("CRONSLOT_STORE");
+        if let Some(m) = env {
+            c.env("CRONSLOT_MANIFEST", m);
+        }
+        c.output().expect("run cronslot")
+    };
+    // validate: the argument, the option, the variable.
+    for (args, env) in [
+        (vec!["validate", "jobs.toml"], None),
+        (vec!["validate", "--manifest", "jobs.toml"], None),
+        (vec!["validate"], Some("jobs.toml")),
+        // An explicit manifest wins over the variable.
+        (vec!["validate", "jobs.toml"], Some("elsewhere.toml")),
+    ] {
+        let o = run(&args, env);
+        assert!(o.status.success(), "{args:?} {env:?}: {}", stderr(&o));
+        assert!(stdout(&o).contains("nightly"), "{args:?}: {}", stdout(&o));
+    }
+    // Both spellings at once is ambiguous: bad input.
+    let o = run(&["validate", "jobs.toml", "--manifest", "other.toml"], None);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    // Without any, cronslot.toml, named in the error.
+    let o = run(&["validate"], None);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("cronslot.toml"), "{}", stderr(&o));
+    // The variable serves the store commands and next --job too.
+    let o = run(&["init", "--store", "sqlite:state.db"], None);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = run(
+        &["status", "--store", "sqlite:state.db", "--format", "json"],
+        Some("jobs.toml"),
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains("\"nightly\""), "{}", stdout(&o));
+    let o = run(
+        &["next", "--job", "nightly", "--count", "1"],
+        Some("jobs.toml"),
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    // And run, tick and render take --manifest as well as the argument.
+    let o = run(
+        &[
+            "tick",
+            "--manifest",
+            "jobs.toml",
+            "--store",
+            "sqlite:state.db",
+        ],
+        None,
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = run(&["render", "kubernetes", "--manifest", "jobs.toml"], None);
+    assert!(o.status.success(), "{}", stderr(&o));
+}

@@ -80,8 +80,7 @@ fn the_dashboard_works_in_a_real_browser() {
     browser.goto(&base);
 
     // A wrong token is refused and forgotten.
-    let token = browser.wait_for("#token");
-    browser.type_into(&token, "not-the-token");
+    browser.type_on("#token", "not-the-token");
     browser.click_on("#login button[type=submit]");
     browser.wait_until(
         "the refusal is shown",
@@ -94,14 +93,13 @@ fn the_dashboard_works_in_a_real_browser() {
     screenshot(&browser, &dir, "login", blank);
 
     // Sign in: every job, with its schedule in words and its health.
-    let token = browser.wait_for("#token");
-    browser.type_into(&token, ADMIN_TOKEN);
+    browser.type_on("#token", ADMIN_TOKEN);
     browser.click_on("#login button[type=submit]");
     browser.wait_until(
         "the jobs table lists both jobs",
         "return document.querySelectorAll('#jobs tbody tr').length === 2",
     );
-    let table = browser.text(&browser.wait_for("#jobs"));
+    let table = browser.text_of("#jobs");
     assert!(
         table.contains("report") && table.contains("export"),
         "{table}"
@@ -152,7 +150,7 @@ fn the_dashboard_works_in_a_real_browser() {
 
     // A job's page: its timeline and next slots.
     browser.click_on("#jobs a[href='#/job/report']");
-    let timeline = browser.text(&browser.wait_for("#timeline"));
+    let timeline = browser.text_of("#timeline");
     assert!(timeline.contains("succeeded"), "{timeline}");
     // The slots before the one that ran were missed (catch-up policy).
     assert!(
@@ -195,8 +193,8 @@ fn the_dashboard_works_in_a_real_browser() {
     let now = jiff::Timestamp::now();
     let from = (now - jiff::SignedDuration::from_mins(3)).to_string();
     let to = (now - jiff::SignedDuration::from_mins(1)).to_string();
-    browser.type_into(&browser.wait_for("#backfill input[name=from]"), &from);
-    browser.type_into(&browser.wait_for("#backfill input[name=to]"), &to);
+    browser.type_on("#backfill input[name=from]", &from);
+    browser.type_on("#backfill input[name=to]", &to);
     browser.click_on("#backfill button[type=submit]");
     let asked = browser.accept_dialog();
     assert!(asked.contains(&from) && asked.contains(&to), "{asked}");
@@ -211,7 +209,7 @@ fn the_dashboard_works_in_a_real_browser() {
 
     // The dead letter, with its error; redrive it.
     browser.execute("location.hash = '#/dlq'", json!([]));
-    let dlq = browser.text(&browser.wait_for("#dlq"));
+    let dlq = browser.text_of("#dlq");
     assert!(dlq.contains("export target unreachable"), "{dlq}");
     screenshot(&browser, &dir, "dlq", blank);
     browser.click_on("#dlq button.redrive");

@@ -157,15 +157,14 @@ fn worker_end_to_end() {
     std::fs::create_dir_all(&shots).unwrap();
     let browser = Browser::start(&shots, 1280, 900);
     browser.goto(&format!("http://127.0.0.1:{}/cronslot/", w.port));
-    let token = browser.wait_for("#token");
-    browser.type_into(&token, TOKEN);
+    browser.type_on("#token", TOKEN);
     browser.click_on("#login button[type=submit]");
     browser.wait_until(
         "the jobs table lists every job",
         &format!("return document.querySelectorAll('#jobs tbody tr').length === {jobs}"),
     );
     browser.click_on("#jobs a[href='#/job/flaky']");
-    let timeline = browser.text(&browser.wait_for("#timeline"));
+    let timeline = browser.text_of("#timeline");
     assert!(
         timeline.contains("retried") && timeline.contains("succeeded"),
         "flaky failed once, then succeeded: {timeline}"

@@ -266,6 +266,9 @@
   });
   $("logout").addEventListener("click", () => { sessionStorage.removeItem(KEY); notice(""); showLogin(""); });
   window.addEventListener("hashchange", () => { notice(""); render(); });
-  setInterval(() => { if (!document.hidden) render(); }, REFRESH_MS);
+  // Refresh by itself, but never under someone typing: a re-render would
+  // drop what they typed (the backfill range).
+  const editing = () => [...view.querySelectorAll("input")].some((i) => i.value || i === document.activeElement);
+  setInterval(() => { if (token() && !document.hidden && !editing()) render(); }, REFRESH_MS);
   render();
 })();
