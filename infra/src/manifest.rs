@@ -16,10 +16,21 @@ pub fn load_manifest(path: &Path) -> Result<Manifest, Failure> {
 /// Reads and validates a manifest, keeping its text for the hash.
 pub fn read_manifest(path: &Path) -> Result<(String, Manifest), Failure> {
     let text = std::fs::read_to_string(path).map_err(|e| {
-        Failure::bad_input(format!(
-            "error: cannot read manifest {}: {e}",
-            path.display()
-        ))
+        if e.kind() == std::io::ErrorKind::NotFound {
+            let cwd = std::env::current_dir()
+                .map(|d| format!(" in {}", d.display()))
+                .unwrap_or_default();
+            Failure::bad_input(format!(
+                "error: cannot read manifest {}: there is no such file{cwd}; name yours with                  --manifest FILE (or {}), or copy examples/cronslot.toml from cronslot's                  repository to start",
+                path.display(),
+                crate::cli::MANIFEST_ENV
+            ))
+        } else {
+            Failure::bad_input(format!(
+                "error: cannot read manifest {}: {e}",
+                path.display()
+            ))
+        }
     })?;
     let manifest = parse_manifest(&text, &path.display().to_string())
         .map_err(|errors| Failure::bad_input(errors.to_string()))?;

@@ -136,8 +136,8 @@ impl StoreTarget {
                             .map(|d| format!(" (relative paths start at {})", d.display()))
                             .unwrap_or_default();
                         return Err(Failure::bad_input(format!(
-                            "error: store {} does not exist yet: `cronslot run MANIFEST --store {}` creates it; \
-                             or check the path{cwd}",
+                            "error: store {} does not exist yet: `cronslot init --store {}` creates it \
+                             (so does `cronslot run`); or check the path{cwd}",
                             self.label(),
                             self.label()
                         )));

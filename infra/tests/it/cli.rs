@@ -455,3 +455,68 @@ fn every_command_takes_the_manifest_the_same_way() {
     let o = run(&["render", "kubernetes", "--manifest", "jobs.toml"], None);
     assert!(o.status.success(), "{}", stderr(&o));
 }
+
+/// What a new user gets wrong first, each answered in one sentence on
+/// stderr that names the fix, with exit 2 and nothing written.
+#[test]
+fn first_run_mistakes_get_one_sentence_and_the_fix() {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("cli-first-run");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("dir");
+    let run = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_cronslot"))
+            .args(args)
+            .current_dir(&dir)
+            .env_remove("CRONSLOT_MANIFEST")
+            .env_remove("CRONSLOT_STORE")
+            .env_remove("CRONSLOT_TOKEN")
+            .output()
+            .expect("run cronslot")
+    };
+    let check = |args: &[&str], fix: &str| {
+        let o = run(args);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(fix), "{args:?} should say {fix:?}: {err}");
+        let errors: Vec<&str> = err.lines().filter(|l| l.starts_with("error")).collect();
+        assert_eq!(errors.len(), 1, "{args:?}: one sentence: {err}");
+    };
+    // No manifest here.
+    check(&["run"], "--manifest FILE");
+    check(&["status"], "--manifest FILE");
+    std::fs::write(
+        dir.join("cronslot.toml"),
+        "[[job]]\nname = \"nightly\"\nschedule = \"0 3 * * *\"\ncommand = [\"true\"]\n",
+    )
+    .expect("manifest");
+    // A store that does not exist yet.
+    check(&["status"], "cronslot init --store sqlite:cronslot.db");
+    // The wrong scheme.
+    check(
+        &["status", "--store", "mysql://db/ops"],
+        "expected sqlite:PATH",
+    );
+    // A Worker's URL without the token, or with its variable unset.
+    check(
+        &["status", "--store", "https://jobs.example.com/cronslot"],
+        "needs --token-env VAR",
+    );
+    check(
+        &[
+            "status",
+            "--store",
+            "https://jobs.example.com/cronslot",
+            "--token-env",
+            "CRONSLOT_TOKEN",
+        ],
+        "export it",
+    );
+    // A Rust function job, which only a program embedding cronslot runs.
+    std::fs::write(
+        dir.join("functions.toml"),
+        "[[job]]\nname = \"billing\"\nschedule = \"0 3 * * *\"\n",
+    )
+    .expect("manifest");
+    check(&["tick", "functions.toml"], "examples/fleet");
+    assert!(!dir.join("cronslot.db").exists(), "nothing was created");
+}

@@ -312,7 +312,11 @@ fn status_on_a_missing_store_fails_and_creates_nothing() {
         let o = cronslot(&dir, args);
         assert_eq!(code(&o), 2, "{args:?}: {}", stderr(&o));
         assert!(stderr(&o).contains("does not exist yet"), "{}", stderr(&o));
-        assert!(stderr(&o).contains("cronslot run"), "{}", stderr(&o));
+        assert!(
+            stderr(&o).contains("cronslot init --store"),
+            "{}",
+            stderr(&o)
+        );
     }
     assert!(!dir.join("cronslot.db").exists());
     assert!(!dir.join("nowhere.db").exists());
