@@ -233,6 +233,9 @@ pub struct ExplainArgs {
     pub expr: String,
     #[command(flatten)]
     pub zone: ZoneArgs,
+    /// Output format: text, or json for scripts.
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: Format,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -260,6 +263,9 @@ pub struct ValidateArgs {
     /// Print the next slots after this RFC 3339 instant (default: now).
     #[arg(long, value_name = "RFC3339")]
     pub after: Option<String>,
+    /// Output format: text, or json for scripts.
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: Format,
 }
 
 /// The manifest, for the commands that name it first (`cronslot run

@@ -1,16 +1,43 @@
 //! `cronslot explain`: a schedule in plain English, with its DST behaviour.
 
 use cronslot_core::explain::{explain as explain_schedule, explain_dst};
+use serde::Serialize;
 
-use crate::cli::ExplainArgs;
+use crate::cli::{ExplainArgs, Format};
 use crate::exit::Failure;
 use crate::parse::build_schedule;
 
+/// `--format json`.
+#[derive(Serialize)]
+struct Explained<'a> {
+    expression: &'a str,
+    timezone: &'a str,
+    /// "At 09:00, Monday through Friday, America/New_York".
+    explanation: String,
+    /// How the schedule behaves at DST transitions; null in zones without DST.
+    dst: Option<String>,
+}
+
 pub fn exec(args: ExplainArgs) -> Result<(), Failure> {
     let schedule = build_schedule(&args.expr, &args.zone)?;
-    println!("{}", explain_schedule(&schedule));
-    if let Some(dst) = explain_dst(&schedule) {
-        println!("{dst}");
+    let explanation = explain_schedule(&schedule);
+    let dst = explain_dst(&schedule);
+    match args.format {
+        Format::Text => {
+            println!("{explanation}");
+            if let Some(dst) = dst {
+                println!("{dst}");
+            }
+        }
+        Format::Json => {
+            let doc = Explained {
+                expression: &args.expr,
+                timezone: schedule.zone().name(),
+                explanation,
+                dst,
+            };
+            println!("{}", crate::format::to_json(&doc)?);
+        }
     }
     Ok(())
 }

@@ -3,17 +3,25 @@
 
 use std::fmt::Write as _;
 
-use cronslot_core::explain::explain;
+use cronslot_core::explain::{explain, explain_dst};
+use cronslot_core::manifest::Manifest;
+use jiff::Timestamp;
+use serde::Serialize;
 
-use crate::cli::ValidateArgs;
+use crate::cli::{Format, ValidateArgs};
 use crate::exit::Failure;
-use crate::format::{local, utc};
+use crate::format::{Ts, local, to_json, utc};
 use crate::manifest::load_manifest;
 use crate::parse::parse_instant;
 
 pub fn exec(args: ValidateArgs) -> Result<(), Failure> {
     let manifest = load_manifest(&args.manifest.path())?;
     let after = parse_instant("--after", args.after.as_deref())?;
+    if args.format == Format::Json {
+        let doc = document(&args, &manifest, after);
+        println!("{}", to_json(&doc)?);
+        return Ok(());
+    }
     let mut out = String::new();
     let count = manifest.jobs.len();
     let _ = writeln!(
@@ -50,4 +58,51 @@ pub fn exec(args: ValidateArgs) -> Result<(), Failure> {
     }
     print!("{out}");
     Ok(())
+}
+
+/// `--format json`: the manifest's jobs with their next three slots, and
+/// its warnings.
+#[derive(Serialize)]
+struct Validated {
+    manifest: String,
+    jobs: Vec<ValidatedJob>,
+    warnings: Vec<String>,
+}
+
+#[derive(Serialize)]
+struct ValidatedJob {
+    job: String,
+    schedule: String,
+    timezone: String,
+    trigger: String,
+    explanation: String,
+    /// How the schedule behaves at DST transitions; null without DST.
+    dst: Option<String>,
+    /// The next three slots after `--after` (empty: it never fires).
+    next: Vec<Ts>,
+}
+
+fn document(args: &ValidateArgs, manifest: &Manifest, after: Timestamp) -> Validated {
+    Validated {
+        manifest: args.manifest.path().display().to_string(),
+        jobs: manifest
+            .jobs
+            .iter()
+            .map(|job| ValidatedJob {
+                job: job.name.as_str().to_string(),
+                schedule: job.schedule_text.clone(),
+                timezone: job.schedule.zone().name().to_string(),
+                trigger: job.trigger.to_string(),
+                explanation: explain(&job.schedule),
+                dst: explain_dst(&job.schedule),
+                next: job
+                    .schedule
+                    .iter_after(after)
+                    .take(3)
+                    .map(|o| Ts(o.instant))
+                    .collect(),
+            })
+            .collect(),
+        warnings: manifest.warnings.iter().map(ToString::to_string).collect(),
+    }
 }

@@ -520,3 +520,48 @@ fn first_run_mistakes_get_one_sentence_and_the_fix() {
     check(&["tick", "functions.toml"], "examples/fleet");
     assert!(!dir.join("cronslot.db").exists(), "nothing was created");
 }
+
+#[test]
+fn validate_and_explain_print_json_for_scripts() {
+    let o = cronslot(&[
+        "validate",
+        "examples/cronslot.toml",
+        "--after",
+        "2026-03-07T00:00:00Z",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("one JSON document");
+    assert_eq!(v["manifest"], "examples/cronslot.toml");
+    let daily = v["jobs"]
+        .as_array()
+        .and_then(|jobs| jobs.iter().find(|j| j["job"] == "daily-report"))
+        .expect("daily-report");
+    assert_eq!(daily["timezone"], "America/New_York");
+    assert!(
+        daily["explanation"]
+            .as_str()
+            .is_some_and(|e| e.starts_with("At 09:00")),
+        "{daily}"
+    );
+    assert!(daily["dst"].is_string(), "{daily}");
+    assert_eq!(daily["next"].as_array().map(Vec::len), Some(3), "{daily}");
+    assert_eq!(daily["next"][0], "2026-03-07T14:00:00Z", "{daily}");
+    assert!(v["warnings"].is_array());
+
+    let o = cronslot(&[
+        "explain",
+        "0 9 * * MON-FRI",
+        "--tz",
+        "UTC",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("JSON");
+    assert_eq!(v["expression"], "0 9 * * MON-FRI");
+    assert_eq!(v["timezone"], "UTC");
+    assert_eq!(v["explanation"], "At 09:00, Monday through Friday, UTC");
+    assert_eq!(v["dst"], serde_json::Value::Null);
+}
