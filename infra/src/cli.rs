@@ -509,6 +509,9 @@ pub enum DlqAction {
         /// Only this slot (RFC 3339); default: every dead letter of the job.
         #[arg(long, value_name = "RFC3339")]
         slot: Option<String>,
+        /// Output format: text, or json (the admin API's redrive document).
+        #[arg(long, value_enum, default_value = "text")]
+        format: Format,
     },
 }
 
@@ -535,6 +538,9 @@ pub struct BackfillArgs {
     /// List the slots that would be queued, change nothing.
     #[arg(long)]
     pub dry_run: bool,
+    /// Output format: text, or json (the admin API's backfill document).
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: Format,
     #[command(flatten)]
     pub store: StoreArgs,
 }

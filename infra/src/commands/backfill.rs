@@ -5,10 +5,11 @@
 //! refused the write; 2 bad input (instants, a range the core refuses).
 
 use cronslot_core::coord::{CoordError, Coordinator};
+use cronslot_runtime::admin::BackfillDoc;
 
-use crate::cli::BackfillArgs;
+use crate::cli::{BackfillArgs, Format};
 use crate::exit::{Failure, coord_failure};
-use crate::format::{local, slot_id, utc};
+use crate::format::{local, slot_id, to_json, utc};
 use crate::parse::parse_rfc3339;
 use crate::store::{Records, Session, wait, with_backend};
 
@@ -21,6 +22,16 @@ pub fn exec(args: BackfillArgs) -> Result<(), Failure> {
     let fail = |doing: &str, e: CoordError| coord_failure(&session.store, doing, job, &e);
     let slots = with_backend!(&session.backend, c => wait(c.backfill(spec, from, to, session.now, args.dry_run)))
         .map_err(|e| fail("backfilling", e))?;
+    if args.format == Format::Json {
+        // The document the admin route answers with, for the same request.
+        let doc = BackfillDoc {
+            job: job.to_string(),
+            dry_run: args.dry_run,
+            slots,
+        };
+        println!("{}", to_json(&doc)?);
+        return Ok(());
+    }
     // Backfill takes only slots the stored cursor has passed; later ones
     // are still due on the schedule. Say so when the range reaches them.
     let cursor = with_backend!(&session.backend, c => wait(c.record(job)))

@@ -11,6 +11,7 @@ use std::fmt::Write as _;
 
 use cronslot_core::coord::{CoordError, Coordinator, DeadLetter, SlotId};
 use cronslot_core::manifest::JobSpec;
+use cronslot_runtime::admin::RedriveDoc;
 use jiff::Timestamp;
 use serde::Serialize;
 
@@ -23,7 +24,12 @@ use crate::store::{Session, wait, with_backend};
 pub fn exec(args: DlqArgs) -> Result<(), Failure> {
     match args.action {
         DlqAction::List { store, job, format } => dlq_list(&store, job.as_deref(), format),
-        DlqAction::Redrive { store, job, slot } => dlq_redrive(&store, &job, slot.as_deref()),
+        DlqAction::Redrive {
+            store,
+            job,
+            slot,
+            format,
+        } => dlq_redrive(&store, &job, slot.as_deref(), format),
     }
 }
 
@@ -163,7 +169,12 @@ fn dlq_text(report: &DlqReport) -> String {
     out
 }
 
-fn dlq_redrive(args: &StoreArgs, job: &str, slot: Option<&str>) -> Result<(), Failure> {
+fn dlq_redrive(
+    args: &StoreArgs,
+    job: &str,
+    slot: Option<&str>,
+    format: Format,
+) -> Result<(), Failure> {
     let session = Session::open(args, Some(job))?;
     let spec = session.job(job)?;
     let slot = slot
@@ -173,14 +184,26 @@ fn dlq_redrive(args: &StoreArgs, job: &str, slot: Option<&str>) -> Result<(), Fa
     let fail = |doing: &str, e: CoordError| coord_failure(&session.store, doing, job, &e);
     let redriven = with_backend!(&session.backend, c => wait(c.redrive(spec, slot, now)))
         .map_err(|e| fail("redriving", e))?;
+    // `--format json`: the document the admin route answers with.
+    let json = |redriven: Vec<Timestamp>| -> Result<(), Failure> {
+        let doc = RedriveDoc {
+            job: job.to_string(),
+            redriven,
+        };
+        println!("{}", to_json(&doc)?);
+        Ok(())
+    };
     if redriven.is_empty() {
         let state = with_backend!(&session.backend, c => wait(c.status(spec, now)))
             .map_err(|e| fail("reading", e))?;
         return match slot {
-            None if state.dead.is_empty() => {
-                println!("job {job} has no dead letters; nothing redriven");
-                Ok(())
-            }
+            None if state.dead.is_empty() => match format {
+                Format::Json => json(Vec::new()),
+                Format::Text => {
+                    println!("job {job} has no dead letters; nothing redriven");
+                    Ok(())
+                }
+            },
             None => Err(Failure::problem(format!(
                 "error: none of the {} dead letters of job {job} could be redriven: each is running or waiting already, or the job has too many pending runs",
                 state.dead.len()
@@ -202,6 +225,9 @@ fn dlq_redrive(args: &StoreArgs, job: &str, slot: Option<&str>) -> Result<(), Fa
                 )))
             }
         };
+    }
+    if format == Format::Json {
+        return json(redriven);
     }
     let n = redriven.len();
     println!(

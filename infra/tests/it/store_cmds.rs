@@ -484,6 +484,12 @@ fn dlq_lists_the_dead_letter_and_redrive_moves_it_to_pending() {
     let o = cronslot(&dir, &["dlq", "redrive", "broken"]);
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     assert!(stdout(&o).contains("no dead letters"), "{}", stdout(&o));
+    // As JSON: the admin route's redrive document, here with nothing in it.
+    let v = json(&cronslot(
+        &dir,
+        &["dlq", "redrive", "broken", "--format", "json"],
+    ));
+    assert_eq!(v, serde_json::json!({"job": "broken", "redriven": []}));
 }
 
 // ---------------------------------------------------------------- backfill
@@ -524,6 +530,24 @@ fn backfill_dry_run_changes_nothing_and_the_real_one_queues() {
     assert_eq!(out.matches("hourly@").count(), 5, "{out}");
     let v = json(&cronslot(&dir, &["status", "--format", "json"]));
     assert_eq!(job(&v, "hourly")["pending"], serde_json::json!([]));
+    // As JSON: the admin route's backfill document.
+    let v = json(&cronslot(
+        &dir,
+        &[
+            "backfill",
+            "hourly",
+            "--from",
+            &from,
+            "--to",
+            &to,
+            "--dry-run",
+            "--format",
+            "json",
+        ],
+    ));
+    assert_eq!(v["job"], "hourly");
+    assert_eq!(v["dry_run"], true);
+    assert_eq!(v["slots"].as_array().map(Vec::len), Some(5), "{v}");
 
     let o = cronslot(&dir, &["backfill", "hourly", "--from", &from, "--to", &to]);
     assert_eq!(code(&o), 0, "{}", stderr(&o));
