@@ -89,9 +89,9 @@ pub enum Command {
     /// List or redrive dead letters (slots whose retries are exhausted).
     Dlq(DlqArgs),
     /// Pause a job: its slots are skipped (and counted) until it is resumed.
-    Pause(JobArgs),
+    Pause(PauseArgs),
     /// Resume a paused job: the next slot runs; slots due while paused stay skipped.
-    Resume(JobArgs),
+    Resume(PauseArgs),
     /// Queue past slots of a job to run again (oldest first).
     Backfill(BackfillArgs),
     /// Run the current slot of a job now, once (even if it is late).
@@ -522,6 +522,16 @@ pub struct JobArgs {
     pub job: String,
     #[command(flatten)]
     pub store: StoreArgs,
+}
+
+/// `pause` and `resume`: the job, and how to say what changed.
+#[derive(Debug, Args)]
+pub struct PauseArgs {
+    #[command(flatten)]
+    pub job: JobArgs,
+    /// Output format: text, or json (the admin API's pause document).
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: Format,
 }
 
 #[derive(Debug, Args)]

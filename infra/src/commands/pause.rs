@@ -7,21 +7,33 @@
 
 use cronslot_core::coord::{CoordError, Coordinator, SkipReason};
 use cronslot_core::health;
+use cronslot_runtime::admin::PauseDoc;
 
-use crate::cli::JobArgs;
+use crate::cli::{Format, PauseArgs};
 use crate::exit::{Failure, coord_failure};
-use crate::format::{instant_text, slot_id};
+use crate::format::{instant_text, slot_id, to_json};
 use crate::store::{Session, wait, with_backend};
 
-pub fn pause(args: JobArgs) -> Result<(), Failure> {
+pub fn pause(args: PauseArgs) -> Result<(), Failure> {
     set_paused(&args, true)
 }
 
-pub fn resume(args: JobArgs) -> Result<(), Failure> {
+pub fn resume(args: PauseArgs) -> Result<(), Failure> {
     set_paused(&args, false)
 }
 
-fn set_paused(args: &JobArgs, paused: bool) -> Result<(), Failure> {
+fn set_paused(pause_args: &PauseArgs, paused: bool) -> Result<(), Failure> {
+    let args = &pause_args.job;
+    // `--format json`: the document the admin route answers with.
+    let json = |changed: bool| -> Result<(), Failure> {
+        let doc = PauseDoc {
+            job: args.job.clone(),
+            paused,
+            changed,
+        };
+        println!("{}", to_json(&doc)?);
+        Ok(())
+    };
     let session = Session::open(&args.store, Some(&args.job))?;
     let spec = session.job(&args.job)?;
     let job = spec.name.as_str();
@@ -31,6 +43,9 @@ fn set_paused(args: &JobArgs, paused: bool) -> Result<(), Failure> {
         .map_err(|e| fail("reading", e))?;
     let zone = spec.schedule.zone();
     if before.paused == paused {
+        if pause_args.format == Format::Json {
+            return json(false);
+        }
         let state = if paused { "paused" } else { "not paused" };
         println!("job {job} is already {state}; nothing changed");
         return Ok(());
@@ -42,6 +57,9 @@ fn set_paused(args: &JobArgs, paused: bool) -> Result<(), Failure> {
         with_backend!(&session.backend, c => wait(c.resume(spec, now)))
     };
     changed.map_err(|e| fail(doing, e))?;
+    if pause_args.format == Format::Json {
+        return json(true);
+    }
     let after = with_backend!(&session.backend, c => wait(c.status(spec, now)))
         .map_err(|e| fail("reading", e))?;
     if paused {

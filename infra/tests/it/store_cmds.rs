@@ -408,6 +408,25 @@ fn pause_and_resume_round_trip_is_visible_in_status() {
     let o = cronslot(&dir, &["resume", "report"]);
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     assert!(stdout(&o).contains("not paused"), "{}", stdout(&o));
+
+    // As JSON: the admin route's pause document.
+    for (args, doc) in [
+        (
+            ["pause", "report"],
+            serde_json::json!({"job": "report", "paused": true, "changed": true}),
+        ),
+        (
+            ["pause", "report"],
+            serde_json::json!({"job": "report", "paused": true, "changed": false}),
+        ),
+        (
+            ["resume", "report"],
+            serde_json::json!({"job": "report", "paused": false, "changed": true}),
+        ),
+    ] {
+        let v = json(&cronslot(&dir, &[args[0], args[1], "--format", "json"]));
+        assert_eq!(v, doc, "{args:?}");
+    }
 }
 
 // --------------------------------------------------------------------- dlq
