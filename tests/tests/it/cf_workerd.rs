@@ -286,12 +286,12 @@ fn a_tick_costs_what_is_due_in_durable_object_requests() {
         ],
     );
     let tick = "* * * * *";
-    // The next whole minute at least 10 s ahead that is not a ten-minute
-    // one (`flaky`'s slots): `quick` and `wobbly` are due there, nothing
-    // else.
+    // The next whole minute at least 10 s ahead such that neither it nor
+    // the minute before (the first tick's) is a ten-minute one (`flaky`'s
+    // slots): `quick` and `wobbly` are due there, nothing else.
     let now = jiff::Timestamp::now().as_millisecond();
     let mut b = (now + 10_000).div_euclid(60_000) * 60_000 + 60_000;
-    if b % 600_000 == 0 {
+    while b % 600_000 == 0 || (b - 60_000) % 600_000 == 0 {
         b += 60_000;
     }
     // One tick at `t`: what it cost each object.
