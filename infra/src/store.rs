@@ -238,14 +238,15 @@ impl Session {
     /// only then opens the store: bad input never touches a file.
     pub fn open(args: &StoreArgs, job: Option<&str>) -> Result<Session, Failure> {
         let target = StoreTarget::parse(&args.store, args.token_env.as_deref())?;
-        let manifest = load_manifest(&args.manifest.path())?;
+        let manifest_path = args.manifest.path();
+        let manifest = load_manifest(&manifest_path)?;
         if let Some(name) = job {
-            find_job(&manifest, &args.manifest.path(), name)?;
+            find_job(&manifest, &manifest_path, name)?;
         }
         let backend = target.open()?;
         Ok(Session {
             manifest,
-            manifest_path: args.manifest.path(),
+            manifest_path,
             store: target.label(),
             backend,
             now: Timestamp::now(),

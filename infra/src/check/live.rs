@@ -56,7 +56,8 @@ pub fn check(args: &CheckArgs, platform: ApiPlatform) -> Result<(), Failure> {
             "error: --group {group:?}: a schedule group name is 1 to 64 of 0-9 A-Z a-z - _ ."
         )));
     }
-    let (_, manifest) = read_manifest(&args.manifest.path())?;
+    let path = args.manifest.path();
+    let (_, manifest) = read_manifest(&path)?;
     let after = parse_instant("--after", args.after.as_deref())?;
     let span = Span::year_after(after);
     let rt = scheduler::runtime()?;
@@ -84,5 +85,5 @@ pub fn check(args: &CheckArgs, platform: ApiPlatform) -> Result<(), Failure> {
             format!("the schedule group {group} does not exist (`cronslot sync aws` creates it)"),
         );
     }
-    super::conclude(&file, &args.manifest.path(), &report, span)
+    super::conclude(&file, &path, &report, span)
 }

@@ -22,7 +22,8 @@ pub fn exec(args: CheckArgs) -> Result<(), Failure> {
             "error: pass a TEMPLATE, or --live aws to check what is deployed",
         ));
     };
-    let (manifest_text, manifest) = read_manifest(&args.manifest.path())?;
+    let path = args.manifest.path();
+    let (manifest_text, manifest) = read_manifest(&path)?;
     let after = parse_instant("--after", args.after.as_deref())?;
     let span = Span::year_after(after);
     let file = template.display().to_string();
@@ -38,5 +39,5 @@ pub fn exec(args: CheckArgs) -> Result<(), Failure> {
         let entries = cfn::read(&text).map_err(|e| bad_template(&file, e.line, &e.message))?;
         aws(&file, &entries, &manifest, span)?
     };
-    conclude(&file, &args.manifest.path(), &report, span)
+    conclude(&file, &path, &report, span)
 }

@@ -2,6 +2,8 @@
 //! Kubernetes) or the operations table (Markdown) from the manifest, on
 //! stdout or into `--out`. Exit 0, or 2 on bad input.
 
+use std::path::Path;
+
 use crate::cli::{KubernetesKind, RenderArgs, RenderFormat};
 use crate::exit::Failure;
 use crate::manifest::read_manifest;
@@ -13,10 +15,11 @@ use crate::render::{
 
 pub fn exec(args: RenderArgs) -> Result<(), Failure> {
     check_flags(&args)?;
-    let (text, manifest) = read_manifest(&args.manifest.path())?;
+    let path = args.manifest.path();
+    let (text, manifest) = read_manifest(&path)?;
     let source = Source {
         manifest: &manifest,
-        path: &args.manifest.path(),
+        path: &path,
         text: &text,
         hash: plan::manifest_hash(&text),
     };
@@ -29,11 +32,11 @@ pub fn exec(args: RenderArgs) -> Result<(), Failure> {
             let sam = args.format == RenderFormat::Sam;
             let binary = match &args.binary {
                 Some(b) => Some(b.clone()),
-                None => cargo_binary(&args.manifest.path())?,
+                None => cargo_binary(&path)?,
             };
             let code_uri = match &args.code_uri {
                 Some(c) => c.clone(),
-                None => default_code_uri(&args.manifest.path(), args.out.as_deref()),
+                None => default_code_uri(&path, args.out.as_deref()),
             };
             aws::render(
                 &source,
@@ -51,7 +54,7 @@ pub fn exec(args: RenderArgs) -> Result<(), Failure> {
                     wrangler::check_worker_name(name)?;
                     name.clone()
                 }
-                None => wrangler::default_worker_name(&args.manifest.path()),
+                None => wrangler::default_worker_name(&path),
             };
             wrangler::render(
                 &source,
@@ -64,7 +67,7 @@ pub fn exec(args: RenderArgs) -> Result<(), Failure> {
             markdown::render(&source, after)
         }
         RenderFormat::Kubernetes => {
-            let options = kubernetes_options(&args)?;
+            let options = kubernetes_options(&args, &path)?;
             kubernetes::refuse_functions(&manifest)?;
             kubernetes::render(&source, &options)
         }
@@ -82,7 +85,7 @@ pub fn exec(args: RenderArgs) -> Result<(), Failure> {
 }
 
 /// `render kubernetes`' flags, checked, with their defaults.
-fn kubernetes_options(args: &RenderArgs) -> Result<kubernetes::Options, Failure> {
+fn kubernetes_options(args: &RenderArgs, path: &Path) -> Result<kubernetes::Options, Failure> {
     let kind = args.kind.unwrap_or(KubernetesKind::Deployment);
     if kind == KubernetesKind::CronJob && args.replicas.is_some() {
         return Err(Failure::bad_input(
@@ -94,7 +97,7 @@ fn kubernetes_options(args: &RenderArgs) -> Result<kubernetes::Options, Failure>
             kubernetes::check_name(name, kind)?;
             name.clone()
         }
-        None => kubernetes::default_name(&args.manifest.path(), kind),
+        None => kubernetes::default_name(path, kind),
     };
     if let Some(namespace) = &args.namespace {
         kubernetes::check_namespace(namespace)?;

@@ -2,6 +2,7 @@
 //! job with its next three slots.
 
 use std::fmt::Write as _;
+use std::path::Path;
 
 use cronslot_core::explain::{explain, explain_dst};
 use cronslot_core::manifest::Manifest;
@@ -15,10 +16,11 @@ use crate::manifest::load_manifest;
 use crate::parse::parse_instant;
 
 pub fn exec(args: ValidateArgs) -> Result<(), Failure> {
-    let manifest = load_manifest(&args.manifest.path())?;
+    let path = args.manifest.path();
+    let manifest = load_manifest(&path)?;
     let after = parse_instant("--after", args.after.as_deref())?;
     if args.format == Format::Json {
-        let doc = document(&args, &manifest, after);
+        let doc = document(&path, &manifest, after);
         println!("{}", to_json(&doc)?);
         return Ok(());
     }
@@ -27,7 +29,7 @@ pub fn exec(args: ValidateArgs) -> Result<(), Failure> {
     let _ = writeln!(
         out,
         "{}: {count} job{} OK",
-        args.manifest.path().display(),
+        path.display(),
         if count == 1 { "" } else { "s" }
     );
     for job in &manifest.jobs {
@@ -82,9 +84,9 @@ struct ValidatedJob {
     next: Vec<Ts>,
 }
 
-fn document(args: &ValidateArgs, manifest: &Manifest, after: Timestamp) -> Validated {
+fn document(path: &Path, manifest: &Manifest, after: Timestamp) -> Validated {
     Validated {
-        manifest: args.manifest.path().display().to_string(),
+        manifest: path.display().to_string(),
         jobs: manifest
             .jobs
             .iter()
