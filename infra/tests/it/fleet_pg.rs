@@ -139,17 +139,33 @@ impl Fleet {
 
     /// Sends `signal` to the runner and to every job it runs (each job
     /// leads its own process group).
+    ///
+    /// The runner is stopped before its children are listed, so that it
+    /// starts no job after the listing, and it gets the signal itself
+    /// last: continued last, it reaps no job between the listing and the
+    /// signal; killed last, its jobs are still its children when listed.
+    /// A job's group may be gone by the time it is signalled (a job
+    /// forked just before the runner stopped can end while it is
+    /// stopped): that is not a failure.
     fn signal(&mut self, name: &str, signal: &str) {
         let pid = self.runner(name).child.id();
-        let mut targets = vec![pid.to_string()];
-        targets.extend(child_groups(pid).into_iter().map(|g| format!("-{g}")));
-        let status = Command::new("kill")
-            .arg(format!("-{signal}"))
-            .arg("--")
-            .args(&targets)
-            .status()
-            .expect("kill");
-        assert!(status.success(), "kill -{signal} {targets:?}");
+        let send = |signal: &str, target: String, quiet: bool| {
+            Command::new("kill")
+                .arg(format!("-{signal}"))
+                .arg("--")
+                .arg(&target)
+                .stderr(if quiet { Stdio::null() } else { Stdio::inherit() })
+                .status()
+                .expect("kill")
+                .success()
+        };
+        if signal != "CONT" {
+            assert!(send("STOP", pid.to_string(), false), "kill -STOP {pid}");
+        }
+        for group in child_groups(pid) {
+            send(signal, format!("-{group}"), true);
+        }
+        assert!(send(signal, pid.to_string(), false), "kill -{signal} {pid}");
     }
 
     /// SIGKILL the runner and its jobs, and reap it.
@@ -205,21 +221,28 @@ fn child_groups(pid: u32) -> BTreeSet<u32> {
         return groups;
     };
     for entry in entries.flatten() {
-        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+        let Some((parent, group)) = parent_and_group(&entry.path()) else {
             continue;
         };
-        // `pid (comm) state ppid pgrp …`; comm may hold spaces and parens.
-        let Some(rest) = stat.rsplit_once(')').map(|(_, r)| r) else {
-            continue;
-        };
-        let fields: Vec<&str> = rest.split_whitespace().collect();
-        if fields.get(1).and_then(|p| p.parse::<u32>().ok()) == Some(pid) {
-            if let Some(group) = fields.get(2).and_then(|g| g.parse::<u32>().ok()) {
-                groups.insert(group);
-            }
+        if parent == pid {
+            groups.insert(group);
         }
     }
+    // A job forked but not yet in a group of its own is still in the
+    // runner's group, which is this test's: never signal that.
+    if let Some((_, own)) = parent_and_group(Path::new("/proc/self")) {
+        groups.remove(&own);
+    }
     groups
+}
+
+/// A process's parent and process group, from `/proc/<pid>/stat`.
+fn parent_and_group(proc_dir: &Path) -> Option<(u32, u32)> {
+    let stat = std::fs::read_to_string(proc_dir.join("stat")).ok()?;
+    // `pid (comm) state ppid pgrp …`; comm may hold spaces and parens.
+    let (_, rest) = stat.rsplit_once(')')?;
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    Some((fields.get(1)?.parse().ok()?, fields.get(2)?.parse().ok()?))
 }
 
 /// One run, from its `start` (and `end`, if it wrote one) lines.
