@@ -1,7 +1,10 @@
 //! Records the commit the binary is built from, for `cronslot --version`:
-//! `git rev-parse` in a checkout, else the commit `cargo package` wrote
-//! into the crate's own `.cargo_vcs_info.json` (a build from crates.io),
-//! else none. Nothing fails without git.
+//! the commit `cargo package` wrote into the crate's own
+//! `.cargo_vcs_info.json` (a build from crates.io or `cargo install`), else
+//! `git rev-parse` in a checkout, else none. A packaged crate is read first
+//! so that its build never looks at a repository around it (its source may
+//! sit inside another checkout, as `cargo package` verifies it under
+//! `target/package/`). Nothing fails without git.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -9,14 +12,15 @@ use std::process::Command;
 fn main() {
     let dir = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").unwrap_or_default());
     let vcs_info = dir.join(".cargo_vcs_info.json");
-    let commit = from_git(&dir).or_else(|| from_vcs_info(&vcs_info));
+    let commit = from_vcs_info(&vcs_info).or_else(|| from_git(&dir));
     if let Some(commit) = commit {
         println!("cargo:rustc-env=CRONSLOT_COMMIT={commit}");
     }
-    // Only paths that exist: a missing one would rerun this every build.
     if vcs_info.is_file() {
         println!("cargo:rerun-if-changed={}", vcs_info.display());
+        return;
     }
+    // Only paths that exist: a missing one would rerun this every build.
     for watched in git_paths(&dir) {
         if watched.exists() {
             println!("cargo:rerun-if-changed={}", watched.display());

@@ -2,6 +2,8 @@
 //! state lives in one DynamoDB table and every decision is stored with a
 //! conditional write.
 
+// docs.rs (nightly, --cfg docsrs) labels items that need a feature.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![deny(missing_docs)]
 
 pub mod dynamo;

@@ -18,6 +18,8 @@
 //! `cfg(target_arch = "wasm32")`, because `worker` panics on every call
 //! outside a JavaScript runtime.
 
+// docs.rs (nightly, --cfg docsrs) labels items that need a feature.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![warn(missing_docs)]
 
 /// The admin routes, written once in the runtime and served by the Worker.

@@ -32,6 +32,8 @@
 //! - `conformance`: `conformance`, the test suite every
 //!   [`Coordinator`](coord::Coordinator) implementation must pass.
 
+// docs.rs (nightly, --cfg docsrs) labels items that need a feature.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![deny(missing_docs)]
 #![cfg_attr(
     not(test),

@@ -51,6 +51,8 @@
 //! # }
 //! ```
 
+// docs.rs (nightly, --cfg docsrs) labels items that need a feature.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![deny(missing_docs)]
 #![cfg_attr(
     not(test),

@@ -54,6 +54,8 @@
 //! [`CasCoordinator`]: cronslot_core::coord::CasCoordinator
 //! [`encode_state`]: cronslot_core::coord::encode_state
 
+// docs.rs (nightly, --cfg docsrs) labels items that need a feature.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![deny(missing_docs)]
 #![cfg_attr(
     not(test),

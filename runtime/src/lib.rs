@@ -33,6 +33,8 @@
 //! assert!(jobs.contains("nightly-report"));
 //! ```
 
+// docs.rs (nightly, --cfg docsrs) labels items that need a feature.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![deny(missing_docs)]
 #![cfg_attr(
     not(test),

@@ -1346,18 +1346,7 @@ http = { url = "https://example.com/hook", method = "POST" }
 "#;
 
     fn manifests() -> Vec<(&'static str, &'static str)> {
-        vec![
-            ("rich.toml", RICH),
-            ("design.toml", DESIGN),
-            (
-                "examples/cronslot.toml",
-                include_str!("../../../examples/cronslot.toml"),
-            ),
-            (
-                "examples/aws-jobs/cronslot.toml",
-                include_str!("../../../examples/aws-jobs/cronslot.toml"),
-            ),
-        ]
+        vec![("rich.toml", RICH), ("design.toml", DESIGN)]
     }
 
     fn parse(file: &str, text: &str) -> Manifest {

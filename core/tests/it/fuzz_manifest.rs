@@ -32,11 +32,15 @@ use proptest::test_runner::{Config, RngSeed};
 const FILE: &str = "fuzz/cronslot.toml";
 const CASE_BUDGET: Duration = Duration::from_secs(5);
 
+/// Seeds: copies of the repository's manifests as they were when they were
+/// taken (the crate reads nothing outside its directory, so that it can be
+/// published). That the examples themselves parse is tested by
+/// `cronslot-tests` (`examples::`), on the files as they are now.
 const REAL: [&str; 4] = [
-    include_str!("../../../examples/cronslot.toml"),
-    include_str!("../../../examples/aws-jobs/cronslot.toml"),
-    include_str!("../../../examples/cf-jobs/cronslot.toml"),
-    include_str!("../../../aws-adapter/tests/fixtures/cronslot.toml"),
+    include_str!("../fixtures/seeds/examples.toml"),
+    include_str!("../fixtures/seeds/aws-jobs.toml"),
+    include_str!("../fixtures/seeds/cf-jobs.toml"),
+    include_str!("../fixtures/seeds/aws-fixture.toml"),
 ];
 
 fn config(cases: u32) -> Config {

@@ -10,6 +10,7 @@
 
 mod bad_input;
 mod cf_workerd;
+mod examples;
 mod conformance_memory;
 mod crash_points;
 mod memory_store;
