@@ -8,6 +8,7 @@ mod completions;
 mod dlq;
 mod explain;
 mod init;
+mod new;
 mod next;
 mod pause;
 mod render;
@@ -43,6 +44,7 @@ pub fn exec(command: Command) -> Result<(), Failure> {
         Command::Render(args) => render::exec(args),
         Command::Check(args) => check::exec(args),
         Command::Sync(args) => sync::exec(args),
+        Command::New(args) => new::exec(args),
         Command::Completions { shell } => completions::exec(shell),
     }
 }

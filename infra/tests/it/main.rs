@@ -11,6 +11,7 @@ mod check;
 mod cli;
 mod dashboard;
 mod fleet_pg;
+mod new;
 mod render;
 mod run;
 mod serve;

@@ -1,0 +1,96 @@
+//! This project's jobs on a fleet of servers sharing one PostgreSQL: run
+//! the same build on every server with the same store, and each slot runs
+//! on one of them. No leader: the store's compare-and-set gives every slot
+//! to one claimer, and the fence shuts out a stale one.
+//!
+//! `CRONSLOT_STORE=postgres://… cargo run --release` runs until SIGTERM or
+//! Ctrl-C (first: finish the running jobs; second: stop them).
+//! `--store sqlite:PATH` runs on one machine instead, to try it out.
+
+mod jobs;
+
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use clap::Parser;
+use cronslot_core::manifest::{parse_duration, parse_manifest};
+use cronslot_local::{Clock, LogFormat, Runner, RunnerStore, SqliteStore, init_logging};
+use cronslot_postgres::PgStore;
+
+/// The manifest, embedded: the program and its jobs ship together.
+const MANIFEST: &str = include_str!("../cronslot.toml");
+
+#[derive(Parser)]
+#[command(about = "Runs this project's jobs on a store shared by a fleet, each slot once")]
+struct Args {
+    /// The shared store: postgres://USER@HOST/DB (the password in
+    /// PGPASSWORD), or sqlite:PATH on one machine.
+    #[arg(long, env = "CRONSLOT_STORE", hide_env_values = true)]
+    store: String,
+    /// Competing workers in this process.
+    #[arg(long, default_value_t = 1)]
+    workers: u32,
+    /// Stop after this much time, in seconds or with a unit (`2h`).
+    #[arg(long)]
+    run_for: Option<String>,
+    /// Log one JSON object per line instead of plain text.
+    #[arg(long)]
+    json: bool,
+}
+
+fn main() -> ExitCode {
+    match run(Args::parse()) {
+        Ok(code) => code,
+        Err(message) => {
+            eprintln!("error: {message}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn run(args: Args) -> Result<ExitCode, String> {
+    let manifest = parse_manifest(MANIFEST, "cronslot.toml").map_err(|e| e.to_string())?;
+    let format = if args.json {
+        LogFormat::Json
+    } else {
+        LogFormat::Pretty
+    };
+    init_logging(format, &Clock::real()).map_err(|e| e.to_string())?;
+    let store = args.store.trim();
+    if store.starts_with("postgres://") || store.starts_with("postgresql://") {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| format!("cannot start the runtime: {e}"))?;
+        // Creates the schema if it is missing.
+        let pg = runtime
+            .block_on(PgStore::connect(store))
+            .map_err(|e| e.to_string())?;
+        // Leases are judged by the database server's clock: run by it too.
+        let offset_of = pg.clone();
+        let clock = Clock::corrected(Arc::new(move || offset_of.clock_offset()));
+        drive(Runner::new(pg, manifest.jobs, clock), &args)
+    } else if let Some(path) = store.strip_prefix("sqlite:") {
+        let sqlite = SqliteStore::open(path).map_err(|e| format!("--store {store}: {e}"))?;
+        drive(Runner::new(sqlite, manifest.jobs, Clock::real()), &args)
+    } else {
+        Err("--store: expected postgres://… or sqlite:PATH".into())
+    }
+}
+
+fn drive<S: RunnerStore>(runner: Runner<S>, args: &Args) -> Result<ExitCode, String> {
+    let mut runner = runner
+        .with_jobs(jobs::jobs())
+        .workers(args.workers)
+        .handle_ctrl_c(true);
+    if let Some(text) = &args.run_for {
+        runner = runner.run_for(parse_duration(text).map_err(|e| format!("--run-for: {e}"))?);
+    }
+    let summary = runner.run().map_err(|e| e.to_string())?;
+    print!("{summary}");
+    Ok(if summary.ok() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
