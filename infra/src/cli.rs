@@ -106,7 +106,12 @@ pub enum Command {
     /// usual); 2 on bad input. With an https:// store (a Cloudflare
     /// Worker's admin URL) the Worker claims, runs and records the slot
     /// itself, whatever kind of job it is, and this prints what happened.
-    Trigger(JobArgs),
+    /// With --format json: the admin route's trigger document on stdout
+    /// whenever the trigger came to an outcome (succeeded, failed, nothing
+    /// claimed, cannot run here, claim failed, not recorded), with the
+    /// exit code and the stderr message above; nothing on stdout when it
+    /// failed before that (bad input, a store that cannot be opened).
+    Trigger(TriggerArgs),
     /// Write an infrastructure template (or an operations table) from the manifest.
     ///
     /// `sam` and `cloudformation`: the DynamoDB table, the Lambda function,
@@ -544,6 +549,17 @@ pub struct PauseArgs {
     #[command(flatten)]
     pub job: JobArgs,
     /// Output format: text, or json (the admin API's pause document).
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: Format,
+}
+
+/// `trigger`: the job, and how to say what happened.
+#[derive(Debug, Args)]
+pub struct TriggerArgs {
+    #[command(flatten)]
+    pub job: JobArgs,
+    /// Output format: text, or json (the admin API's trigger document,
+    /// printed also when the run failed or nothing ran).
     #[arg(long, value_enum, default_value = "text")]
     pub format: Format,
 }

@@ -10,6 +10,11 @@
 //! Exit codes: 0 the run succeeded; 1 nothing ran (the slot already ran,
 //! is running, or the job is paused), the run failed, or the store failed;
 //! 2 bad input, or a job kind that cannot be run here.
+//!
+//! `--format json` prints the admin route's [`TriggerDoc`] for every
+//! outcome it describes, failures included (the exit code and the stderr
+//! message stay those of the text output); a failure before an outcome
+//! (bad input, a store that cannot be opened) prints no document.
 
 use std::io::Write as _;
 use std::rc::Rc;
@@ -19,12 +24,14 @@ use cronslot_core::coord::Trigger as ClaimTrigger;
 use cronslot_core::coord::{Claim, Coordinator, FailOutcome, Idle};
 use cronslot_core::manifest::{Action, JobSpec};
 use cronslot_local::{Clock, LocalPlatform};
-use cronslot_runtime::admin::TriggerKind;
+use cronslot_runtime::admin::{
+    TriggerDoc, TriggerKind, TriggerOutcome, trigger_doc, trigger_outcome,
+};
 use cronslot_runtime::{Jobs, Outcome, Platform, run_lease};
 
-use crate::cli::JobArgs;
+use crate::cli::{Format, TriggerArgs};
 use crate::exit::{Failure, coord_failure};
-use crate::format::{ERROR_CELL_CHARS, format_took, one_line, shell_words, slot_id, utc};
+use crate::format::{ERROR_CELL_CHARS, format_took, one_line, shell_words, slot_id, to_json, utc};
 use crate::store::admin::AdminStore;
 use crate::store::{Backend, Session, wait};
 
@@ -46,42 +53,63 @@ fn owner_id() -> String {
     format!("cli-{host}-{}", std::process::id())
 }
 
-pub fn exec(args: JobArgs) -> Result<(), Failure> {
+/// Prints the trigger document when `--format json` asked for it.
+fn print_doc(format: Format, doc: &TriggerDoc) -> Result<(), Failure> {
+    if format == Format::Json {
+        println!("{}", to_json(doc)?);
+    }
+    Ok(())
+}
+
+pub fn exec(args: TriggerArgs) -> Result<(), Failure> {
+    let format = args.format;
+    let args = &args.job;
     let session = Session::open(&args.store, Some(&args.job))?;
     let spec = session.job(&args.job)?;
     if let Backend::Admin(worker) = &session.backend {
         // The Worker runs the job (it has the functions and the fetch).
-        return on_worker(worker, &session.store, spec);
+        return on_worker(worker, &session.store, spec, format);
     }
     // Refuse what this command cannot run before claiming anything: a
     // claimed slot that nobody runs would wait for its lease to expire.
+    let refused = |reason: String, message: String| -> Result<(), Failure> {
+        let doc = trigger_doc(spec, &TriggerOutcome::CannotRun { reason });
+        print_doc(format, &doc)?;
+        Err(Failure::bad_input(message))
+    };
     let argv = match &spec.action {
         Action::Command { argv, .. } => argv,
         Action::Http { url, .. } => {
-            return Err(Failure::bad_input(format!(
-                "error: job {:?} is an http job ({url}); `cronslot trigger` runs command jobs only \
-                 (`cronslot run` runs http jobs on their schedule). Nothing was claimed.",
-                spec.name.as_str()
-            )));
+            return refused(
+                format!("it is an http job ({url}), and `cronslot trigger` runs command jobs only"),
+                format!(
+                    "error: job {:?} is an http job ({url}); `cronslot trigger` runs command jobs only \
+                     (`cronslot run` runs http jobs on their schedule). Nothing was claimed.",
+                    spec.name.as_str()
+                ),
+            );
         }
         Action::Function => {
-            return Err(Failure::bad_input(format!(
-                "error: job {:?} runs a Rust function registered in your own program, which the cronslot CLI \
-                 does not contain; `cronslot trigger` runs command jobs only. Nothing was claimed.",
-                spec.name.as_str()
-            )));
+            return refused(
+                "it runs a Rust function, which the cronslot CLI does not contain".to_string(),
+                format!(
+                    "error: job {:?} runs a Rust function registered in your own program, which the cronslot CLI \
+                     does not contain; `cronslot trigger` runs command jobs only. Nothing was claimed.",
+                    spec.name.as_str()
+                ),
+            );
         }
     };
     match &session.backend {
-        Backend::Sqlite(c) => trigger_on(c, &session, spec, argv, Clock::real()),
+        Backend::Sqlite(c) => trigger_on(c, &session, spec, argv, Clock::real(), format),
         Backend::Postgres(c) => {
             // The run is timed by the server's clock, which judges its lease.
             let store = c.store().clone();
             let clock = Clock::corrected(std::sync::Arc::new(move || store.clock_offset()));
-            trigger_on(c, &session, spec, argv, clock)
+            trigger_on(c, &session, spec, argv, clock, format)
         }
-        Backend::Dynamo(c) => trigger_on(c, &session, spec, argv, Clock::real()),
-        Backend::Admin(worker) => on_worker(worker, &session.store, spec),
+        Backend::Dynamo(c) => trigger_on(c, &session, spec, argv, Clock::real(), format),
+        Backend::Admin(worker) => on_worker(worker, &session.store, spec, format),
     }
 }
 
@@ -91,32 +119,51 @@ fn trigger_on<C: Coordinator + 'static>(
     spec: &JobSpec,
     argv: &[String],
     clock: Clock,
+    format: Format,
 ) -> Result<(), Failure> {
     let job = spec.name.as_str();
     let store = &session.store;
     let owner = owner_id();
-    let claim = wait(c.claim(spec, session.now, ClaimTrigger::Manual, &owner))
-        .map_err(|e| coord_failure(store, "claiming a slot of", job, &e))?;
+    let claim = match wait(c.claim(spec, session.now, ClaimTrigger::Manual, &owner)) {
+        Ok(claim) => claim,
+        Err(e) => {
+            let failure = coord_failure(store, "claiming a slot of", job, &e);
+            print_doc(format, &trigger_doc(spec, &TriggerOutcome::ClaimFailed(e)))?;
+            return Err(failure);
+        }
+    };
     let lease = match claim {
         Claim::Claimed(lease) => lease,
         Claim::Idle(idle) => {
-            return Err(Failure::problem(idle_message(&**c, session, spec, &idle)));
+            let message = idle_message(&**c, session, spec, &idle);
+            let mut doc = trigger_doc(spec, &TriggerOutcome::NotClaimed(idle));
+            // This command's own account of why, which reads the store.
+            doc.message.clone_from(&message);
+            print_doc(format, &doc)?;
+            return Err(Failure::problem(message));
         }
     };
     let id = slot_id(spec, lease.slot);
-    println!(
-        "claimed {id} (attempt {}, fence {}, owner {owner}, lease until {}); running: {}",
-        lease.attempt,
-        lease.fence,
-        utc(lease.expires_at),
-        shell_words(argv)
-    );
-    let _ = std::io::stdout().flush();
+    if format == Format::Text {
+        println!(
+            "claimed {id} (attempt {}, fence {}, owner {owner}, lease until {}); running: {}",
+            lease.attempt,
+            lease.fence,
+            utc(lease.expires_at),
+            shell_words(argv)
+        );
+        let _ = std::io::stdout().flush();
+    }
     let started = Instant::now();
     let platform: Rc<dyn Platform> = Rc::new(LocalPlatform::new(clock));
     let spec = Rc::new(spec.clone());
     let report = wait(run_lease(c, &spec, lease.clone(), &Jobs::new(), &platform));
     let took = format_took(started.elapsed());
+    if format == Format::Json {
+        let mut doc = trigger_doc(&spec, &trigger_outcome(lease.clone(), report.clone()));
+        doc.duration_ms = Some(report.duration_ms());
+        print_doc(format, &doc)?;
+    }
     let error = report.job_error.as_ref();
     let what = |e: &cronslot_runtime::JobError| {
         let kind = if e.is_permanent() {
@@ -128,10 +175,12 @@ fn trigger_on<C: Coordinator + 'static>(
     };
     match report.outcome {
         Outcome::Succeeded => {
-            println!(
-                "{id} succeeded in {took}; recorded with fence {}",
-                lease.fence
-            );
+            if format == Format::Text {
+                println!(
+                    "{id} succeeded in {took}; recorded with fence {}",
+                    lease.fence
+                );
+            }
             Ok(())
         }
         Outcome::Retrying { at } => Err(Failure::problem(format!(
@@ -239,12 +288,20 @@ fn idle_message<C: Coordinator>(c: &C, session: &Session, spec: &JobSpec, idle: 
 /// `cronslot trigger JOB --store https://…`: the Worker claims the current
 /// slot, runs it and records the outcome. Exit 0 when the run succeeded, 1
 /// when nothing ran or it failed, 2 when the Worker cannot run the job.
-fn on_worker(store: &AdminStore, label: &str, spec: &JobSpec) -> Result<(), Failure> {
+fn on_worker(
+    store: &AdminStore,
+    label: &str,
+    spec: &JobSpec,
+    format: Format,
+) -> Result<(), Failure> {
     let job = spec.name.as_str();
     let doc = wait(store.trigger(spec)).map_err(|e| coord_failure(label, "triggering", job, &e))?;
+    print_doc(format, &doc)?;
     match doc.outcome {
         TriggerKind::Succeeded => {
-            println!("{} (run by the Worker at {label})", doc.message);
+            if format == Format::Text {
+                println!("{} (run by the Worker at {label})", doc.message);
+            }
             Ok(())
         }
         TriggerKind::CannotRun => Err(Failure::bad_input(format!("error: {}", doc.message))),

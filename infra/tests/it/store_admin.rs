@@ -529,15 +529,35 @@ fn trigger_asks_the_worker_to_run_the_job() {
     let o = cronslot(&dir, &worker.base, Some(TOKEN), &["trigger", "hourly"]);
     assert_eq!(code(&o), 1, "{}", stdout(&o));
     assert!(stderr(&o).contains("already resolved"), "{}", stderr(&o));
-
-    // A failing run: exit 1, and the slot is a dead letter.
+    // --format json: the Worker's own document, printed though nothing ran.
     let o = cronslot(
         &dir,
         &worker.base,
         Some(TOKEN),
-        &["trigger", "hourly-broken"],
+        &["trigger", "hourly", "--format", "json"],
     );
     assert_eq!(code(&o), 1, "{}", stdout(&o));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("one JSON document");
+    assert_eq!(v["job"], "hourly");
+    assert_eq!(v["outcome"], "not_claimed");
+    assert!(v["idle"].is_object(), "{v}");
+    assert!(stderr(&o).contains("already resolved"), "{}", stderr(&o));
+
+    // A failing run: exit 1, and the slot is a dead letter; with --format
+    // json the document says so too, and stderr is the text output's.
+    let o = cronslot(
+        &dir,
+        &worker.base,
+        Some(TOKEN),
+        &["trigger", "hourly-broken", "--format", "json"],
+    );
+    assert_eq!(code(&o), 1, "{}", stdout(&o));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("one JSON document");
+    assert_eq!(v["outcome"], "failed");
+    assert_eq!(v["error"], "the job exploded");
+    assert_eq!(v["permanent"], true);
+    assert_eq!(v["fate"], "Dead");
+    assert!(v.get("duration_ms").is_none(), "{v}");
     let err = stderr(&o);
     assert!(
         err.contains("failed (permanent): the job exploded"),

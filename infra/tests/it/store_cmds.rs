@@ -717,6 +717,80 @@ fn trigger_records_a_failed_run() {
 }
 
 #[test]
+fn trigger_format_json_prints_the_trigger_document_whatever_the_outcome() {
+    let minute = quiet_minute();
+    let manifest = format!(
+        "[[job]]\nname = \"fine\"\nschedule = \"{minute} * * * *\"\ncommand = [\"true\"]\n\n\
+         [[job]]\nname = \"failing\"\nschedule = \"{minute} * * * *\"\n\
+         command = [\"sh\", \"-c\", \"echo noise; echo disk full >&2; exit 3\"]\n\n\
+         [[job]]\nname = \"ping\"\nschedule = \"{minute} * * * *\"\n\
+         http = {{ url = \"http://127.0.0.1:9/\" }}\n"
+    );
+    let dir = setup("trigger_json", &manifest);
+    let c = coordinator(&dir);
+    for name in ["fine", "failing"] {
+        create_record(&c, &spec(&dir, name), minutes_ago(3 * 60));
+    }
+    let slot = spec(&dir, "fine")
+        .schedule
+        .prev_before(Timestamp::now())
+        .unwrap();
+
+    // Succeeded: the admin route's document, and nothing else on stdout.
+    let o = cronslot(&dir, &["trigger", "fine", "--format", "json"]);
+    assert_eq!(code(&o), 0, "{}\n{}", stdout(&o), stderr(&o));
+    let v = json(&o);
+    assert_eq!(v["job"], "fine");
+    assert_eq!(v["outcome"], "succeeded");
+    assert_eq!(v["slot"], utc(slot));
+    assert_eq!(v["slot_id"], format!("fine@{}", utc(slot)));
+    assert_eq!(v["attempt"], 1);
+    assert_eq!(v["fence"], 1);
+    assert!(v["duration_ms"].as_i64().is_some_and(|ms| ms >= 0), "{v}");
+    assert!(v.get("error").is_none(), "{v}");
+
+    // Nothing claimed: still the document (with why), exit 1, stderr as in text.
+    let o = cronslot(&dir, &["trigger", "fine", "--format", "json"]);
+    assert_eq!(code(&o), 1, "{}\n{}", stdout(&o), stderr(&o));
+    let v = json(&o);
+    assert_eq!(v["outcome"], "not_claimed");
+    assert_eq!(v["idle"]["AlreadyResolved"]["slot"], utc(slot), "{v}");
+    assert!(
+        v["message"].as_str().unwrap().contains("already ran"),
+        "{v}"
+    );
+    assert!(stderr(&o).contains("already ran"), "{}", stderr(&o));
+
+    // Failed: the run's error and fate; the job's own stdout is not on ours.
+    let o = cronslot(&dir, &["trigger", "failing", "--format", "json"]);
+    assert_eq!(code(&o), 1, "{}\n{}", stdout(&o), stderr(&o));
+    let v = json(&o);
+    assert_eq!(v["outcome"], "failed");
+    assert_eq!(v["error"], "exit status 3: disk full");
+    assert_eq!(v["permanent"], true);
+    assert_eq!(v["fate"], "Dead");
+    assert_eq!(v["attempt"], 1);
+    assert!(stderr(&o).contains("dead letter"), "{}", stderr(&o));
+
+    // Cannot run here: the document too, exit 2, nothing claimed.
+    let o = cronslot(&dir, &["trigger", "ping", "--format", "json"]);
+    assert_eq!(code(&o), 2, "{}\n{}", stdout(&o), stderr(&o));
+    let v = json(&o);
+    assert_eq!(v["outcome"], "cannot_run");
+    assert!(v.get("slot").is_none(), "{v}");
+    assert!(
+        stderr(&o).contains("runs command jobs only"),
+        "{}",
+        stderr(&o)
+    );
+
+    // Bad input before any outcome: no document.
+    let o = cronslot(&dir, &["trigger", "nope", "--format", "json"]);
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    assert_eq!(stdout(&o), "");
+}
+
+#[test]
 fn trigger_refuses_http_jobs_without_claiming() {
     let dir = setup("trigger_http", MANIFEST);
     let o = cronslot(&dir, &["trigger", "ping"]);

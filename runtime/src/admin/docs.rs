@@ -301,6 +301,11 @@ pub struct TriggerDoc {
     /// The run's fence.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fence: Option<u64>,
+    /// How long the job ran, in milliseconds, when the run was timed where
+    /// this document was made (`cronslot trigger` on a store it runs jobs
+    /// on; absent from the Worker's route).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duration_ms: Option<i64>,
     /// The run's error (`failed`), or the store's (`claim_failed`,
     /// `not_recorded`).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -67,7 +67,7 @@ pub use execute::{execute, job_report};
 pub use metrics::prometheus_text;
 pub use repair::{REPAIR_PAGE, repair_page};
 pub use route::route;
-pub use trigger::{TriggerOutcome, trigger_outcome, trigger_reply, trigger_run};
+pub use trigger::{TriggerOutcome, trigger_doc, trigger_outcome, trigger_reply, trigger_run};
 
 /// Where the routes live unless the Worker says otherwise.
 pub const DEFAULT_PREFIX: &str = "/cronslot";

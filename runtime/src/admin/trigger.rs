@@ -117,6 +117,26 @@ pub fn trigger_outcome(lease: Lease, report: RunReport) -> TriggerOutcome {
 /// when nothing was claimed, 422 when the Worker cannot run the job, 503
 /// (transient) or 500 when the store failed.
 pub fn trigger_reply(spec: &JobSpec, outcome: &TriggerOutcome) -> Reply {
+    let status = match outcome {
+        TriggerOutcome::CannotRun { .. } => 422,
+        TriggerOutcome::NotClaimed(_) => 409,
+        TriggerOutcome::ClaimFailed(e) => store_status(spec, e),
+        TriggerOutcome::Succeeded { .. } => 200,
+        TriggerOutcome::Failed { .. } => 500,
+        TriggerOutcome::NotRecorded { transient, .. } => {
+            if *transient {
+                503
+            } else {
+                500
+            }
+        }
+    };
+    Reply::json(status, &trigger_doc(spec, outcome))
+}
+
+/// What a manual run did as the admin route's [`TriggerDoc`] (also what
+/// `cronslot trigger --format json` prints, for a run made anywhere).
+pub fn trigger_doc(spec: &JobSpec, outcome: &TriggerOutcome) -> TriggerDoc {
     let job = spec.name.as_str();
     let mut doc = TriggerDoc {
         job: job.to_string(),
@@ -126,6 +146,7 @@ pub fn trigger_reply(spec: &JobSpec, outcome: &TriggerOutcome) -> Reply {
         slot_id: None,
         attempt: None,
         fence: None,
+        duration_ms: None,
         error: None,
         permanent: None,
         fate: None,
@@ -137,24 +158,21 @@ pub fn trigger_reply(spec: &JobSpec, outcome: &TriggerOutcome) -> Reply {
         doc.attempt = Some(lease.attempt);
         doc.fence = Some(lease.fence);
     };
-    let status = match outcome {
+    match outcome {
         TriggerOutcome::CannotRun { reason } => {
             doc.outcome = TriggerKind::CannotRun;
             doc.message =
                 format!("job {job} cannot be triggered here: {reason}; nothing was claimed");
-            422
         }
         TriggerOutcome::NotClaimed(idle) => {
             doc.outcome = TriggerKind::NotClaimed;
             doc.message = idle_text(spec, idle);
             doc.idle = Some(idle.clone());
-            409
         }
         TriggerOutcome::ClaimFailed(e) => {
             doc.outcome = TriggerKind::ClaimFailed;
             doc.message = format!("claiming a slot of job {job} failed: {e}; nothing ran");
             doc.error = Some(e.to_string());
-            store_status(spec, e)
         }
         TriggerOutcome::Succeeded { lease } => {
             with_lease(&mut doc, lease);
@@ -164,7 +182,6 @@ pub fn trigger_reply(spec: &JobSpec, outcome: &TriggerOutcome) -> Reply {
                 lease.attempt,
                 lease.fence
             );
-            200
         }
         TriggerOutcome::Failed {
             lease,
@@ -188,13 +205,12 @@ pub fn trigger_reply(spec: &JobSpec, outcome: &TriggerOutcome) -> Reply {
             doc.error = Some(error.clone());
             doc.permanent = Some(*permanent);
             doc.fate = Some(fate.clone());
-            500
         }
         TriggerOutcome::NotRecorded {
             lease,
             succeeded,
             error,
-            transient,
+            ..
         } => {
             with_lease(&mut doc, lease);
             doc.outcome = TriggerKind::NotRecorded;
@@ -204,10 +220,9 @@ pub fn trigger_reply(spec: &JobSpec, outcome: &TriggerOutcome) -> Reply {
                 SlotId::new(&spec.name, lease.slot)
             );
             doc.error = Some(error.clone());
-            if *transient { 503 } else { 500 }
         }
-    };
-    Reply::json(status, &doc)
+    }
+    doc
 }
 
 fn store_status(spec: &JobSpec, e: &CoordError) -> u16 {
