@@ -141,7 +141,10 @@ pub enum Command {
     /// POSIX weekday numbers. With --live aws instead of a template, the
     /// same comparison on the EventBridge Scheduler schedules deployed in a
     /// schedule group (see `sync`). Exits 0 when consistent, 1 with the
-    /// differences, 2 on bad input.
+    /// differences, 2 on bad input. With --format json: one document on
+    /// stdout with every difference and note, printed when there are
+    /// differences too (exit 1, and the count on stderr); nothing on stdout
+    /// on bad input.
     Check(CheckArgs),
     /// Make the account's EventBridge Scheduler schedules match the manifest.
     ///
@@ -699,6 +702,10 @@ pub struct CheckArgs {
     /// wrangler: the account's cron trigger limit, counting the tick (5 on Free, 250 on Paid).
     #[arg(long, value_name = "N", default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub cron_limit: u32,
+    /// Output format: text (one finding per line), or json (one document,
+    /// printed also when there are differences).
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: Format,
 }
 
 /// A platform whose schedules `sync` and `check --live` manage by API.

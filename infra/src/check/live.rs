@@ -85,5 +85,5 @@ pub fn check(args: &CheckArgs, platform: ApiPlatform) -> Result<(), Failure> {
             format!("the schedule group {group} does not exist (`cronslot sync aws` creates it)"),
         );
     }
-    super::conclude(&file, &path, &report, span)
+    super::conclude(&file, &path, &report, span, args.format)
 }

@@ -3,8 +3,10 @@
 //! reports (the command is `commands/check.rs`).
 //!
 //! The diff goes to stdout (one finding per line, `FILE:LINE: ...`, with
-//! indented details); exit 0 when consistent, 1 with differences, 2 when
-//! the template or the manifest cannot be read.
+//! indented details), or with `--format json` as one document
+//! ([`CheckDoc`]); exit 0 when consistent, 1 with differences (the
+//! document is printed then too), 2 when the template or the manifest
+//! cannot be read.
 
 pub mod cfn;
 pub mod fires;
@@ -20,9 +22,11 @@ use cronslot_core::manifest::{JobSpec, Manifest, format_duration};
 use cronslot_core::schedule::{Schedule, Zone};
 use cronslot_core::translate::Platform;
 use cronslot_core::{CronExpr, Dialect};
+use serde::Serialize;
 
+use crate::cli::Format;
 use crate::exit::Failure;
-use crate::format::utc;
+use crate::format::{Ts, to_json, utc};
 use crate::render::plan::{self, CLOUDFLARE_TICK, EVENTBRIDGE_TICK, MAX_EVENT_AGE, Plan};
 use crate::render::wrangler::{DO_BINDING, DO_CLASS, HASH_VAR};
 
@@ -77,9 +81,19 @@ pub fn is_wrangler(path: &Path) -> bool {
         .is_some_and(|e| e.eq_ignore_ascii_case("toml"))
 }
 
-/// Prints the report; exit 1 when it found differences.
-pub fn conclude(file: &str, manifest: &Path, report: &Report, span: Span) -> Result<(), Failure> {
-    print_report(file, &manifest.display().to_string(), report, span);
+/// Prints the report (as text or as a [`CheckDoc`]); exit 1 when it found
+/// differences.
+pub fn conclude(
+    file: &str,
+    manifest: &Path,
+    report: &Report,
+    span: Span,
+    format: Format,
+) -> Result<(), Failure> {
+    match format {
+        Format::Text => print_report(file, &manifest.display().to_string(), report, span),
+        Format::Json => println!("{}", to_json(&document(file, manifest, report, span))?),
+    }
     if report.problems.is_empty() {
         Ok(())
     } else {
@@ -92,6 +106,57 @@ pub fn conclude(file: &str, manifest: &Path, report: &Report, span: Span) -> Res
                 if n == 1 { "" } else { "s" }
             ),
         })
+    }
+}
+
+/// `cronslot check --format json`: what was compared, the verdict, every
+/// difference and note.
+#[derive(Serialize)]
+struct CheckDoc {
+    /// The template's path, or `schedule group G` (with `(prefix "P")`)
+    /// for `--live`: the name the text output gives every finding.
+    checked: String,
+    /// The manifest's path.
+    manifest: String,
+    /// True when there is no difference (exit 0).
+    consistent: bool,
+    /// Schedules (or crons) read from the template or the group.
+    schedules: usize,
+    /// The window the fire times were compared over.
+    from: Ts,
+    until: Ts,
+    /// Each difference (exit 1 when any).
+    differences: Vec<FindingDoc>,
+    /// Each note (no effect on the exit code).
+    notes: Vec<FindingDoc>,
+}
+
+/// One finding in a [`CheckDoc`].
+#[derive(Serialize)]
+struct FindingDoc {
+    /// The template's line; null when the finding has none (and always
+    /// for `--live`).
+    line: Option<usize>,
+    message: String,
+    /// The indented lines under the finding in the text output.
+    details: Vec<String>,
+}
+
+fn document(file: &str, manifest: &Path, report: &Report, span: Span) -> CheckDoc {
+    let finding = |f: &Finding| FindingDoc {
+        line: f.line.filter(|l| *l > 0),
+        message: f.message.clone(),
+        details: f.details.clone(),
+    };
+    CheckDoc {
+        checked: file.to_string(),
+        manifest: manifest.display().to_string(),
+        consistent: report.problems.is_empty(),
+        schedules: report.schedules,
+        from: Ts(span.from),
+        until: Ts(span.until),
+        differences: report.problems.iter().map(finding).collect(),
+        notes: report.notes.iter().map(finding).collect(),
     }
 }
 

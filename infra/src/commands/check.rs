@@ -39,5 +39,5 @@ pub fn exec(args: CheckArgs) -> Result<(), Failure> {
         let entries = cfn::read(&text).map_err(|e| bad_template(&file, e.line, &e.message))?;
         aws(&file, &entries, &manifest, span)?
     };
-    conclude(&file, &path, &report, span)
+    conclude(&file, &path, &report, span, args.format)
 }

@@ -336,6 +336,81 @@ fn aws_templates_pass_and_hand_broken_copies_fail() {
 }
 
 #[test]
+fn format_json_prints_every_finding_and_the_verdict() {
+    let f = Fixture::new("json");
+    let text = f.render("sam", "t.sam.yaml");
+    let json_check = |file: &str, text: &str| {
+        let path = f.dir.join(file);
+        std::fs::write(&path, text).expect("write template");
+        cronslot(&[
+            "check",
+            path.to_str().expect("utf-8 path"),
+            "--manifest",
+            f.manifest.to_str().expect("utf-8 path"),
+            "--after",
+            AFTER,
+            "--format",
+            "json",
+        ])
+    };
+    let parse = |o: &Output| -> serde_json::Value {
+        serde_json::from_str(&stdout(o))
+            .unwrap_or_else(|e| panic!("not one JSON document ({e}): {}", stdout(o)))
+    };
+
+    let o = json_check("ok.yaml", &text);
+    assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));
+    let v = parse(&o);
+    assert_eq!(v["consistent"], true, "{v}");
+    assert!(v["checked"].as_str().unwrap().ends_with("ok.yaml"), "{v}");
+    assert!(
+        v["manifest"].as_str().unwrap().ends_with("cronslot.toml"),
+        "{v}"
+    );
+    assert!(v["schedules"].as_u64().unwrap() > 0, "{v}");
+    assert_eq!(v["from"], AFTER);
+    assert_eq!(v["until"], "2027-06-01T00:00:00Z");
+    assert_eq!(v["differences"], serde_json::json!([]));
+    assert!(v["notes"].is_array(), "{v}");
+
+    // A difference: the document still, exit 1, the count on stderr.
+    let o = json_check(
+        "hour.yaml",
+        &edit(&text, "cron(0 9 ? * 2-6 *)", "cron(0 10 ? * 2-6 *)"),
+    );
+    assert_eq!(o.status.code(), Some(1), "{}{}", stdout(&o), stderr(&o));
+    assert!(stderr(&o).contains("1 difference"), "{}", stderr(&o));
+    let v = parse(&o);
+    assert_eq!(v["consistent"], false);
+    let diffs = v["differences"].as_array().unwrap();
+    assert_eq!(diffs.len(), 1, "{v}");
+    assert!(diffs[0]["line"].as_u64().is_some_and(|l| l > 0), "{v}");
+    assert!(
+        diffs[0]["message"].as_str().unwrap().contains(
+            "(job \"weekday-report\"): different: cron(0 10 ? * 2-6 *) in America/New_York"
+        ),
+        "{v}"
+    );
+    let details: Vec<&str> = diffs[0]["details"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d.as_str().unwrap())
+        .collect();
+    assert!(
+        details
+            .iter()
+            .any(|d| d.contains("expected: cron(0 9 ? * 2-6 *) in America/New_York")),
+        "{details:?}"
+    );
+
+    // Bad input: no document.
+    let o = json_check("bad.yaml", "Resources: [unclosed\n");
+    assert_eq!(o.status.code(), Some(2), "{}{}", stdout(&o), stderr(&o));
+    assert_eq!(stdout(&o), "");
+}
+
+#[test]
 fn wrangler_files_pass_and_hand_broken_copies_fail() {
     let f = Fixture::new("cf");
     let text = f.render("wrangler", "wrangler.toml");
