@@ -156,7 +156,10 @@ pub enum Command {
     /// tick PREFIX+_tick. Only schedules of that group and prefix whose
     /// Input is a cronslot one are ever deleted. Idempotent, and safe when
     /// two syncs run at once. Exits 0 when in sync or synced, 1 on AWS
-    /// errors, 2 on bad input.
+    /// errors, 2 on bad input. With --format json: one document on stdout
+    /// with every schedule's action (or, with --dry-run, what it would
+    /// be), printed also when some schedules failed (exit 1, the errors on
+    /// stderr too); nothing on stdout when sync failed before its plan.
     Sync(SyncArgs),
     /// Write a new project: a Rust job, its manifest, its build and its platform's template.
     ///
@@ -737,6 +740,10 @@ pub struct SyncArgs {
     /// Print the plan (create, update, delete, unchanged per schedule) and change nothing.
     #[arg(long)]
     pub dry_run: bool,
+    /// Output format: text, or json (one document, printed also when
+    /// some schedules failed).
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: Format,
     /// The function every schedule invokes (its ARN). Needed by the first
     /// sync; afterwards, when left out, each schedule keeps its own and a
     /// new one takes the group's.

@@ -39,9 +39,11 @@ use aws_sdk_scheduler::types::{
 };
 use cronslot_core::manifest::Manifest;
 use cronslot_core::translate::Platform;
+use serde::Serialize;
 
-use crate::cli::SyncArgs;
+use crate::cli::{Format, SyncArgs};
 use crate::exit::Failure;
+use crate::format::to_json;
 use crate::render::aws::{job_input, tick_input};
 use crate::render::plan::{self, EVENTBRIDGE_TICK, Plan};
 
@@ -367,14 +369,121 @@ fn whose(w: &Desired) -> String {
     }
 }
 
+/// `cronslot sync aws --format json`: what sync did (or, with `dry_run`,
+/// would do) to each schedule, printed also when some failed (exit 1).
+#[derive(Debug, Serialize)]
+struct SyncDoc {
+    group: String,
+    /// The name prefix (empty: none).
+    prefix: String,
+    /// The manifest's path.
+    manifest: String,
+    /// True when nothing was changed: `schedules` say what would be.
+    dry_run: bool,
+    /// The group did not exist and was created (with `dry_run`: would be).
+    group_created: bool,
+    /// Schedules of the group and prefix read before syncing.
+    deployed: usize,
+    /// Nothing had to change (the group existed and every schedule was as
+    /// wanted).
+    in_sync: bool,
+    /// One entry per schedule wanted or found, in the text output's order.
+    schedules: Vec<ScheduleDoc>,
+    /// The entries by action (with `dry_run`: what would be), and `failed`.
+    counts: Counts,
+}
+
+/// One schedule in a [`SyncDoc`].
+#[derive(Debug, Serialize)]
+struct ScheduleDoc {
+    name: String,
+    /// `create`, `update`, `delete`, `unchanged`, or `foreign` (in the
+    /// group and prefix but not a cronslot schedule: left alone).
+    action: &'static str,
+    /// The job it triggers; null for the tick and for a foreign schedule.
+    job: Option<String>,
+    /// True for the tick.
+    tick: bool,
+    /// The schedule expression (the wanted one; the deployed one for
+    /// `delete` and `foreign`).
+    expression: Option<String>,
+    /// Its zone (null: UTC).
+    timezone: Option<String>,
+    /// `update`: what differs, one line each as in the text output.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    differences: Vec<String>,
+    /// What else happened: another sync got there first.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    note: Option<String>,
+    /// Why this schedule's step failed (it is not counted as done).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<String>,
+}
+
+impl ScheduleDoc {
+    fn of(step: &Step) -> ScheduleDoc {
+        let wanted = |action, w: &Desired| ScheduleDoc {
+            name: w.name.clone(),
+            action,
+            job: w.job.clone(),
+            tick: w.job.is_none(),
+            expression: Some(w.expression.clone()),
+            timezone: w.timezone.clone(),
+            differences: Vec::new(),
+            note: None,
+            error: None,
+        };
+        let found = |action, h: &Deployed| {
+            let (job, tick) = cronslot_input(h);
+            ScheduleDoc {
+                name: h.name.clone(),
+                action,
+                job,
+                tick,
+                expression: h.expression.clone(),
+                timezone: h.timezone.clone(),
+                differences: Vec::new(),
+                note: None,
+                error: None,
+            }
+        };
+        match step {
+            Step::Create(w) => wanted("create", w),
+            Step::Update(w, _, diffs) => ScheduleDoc {
+                differences: diffs.clone(),
+                ..wanted("update", w)
+            },
+            Step::Unchanged(w) => wanted("unchanged", w),
+            Step::Delete(h) => found("delete", h),
+            Step::Foreign(h) => found("foreign", h),
+        }
+    }
+}
+
+/// The job a deployed schedule's Input names, and whether it is the tick.
+fn cronslot_input(h: &Deployed) -> (Option<String>, bool) {
+    let value = h
+        .input
+        .as_deref()
+        .and_then(|i| serde_json::from_str::<serde_json::Value>(i).ok());
+    let c = value.as_ref().and_then(|v| v.get("cronslot"));
+    let job = c
+        .and_then(|c| c.get("job"))
+        .and_then(|j| j.as_str().map(str::to_string));
+    let tick = c.and_then(|c| c.get("tick")) == Some(&serde_json::Value::Bool(true));
+    (job, tick)
+}
+
 /// Reads the group, plans and prints the steps, and (unless `--dry-run`)
-/// applies them: exit 1 when any schedule failed.
+/// applies them: exit 1 when any schedule failed. With `--format json`
+/// the same as one [`SyncDoc`].
 pub async fn run(
     client: &Client,
     args: &SyncArgs,
     want: &[Desired],
     flags: &TargetFlags,
 ) -> Result<(), Failure> {
+    let text = args.format == Format::Text;
     let group = args.group.as_str();
     let exists = scheduler::group_exists(client, group).await?;
     let have = if exists {
@@ -389,19 +498,41 @@ pub async fn run(
     } else {
         format!(", prefix {:?}", args.prefix)
     };
-    println!(
-        "sync aws: schedule group {group}{prefix}: {} schedule{} from {}, {} deployed",
-        want.len(),
-        if want.len() == 1 { "" } else { "s" },
-        display(&args.manifest.path()),
-        have.len()
-    );
+    let mut doc = SyncDoc {
+        group: group.to_string(),
+        prefix: args.prefix.clone(),
+        manifest: display(&args.manifest.path()),
+        dry_run: args.dry_run,
+        group_created: !exists,
+        deployed: have.len(),
+        in_sync: false,
+        schedules: steps.iter().map(ScheduleDoc::of).collect(),
+        counts: Counts::default(),
+    };
+    let print_doc = |doc: &SyncDoc| -> Result<(), Failure> {
+        println!("{}", to_json(doc)?);
+        Ok(())
+    };
+    if text {
+        println!(
+            "sync aws: schedule group {group}{prefix}: {} schedule{} from {}, {} deployed",
+            want.len(),
+            if want.len() == 1 { "" } else { "s" },
+            display(&args.manifest.path()),
+            have.len()
+        );
+    }
     if args.dry_run {
+        let counts = Counts::of_plan(&steps);
+        if !text {
+            doc.in_sync = counts.changes() == 0 && exists;
+            doc.counts = counts;
+            return print_doc(&doc);
+        }
         if !exists {
             println!("create     schedule group {group}");
         }
         print_plan(&steps);
-        let counts = Counts::of_plan(&steps);
         if counts.changes() == 0 && exists {
             println!("dry run: in sync, nothing to do ({})", counts.summary());
         } else {
@@ -414,65 +545,94 @@ pub async fn run(
     }
     if !exists {
         create_group(client, group).await?;
-        println!("created    schedule group {group}");
+        if text {
+            println!("created    schedule group {group}");
+        }
     }
     let mut counts = Counts::default();
     let mut errors = Vec::new();
-    for step in &steps {
+    for (step, entry) in steps.iter().zip(doc.schedules.iter_mut()) {
         let result = match step {
             Step::Unchanged(w) => {
-                println!("unchanged  {}  {}", w.name, what(w));
+                if text {
+                    println!("unchanged  {}  {}", w.name, what(w));
+                }
                 counts.unchanged += 1;
                 Ok(())
             }
             Step::Create(w) => apply(client, group, w, flags, base, None)
                 .await
-                .map(|outcome| outcome.report(w, &mut counts)),
+                .map(|outcome| outcome.report(w, &mut counts, entry, text)),
             Step::Update(w, h, _) => apply(client, group, w, flags, base, Some(h.clone()))
                 .await
-                .map(|outcome| outcome.report(w, &mut counts)),
+                .map(|outcome| outcome.report(w, &mut counts, entry, text)),
             Step::Delete(h) => delete(client, group, h).await.map(|gone| {
                 let job = why_delete(h);
                 if gone {
-                    println!("deleted    {}  ({job})", h.name);
+                    if text {
+                        println!("deleted    {}  ({job})", h.name);
+                    }
                 } else {
-                    println!(
-                        "deleted    {}  (already gone: another sync deleted it; {job})",
-                        h.name
-                    );
+                    if text {
+                        println!(
+                            "deleted    {}  (already gone: another sync deleted it; {job})",
+                            h.name
+                        );
+                    }
+                    entry.note = Some("already gone: another sync deleted it".to_string());
                 }
                 counts.deleted += 1;
             }),
             Step::Foreign(h) => {
-                println!(
-                    "left       {}  not a cronslot schedule (its Input names no cronslot job): not touched",
-                    h.name
-                );
+                if text {
+                    println!(
+                        "left       {}  not a cronslot schedule (its Input names no cronslot job): not touched",
+                        h.name
+                    );
+                }
                 counts.foreign += 1;
                 Ok(())
             }
         };
         if let Err(failure) = result {
-            println!("FAILED     {}", step_name(step));
+            if text {
+                println!("FAILED     {}", step_name(step));
+            }
+            entry.error = Some(
+                failure
+                    .message
+                    .strip_prefix("error: ")
+                    .unwrap_or(&failure.message)
+                    .to_string(),
+            );
+            counts.failed += 1;
             errors.push(failure.message);
         }
+    }
+    let in_sync = counts.changes() == 0 && exists;
+    let summary = counts.summary();
+    if !text {
+        doc.in_sync = in_sync && errors.is_empty();
+        doc.counts = counts;
+        print_doc(&doc)?;
     }
     if !errors.is_empty() {
         return Err(Failure {
             code: Failure::PROBLEM,
             message: format!(
-                "{}\nsync aws: {} of {} schedules failed ({} done)",
+                "{}\nsync aws: {} of {} schedules failed ({summary} done)",
                 errors.join("\n"),
                 errors.len(),
                 steps.len(),
-                counts.summary()
             ),
         });
     }
-    if counts.changes() == 0 && exists {
-        println!("in sync: nothing to do ({})", counts.summary());
-    } else {
-        println!("synced: {}", counts.summary());
+    if text {
+        if in_sync {
+            println!("in sync: nothing to do ({summary})");
+        } else {
+            println!("synced: {summary}");
+        }
     }
     Ok(())
 }
@@ -489,16 +649,7 @@ fn step_name(step: &Step) -> &str {
 }
 
 fn why_delete(h: &Deployed) -> String {
-    let job = h
-        .input
-        .as_deref()
-        .and_then(|i| serde_json::from_str::<serde_json::Value>(i).ok())
-        .and_then(|v| {
-            v.get("cronslot")
-                .and_then(|c| c.get("job"))
-                .and_then(|j| j.as_str().map(str::to_string))
-        });
-    match job {
+    match cronslot_input(h).0 {
         Some(job) => format!("job {job:?} is not in the manifest"),
         None => "the tick: no job of the manifest runs on it".to_string(),
     }
@@ -524,13 +675,16 @@ fn print_plan(steps: &[Step]) {
     }
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Serialize)]
 struct Counts {
     created: usize,
     updated: usize,
     deleted: usize,
     unchanged: usize,
+    /// Not cronslot's: left alone.
     foreign: usize,
+    /// Steps that failed (not in the counts above).
+    failed: usize,
 }
 
 impl Counts {
@@ -575,25 +729,40 @@ enum Outcome {
 }
 
 impl Outcome {
-    fn report(self, w: &Desired, counts: &mut Counts) {
+    /// Counts it, says so in the text output, and sets its entry's action
+    /// to what was done.
+    fn report(self, w: &Desired, counts: &mut Counts, entry: &mut ScheduleDoc, text: bool) {
         match self {
             Outcome::Created => {
-                println!("created    {}  {}  ({})", w.name, what(w), whose(w));
+                if text {
+                    println!("created    {}  {}  ({})", w.name, what(w), whose(w));
+                }
+                entry.action = "create";
+                entry.differences.clear();
                 counts.created += 1;
             }
             Outcome::Updated(diffs) => {
-                println!("updated    {}  ({})", w.name, whose(w));
-                for d in diffs {
-                    println!("    {d}");
+                if text {
+                    println!("updated    {}  ({})", w.name, whose(w));
+                    for d in &diffs {
+                        println!("    {d}");
+                    }
                 }
+                entry.action = "update";
+                entry.differences = diffs;
                 counts.updated += 1;
             }
             Outcome::AlreadyDone => {
-                println!(
-                    "unchanged  {}  {}  (another sync made it so meanwhile)",
-                    w.name,
-                    what(w)
-                );
+                if text {
+                    println!(
+                        "unchanged  {}  {}  (another sync made it so meanwhile)",
+                        w.name,
+                        what(w)
+                    );
+                }
+                entry.action = "unchanged";
+                entry.differences.clear();
+                entry.note = Some("another sync made it so meanwhile".to_string());
                 counts.unchanged += 1;
             }
         }

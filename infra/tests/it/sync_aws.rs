@@ -542,6 +542,117 @@ fn dry_run_changes_nothing() {
     assert!(out.contains("dry run: in sync"), "{out}");
 }
 
+fn parse(o: &Output) -> serde_json::Value {
+    serde_json::from_str(&stdout(o))
+        .unwrap_or_else(|e| panic!("not one JSON document ({e}): {}", show(o)))
+}
+
+fn entry<'v>(doc: &'v serde_json::Value, name: &str) -> &'v serde_json::Value {
+    doc["schedules"]
+        .as_array()
+        .expect("schedules")
+        .iter()
+        .find(|s| s["name"] == name)
+        .unwrap_or_else(|| panic!("no schedule {name} in {doc}"))
+}
+
+#[test]
+fn format_json_says_what_each_schedule_got() {
+    let dir = dir("json");
+    let manifest = write(&dir, "cronslot.toml", MANIFEST);
+    let group = group("json");
+    let json = ["--format", "json"];
+
+    // A dry run on nothing: what would be created.
+    let o = sync(&manifest, &group, &["--dry-run", "--format", "json"]);
+    ok(&o);
+    let v = parse(&o);
+    assert_eq!(v["dry_run"], true);
+    assert_eq!(v["group"], group.as_str());
+    assert_eq!(v["prefix"], "");
+    assert_eq!(v["group_created"], true);
+    assert_eq!(v["deployed"], 0);
+    assert_eq!(v["in_sync"], false);
+    assert_eq!(v["counts"]["created"], 3, "{v}");
+    let nightly = entry(&v, "nightly");
+    assert_eq!(nightly["action"], "create");
+    assert_eq!(nightly["job"], "nightly");
+    assert_eq!(nightly["tick"], false);
+    assert_eq!(nightly["expression"], "cron(30 2 * * ? *)");
+    assert_eq!(nightly["timezone"], "Europe/Berlin");
+    let tick = entry(&v, "_tick");
+    assert_eq!(tick["tick"], true);
+    assert_eq!(tick["job"], serde_json::Value::Null);
+    assert_eq!(tick["timezone"], serde_json::Value::Null);
+    assert!(names(&group).is_empty());
+
+    // The sync itself.
+    let o = sync(&manifest, &group, &json);
+    ok(&o);
+    let v = parse(&o);
+    assert_eq!(v["dry_run"], false);
+    assert_eq!(v["group_created"], true);
+    assert_eq!(entry(&v, "quarter")["action"], "create");
+    assert_eq!(v["counts"]["created"], 3, "{v}");
+    assert_eq!(v["counts"]["failed"], 0, "{v}");
+    assert_eq!(names(&group), ["_tick", "nightly", "quarter"]);
+
+    // A changed manifest: updated, created and deleted, each said so.
+    let changed = write(&dir, "changed.toml", CHANGED);
+    let o = sync(&changed, &group, &json);
+    ok(&o);
+    let v = parse(&o);
+    assert_eq!(v["group_created"], false);
+    assert_eq!(v["deployed"], 3);
+    let quarter = entry(&v, "quarter");
+    assert_eq!(quarter["action"], "update");
+    assert!(
+        quarter["differences"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|d| d.as_str().unwrap().contains("cron(*/10 * * * ? *)")),
+        "{v}"
+    );
+    assert_eq!(entry(&v, "weekly")["action"], "create");
+    assert_eq!(entry(&v, "ticked")["action"], "create");
+    let gone = entry(&v, "nightly");
+    assert_eq!(gone["action"], "delete");
+    assert_eq!(gone["job"], "nightly");
+    assert_eq!(entry(&v, "_tick")["action"], "delete");
+    assert_eq!(entry(&v, "_tick")["tick"], true);
+    assert_eq!(
+        v["counts"],
+        serde_json::json!({"created": 2, "updated": 1, "deleted": 2, "unchanged": 0, "foreign": 0, "failed": 0})
+    );
+
+    // Once more: in sync.
+    let o = sync(&changed, &group, &json);
+    ok(&o);
+    let v = parse(&o);
+    assert_eq!(v["in_sync"], true);
+    assert_eq!(v["counts"]["unchanged"], 3, "{v}");
+    assert!(entry(&v, "quarter").get("differences").is_none(), "{v}");
+
+    // check --live --format json agrees.
+    let o = cronslot(&[
+        "check",
+        "--live",
+        "aws",
+        "--manifest",
+        &changed,
+        "--group",
+        &group,
+        "--format",
+        "json",
+    ]);
+    ok(&o);
+    let v = parse(&o);
+    assert_eq!(v["consistent"], true, "{v}");
+    assert_eq!(v["checked"], format!("schedule group {group}"));
+    assert_eq!(v["differences"], serde_json::json!([]));
+}
+
 #[test]
 fn check_live_passes_after_sync_and_fails_after_tampering() {
     let dir = dir("live");
@@ -631,6 +742,14 @@ fn bad_input_and_aws_errors() {
         "{}",
         show(&o)
     );
+    // Failed before a plan: no document, even with --format json.
+    let o = sync(
+        &manifest,
+        "g",
+        &["--endpoint-url", &endpoint, "--format", "json"],
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", show(&o));
+    assert_eq!(stdout(&o), "", "{}", show(&o));
     let o = cronslot(&[
         "check",
         "--live",
