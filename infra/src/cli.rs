@@ -76,7 +76,9 @@ pub enum Command {
     /// Records written by an older cronslot get the wakes they need. On a
     /// Worker's admin URL, that repair is all init does.
     /// Exits 0 when the store is ready, 1 when it could not be made ready,
-    /// 2 on bad input.
+    /// 2 on bad input. With --format json: one document on stdout (the
+    /// store, its kind, what was created or already there, what was
+    /// repaired) when the store is ready; nothing on stdout otherwise.
     Init(InitArgs),
     /// Show each job's last success, next slot, live leases, fence, counts and dead letters.
     ///
@@ -493,6 +495,10 @@ pub struct InitArgs {
     /// Worker's admin token (its CRONSLOT_ADMIN_TOKEN secret).
     #[arg(long, value_name = "VAR")]
     pub token_env: Option<String>,
+    /// Output format: text, or json (what was created, already there or
+    /// repaired, as one document).
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: Format,
 }
 
 #[derive(Debug, Args)]

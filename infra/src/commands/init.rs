@@ -2,13 +2,20 @@
 //! PostgreSQL schema, the DynamoDB table with TTL), and repairs the wakes
 //! of records from before stores kept them (a Worker's Durable Objects
 //! through its admin URL). Idempotent: what exists is left as it is.
+//! `--format json` prints [`InitDoc`](crate::store::jobs::InitDoc) when the
+//! store is ready, nothing when init failed.
 
-use crate::cli::InitArgs;
+use crate::cli::{Format, InitArgs};
 use crate::exit::Failure;
+use crate::format::to_json;
 use crate::store::StoreTarget;
 
 pub fn exec(args: InitArgs) -> Result<(), Failure> {
     let target = StoreTarget::parse(&args.store, args.token_env.as_deref())?;
-    println!("{}", target.init()?);
+    let done = target.init()?;
+    match args.format {
+        Format::Text => println!("{}", done.text),
+        Format::Json => println!("{}", to_json(&done.doc)?),
+    }
     Ok(())
 }

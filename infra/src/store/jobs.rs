@@ -11,7 +11,9 @@ use cronslot_aws::dynamo::DynamoStore;
 use cronslot_core::coord::StoreErrorKind;
 use cronslot_local::{Clock, SqliteStore};
 use cronslot_postgres::{JudgeClock, PgError, PgLocation, PgOptions, PgStore};
+use cronslot_runtime::admin::{JobErrorDoc, RepairedJob};
 use jiff::Timestamp;
+use serde::Serialize;
 
 use super::admin::{AdminStore, RepairTotals};
 use super::{StoreTarget, wait};
@@ -44,6 +46,69 @@ macro_rules! with_job_store {
     };
 }
 pub(crate) use with_job_store;
+
+/// What `init` found and did: a line for the person who asked, and the
+/// same as `--format json` prints it.
+pub struct Initialized {
+    pub text: String,
+    pub doc: InitDoc,
+}
+
+/// `cronslot init --format json`: the store, and what was created, already
+/// there or repaired. The fields after `created` are those of the store's
+/// kind; the others are left out.
+#[derive(Debug, Serialize)]
+pub struct InitDoc {
+    /// The store, as the text output names it (without a password).
+    pub store: String,
+    /// `sqlite`, `postgres`, `dynamodb` or `worker`.
+    pub kind: &'static str,
+    /// True when the store (the SQLite file, the PostgreSQL schema) did not
+    /// exist and was created now, false when it was there already. Left out
+    /// where init cannot tell: a DynamoDB table is created when missing and
+    /// its index and TTL added when missing, without saying which was; a
+    /// Worker's Durable Objects are wrangler's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub created: Option<bool>,
+    /// postgres: the schema.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub schema: Option<String>,
+    /// postgres: the migrations applied now (empty: the tables were there).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub applied_migrations: Option<Vec<i32>>,
+    /// postgres: the schema's version after init.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub version: Option<i32>,
+    /// dynamodb: the table (active, with its wake index and TTL).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub table: Option<String>,
+    /// worker: how many jobs' objects the repair looked at.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub checked: Option<usize>,
+    /// worker: the records from before objects kept their wake, given one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub repaired: Option<Vec<RepairedJob>>,
+    /// worker: records that do not decode, left as they are.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unreadable: Option<Vec<JobErrorDoc>>,
+}
+
+impl InitDoc {
+    fn new(store: String, kind: &'static str) -> InitDoc {
+        InitDoc {
+            store,
+            kind,
+            created: None,
+            schema: None,
+            applied_migrations: None,
+            version: None,
+            table: None,
+            checked: None,
+            repaired: None,
+            unreadable: None,
+        }
+    }
+}
 
 impl StoreTarget {
     /// Parses `--store` for a command that runs jobs or creates a store
@@ -111,7 +176,7 @@ impl StoreTarget {
 
     /// Creates what the store needs, leaving what exists; returns what it
     /// did, for the person who asked.
-    pub fn init(&self) -> Result<String, Failure> {
+    pub fn init(&self) -> Result<Initialized, Failure> {
         let label = self.label();
         match self {
             StoreTarget::Sqlite(path) => {
@@ -120,17 +185,27 @@ impl StoreTarget {
                 SqliteStore::open(path).map_err(|e| {
                     Failure::problem(format!("error: cannot create the store {label}: {e}"))
                 })?;
-                Ok(if existed {
+                let text = if existed {
                     format!("{label}: ready (the file existed; its schema is current)")
                 } else {
                     format!("{label}: created")
-                })
+                };
+                let mut doc = InitDoc::new(label, "sqlite");
+                doc.created = Some(!existed);
+                Ok(Initialized { text, doc })
             }
             StoreTarget::Postgres(location) => {
                 // Opening creates what is missing, under the schema's lock,
                 // and says what it found or did.
                 let store = connect(location, PgOptions::default())?;
-                Ok(format!("{label}: {}", store.opened()))
+                let opened = store.opened();
+                let text = format!("{label}: {opened}");
+                let mut doc = InitDoc::new(label, "postgres");
+                doc.created = Some(opened.created_schema());
+                doc.schema = Some(opened.schema().to_string());
+                doc.applied_migrations = Some(opened.applied().to_vec());
+                doc.version = Some(opened.version());
+                Ok(Initialized { text, doc })
             }
             StoreTarget::Dynamo(url) => {
                 let store = wait(DynamoStore::from_url(url)).map_err(|e| {
@@ -139,10 +214,13 @@ impl StoreTarget {
                 wait(store.create_table()).map_err(|e| {
                     Failure::problem(format!("error: cannot create the store {label}: {e}"))
                 })?;
-                Ok(format!(
+                let text = format!(
                     "{label}: ready (table {} active, with its wake index and TTL on its expiring items)",
                     store.table()
-                ))
+                );
+                let mut doc = InitDoc::new(label, "dynamodb");
+                doc.table = Some(store.table().to_string());
+                Ok(Initialized { text, doc })
             }
             StoreTarget::Admin(target) => {
                 // wrangler creates the Durable Objects; what is left to do
@@ -156,7 +234,12 @@ impl StoreTarget {
                          again finishes the repair; what was repaired stays repaired)"
                     ))
                 })?;
-                Ok(repair_summary(&label, &totals))
+                let text = repair_summary(&label, &totals);
+                let mut doc = InitDoc::new(label, "worker");
+                doc.checked = Some(totals.checked);
+                doc.repaired = Some(totals.repaired);
+                doc.unreadable = Some(totals.unreadable);
+                Ok(Initialized { text, doc })
             }
         }
     }

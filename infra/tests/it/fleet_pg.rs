@@ -154,7 +154,11 @@ impl Fleet {
                 .arg(format!("-{signal}"))
                 .arg("--")
                 .arg(&target)
-                .stderr(if quiet { Stdio::null() } else { Stdio::inherit() })
+                .stderr(if quiet {
+                    Stdio::null()
+                } else {
+                    Stdio::inherit()
+                })
                 .status()
                 .expect("kill")
                 .success()
@@ -583,6 +587,19 @@ fn init_tick_and_the_store_commands_work_on_postgres() {
     let second = String::from_utf8_lossy(&o.stdout).into_owned();
     assert_ne!(first, second, "the second init finds the schema there");
     assert!(second.contains("already"), "{second}");
+    let o = cronslot_pg(&dir, &["init", "--format", "json"], &url);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value =
+        serde_json::from_slice(&o.stdout).expect("init --format json: one document");
+    assert_eq!(v["kind"], "postgres");
+    assert_eq!(v["created"], false, "{v}");
+    assert_eq!(v["schema"], "ops");
+    assert_eq!(v["applied_migrations"], serde_json::json!([]));
+    assert!(v["version"].as_i64().is_some_and(|n| n >= 1), "{v}");
+    assert!(
+        !v["store"].as_str().unwrap().contains("password="),
+        "the store's label, without a password: {v}"
+    );
     assert_eq!(
         server.psql(&db, "SELECT count(*) FROM ops.job_state"),
         "0",

@@ -742,6 +742,21 @@ fn init_repairs_the_wakes_of_records_from_before_alarms() {
         "{}",
         stdout(&o)
     );
+    // --format json: the same as one document.
+    let o = cronslot(
+        &dir,
+        &worker.base,
+        Some(TOKEN),
+        &["init", "--format", "json"],
+    );
+    assert_ok(&o);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("one JSON document");
+    assert_eq!(v["kind"], "worker");
+    assert_eq!(v["store"], worker.base.as_str());
+    assert_eq!(v["checked"], 95);
+    assert_eq!(v["repaired"], serde_json::json!([]));
+    assert_eq!(v["unreadable"][0]["job"], "job-070", "{v}");
+    assert!(v.get("created").is_none(), "{v}");
     // Without the token, nothing is repaired and the refusal is explained.
     let o = cronslot(&dir, &worker.base, Some("wrong"), &["init"]);
     assert_eq!(code(&o), 1, "{}", stderr(&o));

@@ -152,6 +152,13 @@ fn init_and_two_runners_share_a_dynamodb_table() {
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
         assert!(String::from_utf8_lossy(&o.stdout).contains("ready"));
     }
+    let o = cronslot(&dir, &["init", "--store", &url, "--format", "json"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("one JSON document");
+    assert_eq!(
+        v,
+        serde_json::json!({"store": url.as_str(), "kind": "dynamodb", "table": table.as_str()})
+    );
     // Four minutes of clock time in four real seconds, twice at once.
     let runners: Vec<_> = (0..2)
         .map(|_| {

@@ -220,9 +220,30 @@ fn init_creates_a_sqlite_store_once_and_is_idempotent() {
     );
     assert!(o.status.success(), "{}", text(&o.stderr));
     assert!(text(&o.stdout).contains("ready"), "{}", text(&o.stdout));
+    // --format json: one document, saying whether it was created.
+    let json = |store: &str| {
+        let o = cronslot(&dir, &["init", "--store", store, "--format", "json"], &[]);
+        assert!(o.status.success(), "{}", text(&o.stderr));
+        serde_json::from_str::<serde_json::Value>(&text(&o.stdout)).expect("one JSON document")
+    };
+    assert_eq!(
+        json("sqlite:sub/dir/state.db"),
+        serde_json::json!({"store": "sqlite:sub/dir/state.db", "kind": "sqlite", "created": false})
+    );
+    assert_eq!(
+        json("sqlite:other.db"),
+        serde_json::json!({"store": "sqlite:other.db", "kind": "sqlite", "created": true})
+    );
     // A Worker's admin URL needs the token's variable.
     let o = cronslot(&dir, &["init", "--store", "https://x.example/c"], &[]);
     assert_eq!(o.status.code(), Some(2));
+    let o = cronslot(
+        &dir,
+        &["init", "--store", "https://x.example/c", "--format", "json"],
+        &[],
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(text(&o.stdout), "", "no document on bad input");
     assert!(
         text(&o.stderr).contains("needs --token-env"),
         "{}",
