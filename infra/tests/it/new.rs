@@ -230,7 +230,7 @@ fn every_platform_gets_a_whole_project_with_the_template_render_writes() {
         );
         assert_eq!(out.status.code(), Some(0), "{platform}: {}", stderr(&out));
         // Only the project: no temporary directory left beside it.
-        assert_eq!(listing(&dir), [name.clone()], "{platform}");
+        assert_eq!(listing(&dir), std::slice::from_ref(&name), "{platform}");
         let project = dir.join(&name);
         let mut expected = vec![
             ".gitignore",
