@@ -21,7 +21,9 @@ pub fn read_manifest(path: &Path) -> Result<(String, Manifest), Failure> {
                 .map(|d| format!(" in {}", d.display()))
                 .unwrap_or_default();
             Failure::bad_input(format!(
-                "error: cannot read manifest {}: there is no such file{cwd}; name yours with                  --manifest FILE (or {}), or copy examples/cronslot.toml from cronslot's                  repository to start",
+                "error: cannot read manifest {}: there is no such file{cwd}; name yours with \
+                 --manifest FILE (or {}), or start a project with \
+                 `cronslot new NAME --platform local`",
                 path.display(),
                 crate::cli::MANIFEST_ENV
             ))

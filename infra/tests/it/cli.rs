@@ -480,6 +480,7 @@ fn first_run_mistakes_get_one_sentence_and_the_fix() {
         assert!(err.contains(fix), "{args:?} should say {fix:?}: {err}");
         let errors: Vec<&str> = err.lines().filter(|l| l.starts_with("error")).collect();
         assert_eq!(errors.len(), 1, "{args:?}: one sentence: {err}");
+        assert!(!err.contains("  "), "{args:?}: a sentence, not a layout: {err:?}");
     };
     // No manifest here.
     check(&["run"], "--manifest FILE");
