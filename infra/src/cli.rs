@@ -281,6 +281,10 @@ pub struct TranslateArgs {
     pub to: PlatformArg,
     #[command(flatten)]
     pub zone: ZoneArgs,
+    /// Output format: text, or json (expression, timezone, platform, exact,
+    /// translation, reasons), printed for an inexact expression too (exit 3).
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: Format,
 }
 
 #[derive(Debug, Args)]
@@ -443,6 +447,11 @@ pub struct TickArgs {
     /// Log lines: one per run, human-readable or JSON.
     #[arg(long, value_enum, default_value = "pretty")]
     pub log_format: LogFormat,
+    /// The pass's report on stdout: text, or json (the document `POST
+    /// /cronslot/tick` answers with: runs, succeeded, failed_jobs,
+    /// duplicates_refused, store_errors), printed whatever the exit code.
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: Format,
 }
 
 #[derive(Debug, Args)]

@@ -29,10 +29,10 @@ use cronslot_core::manifest::Manifest;
 use cronslot_local::{Clock, LocalPlatform, Runner, RunnerStore, Summary, init_logging};
 use cronslot_runtime::admin::{self, AdminRequest, AdminRoute, ErrorKind, Reply};
 use cronslot_runtime::{Jobs, Platform};
-use serde::Serialize;
 use tokio::sync::{Semaphore, oneshot};
 
 use super::run::{log_format, log_warnings, refuse_function_jobs, run, verdict};
+use super::tick::TickDoc;
 use crate::cli::ServeArgs;
 use crate::exit::Failure;
 use crate::health;
@@ -351,21 +351,6 @@ fn seed() -> u64 {
     u64::try_from(nanos & u128::from(u64::MAX)).unwrap_or_default() ^ u64::from(std::process::id())
 }
 
-/// The tick route's answer.
-#[derive(Debug, Serialize)]
-struct TickDoc {
-    /// Runs started.
-    runs: u64,
-    /// Runs that succeeded and were recorded.
-    succeeded: u64,
-    /// Jobs with a run that did not succeed (or was not recorded).
-    failed_jobs: Vec<String>,
-    /// Claims another worker or server won.
-    duplicates_refused: u64,
-    /// Store operations that failed.
-    store_errors: u64,
-}
-
 /// One tick, as `cronslot tick` runs it: 200 when every run succeeded and
 /// was recorded, 500 with the same document otherwise.
 fn tick<S: RunnerStore>(server: &Server<S>) -> Reply {
@@ -385,20 +370,8 @@ fn tick<S: RunnerStore>(server: &Server<S>) -> Reply {
             );
         }
     };
-    let failed_jobs: Vec<String> = summary
-        .jobs
-        .iter()
-        .filter(|j| j.runs > j.succeeded)
-        .map(|j| j.job.clone())
-        .collect();
-    let doc = TickDoc {
-        runs: summary.jobs.iter().map(|j| j.runs).sum(),
-        succeeded: summary.jobs.iter().map(|j| j.succeeded).sum(),
-        duplicates_refused: summary.duplicates_refused,
-        store_errors: summary.store_errors,
-        failed_jobs,
-    };
-    let ok = doc.failed_jobs.is_empty() && doc.store_errors == 0 && summary.ok();
+    let doc = TickDoc::of(&summary);
+    let ok = doc.ok(&summary);
     Reply::json(if ok { 200 } else { 500 }, &doc)
 }
 

@@ -13,9 +13,10 @@
 //! the store two requests, however many jobs the manifest holds.
 
 use cronslot_local::{Clock, Runner, Summary, init_logging};
+use serde::Serialize;
 
 use super::run::{log_format, log_warnings, refuse_function_jobs, run};
-use crate::cli::TickArgs;
+use crate::cli::{Format, TickArgs};
 use crate::exit::Failure;
 use crate::manifest::load_manifest;
 use crate::store::StoreTarget;
@@ -34,8 +35,54 @@ pub fn exec(args: TickArgs) -> Result<(), Failure> {
     let summary = with_job_store!(store, store => {
         run(Runner::new(store, manifest.jobs, clock).single_pass().handle_ctrl_c(true))?
     });
-    print!("{}", tick_report(&summary));
+    match args.format {
+        Format::Text => print!("{}", tick_report(&summary)),
+        Format::Json => println!("{}", crate::format::to_json(&TickDoc::of(&summary))?),
+    }
     verdict(&summary)
+}
+
+/// A pass's counts: `cronslot tick --format json` and the answer of
+/// `cronslot serve`'s tick route, one shape for both.
+#[derive(Debug, Serialize)]
+pub struct TickDoc {
+    /// Runs started.
+    pub runs: u64,
+    /// Runs that succeeded and were recorded.
+    pub succeeded: u64,
+    /// Jobs with a run that did not succeed (or was not recorded).
+    pub failed_jobs: Vec<String>,
+    /// Claims another worker or server won.
+    pub duplicates_refused: u64,
+    /// Store operations that failed.
+    pub store_errors: u64,
+}
+
+impl TickDoc {
+    pub fn of(summary: &Summary) -> TickDoc {
+        TickDoc {
+            runs: summary.jobs.iter().map(|j| j.runs).sum(),
+            succeeded: summary.jobs.iter().map(|j| j.succeeded).sum(),
+            failed_jobs: failed_jobs(summary),
+            duplicates_refused: summary.duplicates_refused,
+            store_errors: summary.store_errors,
+        }
+    }
+
+    /// Every run succeeded and was recorded, and the pass was sound.
+    pub fn ok(&self, summary: &Summary) -> bool {
+        self.failed_jobs.is_empty() && self.store_errors == 0 && summary.ok()
+    }
+}
+
+/// The jobs with a run that did not succeed or could not be recorded.
+fn failed_jobs(summary: &Summary) -> Vec<String> {
+    summary
+        .jobs
+        .iter()
+        .filter(|j| j.runs > j.succeeded)
+        .map(|j| j.job.clone())
+        .collect()
 }
 
 /// One line per job that ran, then the totals: what a cron mail or a
@@ -67,12 +114,7 @@ fn tick_report(summary: &Summary) -> String {
 /// Exit 0 when every run succeeded and was recorded, 1 otherwise.
 fn verdict(summary: &Summary) -> Result<(), Failure> {
     let mut problems = Vec::new();
-    let failed: Vec<&str> = summary
-        .jobs
-        .iter()
-        .filter(|j| j.runs > j.succeeded)
-        .map(|j| j.job.as_str())
-        .collect();
+    let failed = failed_jobs(summary);
     if !failed.is_empty() {
         problems.push(format!(
             "a run did not succeed or could not be recorded: {} (its slot is retried or \

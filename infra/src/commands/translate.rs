@@ -4,34 +4,75 @@
 use std::fmt::Write as _;
 
 use cronslot_core::translate::{Platform, translate as translate_schedule};
+use serde::Serialize;
 
-use crate::cli::{PlatformArg, TranslateArgs};
+use crate::cli::{Format, PlatformArg, TranslateArgs};
 use crate::exit::Failure;
 use crate::parse::build_schedule;
 
+/// `--format json`: printed whether or not an exact translation exists.
+#[derive(Serialize)]
+struct TranslateDoc<'a> {
+    expression: &'a str,
+    /// The zone the expression is read in.
+    timezone: &'a str,
+    /// `eventbridge` or `cloudflare`.
+    platform: &'a str,
+    exact: bool,
+    /// The translation, when exact; null otherwise.
+    translation: Option<TranslationDoc>,
+    /// Why no exact translation exists; empty when exact.
+    reasons: Vec<String>,
+}
+
+#[derive(Serialize)]
+struct TranslationDoc {
+    /// EventBridge: `cron(m h dom mon dow *)`; Cloudflare: five fields.
+    expression: String,
+    /// The zone to declare on the platform (EventBridge's
+    /// `ScheduleExpressionTimezone`); `UTC` for Cloudflare.
+    timezone: String,
+}
+
 pub fn exec(args: TranslateArgs) -> Result<(), Failure> {
     let schedule = build_schedule(&args.expr, &args.zone)?;
-    let platform = match args.to {
-        PlatformArg::Eventbridge => Platform::EventBridge,
-        PlatformArg::Cloudflare => Platform::Cloudflare,
+    let (platform, platform_id, platform_name) = match args.to {
+        PlatformArg::Eventbridge => (Platform::EventBridge, "eventbridge", "EventBridge"),
+        PlatformArg::Cloudflare => (Platform::Cloudflare, "cloudflare", "Cloudflare"),
     };
-    match translate_schedule(&schedule, platform) {
+    let result = translate_schedule(&schedule, platform);
+    if args.format == Format::Json {
+        let doc = TranslateDoc {
+            expression: &args.expr,
+            timezone: schedule.zone().name(),
+            platform: platform_id,
+            exact: result.is_ok(),
+            translation: result.as_ref().ok().map(|t| TranslationDoc {
+                expression: t.expression.clone(),
+                timezone: t.timezone.clone(),
+            }),
+            reasons: match &result {
+                Ok(_) => Vec::new(),
+                Err(reasons) => reasons.iter().map(ToString::to_string).collect(),
+            },
+        };
+        println!("{}", crate::format::to_json(&doc)?);
+    }
+    match result {
         Ok(t) => {
-            if platform == Platform::EventBridge {
-                println!("ScheduleExpressionTimezone: {}", t.timezone);
+            if args.format == Format::Text {
+                if platform == Platform::EventBridge {
+                    println!("ScheduleExpressionTimezone: {}", t.timezone);
+                }
+                println!("{}", t.expression);
             }
-            println!("{}", t.expression);
             Ok(())
         }
         Err(reasons) => {
             let mut message = format!(
-                "error: {:?} in {} has no exact {} translation:",
+                "error: {:?} in {} has no exact {platform_name} translation:",
                 args.expr,
                 schedule.zone().name(),
-                match platform {
-                    Platform::EventBridge => "EventBridge",
-                    Platform::Cloudflare => "Cloudflare",
-                }
             );
             for reason in reasons {
                 let _ = write!(message, "\n  - {reason}");

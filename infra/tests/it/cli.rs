@@ -305,6 +305,51 @@ fn inexact_translation_exits_3_with_reasons() {
 }
 
 #[test]
+fn translate_format_json_gives_the_translation_or_the_reasons() {
+    let o = cronslot(&[
+        "translate",
+        "0 9 * * MON-FRI",
+        "--to",
+        "eventbridge",
+        "--tz",
+        "America/New_York",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let doc: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("one JSON document");
+    assert_eq!(doc["exact"], true);
+    assert_eq!(doc["platform"], "eventbridge");
+    assert_eq!(doc["translation"]["expression"], "cron(0 9 ? * 2-6 *)");
+    assert_eq!(doc["translation"]["timezone"], "America/New_York");
+    assert_eq!(doc["reasons"], serde_json::json!([]));
+
+    // Inexact: the document still, with the reasons, and exit 3.
+    let o = cronslot(&[
+        "translate",
+        "0 9 * * *",
+        "--to",
+        "cloudflare",
+        "--tz",
+        "Europe/Berlin",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(o.status.code(), Some(3));
+    let doc: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("one JSON document");
+    assert_eq!(doc["exact"], false);
+    assert_eq!(doc["translation"], serde_json::Value::Null);
+    assert_eq!(doc["timezone"], "Europe/Berlin");
+    let reasons = doc["reasons"].as_array().expect("reasons");
+    assert!(
+        reasons
+            .iter()
+            .any(|r| r.as_str().is_some_and(|r| r.contains("UTC"))),
+        "{doc}"
+    );
+}
+
+#[test]
 fn explain_reads_plain_english() {
     let o = cronslot(&["explain", "0 9 * * MON-FRI", "--tz", "America/New_York"]);
     assert_eq!(o.status.code(), Some(0));
@@ -480,7 +525,10 @@ fn first_run_mistakes_get_one_sentence_and_the_fix() {
         assert!(err.contains(fix), "{args:?} should say {fix:?}: {err}");
         let errors: Vec<&str> = err.lines().filter(|l| l.starts_with("error")).collect();
         assert_eq!(errors.len(), 1, "{args:?}: one sentence: {err}");
-        assert!(!err.contains("  "), "{args:?}: a sentence, not a layout: {err:?}");
+        assert!(
+            !err.contains("  "),
+            "{args:?}: a sentence, not a layout: {err:?}"
+        );
     };
     // No manifest here.
     check(&["run"], "--manifest FILE");

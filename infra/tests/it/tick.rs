@@ -124,6 +124,23 @@ fn a_tick_runs_each_due_slot_once_however_many_machines_tick() {
         "{}",
         text(&again.stdout)
     );
+    // The same, as the tick route's JSON document.
+    let again = cronslot(
+        &dir,
+        &[
+            "tick",
+            "cronslot.toml",
+            "--store",
+            &store,
+            "--format",
+            "json",
+        ],
+        &[],
+    );
+    assert!(again.status.success(), "{}", text(&again.stderr));
+    let doc: serde_json::Value = serde_json::from_slice(&again.stdout).expect("one JSON document");
+    assert_eq!(doc["runs"], 0, "{doc}");
+    assert_eq!(doc["failed_jobs"], serde_json::json!([]), "{doc}");
 }
 
 #[test]
@@ -152,14 +169,36 @@ command = ["sh", "-c", "echo nope >&2; exit 75"]
         "{}",
         text(&o.stdout)
     );
-    // The retry is the next tick's, a second later.
+    // The retry is the next tick's, a second later; with --format json the
+    // failed pass still prints its document, and still exits 1.
     std::thread::sleep(Duration::from_millis(1500));
-    let o = cronslot(&dir, &["tick", "cronslot.toml", "--store", &store], &[]);
-    assert_eq!(o.status.code(), Some(1));
-    assert!(
-        text(&o.stdout).contains("broken: 1 run(s), 0 succeeded, 0 to retry, 1 dead"),
-        "{}",
-        text(&o.stdout)
+    let o = cronslot(
+        &dir,
+        &[
+            "tick",
+            "cronslot.toml",
+            "--store",
+            &store,
+            "--format",
+            "json",
+        ],
+        &[],
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o.stderr));
+    let doc: serde_json::Value = serde_json::from_slice(&o.stdout).expect("one JSON document");
+    assert_eq!(doc["runs"], 1, "{doc}");
+    assert_eq!(doc["succeeded"], 0, "{doc}");
+    assert_eq!(doc["failed_jobs"], serde_json::json!(["broken"]), "{doc}");
+    assert_eq!(doc["store_errors"], 0, "{doc}");
+    let status = cronslot(
+        &dir,
+        &["status", "--store", &store, "--format", "json"],
+        &[],
+    );
+    let status: serde_json::Value = serde_json::from_slice(&status.stdout).expect("status JSON");
+    assert_eq!(
+        status["jobs"][0]["dead_letters"]["count"], 1,
+        "the second failure dead-lettered the slot: {status}"
     );
 }
 

@@ -10,9 +10,9 @@
 
 mod bad_input;
 mod cf_workerd;
-mod examples;
 mod conformance_memory;
 mod crash_points;
+mod examples;
 mod memory_store;
 mod policies;
 mod simulation;
