@@ -169,7 +169,8 @@ pub enum Command {
     /// for --platform: aws (a Lambda, with template.yaml from `render
     /// sam`), cloudflare (a Worker, with wrangler.toml from `render
     /// wrangler`), local (a program running the jobs on SQLite) or
-    /// postgres (a program for a fleet sharing PostgreSQL). Its
+    /// postgres (a program for a fleet sharing PostgreSQL, with a
+    /// Kubernetes Deployment of it and a Dockerfile). Its
     /// cronslot.toml has one example job, src/jobs.rs the function that
     /// runs it, README.md the commands to build, run and deploy it. The
     /// cronslot crates come from crates.io at this CLI's version, or from
@@ -425,6 +426,12 @@ pub struct RunArgs {
     /// 200 while the store answers.
     #[arg(long, value_name = "ADDR")]
     pub health_listen: Option<String>,
+    /// The summary printed when the runner stops: text, or json (started_at,
+    /// stopped_at, speed, workers, each job's counts and new dead letters,
+    /// duplicates_refused, claim_conflicts, store_errors, slots_run_twice,
+    /// worker_failures), printed whatever the exit code.
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: Format,
 }
 
 #[derive(Debug, Args)]

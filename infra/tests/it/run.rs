@@ -185,6 +185,8 @@ fn json_logs_are_one_object_per_line() {
             "300",
             "--log-format",
             "json",
+            "--format",
+            "json",
         ],
     );
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
@@ -209,6 +211,23 @@ fn json_logs_are_one_object_per_line() {
         }
     }
     assert!(runs >= 2, "{}", stderr(&o));
+    // The summary, with --format json: one document that counts the same
+    // runs the log lines show.
+    let summary: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("one JSON document");
+    assert_eq!(summary["speed"], 300.0, "{summary}");
+    let jobs = summary["jobs"].as_array().expect("jobs");
+    assert!(jobs.len() >= 5, "every job of the manifest: {summary}");
+    let counted: u64 = jobs.iter().map(|j| j["runs"].as_u64().expect("runs")).sum();
+    assert_eq!(counted, runs, "{summary}");
+    assert_eq!(
+        summary["slots_run_twice"],
+        serde_json::json!([]),
+        "{summary}"
+    );
+    assert_eq!(
+        jobs[0]["missed"]["downtime"], 0,
+        "every reason present: {summary}"
+    );
 }
 
 #[test]
