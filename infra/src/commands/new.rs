@@ -2,7 +2,9 @@
 //! with a job written against the runtime's `RunContext`, its manifest,
 //! the platform's build (a build script that precompiles the manifest for
 //! a Lambda or a Worker) and its deployment template, rendered by the same
-//! code as `cronslot render`. Exit 0, or 2 on bad input (a bad NAME, an
+//! code as `cronslot render` (for postgres, a Deployment of the program
+//! itself, with the render module's numbers: `render kubernetes` runs the
+//! `cronslot` image, which has no Rust functions). Exit 0, or 2 on bad input (a bad NAME, an
 //! existing path, a directory that is not a cronslot checkout), or 1 when
 //! the files could not be written; nothing is left half-written.
 //!
@@ -12,11 +14,11 @@
 
 use std::path::{Path, PathBuf};
 
-use cronslot_core::manifest::parse_manifest;
+use cronslot_core::manifest::{format_duration, parse_manifest};
 
-use crate::cli::{Format, NewArgs, NewPlatform};
+use crate::cli::{Format, KubernetesKind, NewArgs, NewPlatform};
 use crate::exit::Failure;
-use crate::render::{Source, aws, plan, wrangler};
+use crate::render::{Source, aws, kubernetes, plan, wrangler};
 
 /// The crates a project may depend on: package name and its directory in a
 /// cronslot checkout.
@@ -402,7 +404,47 @@ fn project(
             notes.extend(rendered.notes);
             files.push(("wrangler.toml", rendered.text));
         }
-        NewPlatform::Local | NewPlatform::Postgres => {}
+        NewPlatform::Postgres => {
+            let k8s_name = worker.clone();
+            kubernetes::check_name(&k8s_name, KubernetesKind::Deployment)?;
+            let secret = kubernetes::default_secret(&k8s_name);
+            let (longest, job) = kubernetes::longest_timeout(&parsed);
+            let whose = job.map_or_else(String::new, |j| format!(" (job {})", j.name.as_str()));
+            let grace_why = format!(
+                "the longest job timeout{whose}, {}, + {} s to record the outcome.",
+                format_duration(longest),
+                kubernetes::GRACE_MARGIN
+            );
+            let fill_k8s = |template: &str| -> Result<String, Failure> {
+                Ok(fill(template)?
+                    .replace("{{k8s_name}}", &k8s_name)
+                    .replace("{{secret}}", &secret)
+                    .replace("{{user}}", &kubernetes::RUN_AS_USER.to_string())
+                    .replace(
+                        "{{grace}}",
+                        &kubernetes::termination_grace(&parsed).to_string(),
+                    )
+                    .replace("{{grace_why}}", &grace_why))
+            };
+            for (path, text) in files.iter_mut() {
+                if *path == "README.md" {
+                    *text = fill_k8s(text)?;
+                }
+            }
+            files.push((
+                "kubernetes.yaml",
+                fill_k8s(include_str!("../../scaffold/postgres/kubernetes.yaml"))?,
+            ));
+            files.push((
+                "Dockerfile",
+                fill_k8s(include_str!("../../scaffold/postgres/Dockerfile"))?,
+            ));
+            files.push((
+                ".dockerignore",
+                include_str!("../../scaffold/postgres/dockerignore").to_string(),
+            ));
+        }
+        NewPlatform::Local => {}
     }
     Ok((files, notes))
 }

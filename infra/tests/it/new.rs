@@ -242,6 +242,12 @@ fn every_platform_gets_a_whole_project_with_the_template_render_writes() {
         match *platform {
             "aws" => expected.extend(["build.rs", "src/main.rs", "template.yaml"]),
             "cloudflare" => expected.extend(["build.rs", "src/lib.rs", "wrangler.toml"]),
+            "postgres" => expected.extend([
+                "src/main.rs",
+                "kubernetes.yaml",
+                "Dockerfile",
+                ".dockerignore",
+            ]),
             _ => expected.push("src/main.rs"),
         }
         for file in &expected {
@@ -315,6 +321,18 @@ fn every_platform_gets_a_whole_project_with_the_template_render_writes() {
             )),
             _ => None,
         };
+        if *platform == "postgres" {
+            // Not `render kubernetes` (it runs the `cronslot` image, which
+            // has no Rust functions), but the same numbers: the grace
+            // period is the longest job time limit (the lease, 2m) + 30 s.
+            let yaml = read(&project.join("kubernetes.yaml"));
+            assert!(
+                yaml.contains("terminationGracePeriodSeconds: 150\n"),
+                "{yaml}"
+            );
+            assert!(yaml.contains("name: my-postgres-jobs-store\n"), "{yaml}");
+            assert!(read(&project.join("Dockerfile")).contains(&format!("target/release/{name} ")));
+        }
         if let Some((file, args)) = render {
             let out = cronslot_in(&project, &args);
             assert_eq!(out.status.code(), Some(0), "{platform}: {}", stderr(&out));
