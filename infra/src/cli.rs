@@ -178,21 +178,6 @@ pub enum Command {
     /// is refused, and the directory appears whole or not at all. Exits 0
     /// when written, 1 when it could not be written, 2 on bad input.
     New(NewArgs),
-    /// Write a new project: a Rust job, its manifest, its build and its platform's template.
-    ///
-    /// Creates ./NAME, a standalone Cargo project (outside any workspace)
-    /// for --platform: aws (a Lambda, with template.yaml from `render
-    /// sam`), cloudflare (a Worker, with wrangler.toml from `render
-    /// wrangler`), local (a program running the jobs on SQLite) or
-    /// postgres (a program for a fleet sharing PostgreSQL, with a
-    /// Kubernetes Deployment of it and a Dockerfile). Its
-    /// cronslot.toml has one example job, src/jobs.rs the function that
-    /// runs it, README.md the commands to build, run and deploy it. The
-    /// cronslot crates come from crates.io at this CLI's version, or from
-    /// a checkout with --cronslot-path. Never overwrites: an existing NAME
-    /// is refused, and the directory appears whole or not at all. Exits 0
-    /// when written, 1 when it could not be written, 2 on bad input.
-    New(NewArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     Completions {
         #[arg(value_enum)]
@@ -799,39 +784,6 @@ pub struct SyncArgs {
     /// The API endpoint (default: AWS_ENDPOINT_URL, else AWS's).
     #[arg(long, value_name = "URL")]
     pub endpoint_url: Option<String>,
-}
-
-/// The platform `cronslot new` writes a project for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum NewPlatform {
-    /// An AWS Lambda function (EventBridge Scheduler, DynamoDB), with a SAM template.
-    Aws,
-    /// A Cloudflare Worker (Cron Triggers, Durable Objects), with its wrangler.toml.
-    Cloudflare,
-    /// A program running the jobs on one machine (SQLite).
-    Local,
-    /// A program for a fleet of servers sharing one PostgreSQL.
-    Postgres,
-}
-
-#[derive(Debug, Args)]
-#[command(after_help = "Examples:\n  cronslot new my-jobs --platform aws\n  \
-                        cronslot new my-jobs --platform local --cronslot-path ~/src/cronslot")]
-pub struct NewArgs {
-    /// The project's directory (created in the current one) and Cargo package name:
-    /// lowercase letters, digits, '-' and '_', starting with a letter.
-    #[arg(value_name = "NAME")]
-    pub name: String,
-    /// Where the jobs run.
-    #[arg(long, value_enum, value_name = "PLATFORM")]
-    pub platform: NewPlatform,
-    /// Depend on the cronslot crates in this checkout of cronslot's repository
-    /// (path dependencies) instead of their releases on crates.io.
-    #[arg(long, value_name = "DIR")]
-    pub cronslot_path: Option<PathBuf>,
-    /// Output format: text, or json (the project's path and files) for scripts.
-    #[arg(long, value_enum, default_value = "text")]
-    pub format: Format,
 }
 
 /// The platform `cronslot new` writes a project for.
