@@ -515,6 +515,41 @@ mod tests {
     }
 
     #[test]
+    fn a_failed_write_leaves_nothing_behind() {
+        let dir = std::env::temp_dir().join(format!("cronslot-new-unit-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("scratch");
+        let target = dir.join("jobs");
+        // The second file needs a directory where the first is a file.
+        let files: Files = vec![
+            ("src", "a file".to_string()),
+            ("src/main.rs", String::new()),
+        ];
+        let failure = write_project(&target, &files).expect_err("cannot write src/main.rs");
+        assert_eq!(failure.code, Failure::PROBLEM);
+        assert!(
+            failure.message.contains("cannot write"),
+            "{}",
+            failure.message
+        );
+        let left: Vec<_> = std::fs::read_dir(&dir).expect("read").collect();
+        assert!(left.is_empty(), "{left:?}");
+        // And a good one appears whole, with no temporary directory beside it.
+        let files: Files = vec![("src/main.rs", "fn main() {}\n".to_string())];
+        write_project(&target, &files).expect("written");
+        let left: Vec<_> = std::fs::read_dir(&dir)
+            .expect("read")
+            .map(|e| e.expect("entry").file_name())
+            .collect();
+        assert_eq!(left, ["jobs"]);
+        assert_eq!(
+            std::fs::read_to_string(target.join("src/main.rs")).expect("read"),
+            "fn main() {}\n"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
     fn every_placeholder_is_filled() {
         let deps = Deps::Path(PathBuf::from("/src/cronslot"));
         for platform in [
