@@ -19,8 +19,7 @@ use std::time::Duration;
 use jiff::SignedDuration;
 use redis::aio::MultiplexedConnection;
 use redis::{
-    AsyncConnectionConfig, Client, ConnectionAddr, ConnectionInfo, RedisConnectionInfo,
-    RedisResult,
+    AsyncConnectionConfig, Client, ConnectionAddr, ConnectionInfo, RedisConnectionInfo, RedisResult,
 };
 use tokio::runtime::Handle;
 use tokio::sync::oneshot;

@@ -237,10 +237,22 @@ mod tests {
             classify("s", "d", Phase::Write, None, &loading).kind(),
             &StoreErrorKind::Unavailable
         );
-        let auth = error(ErrorKind::AuthenticationFailed, "Password authentication failed");
-        let e = classify("redis://:***@h:1/0?prefix=p", "connecting", Phase::Connect, None, &auth);
+        let auth = error(
+            ErrorKind::AuthenticationFailed,
+            "Password authentication failed",
+        );
+        let e = classify(
+            "redis://:***@h:1/0?prefix=p",
+            "connecting",
+            Phase::Connect,
+            None,
+            &auth,
+        );
         assert_eq!(e.kind(), &StoreErrorKind::Other);
-        assert!(e.message().starts_with("Redis store redis://:***@h:1/0?prefix=p: connecting: "));
+        assert!(
+            e.message()
+                .starts_with("Redis store redis://:***@h:1/0?prefix=p: connecting: ")
+        );
         assert!(e.message().contains("check both"), "{e}");
     }
 

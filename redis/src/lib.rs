@@ -81,8 +81,8 @@ pub use conn::CommandCounts;
 pub use cronslot_core::coord::LocationError;
 pub use error::RedisStoreError;
 pub use location::{
-    DEFAULT_COMMAND_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, DEFAULT_PORT, DEFAULT_PREFIX,
-    RedisLocation, RedisRootCerts, parse_redis_location, parse_redis_location_with_env,
+    DEFAULT_COMMAND_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, DEFAULT_PORT, DEFAULT_PREFIX, RedisLocation,
+    RedisRootCerts, parse_redis_location, parse_redis_location_with_env,
 };
 pub use store::{
     DEFAULT_EFFECT_RETENTION, JudgeClock, RedisOptions, RedisStore, STORE_LAYOUT_VERSION,

@@ -295,11 +295,7 @@ pub fn parse_redis_location_with_env(
             ((!user.is_empty()).then_some(user), Some(Secret(password)))
         }
     };
-    let password = password.or_else(|| {
-        env("REDISCLI_AUTH")
-            .filter(|p| !p.is_empty())
-            .map(Secret)
-    });
+    let password = password.or_else(|| env("REDISCLI_AUTH").filter(|p| !p.is_empty()).map(Secret));
 
     let (host, port) =
         parse_hostport(hostport).map_err(|m| error(format!("store {shown:?}: {m}: {SYNTAX}")))?;
@@ -450,8 +446,10 @@ fn parse_hostport(hostport: &str) -> Result<(String, u16), String> {
         return Err("names no host".to_string());
     }
     if host.starts_with('/') {
-        return Err("names a Unix socket, which this store does not connect to; give a TCP host"
-            .to_string());
+        return Err(
+            "names a Unix socket, which this store does not connect to; give a TCP host"
+                .to_string(),
+        );
     }
     let port = match port {
         None => DEFAULT_PORT,
@@ -609,7 +607,10 @@ mod tests {
             (format!("redis://u:{secret}@h:99999/0"), "port \"99999\""),
             (format!("redis://u:{secret}@h:0/0"), "port \"0\""),
             (format!("redis://u:{secret}@/0"), "names no host"),
-            (format!("redis://u:{secret}@h/zero"), "the database \"zero\""),
+            (
+                format!("redis://u:{secret}@h/zero"),
+                "the database \"zero\"",
+            ),
             (format!("redis://u:{secret}@h/-1"), "the database \"-1\""),
             (format!("redis://u:{secret}@h/0/1"), "the database \"0/1\""),
             (
@@ -620,10 +621,7 @@ mod tests {
                 format!("redis://u:{secret}@h/0?prefix="),
                 "not a valid key prefix",
             ),
-            (
-                format!("redis://u:{secret}@h/0?prefix=a&prefix=b"),
-                "twice",
-            ),
+            (format!("redis://u:{secret}@h/0?prefix=a&prefix=b"), "twice"),
             (
                 format!("redis://u:{secret}@h/0?connect_timeout=0"),
                 "connect_timeout \"0\"",
@@ -641,7 +639,10 @@ mod tests {
                 "tlsrootcert is empty",
             ),
             (format!("rediss://u:{secret}/x@h/0#insecure"), "fragment"),
-            (format!("redis://u:{secret}%zz@h/0"), "password is not valid"),
+            (
+                format!("redis://u:{secret}%zz@h/0"),
+                "password is not valid",
+            ),
             (format!("redis:u:{secret}@h/0"), "lacks the //"),
             (format!("u:{secret}@h"), "not a Redis store"),
             (format!("redis://u:{secret}@h1,h2/0"), "several hosts"),

@@ -252,8 +252,7 @@ impl RedisStore {
     /// Opens the store at `url` ([`parse_redis_location`]) with the
     /// default [`RedisOptions`].
     pub async fn connect(url: &str) -> Result<RedisStore, RedisStoreError> {
-        let location =
-            parse_redis_location(url).map_err(|e| RedisStoreError::other(e.message))?;
+        let location = parse_redis_location(url).map_err(|e| RedisStoreError::other(e.message))?;
         RedisStore::connect_with(location, RedisOptions::default()).await
     }
 
@@ -282,6 +281,11 @@ impl RedisStore {
     pub fn judge_by(mut self, judge: JudgeClock) -> RedisStore {
         self.judge = judge;
         self
+    }
+
+    /// Whose clock judges leases.
+    pub fn judge_clock(&self) -> JudgeClock {
+        self.judge
     }
 
     /// The store's location (shown without its password).
@@ -725,7 +729,9 @@ fn ttl_ms(record: &EffectRecord, now: Timestamp, retention: Duration) -> u64 {
         Duration::ZERO
     };
     let total = ahead.saturating_add(retention).as_millis();
-    u64::try_from(total).unwrap_or(u64::MAX).clamp(1, MAX_TTL_MS)
+    u64::try_from(total)
+        .unwrap_or(u64::MAX)
+        .clamp(1, MAX_TTL_MS)
 }
 
 impl StateStore for RedisStore {
@@ -803,11 +809,8 @@ impl EffectLedger for RedisStore {
     }
 
     async fn read_effect(&self, key: &str) -> Result<Option<EffectRecord>, StoreError> {
-        let (shared, redis_key, key) = (
-            self.shared.clone(),
-            self.keys.effect(key),
-            key.to_string(),
-        );
+        let (shared, redis_key, key) =
+            (self.shared.clone(), self.keys.effect(key), key.to_string());
         Ok(self
             .shared
             .run(async move {
