@@ -455,8 +455,7 @@ fn undecodable_keys_are_corrupt() {
             let e = store.get(job).await.unwrap_err();
             assert_eq!(e.kind, StoreErrorKind::Corrupt, "{job}: {e}");
             assert!(
-                e.message
-                    .starts_with(&format!("Redis store redis://127.0.0.1:")),
+                e.message.starts_with("Redis store redis://127.0.0.1:"),
                 "{e}"
             );
         }
