@@ -155,6 +155,13 @@ pub(crate) fn classify(
             "a key under the store's prefix holds another kind of value: another program \
              writes under this prefix; give the store a prefix of its own (?prefix=NAME)",
         )
+    } else if tls_refused(e) {
+        (
+            StoreErrorKind::Other,
+            "the server's certificate was refused: check that it names the host in the URL, and \
+             that tlsrootcert gives the CA that signed it (the bundled Mozilla roots are used \
+             otherwise)",
+        )
     } else if e.is_connection_refusal() {
         (
             StoreErrorKind::Unavailable,
@@ -201,6 +208,25 @@ pub(crate) fn classify(
         message: format!("Redis store {store}: {doing}: {detail}: {advice}"),
         code,
     }
+}
+
+/// Whether `e` is rustls refusing the server's certificate or TLS
+/// settings (which retrying does not mend). redis-rs hands the I/O error
+/// of tokio-rustls only through the older `cause`, which cannot be
+/// downcast, so this reads rustls's own wording of those errors.
+fn tls_refused(e: &redis::RedisError) -> bool {
+    if !e.is_io_error() {
+        return false;
+    }
+    let text = e.to_string();
+    [
+        "invalid peer certificate",
+        "peer is incompatible",
+        "peer misbehaved",
+        "received fatal alert",
+    ]
+    .iter()
+    .any(|words| text.contains(words))
 }
 
 #[cfg(test)]

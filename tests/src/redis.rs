@@ -103,6 +103,10 @@ impl Server {
     /// `default` user's password), with `extra` configuration arguments
     /// (`["--maxmemory", "1mb"]`).
     pub fn start_with(password: Option<&str>, extra: &[&str]) -> Server {
+        Server::start_inner(password, extra, false)
+    }
+
+    fn start_inner(password: Option<&str>, extra: &[&str], tls: bool) -> Server {
         let bin = bin_dir();
         static NEXT: AtomicU64 = AtomicU64::new(0);
         let dir = std::env::temp_dir().join(format!(
@@ -122,12 +126,29 @@ impl Server {
             .stderr(Stdio::null())
             .spawn()
             .expect("starting the server's guard (sh)");
+        let mut config: Vec<String> = extra.iter().map(|s| s.to_string()).collect();
+        if tls {
+            make_certificates(&dir);
+            let file = |name: &str| dir.join(name).to_string_lossy().into_owned();
+            config.extend([
+                "--tls-port".to_string(),
+                free_port().to_string(),
+                "--tls-cert-file".to_string(),
+                file("server.crt"),
+                "--tls-key-file".to_string(),
+                file("server.key"),
+                "--tls-ca-cert-file".to_string(),
+                file("ca.pem"),
+                "--tls-auth-clients".to_string(),
+                "no".to_string(),
+            ]);
+        }
         let mut server = Server {
             port: 0,
             dir,
             bin,
             password: password.map(str::to_string),
-            config: extra.iter().map(|s| s.to_string()).collect(),
+            config,
             server: Mutex::new(None),
             guard: Mutex::new(Some(guard)),
         };
@@ -277,6 +298,29 @@ impl Server {
         self.restart_with(&[]);
     }
 
+    /// Starts a new server that also accepts TLS on [`Server::tls_port`]
+    /// (clients need no certificate of their own), with a certificate for
+    /// `localhost` (and not for `127.0.0.1`) signed by a test CA of its
+    /// own ([`Server::ca_file`]); made with the `openssl` command.
+    pub fn start_with_tls() -> Server {
+        Server::start_inner(None, &[], true)
+    }
+
+    /// The TLS port of a server from [`Server::start_with_tls`].
+    pub fn tls_port(&self) -> u16 {
+        self.config
+            .iter()
+            .position(|a| a == "--tls-port")
+            .and_then(|i| self.config.get(i + 1))
+            .and_then(|p| p.parse().ok())
+            .expect("a server started with start_with_tls")
+    }
+
+    /// The PEM file of the CA that signed a TLS server's certificate.
+    pub fn ca_file(&self) -> PathBuf {
+        self.dir.join("ca.pem")
+    }
+
     /// [`Server::restart`] with more configuration arguments.
     pub fn restart_with(&self, extra: &[&str]) {
         self.crash();
@@ -294,6 +338,85 @@ impl Server {
         }
         text
     }
+}
+
+/// A CA and a server certificate for `localhost` in `dir`, with
+/// `openssl`.
+fn make_certificates(dir: &std::path::Path) {
+    let openssl = |args: &[&str]| {
+        let out = Command::new("openssl")
+            .args(args)
+            .current_dir(dir)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap_or_else(|e| {
+                panic!("running openssl (for the TLS test server): {e}; run scripts/setup")
+            });
+        assert!(
+            out.status.success(),
+            "openssl {}: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    let ec = [
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:prime256v1",
+        "-nodes",
+    ];
+    let mut ca = vec!["req", "-x509"];
+    ca.extend(ec);
+    ca.extend([
+        "-keyout",
+        "ca.key",
+        "-out",
+        "ca.pem",
+        "-days",
+        "2",
+        "-subj",
+        "/CN=cronslot test CA",
+        "-addext",
+        "basicConstraints=critical,CA:TRUE",
+        "-addext",
+        "keyUsage=critical,keyCertSign,cRLSign",
+    ]);
+    openssl(&ca);
+    let mut csr = vec!["req"];
+    csr.extend(ec);
+    csr.extend([
+        "-keyout",
+        "server.key",
+        "-out",
+        "server.csr",
+        "-subj",
+        "/CN=localhost",
+    ]);
+    openssl(&csr);
+    std::fs::write(
+        dir.join("server.ext"),
+        "subjectAltName=DNS:localhost\nbasicConstraints=CA:FALSE\n\
+         keyUsage=critical,digitalSignature\nextendedKeyUsage=serverAuth\n",
+    )
+    .expect("writing server.ext");
+    openssl(&[
+        "x509",
+        "-req",
+        "-in",
+        "server.csr",
+        "-CA",
+        "ca.pem",
+        "-CAkey",
+        "ca.key",
+        "-CAcreateserial",
+        "-out",
+        "server.crt",
+        "-days",
+        "2",
+        "-extfile",
+        "server.ext",
+    ]);
 }
 
 impl Drop for Server {

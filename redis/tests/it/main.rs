@@ -14,3 +14,4 @@ mod conformance;
 mod errors;
 mod faults;
 mod store;
+mod tls;
