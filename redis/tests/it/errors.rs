@@ -163,3 +163,41 @@ fn a_database_out_of_range_is_refused() {
     assert_eq!(e.kind(), &StoreErrorKind::Other, "{e}");
     assert!(e.message().contains("connecting"), "{e}");
 }
+
+/// A full server under `maxmemory-policy noeviction` refuses writes with
+/// `OOM`: unavailable (nothing written, worth retrying), and reads go on.
+#[test]
+fn a_full_server_refuses_writes_as_unavailable() {
+    use cronslot_core::coord::{JobState, PutResult};
+    let server = Server::start_with(None, &["--maxmemory-policy", "noeviction"]);
+    let store = block_on(open(&server.url("full"), RedisOptions::default())).unwrap();
+    let state = |s: i64| {
+        JobState::new(
+            "j",
+            "0000000000000000",
+            cronslot_core::conformance::at(s),
+            false,
+        )
+    };
+    assert_eq!(
+        block_on(store.put("j", &state(0), None)).unwrap(),
+        PutResult::Written(1)
+    );
+    server.cli(&["CONFIG", "SET", "maxmemory", "1"]);
+    let e = block_on(store.put("j", &state(1), Some(1))).unwrap_err();
+    assert_eq!(e.kind, StoreErrorKind::Unavailable, "{e}");
+    assert!(e.message.contains("OOM"), "{e}");
+    assert!(e.message.contains("nothing was written"), "{e}");
+    let current = block_on(store.get("j")).unwrap().unwrap();
+    assert_eq!(
+        (current.version, current.value),
+        (1, state(0)),
+        "nothing written"
+    );
+    server.cli(&["CONFIG", "SET", "maxmemory", "0"]);
+    assert_eq!(
+        block_on(store.put("j", &state(1), Some(1))).unwrap(),
+        PutResult::Written(2),
+        "writes again once there is room"
+    );
+}
