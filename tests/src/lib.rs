@@ -1,13 +1,14 @@
 //! Cross-crate tests for cronslot: the store conformance suite on every
 //! store, simulations, and emulator end-to-end tests. The tests live in
-//! `tests/`; this library holds what they share (the moto, workerd and
-//! PostgreSQL harnesses among it).
+//! `tests/`; this library holds what they share (the moto, workerd,
+//! PostgreSQL and Redis harnesses among it).
 
 pub mod counting_proxy;
 pub mod fuzz;
 pub mod http;
 pub mod moto;
 pub mod postgres;
+pub mod redis;
 pub mod scale;
 pub mod sim;
 pub mod sim_backends;

@@ -5,8 +5,9 @@
 //!
 //! The tests on moto share the binary's one moto server, each with a table
 //! of its own; the PostgreSQL simulation runs on the binary's private
-//! PostgreSQL server, in a schema of its own; the workerd tests start a
-//! `wrangler dev` each.
+//! PostgreSQL server, in a schema of its own; the Redis simulation on the
+//! binary's private Redis server, under a key prefix of its own; the
+//! workerd tests start a `wrangler dev` each.
 
 mod bad_input;
 mod cf_workerd;
@@ -17,6 +18,7 @@ mod memory_store;
 mod policies;
 mod simulation;
 mod simulation_postgres;
+mod simulation_redis;
 mod simulation_stores;
 mod simulation_ticks;
 mod tick_costs;

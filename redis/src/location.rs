@@ -1,0 +1,680 @@
+//! The store's location: a `redis://` or `rediss://` URL, parsed once,
+//! shown only with its password replaced by `***`.
+
+use std::fmt;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use cronslot_core::coord::LocationError;
+use percent_encoding::{AsciiSet, CONTROLS, percent_decode_str, utf8_percent_encode};
+
+/// The key prefix used when the URL names none.
+pub const DEFAULT_PREFIX: &str = "cronslot";
+
+/// The port used when the URL names none.
+pub const DEFAULT_PORT: u16 = 6379;
+
+/// How long connecting (TCP, TLS and authentication) may take before the
+/// store reports itself unavailable, unless the URL says
+/// `connect_timeout=SECONDS`.
+pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// How long the store waits for the answer to one command or script,
+/// unless the URL says `command_timeout=SECONDS`.
+pub const DEFAULT_COMMAND_TIMEOUT: Duration = Duration::from_secs(5);
+
+const SYNTAX: &str = "expected redis://[[USER]:PASSWORD@]HOST[:PORT][/DB]\
+[?prefix=NAME][&connect_timeout=SECONDS][&command_timeout=SECONDS] \
+(or rediss://… for TLS, which also takes &tlsrootcert=FILE)";
+
+const PARAMETERS: &str = "prefix, connect_timeout, command_timeout, tlsrootcert (rediss:// only)";
+
+/// Where the trusted root certificates of a `rediss://` store come from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum RedisRootCerts {
+    /// The Mozilla roots bundled with cronslot (`webpki-roots`): the
+    /// default.
+    Bundled,
+    /// The PEM file given by `tlsrootcert=FILE` (a private CA).
+    File(PathBuf),
+}
+
+/// A parsed Redis store location. Its `Display` and `Debug` show the URL
+/// with the password replaced by `***`; nothing in this crate shows the
+/// password.
+#[derive(Clone, PartialEq, Eq)]
+pub struct RedisLocation {
+    tls: bool,
+    user: Option<String>,
+    password: Option<Secret>,
+    host: String,
+    port: u16,
+    db: u32,
+    prefix: String,
+    root_certs: RedisRootCerts,
+    connect_timeout: Duration,
+    command_timeout: Duration,
+}
+
+/// A password: compared, never shown.
+#[derive(Clone, PartialEq, Eq)]
+pub(crate) struct Secret(String);
+
+impl Secret {
+    pub(crate) fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("***")
+    }
+}
+
+/// What a user name or host may contain unencoded in the shown URL.
+const COMPONENT: &AsciiSet = &CONTROLS
+    .add(b' ')
+    .add(b'"')
+    .add(b'#')
+    .add(b'%')
+    .add(b'/')
+    .add(b':')
+    .add(b'?')
+    .add(b'@')
+    .add(b'[')
+    .add(b']')
+    .add(b'&')
+    .add(b'=');
+
+impl RedisLocation {
+    /// Whether the connection uses TLS (`rediss://`).
+    pub fn tls(&self) -> bool {
+        self.tls
+    }
+
+    /// The ACL user to log in as; `None` for the `default` user.
+    pub fn user(&self) -> Option<&str> {
+        self.user.as_deref()
+    }
+
+    /// Whether a password is known (from the URL or `REDISCLI_AUTH`).
+    pub fn has_password(&self) -> bool {
+        self.password.is_some()
+    }
+
+    pub(crate) fn password(&self) -> Option<&Secret> {
+        self.password.as_ref()
+    }
+
+    /// The server's host name or IP address.
+    pub fn host(&self) -> &str {
+        &self.host
+    }
+
+    /// The server's port.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// The logical database (`SELECT`), 0 by default.
+    pub fn db(&self) -> u32 {
+        self.db
+    }
+
+    /// The prefix of every key the store writes.
+    pub fn prefix(&self) -> &str {
+        &self.prefix
+    }
+
+    /// Where the trusted roots come from (for `rediss://`).
+    pub fn root_certs(&self) -> &RedisRootCerts {
+        &self.root_certs
+    }
+
+    /// How long connecting may take.
+    pub fn connect_timeout(&self) -> Duration {
+        self.connect_timeout
+    }
+
+    /// How long one command or script may take to answer.
+    pub fn command_timeout(&self) -> Duration {
+        self.command_timeout
+    }
+
+    /// The same location under another key prefix (a validated one).
+    pub fn with_prefix(mut self, prefix: &str) -> Result<RedisLocation, LocationError> {
+        check_prefix(prefix).map_err(|message| LocationError {
+            input: self.to_string(),
+            message: format!("store {self}: {message}"),
+        })?;
+        self.prefix = prefix.to_string();
+        Ok(self)
+    }
+
+    /// The same location with another connect timeout (at least a
+    /// millisecond).
+    pub fn with_connect_timeout(mut self, timeout: Duration) -> RedisLocation {
+        self.connect_timeout = timeout.max(Duration::from_millis(1));
+        self
+    }
+
+    /// The same location with another command timeout (at least a
+    /// millisecond).
+    pub fn with_command_timeout(mut self, timeout: Duration) -> RedisLocation {
+        self.command_timeout = timeout.max(Duration::from_millis(1));
+        self
+    }
+}
+
+impl fmt::Display for RedisLocation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(if self.tls { "rediss://" } else { "redis://" })?;
+        if let Some(user) = &self.user {
+            write!(f, "{}", utf8_percent_encode(user, COMPONENT))?;
+        }
+        if self.password.is_some() {
+            f.write_str(":***")?;
+        }
+        if self.user.is_some() || self.password.is_some() {
+            f.write_str("@")?;
+        }
+        if self.host.contains(':') {
+            write!(f, "[{}]", self.host)?;
+        } else {
+            write!(f, "{}", utf8_percent_encode(&self.host, COMPONENT))?;
+        }
+        write!(f, ":{}/{}?prefix={}", self.port, self.db, self.prefix)
+    }
+}
+
+impl fmt::Debug for RedisLocation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "RedisLocation({self})")
+    }
+}
+
+/// Parses a store URL: `redis://[[USER]:PASSWORD@]HOST[:PORT][/DB]?QUERY`
+/// (or `rediss://` for TLS), percent-decoding the user, password and host.
+/// The query may hold `prefix` (the prefix of every key, default
+/// `cronslot`: 1 to 64 ASCII letters, digits and `_ - . :`),
+/// `connect_timeout` and `command_timeout` (whole seconds, default 5
+/// each) and, for `rediss://`, `tlsrootcert` (a PEM file of the CA that
+/// signed the server's certificate; the bundled Mozilla roots otherwise);
+/// any other parameter is an error that names it.
+///
+/// `redis://:PASSWORD@HOST` logs in as the `default` user,
+/// `redis://USER:PASSWORD@HOST` as an ACL user. Without a password in the
+/// URL, `REDISCLI_AUTH` is used if set (as `redis-cli` does).
+///
+/// Errors never show the password: the location is quoted with it
+/// replaced by `***`.
+pub fn parse_redis_location(url: &str) -> Result<RedisLocation, LocationError> {
+    parse_redis_location_with_env(url, |name| std::env::var(name).ok())
+}
+
+/// [`parse_redis_location`] with the environment read through `env`
+/// (`REDISCLI_AUTH`), for callers and tests that must not depend on the
+/// process's environment.
+pub fn parse_redis_location_with_env(
+    url: &str,
+    env: impl Fn(&str) -> Option<String>,
+) -> Result<RedisLocation, LocationError> {
+    let shown = redact_url(url);
+    let error = |message: String| LocationError {
+        input: shown.clone(),
+        message,
+    };
+    let trimmed = url.trim();
+    let Some((scheme, rest)) = trimmed.split_once(':') else {
+        return Err(error(format!("store {shown:?} has no scheme: {SYNTAX}")));
+    };
+    let tls = if scheme.eq_ignore_ascii_case("redis") {
+        false
+    } else if scheme.eq_ignore_ascii_case("rediss") {
+        true
+    } else {
+        return Err(error(format!(
+            "store {shown:?} is not a Redis store (scheme {scheme:?}): {SYNTAX}"
+        )));
+    };
+    let Some(rest) = rest.strip_prefix("//") else {
+        return Err(error(format!(
+            "store {shown:?} lacks the // after {scheme}: {SYNTAX}"
+        )));
+    };
+    if rest.contains('#') {
+        return Err(error(format!(
+            "store {shown:?} has a #fragment, which means nothing here (a # in a password is \
+             written %23; certificate checks are never turned off): {SYNTAX}"
+        )));
+    }
+    let (before_query, query) = match rest.split_once('?') {
+        Some((b, q)) => (b, Some(q)),
+        None => (rest, None),
+    };
+    // The user information ends at the last '@' before the query, so that
+    // a password holding an unencoded '/' or '@' is still taken as a
+    // password, never quoted as a host or a database in an error.
+    let (userinfo, hostpath) = match before_query.rfind('@') {
+        Some(at) => (Some(&before_query[..at]), &before_query[at + 1..]),
+        None => (None, before_query),
+    };
+    let (hostport, path) = match hostpath.find('/') {
+        Some(slash) => (&hostpath[..slash], &hostpath[slash + 1..]),
+        None => (hostpath, ""),
+    };
+
+    let (user, password) = match userinfo {
+        None => (None, None),
+        Some(info) => {
+            let Some((user, password)) = info.split_once(':') else {
+                return Err(error(format!(
+                    "store {shown:?} names a user without a password (Redis logs in with both; \
+                     for the default user write redis://:PASSWORD@HOST): {SYNTAX}"
+                )));
+            };
+            let user = decode(user).ok_or_else(|| {
+                error(format!(
+                    "store {shown:?}: the user name is not valid percent-encoded UTF-8"
+                ))
+            })?;
+            let password = decode(password).ok_or_else(|| {
+                error(format!(
+                    "store {shown:?}: the password is not valid percent-encoded UTF-8 \
+                     (write %25 for a % in it)"
+                ))
+            })?;
+            if password.is_empty() {
+                return Err(error(format!(
+                    "store {shown:?} has an empty password: give one, or leave out the \
+                     user part: {SYNTAX}"
+                )));
+            }
+            ((!user.is_empty()).then_some(user), Some(Secret(password)))
+        }
+    };
+    let password = password.or_else(|| env("REDISCLI_AUTH").filter(|p| !p.is_empty()).map(Secret));
+
+    let (host, port) =
+        parse_hostport(hostport).map_err(|m| error(format!("store {shown:?}: {m}: {SYNTAX}")))?;
+
+    let db = match path {
+        "" => 0,
+        p => p
+            .parse::<u32>()
+            .ok()
+            .filter(|_| p.bytes().all(|b| b.is_ascii_digit()))
+            .ok_or_else(|| {
+                error(format!(
+                    "store {shown:?}: the database {p:?} is not a number (Redis databases are \
+                     numbered from 0): {SYNTAX}"
+                ))
+            })?,
+    };
+
+    let mut location = RedisLocation {
+        tls,
+        user,
+        password,
+        host,
+        port,
+        db,
+        prefix: DEFAULT_PREFIX.to_string(),
+        root_certs: RedisRootCerts::Bundled,
+        connect_timeout: DEFAULT_CONNECT_TIMEOUT,
+        command_timeout: DEFAULT_COMMAND_TIMEOUT,
+    };
+
+    let mut seen: Vec<String> = Vec::new();
+    let mut unknown: Vec<String> = Vec::new();
+    for pair in query.unwrap_or("").split('&').filter(|p| !p.is_empty()) {
+        let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
+        let key = decode(key).ok_or_else(|| {
+            error(format!(
+                "store {shown:?}: a parameter name is not valid percent-encoded UTF-8"
+            ))
+        })?;
+        let known = matches!(
+            key.as_str(),
+            "prefix" | "connect_timeout" | "command_timeout" | "tlsrootcert"
+        );
+        if !known {
+            unknown.push(key);
+            continue;
+        }
+        if seen.contains(&key) {
+            return Err(error(format!(
+                "store {shown:?} gives parameter {key:?} twice"
+            )));
+        }
+        let value = decode(value).ok_or_else(|| {
+            error(format!(
+                "store {shown:?}: the value of {key} is not valid percent-encoded UTF-8"
+            ))
+        })?;
+        match key.as_str() {
+            "prefix" => {
+                check_prefix(&value).map_err(|m| error(format!("store {shown:?}: {m}")))?;
+                location.prefix = value;
+            }
+            "connect_timeout" | "command_timeout" => {
+                let secs = value
+                    .parse::<u64>()
+                    .ok()
+                    .filter(|s| (1..=86_400).contains(s));
+                let Some(secs) = secs else {
+                    return Err(error(format!(
+                        "store {shown:?}: {key} {value:?} is not a whole number of seconds from 1 \
+                         to 86400"
+                    )));
+                };
+                if key == "connect_timeout" {
+                    location.connect_timeout = Duration::from_secs(secs);
+                } else {
+                    location.command_timeout = Duration::from_secs(secs);
+                }
+            }
+            "tlsrootcert" => {
+                if !tls {
+                    return Err(error(format!(
+                        "store {shown:?}: tlsrootcert is for TLS connections: write rediss:// \
+                         to use TLS"
+                    )));
+                }
+                if value.is_empty() {
+                    return Err(error(format!(
+                        "store {shown:?}: tlsrootcert is empty; give a PEM file"
+                    )));
+                }
+                location.root_certs = RedisRootCerts::File(PathBuf::from(value));
+            }
+            _ => {}
+        }
+        seen.push(key);
+    }
+    if !unknown.is_empty() {
+        let names = unknown
+            .iter()
+            .map(|k| format!("{k:?}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let hint = if unknown.iter().any(|k| k == "password") {
+            " (a password goes in the URL's user part, redis://:PASSWORD@HOST, or in \
+             REDISCLI_AUTH)"
+        } else {
+            ""
+        };
+        let plural = if unknown.len() == 1 { "" } else { "s" };
+        return Err(error(format!(
+            "store {shown:?} has unknown parameter{plural} {names}{hint}; known are {PARAMETERS}"
+        )));
+    }
+    Ok(location)
+}
+
+fn parse_hostport(hostport: &str) -> Result<(String, u16), String> {
+    if hostport.is_empty() {
+        return Err("names no host".to_string());
+    }
+    if hostport.contains(',') {
+        return Err("names several hosts; the store connects to one".to_string());
+    }
+    let (host, port) = if let Some(rest) = hostport.strip_prefix('[') {
+        let Some((v6, after)) = rest.split_once(']') else {
+            return Err("an IPv6 host lacks its closing ']'".to_string());
+        };
+        let port = match after {
+            "" => None,
+            p => Some(
+                p.strip_prefix(':')
+                    .ok_or_else(|| "unexpected text after the IPv6 host".to_string())?,
+            ),
+        };
+        (v6.to_string(), port)
+    } else {
+        let (host, port) = match hostport.rsplit_once(':') {
+            Some((h, p)) => (h, Some(p)),
+            None => (hostport, None),
+        };
+        let host = decode(host)
+            .ok_or_else(|| "the host is not valid percent-encoded UTF-8".to_string())?;
+        (host, port)
+    };
+    if host.is_empty() {
+        return Err("names no host".to_string());
+    }
+    if host.starts_with('/') {
+        return Err(
+            "names a Unix socket, which this store does not connect to; give a TCP host"
+                .to_string(),
+        );
+    }
+    let port = match port {
+        None => DEFAULT_PORT,
+        Some(p) => p
+            .parse::<u16>()
+            .ok()
+            .filter(|p| *p > 0)
+            .ok_or_else(|| format!("port {p:?} is not a number from 1 to 65535"))?,
+    };
+    Ok((host, port))
+}
+
+/// Percent-decodes `s`; `None` for a `%` not followed by two hex digits
+/// or bytes that are not UTF-8.
+fn decode(s: &str) -> Option<String> {
+    let bytes = s.as_bytes();
+    for (i, b) in bytes.iter().enumerate() {
+        if *b == b'%'
+            && !(bytes.get(i + 1).is_some_and(u8::is_ascii_hexdigit)
+                && bytes.get(i + 2).is_some_and(u8::is_ascii_hexdigit))
+        {
+            return None;
+        }
+    }
+    percent_decode_str(s)
+        .decode_utf8()
+        .ok()
+        .map(|c| c.into_owned())
+}
+
+/// A key prefix the store accepts: no braces (they would change the hash
+/// tag that keeps one job's keys in one Redis Cluster slot), nothing a
+/// person cannot type.
+fn check_prefix(prefix: &str) -> Result<(), String> {
+    let valid = !prefix.is_empty()
+        && prefix.len() <= 64
+        && prefix
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.' | b':'));
+    if valid {
+        Ok(())
+    } else {
+        Err(format!(
+            "prefix {prefix:?} is not a valid key prefix: use 1 to 64 ASCII letters, digits and \
+             _ - . :"
+        ))
+    }
+}
+
+/// `url` with any password replaced by `***`, whatever else is wrong with
+/// it: the text between the first ':' after `//` (or, without `//`, the
+/// first ':') and the last '@', and any `password=` parameter's value.
+pub(crate) fn redact_url(url: &str) -> String {
+    let mut out = url.to_string();
+    // Without `//` (a mistyped URL), from the start: better to hide too
+    // much than a password.
+    let start = out.find("://").map_or(0, |i| i + 3);
+    if let Some(at) = out.rfind('@').filter(|at| *at >= start) {
+        if let Some(colon) = out[start..at].find(':').map(|c| start + c) {
+            out.replace_range(colon + 1..at, "***");
+        } else {
+            // `user@host`, or a password without its ':': hide it all.
+            out.replace_range(start..at, "***");
+        }
+    }
+    // A password given as a parameter (which is refused) is hidden too.
+    let mut from = 0;
+    while let Some(found) = out[from..].find("password=") {
+        let begin = from + found + "password=".len();
+        let end = out[begin..].find('&').map_or(out.len(), |e| begin + e);
+        out.replace_range(begin..end, "***");
+        from = begin + 3;
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn no_env(_: &str) -> Option<String> {
+        None
+    }
+
+    #[test]
+    fn a_full_url_parses_and_shows_without_its_password() {
+        let l = parse_redis_location_with_env(
+            "rediss://al%40ice:s%3Acret@cache.example:6380/3?prefix=team.a&connect_timeout=3&command_timeout=7&tlsrootcert=%2Fetc%2Fca.pem",
+            no_env,
+        )
+        .unwrap();
+        assert!(l.tls());
+        assert_eq!(l.user(), Some("al@ice"));
+        assert_eq!(l.password().map(Secret::expose), Some("s:cret"));
+        assert_eq!(l.host(), "cache.example");
+        assert_eq!(l.port(), 6380);
+        assert_eq!(l.db(), 3);
+        assert_eq!(l.prefix(), "team.a");
+        assert_eq!(l.connect_timeout(), Duration::from_secs(3));
+        assert_eq!(l.command_timeout(), Duration::from_secs(7));
+        assert_eq!(l.root_certs(), &RedisRootCerts::File("/etc/ca.pem".into()));
+        assert_eq!(
+            l.to_string(),
+            "rediss://al%40ice:***@cache.example:6380/3?prefix=team.a"
+        );
+        assert_eq!(format!("{l:?}"), format!("RedisLocation({l})"));
+        assert!(!format!("{l:?}").contains("cret"));
+    }
+
+    #[test]
+    fn defaults_and_environment() {
+        let env = |k: &str| (k == "REDISCLI_AUTH").then(|| "from-env".to_string());
+        let l = parse_redis_location_with_env("redis://[::1]", env).unwrap();
+        assert!(!l.tls());
+        assert_eq!(l.user(), None);
+        assert_eq!(l.host(), "::1");
+        assert_eq!(l.port(), DEFAULT_PORT);
+        assert_eq!(l.db(), 0);
+        assert_eq!(l.prefix(), DEFAULT_PREFIX);
+        assert_eq!(l.root_certs(), &RedisRootCerts::Bundled);
+        assert_eq!(l.connect_timeout(), DEFAULT_CONNECT_TIMEOUT);
+        assert_eq!(l.command_timeout(), DEFAULT_COMMAND_TIMEOUT);
+        assert_eq!(l.password().map(Secret::expose), Some("from-env"));
+        assert_eq!(l.to_string(), "redis://:***@[::1]:6379/0?prefix=cronslot");
+        // The URL's password wins over REDISCLI_AUTH; the default user.
+        let l = parse_redis_location_with_env("redis://:url@h/", env).unwrap();
+        assert_eq!(l.password().map(Secret::expose), Some("url"));
+        assert_eq!(l.user(), None);
+        let l = parse_redis_location_with_env("REDIS://h:7000", no_env).unwrap();
+        assert_eq!((l.host(), l.port(), l.has_password()), ("h", 7000, false));
+        assert_eq!(l.to_string(), "redis://h:7000/0?prefix=cronslot");
+    }
+
+    #[test]
+    fn with_prefix_validates() {
+        let l = parse_redis_location_with_env("redis://h", no_env).unwrap();
+        assert_eq!(l.clone().with_prefix("p:1").unwrap().prefix(), "p:1");
+        let e = l.with_prefix("{x}").unwrap_err();
+        assert!(e.message.contains("not a valid key prefix"), "{e}");
+    }
+
+    #[test]
+    fn errors_name_the_problem_and_never_the_password() {
+        let secret = "Zx9-very-secret";
+        let cases = [
+            (format!("postgres://u:{secret}@h/db"), "not a Redis store"),
+            (
+                format!("redis://u:{secret}@h/0?bogus=1&other=2"),
+                "unknown parameters \"bogus\", \"other\"",
+            ),
+            (
+                format!("redis://u:{secret}@h/0?password={secret}"),
+                "in the URL's user part",
+            ),
+            (format!("redis://u:{secret}@h:99999/0"), "port \"99999\""),
+            (format!("redis://u:{secret}@h:0/0"), "port \"0\""),
+            (format!("redis://u:{secret}@/0"), "names no host"),
+            (
+                format!("redis://u:{secret}@h/zero"),
+                "the database \"zero\"",
+            ),
+            (format!("redis://u:{secret}@h/-1"), "the database \"-1\""),
+            (format!("redis://u:{secret}@h/0/1"), "the database \"0/1\""),
+            (
+                format!("redis://u:{secret}@h/0?prefix=%7Bp%7D"),
+                "not a valid key prefix",
+            ),
+            (
+                format!("redis://u:{secret}@h/0?prefix="),
+                "not a valid key prefix",
+            ),
+            (format!("redis://u:{secret}@h/0?prefix=a&prefix=b"), "twice"),
+            (
+                format!("redis://u:{secret}@h/0?connect_timeout=0"),
+                "connect_timeout \"0\"",
+            ),
+            (
+                format!("redis://u:{secret}@h/0?command_timeout=x"),
+                "command_timeout \"x\"",
+            ),
+            (
+                format!("redis://u:{secret}@h/0?tlsrootcert=/ca.pem"),
+                "write rediss://",
+            ),
+            (
+                format!("rediss://u:{secret}@h/0?tlsrootcert="),
+                "tlsrootcert is empty",
+            ),
+            (format!("rediss://u:{secret}/x@h/0#insecure"), "fragment"),
+            (
+                format!("redis://u:{secret}%zz@h/0"),
+                "password is not valid",
+            ),
+            (format!("redis:u:{secret}@h/0"), "lacks the //"),
+            (format!("u:{secret}@h"), "not a Redis store"),
+            (format!("redis://u:{secret}@h1,h2/0"), "several hosts"),
+            (format!("redis://u:{secret}@[::1/0"), "closing ']'"),
+            (
+                format!("redis://u:{secret}@%2Frun%2Fredis.sock/0"),
+                "Unix socket",
+            ),
+            (format!("redis://{secret}@h/0"), "a user without a password"),
+            ("redis://u:@h/0".to_string(), "empty password"),
+        ];
+        for (url, expected) in cases {
+            let e = parse_redis_location_with_env(&url, no_env).unwrap_err();
+            assert!(e.message.contains(expected), "{url}: {e}");
+            for shown in [&e.message, &e.input, &format!("{e:?}"), &e.to_string()] {
+                assert!(
+                    !shown.contains(secret),
+                    "{url}: the password shows in {shown}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_password_with_unencoded_slash_and_at_stays_a_password() {
+        let l = parse_redis_location_with_env("redis://:a/b@c@host/2", no_env).unwrap();
+        assert_eq!(l.password().map(Secret::expose), Some("a/b@c"));
+        assert_eq!(l.host(), "host");
+        assert_eq!(l.db(), 2);
+        assert_eq!(redact_url("redis://:a/b@c@host/2"), "redis://:***@host/2");
+        assert_eq!(redact_url("redis://u:p@h/0"), "redis://u:***@h/0");
+        assert_eq!(redact_url("redis://secret@h/0"), "redis://***@h/0");
+        assert_eq!(redact_url("redis://h/0"), "redis://h/0");
+    }
+}
