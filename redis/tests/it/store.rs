@@ -12,7 +12,7 @@ use cronslot_core::coord::{
 };
 use cronslot_core::manifest::JobSpec;
 use cronslot_redis::{CommandCounts, JudgeClock, RedisOptions, RedisStore};
-use cronslot_tests::redis::{shared, unique};
+use cronslot_tests::redis::{Server, shared, unique};
 use jiff::{SignedDuration, Timestamp};
 
 use crate::support::{block_on, fresh_store, fresh_url, open};
@@ -304,23 +304,30 @@ fn the_wake_index_is_written_with_the_record() {
 /// failover to a replica that never saw them) the server answers
 /// `NOSCRIPT`, and redis-rs loads the script and runs it again: the
 /// caller never sees it.
+///
+/// On a server of its own: `SCRIPT FLUSH` empties the script cache of the
+/// whole server, and a flush between another test's reload and its second
+/// `EVALSHA` fails that test's write.
 #[test]
 fn writes_survive_script_flush() {
-    let store = fresh_store("noscript");
+    let server = Server::start();
+    let store = block_on(open(&server.url("noscript"), RedisOptions::default()))
+        .expect("opening a store")
+        .judge_by(JudgeClock::Caller);
     block_on(async {
         assert_eq!(
             store.put("j", &state("j", 0), None).await.unwrap(),
             PutResult::Written(1)
         );
-        shared().cli(&["SCRIPT", "FLUSH"]);
+        server.cli(&["SCRIPT", "FLUSH"]);
         assert_eq!(
             store.put("j", &state("j", 1), Some(1)).await.unwrap(),
             PutResult::Written(2)
         );
-        shared().cli(&["SCRIPT", "FLUSH"]);
+        server.cli(&["SCRIPT", "FLUSH"]);
         store.tick_end(at(60)).await.unwrap();
         assert_eq!(store.tick_start(at(0), 1).await.unwrap().mark, Some(at(60)));
-        shared().cli(&["SCRIPT", "FLUSH"]);
+        server.cli(&["SCRIPT", "FLUSH"]);
         let begun = store
             .begin_effect("j@x/e", "w", 1, at(0), Duration::from_secs(5))
             .await
