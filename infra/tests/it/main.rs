@@ -18,5 +18,6 @@ mod serve;
 mod store_admin;
 mod store_cmds;
 mod store_dynamo;
+mod store_redis;
 mod sync_aws;
 mod tick;
