@@ -4,7 +4,7 @@
 //! checkout) is refused with exit 2 and nothing left behind.
 //!
 //! That the projects build and run with their platforms' tools is
-//! `scripts/check-scaffolds`.
+//! `scripts/check-guides` (on the projects the guides make).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
