@@ -10,6 +10,7 @@
 mod check;
 mod cli;
 mod dashboard;
+mod fleet;
 mod fleet_pg;
 mod new;
 mod render;
