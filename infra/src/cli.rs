@@ -41,7 +41,7 @@ pub enum Command {
     /// Run the manifest's jobs on a store, each slot once, until stopped.
     ///
     /// On the embedded store (sqlite:PATH) for one machine, or on a shared
-    /// one (postgres://…, dynamodb://…) for a fleet: run it on every
+    /// one (postgres://…, redis://…, dynamodb://…) for a fleet: run it on every
     /// server with the same manifest and store; each slot runs once. Exits
     /// 0 when it stopped normally (dead letters are the jobs' failures, not
     /// the runner's), 1 if a slot ran twice or a worker failed, 2 on bad
@@ -361,6 +361,7 @@ pub fn manifest_path(explicit: Option<&std::path::Path>) -> PathBuf {
 pub struct StoreArgs {
     /// The store: sqlite:PATH (the embedded default),
     /// postgres://USER@HOST[:PORT]/DB[?sslmode=…&schema=…],
+    /// redis://[USER:PASSWORD@]HOST[:PORT]/DB[?prefix=…] (or rediss://),
     /// dynamodb://TABLE?region=R[&endpoint=URL], or https://HOST/PREFIX (a
     /// Cloudflare Worker's admin routes, e.g. https://jobs.example.com/cronslot;
     /// needs --token-env). Also read from CRONSLOT_STORE.
@@ -397,9 +398,10 @@ pub struct RunArgs {
     #[command(flatten)]
     pub manifest: ManifestInput,
     /// The store: sqlite:PATH (one machine),
-    /// postgres://USER@HOST[:PORT]/DB[?sslmode=…&schema=…] or
+    /// postgres://USER@HOST[:PORT]/DB[?sslmode=…&schema=…],
+    /// redis://[USER:PASSWORD@]HOST[:PORT]/DB[?prefix=…] (or rediss://) or
     /// dynamodb://TABLE?region=R[&endpoint=URL] (a fleet). Prefer the
-    /// environment (CRONSLOT_STORE, PGPASSWORD) for a URL with a password:
+    /// environment (CRONSLOT_STORE, PGPASSWORD, REDISCLI_AUTH) for a URL with a password:
     /// a command line is visible to every user of the machine.
     #[arg(
         long,
@@ -442,7 +444,7 @@ pub struct RunArgs {
 pub struct TickArgs {
     #[command(flatten)]
     pub manifest: ManifestInput,
-    /// The store, as for `run` (sqlite:PATH, postgres://…, dynamodb://…).
+    /// The store, as for `run` (sqlite:PATH, postgres://…, redis://…, dynamodb://…).
     #[arg(
         long,
         value_name = "URL",
@@ -469,7 +471,7 @@ pub struct TickArgs {
 pub struct ServeArgs {
     #[command(flatten)]
     pub manifest: ManifestInput,
-    /// The store, as for `run` (sqlite:PATH, postgres://…, dynamodb://…).
+    /// The store, as for `run` (sqlite:PATH, postgres://…, redis://…, dynamodb://…).
     #[arg(
         long,
         value_name = "URL",
@@ -495,7 +497,8 @@ pub struct ServeArgs {
 
 #[derive(Debug, Args)]
 pub struct InitArgs {
-    /// The store to create: sqlite:PATH, postgres://…, dynamodb://TABLE?region=R[&endpoint=URL],
+    /// The store to create: sqlite:PATH, postgres://…, redis://…,
+    /// dynamodb://TABLE?region=R[&endpoint=URL],
     /// or https://HOST/PREFIX (a Cloudflare Worker's admin routes: wrangler
     /// creates its Durable Objects, and init repairs the wakes of objects
     /// written by an older cronslot; needs --token-env).

@@ -8,7 +8,9 @@
 //! of each enum and one more arm in [`with_backend!`], nothing else. Today:
 //! `sqlite:PATH`, `postgres://USER@HOST[:PORT]/DB[?sslmode=…&schema=…]`
 //! (the password from the URL or `PGPASSWORD`; messages show the URL
-//! without it), `dynamodb://TABLE?region=R[&endpoint=URL]` (credentials
+//! without it), `redis://[USER:PASSWORD@]HOST[:PORT]/DB[?prefix=…]` or
+//! `rediss://…` (the password from the URL or `REDISCLI_AUTH`, shown
+//! nowhere), `dynamodb://TABLE?region=R[&endpoint=URL]` (credentials
 //! from the usual AWS environment) and `https://HOST/PREFIX --token-env
 //! VAR`: a Cloudflare Worker's admin routes (see [`admin`]), where the
 //! Worker's clock, not this machine's, decides what is due, and `trigger`
@@ -36,6 +38,7 @@ use cronslot_core::coord::CasCoordinator;
 use cronslot_core::manifest::{JobSpec, Manifest};
 use cronslot_local::{SqliteStore, parse_sqlite_location};
 use cronslot_postgres::{PgLocation, PgOptions, PgStore, parse_postgres_location};
+use cronslot_redis::{RedisLocation, RedisOptions, RedisStore, parse_redis_location};
 use jiff::Timestamp;
 
 use crate::cli::StoreArgs;
@@ -53,6 +56,9 @@ pub enum StoreTarget {
     /// `postgres://…`: a PostgreSQL database a fleet shares (its `Debug`
     /// and `Display` hide the password).
     Postgres(PgLocation),
+    /// `redis://…` or `rediss://…`: a Redis server a fleet shares (its
+    /// `Debug` and `Display` hide the password).
+    Redis(RedisLocation),
     /// `dynamodb://TABLE?region=R[&endpoint=URL]`: the AWS adapter's table.
     Dynamo(String),
     /// `https://HOST/PREFIX`: a Cloudflare Worker's admin routes, with the
@@ -62,6 +68,7 @@ pub enum StoreTarget {
 
 const STORE_SYNTAX: &str = "expected sqlite:PATH (for example sqlite:cronslot.db), \
                             postgres://USER@HOST[:PORT]/DB[?sslmode=MODE&schema=NAME], \
+                            redis://[USER:PASSWORD@]HOST[:PORT]/DB[?prefix=NAME] (or rediss://), \
                             dynamodb://TABLE?region=REGION[&endpoint=URL] or \
                             https://HOST/PREFIX --token-env VAR (a Cloudflare Worker's admin URL)";
 
@@ -72,7 +79,10 @@ impl StoreTarget {
         let target = StoreTarget::parse_url(url, token_env)?;
         if let (
             Some(var),
-            StoreTarget::Sqlite(_) | StoreTarget::Postgres(_) | StoreTarget::Dynamo(_),
+            StoreTarget::Sqlite(_)
+            | StoreTarget::Postgres(_)
+            | StoreTarget::Redis(_)
+            | StoreTarget::Dynamo(_),
         ) = (token_env, &target)
         {
             return Err(Failure::bad_input(format!(
@@ -104,6 +114,9 @@ impl StoreTarget {
             "postgres" | "postgresql" => parse_postgres_location(trimmed)
                 .map(StoreTarget::Postgres)
                 .map_err(|e| Failure::bad_input(format!("error: --store: {}", e.message))),
+            "redis" | "rediss" => parse_redis_location(trimmed)
+                .map(StoreTarget::Redis)
+                .map_err(|e| Failure::bad_input(format!("error: --store: {}", e.message))),
             "dynamodb" => parse_dynamodb_location(trimmed)
                 .map(|_| StoreTarget::Dynamo(trimmed.to_string()))
                 .map_err(|e| Failure::bad_input(format!("error: --store: {}", e.message))),
@@ -119,6 +132,7 @@ impl StoreTarget {
         match self {
             StoreTarget::Sqlite(path) => format!("sqlite:{}", path.display()),
             StoreTarget::Postgres(location) => location.to_string(),
+            StoreTarget::Redis(location) => location.to_string(),
             StoreTarget::Dynamo(url) => url.clone(),
             StoreTarget::Admin(target) => target.base_url.clone(),
         }
@@ -163,8 +177,20 @@ impl StoreTarget {
                 // mistyped ?schema= fails instead of creating an empty one.
                 let options = PgOptions::default().create_schema(false);
                 let store = wait(PgStore::connect_with(location.clone(), options))
-                    .map_err(|e| jobs::pg_failure(&e))?;
+                    .map_err(|e| jobs::store_failure(e.kind(), &e))?;
                 Ok(Backend::Postgres(Rc::new(CasCoordinator::new(
+                    store,
+                    jitter_seed(),
+                ))))
+            }
+            StoreTarget::Redis(location) => {
+                // The store must exist (`run` and `init` mark it): a
+                // mistyped database number or ?prefix= fails instead of
+                // starting an empty store no runner reads.
+                let options = RedisOptions::default().create(false);
+                let store = wait(RedisStore::connect_with(location.clone(), options))
+                    .map_err(|e| jobs::store_failure(e.kind(), e.message()))?;
+                Ok(Backend::Redis(Rc::new(CasCoordinator::new(
                     store,
                     jitter_seed(),
                 ))))
@@ -191,6 +217,7 @@ impl StoreTarget {
 pub enum Backend {
     Sqlite(Rc<CasCoordinator<SqliteStore>>),
     Postgres(Rc<CasCoordinator<PgStore>>),
+    Redis(Rc<CasCoordinator<RedisStore>>),
     Dynamo(Rc<CasCoordinator<DynamoStore>>),
     Admin(admin::AdminStore),
 }
@@ -205,6 +232,10 @@ macro_rules! with_backend {
                 $body
             }
             $crate::store::Backend::Postgres(coordinator) => {
+                let $c = &**coordinator;
+                $body
+            }
+            $crate::store::Backend::Redis(coordinator) => {
                 let $c = &**coordinator;
                 $body
             }

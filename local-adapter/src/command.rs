@@ -18,10 +18,11 @@ use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::process::Command;
 
 /// Variables of the runner's own environment that a command never
-/// inherits: they carry the store's password (`PGPASSWORD`, and the store
-/// URL that `--store` reads from `CRONSLOT_STORE`). A job that needs a
-/// password of its own sets it in its manifest `env`, which still applies.
-pub const WITHHELD_ENV: &[&str] = &["PGPASSWORD", "CRONSLOT_STORE"];
+/// inherits: they carry the store's password (`PGPASSWORD` for
+/// PostgreSQL, `REDISCLI_AUTH` for Redis, and the store URL that `--store`
+/// reads from `CRONSLOT_STORE`). A job that needs a password of its own
+/// sets it in its manifest `env`, which still applies.
+pub const WITHHELD_ENV: &[&str] = &["PGPASSWORD", "REDISCLI_AUTH", "CRONSLOT_STORE"];
 
 /// How long stderr is still read after the child exits. A background
 /// process it started may hold the pipe open forever; the job is over all

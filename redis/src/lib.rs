@@ -72,6 +72,7 @@
 )]
 
 mod conn;
+mod durability;
 mod error;
 mod location;
 mod store;
@@ -79,10 +80,12 @@ mod time;
 
 pub use conn::CommandCounts;
 pub use cronslot_core::coord::LocationError;
+pub use durability::Durability;
 pub use error::RedisStoreError;
 pub use location::{
-    DEFAULT_COMMAND_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, DEFAULT_PORT, DEFAULT_PREFIX, RedisLocation,
-    RedisRootCerts, parse_redis_location, parse_redis_location_with_env,
+    DEFAULT_COMMAND_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, DEFAULT_PORT, DEFAULT_PREFIX,
+    DEFAULT_WAIT_TIMEOUT, RedisLocation, RedisRootCerts, parse_redis_location,
+    parse_redis_location_with_env,
 };
 pub use store::{
     DEFAULT_EFFECT_RETENTION, JudgeClock, RedisOptions, RedisStore, STORE_LAYOUT_VERSION,

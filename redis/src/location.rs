@@ -23,11 +23,20 @@ pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// unless the URL says `command_timeout=SECONDS`.
 pub const DEFAULT_COMMAND_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// How long a write waits for its replicas (`WAIT`) when the URL asks
+/// for some (`wait_replicas=N`), unless it says `wait_timeout=SECONDS`.
+pub const DEFAULT_WAIT_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// The most replicas `wait_replicas` may name.
+const MAX_WAIT_REPLICAS: u32 = 64;
+
 const SYNTAX: &str = "expected redis://[[USER]:PASSWORD@]HOST[:PORT][/DB]\
-[?prefix=NAME][&connect_timeout=SECONDS][&command_timeout=SECONDS] \
+[?prefix=NAME][&connect_timeout=SECONDS][&command_timeout=SECONDS]\
+[&wait_replicas=N][&wait_timeout=SECONDS] \
 (or rediss://… for TLS, which also takes &tlsrootcert=FILE)";
 
-const PARAMETERS: &str = "prefix, connect_timeout, command_timeout, tlsrootcert (rediss:// only)";
+const PARAMETERS: &str = "prefix, connect_timeout, command_timeout, wait_replicas, wait_timeout, \
+                          tlsrootcert (rediss:// only)";
 
 /// Where the trusted root certificates of a `rediss://` store come from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -55,6 +64,8 @@ pub struct RedisLocation {
     root_certs: RedisRootCerts,
     connect_timeout: Duration,
     command_timeout: Duration,
+    wait_replicas: u32,
+    wait_timeout: Duration,
 }
 
 /// A password: compared, never shown.
@@ -143,6 +154,17 @@ impl RedisLocation {
         self.command_timeout
     }
 
+    /// How many replicas must have each write before the store counts it
+    /// as done (`WAIT`); 0, the default, waits for none.
+    pub fn wait_replicas(&self) -> u32 {
+        self.wait_replicas
+    }
+
+    /// How long a write waits for [`wait_replicas`](Self::wait_replicas).
+    pub fn wait_timeout(&self) -> Duration {
+        self.wait_timeout
+    }
+
     /// The same location under another key prefix (a validated one).
     pub fn with_prefix(mut self, prefix: &str) -> Result<RedisLocation, LocationError> {
         check_prefix(prefix).map_err(|message| LocationError {
@@ -185,7 +207,11 @@ impl fmt::Display for RedisLocation {
         } else {
             write!(f, "{}", utf8_percent_encode(&self.host, COMPONENT))?;
         }
-        write!(f, ":{}/{}?prefix={}", self.port, self.db, self.prefix)
+        write!(f, ":{}/{}?prefix={}", self.port, self.db, self.prefix)?;
+        if self.wait_replicas > 0 {
+            write!(f, "&wait_replicas={}", self.wait_replicas)?;
+        }
+        Ok(())
     }
 }
 
@@ -201,8 +227,11 @@ impl fmt::Debug for RedisLocation {
 /// `cronslot`: 1 to 64 ASCII letters, digits and `_ - . :`),
 /// `connect_timeout` and `command_timeout` (whole seconds, default 5
 /// each) and, for `rediss://`, `tlsrootcert` (a PEM file of the CA that
-/// signed the server's certificate; the bundled Mozilla roots otherwise);
-/// any other parameter is an error that names it.
+/// signed the server's certificate; the bundled Mozilla roots otherwise),
+/// `wait_replicas` (how many replicas must have each write before it
+/// counts as done, through `WAIT`: 0 to 64, default 0) and `wait_timeout`
+/// (how long a write waits for them, whole seconds, default 2); any other
+/// parameter is an error that names it.
 ///
 /// `redis://:PASSWORD@HOST` logs in as the `default` user,
 /// `redis://USER:PASSWORD@HOST` as an ACL user. Without a password in the
@@ -325,6 +354,8 @@ pub fn parse_redis_location_with_env(
         root_certs: RedisRootCerts::Bundled,
         connect_timeout: DEFAULT_CONNECT_TIMEOUT,
         command_timeout: DEFAULT_COMMAND_TIMEOUT,
+        wait_replicas: 0,
+        wait_timeout: DEFAULT_WAIT_TIMEOUT,
     };
 
     let mut seen: Vec<String> = Vec::new();
@@ -338,7 +369,12 @@ pub fn parse_redis_location_with_env(
         })?;
         let known = matches!(
             key.as_str(),
-            "prefix" | "connect_timeout" | "command_timeout" | "tlsrootcert"
+            "prefix"
+                | "connect_timeout"
+                | "command_timeout"
+                | "wait_replicas"
+                | "wait_timeout"
+                | "tlsrootcert"
         );
         if !known {
             unknown.push(key);
@@ -359,7 +395,19 @@ pub fn parse_redis_location_with_env(
                 check_prefix(&value).map_err(|m| error(format!("store {shown:?}: {m}")))?;
                 location.prefix = value;
             }
-            "connect_timeout" | "command_timeout" => {
+            "wait_replicas" => {
+                let n = value.parse::<u32>().ok().filter(|n| {
+                    *n <= MAX_WAIT_REPLICAS && value.bytes().all(|b| b.is_ascii_digit())
+                });
+                let Some(n) = n else {
+                    return Err(error(format!(
+                        "store {shown:?}: wait_replicas {value:?} is not a whole number from 0 \
+                         to {MAX_WAIT_REPLICAS}"
+                    )));
+                };
+                location.wait_replicas = n;
+            }
+            "connect_timeout" | "command_timeout" | "wait_timeout" => {
                 let secs = value
                     .parse::<u64>()
                     .ok()
@@ -370,10 +418,11 @@ pub fn parse_redis_location_with_env(
                          to 86400"
                     )));
                 };
-                if key == "connect_timeout" {
-                    location.connect_timeout = Duration::from_secs(secs);
-                } else {
-                    location.command_timeout = Duration::from_secs(secs);
+                let timeout = Duration::from_secs(secs);
+                match key.as_str() {
+                    "connect_timeout" => location.connect_timeout = timeout,
+                    "command_timeout" => location.command_timeout = timeout,
+                    _ => location.wait_timeout = timeout,
                 }
             }
             "tlsrootcert" => {
@@ -572,6 +621,8 @@ mod tests {
         assert_eq!(l.root_certs(), &RedisRootCerts::Bundled);
         assert_eq!(l.connect_timeout(), DEFAULT_CONNECT_TIMEOUT);
         assert_eq!(l.command_timeout(), DEFAULT_COMMAND_TIMEOUT);
+        assert_eq!(l.wait_replicas(), 0);
+        assert_eq!(l.wait_timeout(), DEFAULT_WAIT_TIMEOUT);
         assert_eq!(l.password().map(Secret::expose), Some("from-env"));
         assert_eq!(l.to_string(), "redis://:***@[::1]:6379/0?prefix=cronslot");
         // The URL's password wins over REDISCLI_AUTH; the default user.
@@ -581,6 +632,20 @@ mod tests {
         let l = parse_redis_location_with_env("REDIS://h:7000", no_env).unwrap();
         assert_eq!((l.host(), l.port(), l.has_password()), ("h", 7000, false));
         assert_eq!(l.to_string(), "redis://h:7000/0?prefix=cronslot");
+    }
+
+    #[test]
+    fn replicas_to_wait_for() {
+        let l = parse_redis_location_with_env("redis://h/1?wait_replicas=2&wait_timeout=5", no_env)
+            .unwrap();
+        assert_eq!(l.wait_replicas(), 2);
+        assert_eq!(l.wait_timeout(), Duration::from_secs(5));
+        assert_eq!(
+            l.to_string(),
+            "redis://h:6379/1?prefix=cronslot&wait_replicas=2"
+        );
+        let l = parse_redis_location_with_env("redis://h/1?wait_replicas=0", no_env).unwrap();
+        assert_eq!(l.to_string(), "redis://h:6379/1?prefix=cronslot");
     }
 
     #[test]
@@ -629,6 +694,18 @@ mod tests {
             (
                 format!("redis://u:{secret}@h/0?command_timeout=x"),
                 "command_timeout \"x\"",
+            ),
+            (
+                format!("redis://u:{secret}@h/0?wait_replicas=65"),
+                "wait_replicas \"65\" is not a whole number from 0 to 64",
+            ),
+            (
+                format!("redis://u:{secret}@h/0?wait_replicas=+1"),
+                "wait_replicas \"+1\"",
+            ),
+            (
+                format!("redis://u:{secret}@h/0?wait_timeout=0"),
+                "wait_timeout \"0\"",
             ),
             (
                 format!("redis://u:{secret}@h/0?tlsrootcert=/ca.pem"),

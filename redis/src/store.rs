@@ -12,8 +12,9 @@ use cronslot_core::coord::{
 };
 use jiff::Timestamp;
 use redis::Script;
+use redis::aio::MultiplexedConnection;
 
-use crate::conn::{CommandCounts, Shared};
+use crate::conn::{CommandCounts, Shared, seconds};
 use crate::error::{Phase, RedisStoreError};
 use crate::location::{RedisLocation, parse_redis_location};
 use crate::time::{from_micros, from_time_reply, micros};
@@ -194,17 +195,18 @@ end
 return 0
 ";
 
-/// The layout version, written first when absent and creation is asked.
+/// The layout version, written first when absent and creation is asked;
+/// answers the version (`''`: none) and whether it was written now.
 ///
 /// KEYS: the layout key. ARGV: this layout, whether to create (`1`/`0`).
 const LAYOUT: &str = r"
 local v = redis.call('GET', KEYS[1])
-if v then return v end
+if v then return {v, '0'} end
 if ARGV[2] == '1' then
   redis.call('SET', KEYS[1], ARGV[1])
-  return ARGV[1]
+  return {ARGV[1], '1'}
 end
-return ''
+return {'', '0'}
 ";
 
 struct Scripts {
@@ -237,6 +239,8 @@ pub struct RedisStore {
     scripts: Arc<Scripts>,
     retention: Duration,
     judge: JudgeClock,
+    /// Whether opening found no store under the prefix and marked one.
+    created: bool,
 }
 
 impl fmt::Debug for RedisStore {
@@ -272,15 +276,22 @@ impl RedisStore {
             scripts: Arc::new(Scripts::new()),
             retention: options.effect_retention,
             judge: JudgeClock::Server,
+            created: false,
         };
-        store.check_layout(options.create).await?;
-        Ok(store)
+        let created = store.check_layout(options.create).await?;
+        Ok(RedisStore { created, ..store })
     }
 
     /// The same store, judging leases by `judge`.
     pub fn judge_by(mut self, judge: JudgeClock) -> RedisStore {
         self.judge = judge;
         self
+    }
+
+    /// Whether opening found no store under the prefix and marked one
+    /// (`cronslot init` says "created"); false when it was there.
+    pub fn created(&self) -> bool {
+        self.created
     }
 
     /// Whose clock judges leases.
@@ -291,6 +302,10 @@ impl RedisStore {
     /// The store's location (shown without its password).
     pub fn location(&self) -> &RedisLocation {
         &self.shared.location
+    }
+
+    pub(crate) fn shared(&self) -> &Arc<Shared> {
+        &self.shared
     }
 
     /// Requests sent so far by this store and its clones, by kind.
@@ -306,7 +321,9 @@ impl RedisStore {
         self.shared.clock_offset()
     }
 
-    async fn check_layout(&self, create: bool) -> Result<(), RedisStoreError> {
+    /// Checks the layout of the keys under the prefix, marking an empty
+    /// prefix as a store when `create`; answers whether it did.
+    async fn check_layout(&self, create: bool) -> Result<bool, RedisStoreError> {
         let (shared, scripts, key) = (
             self.shared.clone(),
             self.scripts.clone(),
@@ -316,7 +333,7 @@ impl RedisStore {
             .run(async move {
                 let doing = || "checking the store's layout".to_string();
                 let layout_key = &key;
-                let found: String = shared
+                let (found, created): (String, String) = shared
                     .request(Phase::Write, true, &doing, |mut conn| async move {
                         scripts
                             .layout
@@ -329,13 +346,14 @@ impl RedisStore {
                     .await?;
                 if found.is_empty() {
                     return Err(RedisStoreError::other(format!(
-                        "Redis store {}: no store under this prefix (no key {key}): open it once \
-                         with creation allowed, or check the database number and the prefix",
+                        "Redis store {}: no store under this prefix (no key {key}): \
+                         `cronslot init` (or `cronslot run`) creates one; or check the database \
+                         number and the prefix",
                         shared.shown
                     )));
                 }
                 match found.parse::<u32>() {
-                    Ok(v) if v <= STORE_LAYOUT_VERSION => Ok(()),
+                    Ok(v) if v <= STORE_LAYOUT_VERSION => Ok(created == "1"),
                     Ok(v) => Err(RedisStoreError::other(format!(
                         "Redis store {}: the keys under this prefix have layout {v}, written by \
                          a newer cronslot (this one knows layout {STORE_LAYOUT_VERSION}): \
@@ -440,15 +458,16 @@ impl RedisStore {
             .map(|w| micros(w).to_string())
             .unwrap_or_default();
         let expected = expected.map(|e| e.to_string()).unwrap_or_default();
+        let replicas = Replicas::of(self.location());
         self.shared
             .run(async move {
                 let doing = || format!("writing the state of job {job:?}");
-                let answer: Vec<String> = shared
+                let (answer, acked): (Vec<String>, Option<u32>) = shared
                     .request(Phase::Write, false, &doing, |mut conn| {
                         let scripts = scripts.clone();
                         let (key, wakes, job) = (key.clone(), wakes.clone(), job.clone());
                         async move {
-                            scripts
+                            let answer: Vec<String> = scripts
                                 .put
                                 .key(&key)
                                 .key(&wakes)
@@ -458,10 +477,14 @@ impl RedisStore {
                                 .arg(&text)
                                 .arg(&wake)
                                 .invoke_async(&mut conn)
-                                .await
+                                .await?;
+                            let written = answer.first().is_some_and(|w| w == "written");
+                            let acked = replicas.wait_if(written, &mut conn).await?;
+                            Ok((answer, acked))
                         }
                     })
                     .await?;
+                replicas.check(&shared.shown, &doing(), acked)?;
                 match answer.as_slice() {
                     [w, v] if w == "written" => {
                         let version = v.parse::<Version>().map_err(|_| {
@@ -598,6 +621,7 @@ impl RedisStore {
         let (shared, scripts) = (self.shared.clone(), self.scripts.clone());
         let (redis_key, key) = (self.keys.effect(key), key.to_string());
         let retention = self.retention;
+        let replicas = Replicas::of(self.location());
         self.shared
             .run(async move {
                 let doing = || format!("{doing} effect {key:?}");
@@ -618,11 +642,11 @@ impl RedisStore {
                     let expected = rev.map(|r| r.to_string()).unwrap_or_default();
                     let next = rev.unwrap_or(0).saturating_add(1).to_string();
                     let ttl = ttl_ms(&record, now, retention).to_string();
-                    let written: i64 = shared
+                    let (written, acked): (i64, Option<u32>) = shared
                         .request(Phase::Write, false, &doing, |mut conn| {
                             let (scripts, redis_key) = (scripts.clone(), redis_key.clone());
                             async move {
-                                scripts
+                                let written: i64 = scripts
                                     .effect_put
                                     .key(&redis_key)
                                     .arg(&expected)
@@ -630,10 +654,13 @@ impl RedisStore {
                                     .arg(&text)
                                     .arg(&ttl)
                                     .invoke_async(&mut conn)
-                                    .await
+                                    .await?;
+                                let acked = replicas.wait_if(written == 1, &mut conn).await?;
+                                Ok((written, acked))
                             }
                         })
                         .await?;
+                    replicas.check(&shared.shown, &doing(), acked)?;
                     if written == 1 {
                         return Ok(answer);
                     }
@@ -646,6 +673,62 @@ impl RedisStore {
                 )))
             })
             .await
+    }
+}
+
+/// The replicas each write must reach before it counts as done (the
+/// URL's `wait_replicas`, `wait_timeout`).
+#[derive(Debug, Clone, Copy)]
+struct Replicas {
+    wanted: u32,
+    timeout: Duration,
+}
+
+impl Replicas {
+    fn of(location: &RedisLocation) -> Replicas {
+        Replicas {
+            wanted: location.wait_replicas(),
+            timeout: location.wait_timeout(),
+        }
+    }
+
+    /// After a write that `happened`: `WAIT` on the same connection (a
+    /// connection's `WAIT` covers that connection's writes), answering how
+    /// many replicas have it. `None` when nothing is to be waited for.
+    async fn wait_if(
+        self,
+        happened: bool,
+        conn: &mut MultiplexedConnection,
+    ) -> redis::RedisResult<Option<u32>> {
+        if self.wanted == 0 || !happened {
+            return Ok(None);
+        }
+        let ms = u64::try_from(self.timeout.as_millis()).unwrap_or(u64::MAX);
+        let acked: u32 = redis::cmd("WAIT")
+            .arg(self.wanted)
+            .arg(ms)
+            .query_async(conn)
+            .await?;
+        Ok(Some(acked))
+    }
+
+    /// A write fewer replicas acknowledged than wanted is not done: on a
+    /// failover it could be lost and its slot run again. It is reported
+    /// unavailable, so that the caller does not act on it (a claim is not
+    /// run; its lease lapses and the slot is claimed anew, under a higher
+    /// fence, after the lease), never ambiguous (read back, it would look
+    /// done).
+    fn check(self, store: &str, doing: &str, acked: Option<u32>) -> Result<(), RedisStoreError> {
+        match acked {
+            Some(acked) if acked < self.wanted => Err(RedisStoreError::unavailable(format!(
+                "Redis store {store}: {doing}: the write reached {acked} of the {} replicas \
+                 wait_replicas asks for within {} (wait_timeout), so it is not counted as \
+                 done: a failover could lose it; check the replicas (worth retrying)",
+                self.wanted,
+                seconds(self.timeout)
+            ))),
+            _ => Ok(()),
+        }
     }
 }
 

@@ -1,5 +1,5 @@
 //! `cronslot run`: the manifest's command and http jobs on a store (SQLite
-//! for one machine; PostgreSQL or DynamoDB shared by a fleet), with N
+//! for one machine; PostgreSQL, Redis or DynamoDB shared by a fleet), with N
 //! competing workers, until a time, SIGTERM or Ctrl-C; then the summary.
 //!
 //! Every argument is checked before anything starts (exit 2 with the
@@ -22,7 +22,7 @@ use crate::format::{Ts, to_json};
 use crate::health;
 use crate::manifest::load_manifest;
 use crate::store::StoreTarget;
-use crate::store::jobs::{sweep_in_background, with_job_store};
+use crate::store::jobs::{sweep_in_background, warn_durability, with_job_store};
 
 pub fn exec(args: RunArgs) -> Result<(), Failure> {
     let clock = clock(args.speed)?;
@@ -43,6 +43,7 @@ pub fn exec(args: RunArgs) -> Result<(), Failure> {
     init_logging(format, &clock).map_err(|e| Failure::bad_input(format!("error: {e}")))?;
     log_warnings(&manifest, format);
     let (store, clock) = target.open_for_jobs(&clock)?;
+    warn_durability(&store);
     sweep_in_background(&store);
     let summary = with_job_store!(store, store => {
         let mut runner = Runner::new(store, manifest.jobs, clock)

@@ -38,7 +38,7 @@ use crate::exit::Failure;
 use crate::health;
 use crate::manifest::load_manifest;
 use crate::store::StoreTarget;
-use crate::store::jobs::{sweep_in_background, with_job_store};
+use crate::store::jobs::{sweep_in_background, warn_durability, with_job_store};
 use crate::store::wait;
 
 /// Requests served at once; more wait for a turn.
@@ -69,6 +69,7 @@ pub fn exec(args: ServeArgs) -> Result<(), Failure> {
         }
     }
     let (store, clock) = target.open_for_jobs(&clock)?;
+    warn_durability(&store);
     sweep_in_background(&store);
     with_job_store!(store, store => {
         let server = Arc::new(Server {

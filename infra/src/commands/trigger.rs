@@ -108,6 +108,11 @@ pub fn exec(args: TriggerArgs) -> Result<(), Failure> {
             let clock = Clock::corrected(std::sync::Arc::new(move || store.clock_offset()));
             trigger_on(c, &session, spec, argv, clock, format)
         }
+        Backend::Redis(c) => {
+            let store = c.store().clone();
+            let clock = Clock::corrected(std::sync::Arc::new(move || store.clock_offset()));
+            trigger_on(c, &session, spec, argv, clock, format)
+        }
         Backend::Dynamo(c) => trigger_on(c, &session, spec, argv, Clock::real(), format),
         Backend::Admin(worker) => on_worker(worker, &session.store, spec, format),
     }

@@ -1,5 +1,5 @@
 //! The stores jobs run on: what `run` and `tick` open, and what `init`
-//! creates. Every store a fleet of machines can share (PostgreSQL,
+//! creates. Every store a fleet of machines can share (PostgreSQL, Redis,
 //! DynamoDB) and SQLite (one machine, or several processes on it). A
 //! Worker's admin URL is not one: a Worker runs its own jobs.
 
@@ -10,7 +10,8 @@ use std::time::Duration;
 use cronslot_aws::dynamo::DynamoStore;
 use cronslot_core::coord::StoreErrorKind;
 use cronslot_local::{Clock, SqliteStore};
-use cronslot_postgres::{JudgeClock, PgError, PgLocation, PgOptions, PgStore};
+use cronslot_postgres::{JudgeClock, PgLocation, PgOptions, PgStore};
+use cronslot_redis::{RedisLocation, RedisOptions, RedisStore};
 use cronslot_runtime::admin::{JobErrorDoc, RepairedJob};
 use jiff::Timestamp;
 use serde::Serialize;
@@ -23,6 +24,7 @@ use crate::exit::Failure;
 pub enum JobStore {
     Sqlite(SqliteStore),
     Postgres(PgStore),
+    Redis(RedisStore),
     Dynamo(DynamoStore),
 }
 
@@ -41,6 +43,7 @@ macro_rules! with_job_store {
         match $store {
             $crate::store::jobs::JobStore::Sqlite($s) => $body,
             $crate::store::jobs::JobStore::Postgres($s) => $body,
+            $crate::store::jobs::JobStore::Redis($s) => $body,
             $crate::store::jobs::JobStore::Dynamo($s) => $body,
         }
     };
@@ -61,10 +64,11 @@ pub struct Initialized {
 pub struct InitDoc {
     /// The store, as the text output names it (without a password).
     pub store: String,
-    /// `sqlite`, `postgres`, `dynamodb` or `worker`.
+    /// `sqlite`, `postgres`, `redis`, `dynamodb` or `worker`.
     pub kind: &'static str,
-    /// True when the store (the SQLite file, the PostgreSQL schema) did not
-    /// exist and was created now, false when it was there already. Left out
+    /// True when the store (the SQLite file, the PostgreSQL schema, the
+    /// Redis store's keys under its prefix) did not exist and was created
+    /// now, false when it was there already. Left out
     /// where init cannot tell: a DynamoDB table is created when missing and
     /// its index and TTL added when missing, without saying which was; a
     /// Worker's Durable Objects are wrangler's.
@@ -79,6 +83,15 @@ pub struct InitDoc {
     /// postgres: the schema's version after init.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub version: Option<i32>,
+    /// redis: the key prefix.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prefix: Option<String>,
+    /// redis: why the server's configuration can lose an acknowledged
+    /// claim (no AOF, `appendfsync` other than `always`, eviction,
+    /// replicas not waited for), one sentence each; empty when it keeps
+    /// the guarantee.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub warnings: Option<Vec<String>>,
     /// dynamodb: the table (active, with its wake index and TTL).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub table: Option<String>,
@@ -102,6 +115,8 @@ impl InitDoc {
             schema: None,
             applied_migrations: None,
             version: None,
+            prefix: None,
+            warnings: None,
             table: None,
             checked: None,
             repaired: None,
@@ -123,7 +138,7 @@ impl StoreTarget {
             return Err(Failure::bad_input(format!(
                 "error: --store {}: a Cloudflare Worker runs its own jobs (its Cron Triggers) \
                  and its store is its Durable Objects; here --store takes sqlite:PATH, \
-                 postgres://… or dynamodb://…",
+                 postgres://…, redis://… or dynamodb://…",
                 url.trim()
             )));
         }
@@ -161,6 +176,21 @@ impl StoreTarget {
                 let clock = Clock::corrected(Arc::new(move || offset_of.clock_offset()));
                 Ok((JobStore::Postgres(store), clock))
             }
+            StoreTarget::Redis(location) => {
+                // Marked on first use, as a SQLite file is created.
+                let store = connect_redis(location, RedisOptions::default())?;
+                if clock.speed() != 1.0 {
+                    // As for PostgreSQL: an accelerated clock is this
+                    // process's own.
+                    return Ok((
+                        JobStore::Redis(store.judge_by(cronslot_redis::JudgeClock::Caller)),
+                        clock.clone(),
+                    ));
+                }
+                let offset_of = store.clone();
+                let clock = Clock::corrected(Arc::new(move || offset_of.clock_offset()));
+                Ok((JobStore::Redis(store), clock))
+            }
             StoreTarget::Dynamo(url) => {
                 let store = wait(DynamoStore::from_url(url)).map_err(|e| {
                     Failure::bad_input(format!("error: cannot open the store {label}: {e}"))
@@ -169,7 +199,8 @@ impl StoreTarget {
             }
             StoreTarget::Admin(_) => Err(Failure::bad_input(format!(
                 "error: --store {label}: a Cloudflare Worker runs its own jobs (its Cron \
-                 Triggers); jobs run here need sqlite:PATH, postgres://… or dynamodb://…"
+                 Triggers); jobs run here need sqlite:PATH, postgres://…, redis://… or \
+                 dynamodb://…"
             ))),
         }
     }
@@ -205,6 +236,26 @@ impl StoreTarget {
                 doc.schema = Some(opened.schema().to_string());
                 doc.applied_migrations = Some(opened.applied().to_vec());
                 doc.version = Some(opened.version());
+                Ok(Initialized { text, doc })
+            }
+            StoreTarget::Redis(location) => {
+                let store = connect_redis(location, RedisOptions::default())?;
+                let warnings = wait(store.durability()).warnings();
+                let mut text = format!(
+                    "{label}: {}",
+                    if store.created() {
+                        "created"
+                    } else {
+                        "ready (the store was there)"
+                    }
+                );
+                for warning in &warnings {
+                    text.push_str(&format!("\nwarning: {warning}"));
+                }
+                let mut doc = InitDoc::new(label, "redis");
+                doc.created = Some(store.created());
+                doc.prefix = Some(location.prefix().to_string());
+                doc.warnings = Some(warnings);
                 Ok(Initialized { text, doc })
             }
             StoreTarget::Dynamo(url) => {
@@ -286,18 +337,36 @@ fn create_parent(path: &Path, label: &str) -> Result<(), Failure> {
 
 /// Opens a PostgreSQL store.
 fn connect(location: &PgLocation, options: PgOptions) -> Result<PgStore, Failure> {
-    wait(PgStore::connect_with(location.clone(), options)).map_err(|e| pg_failure(&e))
+    wait(PgStore::connect_with(location.clone(), options)).map_err(|e| store_failure(e.kind(), &e))
 }
 
-/// A PostgreSQL store that cannot be opened: a server that does not answer
-/// (worth trying again: exit 1), or a location, password, privilege or
-/// schema that will not work as given (exit 2). The store's message names
-/// the store without its password and says what to do.
-pub fn pg_failure(e: &PgError) -> Failure {
-    let message = format!("error: {e}");
-    match e.kind() {
+/// Opens a Redis store.
+fn connect_redis(location: &RedisLocation, options: RedisOptions) -> Result<RedisStore, Failure> {
+    wait(RedisStore::connect_with(location.clone(), options))
+        .map_err(|e| store_failure(e.kind(), e.message()))
+}
+
+/// A shared store (PostgreSQL, Redis) that cannot be opened: a server that
+/// does not answer (worth trying again: exit 1), or a location, password,
+/// privilege or schema that will not work as given (exit 2). The store's
+/// message names the store without its password and says what to do.
+pub fn store_failure(kind: &StoreErrorKind, message: impl std::fmt::Display) -> Failure {
+    let message = format!("error: {message}");
+    match kind {
         StoreErrorKind::Unavailable | StoreErrorKind::Ambiguous => Failure::problem(message),
         _ => Failure::bad_input(message),
+    }
+}
+
+/// Logs, once at the start of `cronslot run`, why the store's server can
+/// lose an acknowledged claim (a Redis server without AOF and
+/// `appendfsync always`, one that evicts keys, replicas not waited for):
+/// the runner runs anyway, as the operator chose that server.
+pub fn warn_durability(store: &JobStore) {
+    if let JobStore::Redis(store) = store {
+        for warning in wait(store.durability()).warnings() {
+            tracing::warn!("{warning}");
+        }
     }
 }
 

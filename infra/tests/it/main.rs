@@ -19,5 +19,6 @@ mod serve;
 mod store_admin;
 mod store_cmds;
 mod store_dynamo;
+mod store_redis;
 mod sync_aws;
 mod tick;

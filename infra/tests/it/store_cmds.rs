@@ -350,7 +350,7 @@ fn unknown_job_and_unknown_store_scheme_are_bad_input() {
         assert!(stderr(&o).contains("known jobs"), "{}", stderr(&o));
     }
 
-    let o = cronslot(&dir, &["status", "--store", "redis://localhost"]);
+    let o = cronslot(&dir, &["status", "--store", "mongodb://localhost"]);
     assert_eq!(code(&o), 2);
     assert!(
         stderr(&o).contains("unsupported store URL") && stderr(&o).contains("expected sqlite:PATH"),

@@ -309,11 +309,13 @@ command = ["sh", "-c", "env > env.txt"]
         &[
             ("CRONSLOT_STORE", store.as_str()),
             ("PGPASSWORD", "hunter2-store-secret"),
+            ("REDISCLI_AUTH", "hunter3-store-secret"),
         ],
     );
     assert!(o.status.success(), "{}", text(&o.stderr));
     let env = std::fs::read_to_string(dir.join("env.txt")).expect("the job ran");
     assert!(!env.contains("hunter2-store-secret"), "{env}");
+    assert!(!env.contains("hunter3-store-secret"), "{env}");
     assert!(!env.contains("CRONSLOT_STORE"), "{env}");
     assert!(env.contains("JOB_DB_PASSWORD=the-jobs-own"), "{env}");
     assert!(env.contains("CRONSLOT_JOB=envdump"), "{env}");

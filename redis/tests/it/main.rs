@@ -11,6 +11,7 @@
 mod support;
 
 mod conformance;
+mod durability;
 mod errors;
 mod faults;
 mod store;
