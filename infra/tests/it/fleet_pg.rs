@@ -39,6 +39,10 @@ impl CliStore for Pg<'_> {
         "postgres"
     }
 
+    fn found_there(&self) -> &'static str {
+        "already"
+    }
+
     fn label_start(&self) -> String {
         "postgres://postgres@127.0.0.1:".into()
     }

@@ -12,6 +12,7 @@ mod cli;
 mod dashboard;
 mod fleet;
 mod fleet_pg;
+mod fleet_redis;
 mod new;
 mod render;
 mod run;
