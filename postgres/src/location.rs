@@ -6,7 +6,10 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use cronslot_core::coord::LocationError;
-use percent_encoding::{AsciiSet, CONTROLS, percent_decode_str, utf8_percent_encode};
+use cronslot_core::coord::location::{
+    BareUserinfo, QueryParams, Secret, StoreUrl, UrlForm, decode_component, encode_component,
+    host_in_url, parse_host_port, parse_seconds, parse_userinfo,
+};
 
 /// The schema used when the URL names none.
 pub const DEFAULT_SCHEMA: &str = "cronslot";
@@ -29,8 +32,26 @@ const SYNTAX: &str = "expected postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE\
 [&connect_timeout=SECONDS][&statement_timeout=SECONDS][&application_name=NAME] \
 (or postgresql://…)";
 
+const URL_FORM: UrlForm<'static> = UrlForm {
+    kind: "PostgreSQL",
+    schemes: &["postgres", "postgresql"],
+    syntax: SYNTAX,
+    // `postgres://USER@HOST`: a user name, not a secret.
+    bare_userinfo: BareUserinfo::User,
+    fragment_note: "",
+};
+
 const PARAMETERS: &str =
     "sslmode, sslrootcert, schema, connect_timeout, statement_timeout, application_name";
+
+const KNOWN: &[&str] = &[
+    "sslmode",
+    "sslrootcert",
+    "schema",
+    "connect_timeout",
+    "statement_timeout",
+    "application_name",
+];
 
 /// How the connection is encrypted and what is checked of the server's
 /// certificate, as libpq's `sslmode`.
@@ -121,38 +142,6 @@ pub struct PgLocation {
     statement_timeout: Duration,
     application_name: String,
 }
-
-/// A password: compared, never shown.
-#[derive(Clone, PartialEq, Eq)]
-pub(crate) struct Secret(String);
-
-impl Secret {
-    pub(crate) fn expose(&self) -> &str {
-        &self.0
-    }
-}
-
-impl fmt::Debug for Secret {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("***")
-    }
-}
-
-/// What a user name, database or host may contain unencoded in the shown
-/// URL.
-const COMPONENT: &AsciiSet = &CONTROLS
-    .add(b' ')
-    .add(b'"')
-    .add(b'#')
-    .add(b'%')
-    .add(b'/')
-    .add(b':')
-    .add(b'?')
-    .add(b'@')
-    .add(b'[')
-    .add(b']')
-    .add(b'&')
-    .add(b'=');
 
 impl PgLocation {
     /// The role to log in as.
@@ -246,30 +235,16 @@ impl PgLocation {
 
 impl fmt::Display for PgLocation {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "postgres://{}",
-            utf8_percent_encode(&self.user, COMPONENT)
-        )?;
+        write!(f, "postgres://{}", encode_component(&self.user))?;
         if self.password.is_some() {
             f.write_str(":***")?;
         }
         f.write_str("@")?;
         match &self.host {
-            PgHost::Tcp(h) if h.contains(':') => write!(f, "[{h}]")?,
-            PgHost::Tcp(h) => write!(f, "{}", utf8_percent_encode(h, COMPONENT))?,
-            PgHost::Socket(p) => write!(
-                f,
-                "{}",
-                utf8_percent_encode(&p.to_string_lossy(), COMPONENT)
-            )?,
+            PgHost::Tcp(h) => write!(f, "{}", host_in_url(h))?,
+            PgHost::Socket(p) => write!(f, "{}", encode_component(&p.to_string_lossy()))?,
         }
-        write!(
-            f,
-            ":{}/{}",
-            self.port,
-            utf8_percent_encode(&self.dbname, COMPONENT)
-        )?;
+        write!(f, ":{}/{}", self.port, encode_component(&self.dbname))?;
         let mut sep = '?';
         if self.sslmode_given {
             write!(f, "{sep}sslmode={}", self.sslmode.as_str())?;
@@ -312,79 +287,32 @@ pub fn parse_postgres_location_with_env(
     url: &str,
     env: impl Fn(&str) -> Option<String>,
 ) -> Result<PgLocation, LocationError> {
-    let shown = redact_url(url);
-    let error = |message: String| LocationError {
-        input: shown.clone(),
-        message,
-    };
-    let trimmed = url.trim();
-    let Some((scheme, rest)) = trimmed.split_once(':') else {
-        return Err(error(format!("store {shown:?} has no scheme: {SYNTAX}")));
-    };
-    if !(scheme.eq_ignore_ascii_case("postgres") || scheme.eq_ignore_ascii_case("postgresql")) {
-        return Err(error(format!(
-            "store {shown:?} is not a PostgreSQL store (scheme {scheme:?}): {SYNTAX}"
-        )));
-    }
-    let Some(rest) = rest.strip_prefix("//") else {
-        return Err(error(format!(
-            "store {shown:?} lacks the // after {scheme}: {SYNTAX}"
-        )));
-    };
-    if rest.contains('#') {
-        return Err(error(format!(
-            "store {shown:?} has a #fragment, which means nothing here (a # in a password is written %23): {SYNTAX}"
-        )));
-    }
-    let (before_query, query) = match rest.split_once('?') {
-        Some((b, q)) => (b, Some(q)),
-        None => (rest, None),
-    };
-    // The user information ends at the last '@' before the query, so that a
-    // password holding an unencoded '/' or '@' is still taken as a
-    // password, never quoted as a host or a database in an error.
-    let (userinfo, hostpath) = match before_query.rfind('@') {
-        Some(at) => (Some(&before_query[..at]), &before_query[at + 1..]),
-        None => (None, before_query),
-    };
-    let (hostport, path) = match hostpath.find('/') {
-        Some(slash) => (&hostpath[..slash], &hostpath[slash + 1..]),
-        None => (hostpath, ""),
-    };
+    let url = StoreUrl::parse(url, &URL_FORM)?;
+    let shown = &url.shown;
+    let error = |message: String| url.error(message);
+    let parts = url.parts;
 
-    let (user, password) = match userinfo {
+    let (user, password) = match parts.userinfo {
         None => (String::new(), None),
-        Some(info) => {
-            let (user, password) = match info.split_once(':') {
-                Some((u, p)) => (u, Some(p)),
-                None => (info, None),
-            };
-            let user = decode(user).ok_or_else(|| {
-                error(format!(
-                    "store {shown:?}: the user name is not valid percent-encoded UTF-8"
-                ))
-            })?;
-            let password = match password {
-                None => None,
-                Some(p) => Some(Secret(decode(p).ok_or_else(|| {
-                    error(format!(
-                        "store {shown:?}: the password is not valid percent-encoded UTF-8 \
-                         (write %25 for a % in it)"
-                    ))
-                })?)),
-            };
-            (user, password)
-        }
+        Some(info) => parse_userinfo(info).map_err(|m| error(format!("store {shown:?}: {m}")))?,
     };
     if user.is_empty() {
         return Err(error(format!("store {shown:?} names no user: {SYNTAX}")));
     }
-    let password = password.or_else(|| env("PGPASSWORD").filter(|p| !p.is_empty()).map(Secret));
+    let password =
+        password.or_else(|| env("PGPASSWORD").filter(|p| !p.is_empty()).map(Secret::new));
 
-    let (host, port) =
-        parse_hostport(hostport).map_err(|m| error(format!("store {shown:?}: {m}: {SYNTAX}")))?;
+    let (host, port) = parse_host_port(parts.hostport, DEFAULT_PORT)
+        .map_err(|m| error(format!("store {shown:?}: {m}: {SYNTAX}")))?;
+    // libpq's rule: a host that starts with '/' is the directory of a Unix
+    // socket.
+    let host = if host.starts_with('/') {
+        PgHost::Socket(PathBuf::from(host))
+    } else {
+        PgHost::Tcp(host)
+    };
 
-    let dbname = decode(path).ok_or_else(|| {
+    let dbname = decode_component(parts.path).map_err(|_| {
         error(format!(
             "store {shown:?}: the database name is not valid percent-encoded UTF-8"
         ))
@@ -416,38 +344,9 @@ pub fn parse_postgres_location_with_env(
         application_name: "cronslot".to_string(),
     };
 
-    let mut seen: Vec<String> = Vec::new();
-    let mut unknown: Vec<String> = Vec::new();
-    for pair in query.unwrap_or("").split('&').filter(|p| !p.is_empty()) {
-        let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
-        let key = decode(key).ok_or_else(|| {
-            error(format!(
-                "store {shown:?}: a parameter name is not valid percent-encoded UTF-8"
-            ))
-        })?;
-        let known = matches!(
-            key.as_str(),
-            "sslmode"
-                | "sslrootcert"
-                | "schema"
-                | "connect_timeout"
-                | "statement_timeout"
-                | "application_name"
-        );
-        if !known {
-            unknown.push(key);
-            continue;
-        }
-        if seen.contains(&key) {
-            return Err(error(format!(
-                "store {shown:?} gives parameter {key:?} twice"
-            )));
-        }
-        let value = decode(value).ok_or_else(|| {
-            error(format!(
-                "store {shown:?}: the value of {key} is not valid percent-encoded UTF-8"
-            ))
-        })?;
+    let mut params = QueryParams::new(parts.query, KNOWN);
+    for param in &mut params {
+        let (key, value) = param.map_err(|e| error(e.message(shown)))?;
         match key.as_str() {
             "sslmode" => {
                 location.sslmode = SslMode::parse(&value).ok_or_else(|| {
@@ -475,19 +374,12 @@ pub fn parse_postgres_location_with_env(
                 location.schema = value;
             }
             "connect_timeout" | "statement_timeout" => {
-                let secs = value
-                    .parse::<u64>()
-                    .ok()
-                    .filter(|s| (1..=86_400).contains(s));
-                let Some(secs) = secs else {
-                    return Err(error(format!(
-                        "store {shown:?}: {key} {value:?} is not a whole number of seconds from 1 to 86400"
-                    )));
-                };
+                let timeout = parse_seconds(&key, &value)
+                    .map_err(|m| error(format!("store {shown:?}: {m}")))?;
                 if key == "connect_timeout" {
-                    location.connect_timeout = Duration::from_secs(secs);
+                    location.connect_timeout = timeout;
                 } else {
-                    location.statement_timeout = Duration::from_secs(secs);
+                    location.statement_timeout = timeout;
                 }
             }
             "application_name" => {
@@ -500,23 +392,10 @@ pub fn parse_postgres_location_with_env(
             }
             _ => {}
         }
-        seen.push(key);
     }
-    if !unknown.is_empty() {
-        let names = unknown
-            .iter()
-            .map(|k| format!("{k:?}"))
-            .collect::<Vec<_>>()
-            .join(", ");
-        let hint = if unknown.iter().any(|k| k == "password") {
-            " (a password goes in the URL's user part, postgres://USER:PASSWORD@HOST/DB, or in PGPASSWORD)"
-        } else {
-            ""
-        };
-        let plural = if unknown.len() == 1 { "" } else { "s" };
-        return Err(error(format!(
-            "store {shown:?} has unknown parameter{plural} {names}{hint}; known are {PARAMETERS}"
-        )));
+    let password_hint = " (a password goes in the URL's user part, postgres://USER:PASSWORD@HOST/DB, or in PGPASSWORD)";
+    if let Some(message) = params.unknown_message(shown, password_hint, PARAMETERS) {
+        return Err(error(message));
     }
     if !location.root_certs_given {
         if let Some(file) = env("PGSSLROOTCERT").filter(|f| !f.is_empty()) {
@@ -544,71 +423,6 @@ pub fn parse_postgres_location_with_env(
     Ok(location)
 }
 
-fn parse_hostport(hostport: &str) -> Result<(PgHost, u16), String> {
-    if hostport.is_empty() {
-        return Err("names no host".to_string());
-    }
-    if hostport.contains(',') {
-        return Err("names several hosts; the store connects to one".to_string());
-    }
-    let (host, port) = if let Some(rest) = hostport.strip_prefix('[') {
-        let Some((v6, after)) = rest.split_once(']') else {
-            return Err("an IPv6 host lacks its closing ']'".to_string());
-        };
-        let port = match after {
-            "" => None,
-            p => Some(
-                p.strip_prefix(':')
-                    .ok_or_else(|| "unexpected text after the IPv6 host".to_string())?,
-            ),
-        };
-        (PgHost::Tcp(v6.to_string()), port)
-    } else {
-        let (host, port) = match hostport.rsplit_once(':') {
-            Some((h, p)) => (h, Some(p)),
-            None => (hostport, None),
-        };
-        let host = decode(host)
-            .ok_or_else(|| "the host is not valid percent-encoded UTF-8".to_string())?;
-        if host.is_empty() {
-            return Err("names no host".to_string());
-        }
-        let host = if host.starts_with('/') {
-            PgHost::Socket(PathBuf::from(host))
-        } else {
-            PgHost::Tcp(host)
-        };
-        (host, port)
-    };
-    let port = match port {
-        None => DEFAULT_PORT,
-        Some(p) => p
-            .parse::<u16>()
-            .ok()
-            .filter(|p| *p > 0)
-            .ok_or_else(|| format!("port {p:?} is not a number from 1 to 65535"))?,
-    };
-    Ok((host, port))
-}
-
-/// Percent-decodes `s`; `None` for a `%` not followed by two hex digits
-/// or bytes that are not UTF-8.
-fn decode(s: &str) -> Option<String> {
-    let bytes = s.as_bytes();
-    for (i, b) in bytes.iter().enumerate() {
-        if *b == b'%'
-            && !(bytes.get(i + 1).is_some_and(u8::is_ascii_hexdigit)
-                && bytes.get(i + 2).is_some_and(u8::is_ascii_hexdigit))
-        {
-            return None;
-        }
-    }
-    percent_decode_str(s)
-        .decode_utf8()
-        .ok()
-        .map(|c| c.into_owned())
-}
-
 /// A schema name the store accepts: a lowercase identifier PostgreSQL
 /// would not fold or reserve.
 fn check_schema(name: &str) -> Result<(), String> {
@@ -631,34 +445,10 @@ fn check_schema(name: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// `url` with any password replaced by `***`, whatever else is wrong with
-/// it: the text between the first ':' after `//` (or, without `//`, the
-/// first ':') and the last '@', and any
-/// `password=` parameter's value.
-pub(crate) fn redact_url(url: &str) -> String {
-    let mut out = url.to_string();
-    // Without `//` (a mistyped URL), from the start: better to hide too
-    // much than a password.
-    let start = out.find("://").map_or(0, |i| i + 3);
-    if let Some(at) = out.rfind('@').filter(|at| *at >= start) {
-        if let Some(colon) = out[start..at].find(':').map(|c| start + c) {
-            out.replace_range(colon + 1..at, "***");
-        }
-    }
-    // A password given as a parameter (which is refused) is hidden too.
-    let mut from = 0;
-    while let Some(found) = out[from..].find("password=") {
-        let begin = from + found + "password=".len();
-        let end = out[begin..].find('&').map_or(out.len(), |e| begin + e);
-        out.replace_range(begin..end, "***");
-        from = begin + 3;
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use cronslot_core::coord::location::redact_url;
 
     fn no_env(_: &str) -> Option<String> {
         None
@@ -768,6 +558,8 @@ mod tests {
             (format!("postgres:u:{secret}@h/db"), "lacks the //"),
             (format!("u:{secret}@h"), "not a PostgreSQL store"),
             (format!("postgres://u:{secret}@h1,h2/db"), "several hosts"),
+            (format!("postgres://u:{secret}@[]/db"), "names no host"),
+            (format!("postgres://u:{secret}@[::1/db"), "closing ']'"),
         ];
         for (url, expected) in cases {
             let e = parse_postgres_location_with_env(&url, no_env).unwrap_err();
@@ -787,7 +579,7 @@ mod tests {
         assert_eq!(l.password().map(Secret::expose), Some("a/b@c"));
         assert_eq!(l.host(), &PgHost::Tcp("host".into()));
         assert_eq!(
-            redact_url("postgres://u:a/b@c@host/db"),
+            redact_url("postgres://u:a/b@c@host/db", BareUserinfo::User),
             "postgres://u:***@host/db"
         );
     }

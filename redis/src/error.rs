@@ -149,6 +149,16 @@ pub(crate) fn classify(
             "the server is loading its data, out of memory, a read-only replica, unable to \
              persist, or busy with a script; nothing was written (worth retrying)",
         )
+    } else if e.kind() == ErrorKind::NoScriptError {
+        // redis-rs answers `NOSCRIPT` by loading the script and sending
+        // `EVALSHA` once more: this is the second `NOSCRIPT`, the cache
+        // emptied again in between (`SCRIPT FLUSH`, a restart, a
+        // failover). The script did not run.
+        (
+            StoreErrorKind::Unavailable,
+            "the server lost the store's scripts again right after they were loaded (SCRIPT \
+             FLUSH, a restart or a failover); nothing was written (worth retrying)",
+        )
     } else if code_is("WRONGTYPE") {
         (
             StoreErrorKind::Corrupt,
@@ -263,6 +273,12 @@ mod tests {
             classify("s", "d", Phase::Write, None, &loading).kind(),
             &StoreErrorKind::Unavailable
         );
+        // A second NOSCRIPT (redis-rs has loaded the script once): the
+        // script did not run.
+        let noscript = error(ErrorKind::NoScriptError, "No matching script");
+        let e = classify("s", "d", Phase::Write, None, &noscript);
+        assert_eq!(e.kind(), &StoreErrorKind::Unavailable);
+        assert!(e.message().contains("nothing was written"), "{e}");
         let auth = error(
             ErrorKind::AuthenticationFailed,
             "Password authentication failed",

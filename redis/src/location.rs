@@ -6,7 +6,10 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use cronslot_core::coord::LocationError;
-use percent_encoding::{AsciiSet, CONTROLS, percent_decode_str, utf8_percent_encode};
+use cronslot_core::coord::location::{
+    BareUserinfo, QueryParams, Secret, StoreUrl, UrlForm, encode_component, host_in_url,
+    parse_host_port, parse_seconds, parse_userinfo,
+};
 
 /// The key prefix used when the URL names none.
 pub const DEFAULT_PREFIX: &str = "cronslot";
@@ -35,8 +38,26 @@ const SYNTAX: &str = "expected redis://[[USER]:PASSWORD@]HOST[:PORT][/DB]\
 [&wait_replicas=N][&wait_timeout=SECONDS] \
 (or rediss://… for TLS, which also takes &tlsrootcert=FILE)";
 
+const URL_FORM: UrlForm<'static> = UrlForm {
+    kind: "Redis",
+    schemes: &["redis", "rediss"],
+    syntax: SYNTAX,
+    // `redis://TEXT@HOST` is refused, and TEXT may well be a password.
+    bare_userinfo: BareUserinfo::Hide,
+    fragment_note: "; certificate checks are never turned off",
+};
+
 const PARAMETERS: &str = "prefix, connect_timeout, command_timeout, wait_replicas, wait_timeout, \
                           tlsrootcert (rediss:// only)";
+
+const KNOWN: &[&str] = &[
+    "prefix",
+    "connect_timeout",
+    "command_timeout",
+    "wait_replicas",
+    "wait_timeout",
+    "tlsrootcert",
+];
 
 /// Where the trusted root certificates of a `rediss://` store come from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -67,37 +88,6 @@ pub struct RedisLocation {
     wait_replicas: u32,
     wait_timeout: Duration,
 }
-
-/// A password: compared, never shown.
-#[derive(Clone, PartialEq, Eq)]
-pub(crate) struct Secret(String);
-
-impl Secret {
-    pub(crate) fn expose(&self) -> &str {
-        &self.0
-    }
-}
-
-impl fmt::Debug for Secret {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("***")
-    }
-}
-
-/// What a user name or host may contain unencoded in the shown URL.
-const COMPONENT: &AsciiSet = &CONTROLS
-    .add(b' ')
-    .add(b'"')
-    .add(b'#')
-    .add(b'%')
-    .add(b'/')
-    .add(b':')
-    .add(b'?')
-    .add(b'@')
-    .add(b'[')
-    .add(b']')
-    .add(b'&')
-    .add(b'=');
 
 impl RedisLocation {
     /// Whether the connection uses TLS (`rediss://`).
@@ -194,7 +184,7 @@ impl fmt::Display for RedisLocation {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(if self.tls { "rediss://" } else { "redis://" })?;
         if let Some(user) = &self.user {
-            write!(f, "{}", utf8_percent_encode(user, COMPONENT))?;
+            write!(f, "{}", encode_component(user))?;
         }
         if self.password.is_some() {
             f.write_str(":***")?;
@@ -202,12 +192,14 @@ impl fmt::Display for RedisLocation {
         if self.user.is_some() || self.password.is_some() {
             f.write_str("@")?;
         }
-        if self.host.contains(':') {
-            write!(f, "[{}]", self.host)?;
-        } else {
-            write!(f, "{}", utf8_percent_encode(&self.host, COMPONENT))?;
-        }
-        write!(f, ":{}/{}?prefix={}", self.port, self.db, self.prefix)?;
+        write!(
+            f,
+            "{}:{}/{}?prefix={}",
+            host_in_url(&self.host),
+            self.port,
+            self.db,
+            self.prefix
+        )?;
         if self.wait_replicas > 0 {
             write!(f, "&wait_replicas={}", self.wait_replicas)?;
         }
@@ -250,86 +242,52 @@ pub fn parse_redis_location_with_env(
     url: &str,
     env: impl Fn(&str) -> Option<String>,
 ) -> Result<RedisLocation, LocationError> {
-    let shown = redact_url(url);
-    let error = |message: String| LocationError {
-        input: shown.clone(),
-        message,
-    };
-    let trimmed = url.trim();
-    let Some((scheme, rest)) = trimmed.split_once(':') else {
-        return Err(error(format!("store {shown:?} has no scheme: {SYNTAX}")));
-    };
-    let tls = if scheme.eq_ignore_ascii_case("redis") {
-        false
-    } else if scheme.eq_ignore_ascii_case("rediss") {
-        true
-    } else {
-        return Err(error(format!(
-            "store {shown:?} is not a Redis store (scheme {scheme:?}): {SYNTAX}"
-        )));
-    };
-    let Some(rest) = rest.strip_prefix("//") else {
-        return Err(error(format!(
-            "store {shown:?} lacks the // after {scheme}: {SYNTAX}"
-        )));
-    };
-    if rest.contains('#') {
-        return Err(error(format!(
-            "store {shown:?} has a #fragment, which means nothing here (a # in a password is \
-             written %23; certificate checks are never turned off): {SYNTAX}"
-        )));
-    }
-    let (before_query, query) = match rest.split_once('?') {
-        Some((b, q)) => (b, Some(q)),
-        None => (rest, None),
-    };
-    // The user information ends at the last '@' before the query, so that
-    // a password holding an unencoded '/' or '@' is still taken as a
-    // password, never quoted as a host or a database in an error.
-    let (userinfo, hostpath) = match before_query.rfind('@') {
-        Some(at) => (Some(&before_query[..at]), &before_query[at + 1..]),
-        None => (None, before_query),
-    };
-    let (hostport, path) = match hostpath.find('/') {
-        Some(slash) => (&hostpath[..slash], &hostpath[slash + 1..]),
-        None => (hostpath, ""),
-    };
+    let url = StoreUrl::parse(url, &URL_FORM)?;
+    let shown = &url.shown;
+    let error = |message: String| url.error(message);
+    let parts = url.parts;
+    let tls = url.scheme.eq_ignore_ascii_case("rediss");
 
-    let (user, password) = match userinfo {
+    let (user, password) = match parts.userinfo {
         None => (None, None),
         Some(info) => {
-            let Some((user, password)) = info.split_once(':') else {
+            if !info.contains(':') {
                 return Err(error(format!(
                     "store {shown:?} names a user without a password (Redis logs in with both; \
                      for the default user write redis://:PASSWORD@HOST): {SYNTAX}"
                 )));
-            };
-            let user = decode(user).ok_or_else(|| {
-                error(format!(
-                    "store {shown:?}: the user name is not valid percent-encoded UTF-8"
-                ))
-            })?;
-            let password = decode(password).ok_or_else(|| {
-                error(format!(
-                    "store {shown:?}: the password is not valid percent-encoded UTF-8 \
-                     (write %25 for a % in it)"
-                ))
-            })?;
-            if password.is_empty() {
+            }
+            let (user, password) =
+                parse_userinfo(info).map_err(|m| error(format!("store {shown:?}: {m}")))?;
+            if password.as_ref().is_none_or(|p| p.expose().is_empty()) {
                 return Err(error(format!(
                     "store {shown:?} has an empty password: give one, or leave out the \
                      user part: {SYNTAX}"
                 )));
             }
-            ((!user.is_empty()).then_some(user), Some(Secret(password)))
+            ((!user.is_empty()).then_some(user), password)
         }
     };
-    let password = password.or_else(|| env("REDISCLI_AUTH").filter(|p| !p.is_empty()).map(Secret));
+    let password = password.or_else(|| {
+        env("REDISCLI_AUTH")
+            .filter(|p| !p.is_empty())
+            .map(Secret::new)
+    });
 
-    let (host, port) =
-        parse_hostport(hostport).map_err(|m| error(format!("store {shown:?}: {m}: {SYNTAX}")))?;
+    let (host, port) = parse_host_port(parts.hostport, DEFAULT_PORT)
+        .and_then(|(host, port)| {
+            if host.starts_with('/') {
+                Err(
+                    "names a Unix socket, which this store does not connect to; give a TCP host"
+                        .to_string(),
+                )
+            } else {
+                Ok((host, port))
+            }
+        })
+        .map_err(|m| error(format!("store {shown:?}: {m}: {SYNTAX}")))?;
 
-    let db = match path {
+    let db = match parts.path {
         "" => 0,
         p => p
             .parse::<u32>()
@@ -358,38 +316,9 @@ pub fn parse_redis_location_with_env(
         wait_timeout: DEFAULT_WAIT_TIMEOUT,
     };
 
-    let mut seen: Vec<String> = Vec::new();
-    let mut unknown: Vec<String> = Vec::new();
-    for pair in query.unwrap_or("").split('&').filter(|p| !p.is_empty()) {
-        let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
-        let key = decode(key).ok_or_else(|| {
-            error(format!(
-                "store {shown:?}: a parameter name is not valid percent-encoded UTF-8"
-            ))
-        })?;
-        let known = matches!(
-            key.as_str(),
-            "prefix"
-                | "connect_timeout"
-                | "command_timeout"
-                | "wait_replicas"
-                | "wait_timeout"
-                | "tlsrootcert"
-        );
-        if !known {
-            unknown.push(key);
-            continue;
-        }
-        if seen.contains(&key) {
-            return Err(error(format!(
-                "store {shown:?} gives parameter {key:?} twice"
-            )));
-        }
-        let value = decode(value).ok_or_else(|| {
-            error(format!(
-                "store {shown:?}: the value of {key} is not valid percent-encoded UTF-8"
-            ))
-        })?;
+    let mut params = QueryParams::new(parts.query, KNOWN);
+    for param in &mut params {
+        let (key, value) = param.map_err(|e| error(e.message(shown)))?;
         match key.as_str() {
             "prefix" => {
                 check_prefix(&value).map_err(|m| error(format!("store {shown:?}: {m}")))?;
@@ -408,17 +337,8 @@ pub fn parse_redis_location_with_env(
                 location.wait_replicas = n;
             }
             "connect_timeout" | "command_timeout" | "wait_timeout" => {
-                let secs = value
-                    .parse::<u64>()
-                    .ok()
-                    .filter(|s| (1..=86_400).contains(s));
-                let Some(secs) = secs else {
-                    return Err(error(format!(
-                        "store {shown:?}: {key} {value:?} is not a whole number of seconds from 1 \
-                         to 86400"
-                    )));
-                };
-                let timeout = Duration::from_secs(secs);
+                let timeout = parse_seconds(&key, &value)
+                    .map_err(|m| error(format!("store {shown:?}: {m}")))?;
                 match key.as_str() {
                     "connect_timeout" => location.connect_timeout = timeout,
                     "command_timeout" => location.command_timeout = timeout,
@@ -441,92 +361,13 @@ pub fn parse_redis_location_with_env(
             }
             _ => {}
         }
-        seen.push(key);
     }
-    if !unknown.is_empty() {
-        let names = unknown
-            .iter()
-            .map(|k| format!("{k:?}"))
-            .collect::<Vec<_>>()
-            .join(", ");
-        let hint = if unknown.iter().any(|k| k == "password") {
-            " (a password goes in the URL's user part, redis://:PASSWORD@HOST, or in \
-             REDISCLI_AUTH)"
-        } else {
-            ""
-        };
-        let plural = if unknown.len() == 1 { "" } else { "s" };
-        return Err(error(format!(
-            "store {shown:?} has unknown parameter{plural} {names}{hint}; known are {PARAMETERS}"
-        )));
+    let password_hint = " (a password goes in the URL's user part, redis://:PASSWORD@HOST, or in \
+                         REDISCLI_AUTH)";
+    if let Some(message) = params.unknown_message(shown, password_hint, PARAMETERS) {
+        return Err(error(message));
     }
     Ok(location)
-}
-
-fn parse_hostport(hostport: &str) -> Result<(String, u16), String> {
-    if hostport.is_empty() {
-        return Err("names no host".to_string());
-    }
-    if hostport.contains(',') {
-        return Err("names several hosts; the store connects to one".to_string());
-    }
-    let (host, port) = if let Some(rest) = hostport.strip_prefix('[') {
-        let Some((v6, after)) = rest.split_once(']') else {
-            return Err("an IPv6 host lacks its closing ']'".to_string());
-        };
-        let port = match after {
-            "" => None,
-            p => Some(
-                p.strip_prefix(':')
-                    .ok_or_else(|| "unexpected text after the IPv6 host".to_string())?,
-            ),
-        };
-        (v6.to_string(), port)
-    } else {
-        let (host, port) = match hostport.rsplit_once(':') {
-            Some((h, p)) => (h, Some(p)),
-            None => (hostport, None),
-        };
-        let host = decode(host)
-            .ok_or_else(|| "the host is not valid percent-encoded UTF-8".to_string())?;
-        (host, port)
-    };
-    if host.is_empty() {
-        return Err("names no host".to_string());
-    }
-    if host.starts_with('/') {
-        return Err(
-            "names a Unix socket, which this store does not connect to; give a TCP host"
-                .to_string(),
-        );
-    }
-    let port = match port {
-        None => DEFAULT_PORT,
-        Some(p) => p
-            .parse::<u16>()
-            .ok()
-            .filter(|p| *p > 0)
-            .ok_or_else(|| format!("port {p:?} is not a number from 1 to 65535"))?,
-    };
-    Ok((host, port))
-}
-
-/// Percent-decodes `s`; `None` for a `%` not followed by two hex digits
-/// or bytes that are not UTF-8.
-fn decode(s: &str) -> Option<String> {
-    let bytes = s.as_bytes();
-    for (i, b) in bytes.iter().enumerate() {
-        if *b == b'%'
-            && !(bytes.get(i + 1).is_some_and(u8::is_ascii_hexdigit)
-                && bytes.get(i + 2).is_some_and(u8::is_ascii_hexdigit))
-        {
-            return None;
-        }
-    }
-    percent_decode_str(s)
-        .decode_utf8()
-        .ok()
-        .map(|c| c.into_owned())
 }
 
 /// A key prefix the store accepts: no braces (they would change the hash
@@ -548,36 +389,10 @@ fn check_prefix(prefix: &str) -> Result<(), String> {
     }
 }
 
-/// `url` with any password replaced by `***`, whatever else is wrong with
-/// it: the text between the first ':' after `//` (or, without `//`, the
-/// first ':') and the last '@', and any `password=` parameter's value.
-pub(crate) fn redact_url(url: &str) -> String {
-    let mut out = url.to_string();
-    // Without `//` (a mistyped URL), from the start: better to hide too
-    // much than a password.
-    let start = out.find("://").map_or(0, |i| i + 3);
-    if let Some(at) = out.rfind('@').filter(|at| *at >= start) {
-        if let Some(colon) = out[start..at].find(':').map(|c| start + c) {
-            out.replace_range(colon + 1..at, "***");
-        } else {
-            // `user@host`, or a password without its ':': hide it all.
-            out.replace_range(start..at, "***");
-        }
-    }
-    // A password given as a parameter (which is refused) is hidden too.
-    let mut from = 0;
-    while let Some(found) = out[from..].find("password=") {
-        let begin = from + found + "password=".len();
-        let end = out[begin..].find('&').map_or(out.len(), |e| begin + e);
-        out.replace_range(begin..end, "***");
-        from = begin + 3;
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use cronslot_core::coord::location::redact_url;
 
     fn no_env(_: &str) -> Option<String> {
         None
@@ -749,9 +564,18 @@ mod tests {
         assert_eq!(l.password().map(Secret::expose), Some("a/b@c"));
         assert_eq!(l.host(), "host");
         assert_eq!(l.db(), 2);
-        assert_eq!(redact_url("redis://:a/b@c@host/2"), "redis://:***@host/2");
-        assert_eq!(redact_url("redis://u:p@h/0"), "redis://u:***@h/0");
-        assert_eq!(redact_url("redis://secret@h/0"), "redis://***@h/0");
-        assert_eq!(redact_url("redis://h/0"), "redis://h/0");
+        assert_eq!(
+            redact_url("redis://:a/b@c@host/2", BareUserinfo::Hide),
+            "redis://:***@host/2"
+        );
+        assert_eq!(
+            redact_url("redis://u:p@h/0", BareUserinfo::Hide),
+            "redis://u:***@h/0"
+        );
+        assert_eq!(
+            redact_url("redis://secret@h/0", BareUserinfo::Hide),
+            "redis://***@h/0"
+        );
+        assert_eq!(redact_url("redis://h/0", BareUserinfo::Hide), "redis://h/0");
     }
 }

@@ -13,6 +13,7 @@ pub struct DynamoLocation {
 }
 
 pub use cronslot_core::coord::LocationError;
+use cronslot_core::coord::location::{DecodeError, decode_component};
 
 const SYNTAX: &str = "expected dynamodb://TABLE?region=REGION[&endpoint=URL], for example dynamodb://cronslot?region=us-east-1 or dynamodb://cronslot?region=us-east-1&endpoint=http://127.0.0.1:5000";
 
@@ -115,24 +116,10 @@ pub(crate) fn check_table_name(table: &str) -> Result<(), String> {
 }
 
 fn percent_decode(text: &str) -> Result<String, String> {
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' {
-            let hex = bytes
-                .get(i + 1..i + 3)
-                .and_then(|h| std::str::from_utf8(h).ok())
-                .and_then(|h| u8::from_str_radix(h, 16).ok())
-                .ok_or_else(|| format!("{text:?} has a '%' not followed by two hex digits"))?;
-            out.push(hex);
-            i += 3;
-        } else {
-            out.push(bytes[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8(out).map_err(|_| format!("{text:?} decodes to bytes that are not UTF-8"))
+    decode_component(text).map_err(|e| match e {
+        DecodeError::BadEscape => format!("{text:?} has a '%' not followed by two hex digits"),
+        DecodeError::NotUtf8 => format!("{text:?} decodes to bytes that are not UTF-8"),
+    })
 }
 
 #[cfg(test)]
@@ -168,6 +155,8 @@ mod tests {
             ("dynamodb://tbl?region=US_EAST", "not a region"),
             ("dynamodb://tbl?endpoint=localhost:8000", "not an http"),
             ("dynamodb://tbl?endpoint=%zz", "hex"),
+            ("dynamodb://tbl?endpoint=%+1", "hex"),
+            ("dynamodb://tbl?endpoint=%FF", "not UTF-8"),
         ] {
             let err = parse_dynamodb_location(input).unwrap_err();
             assert!(err.message.contains(needle), "{input}: {}", err.message);

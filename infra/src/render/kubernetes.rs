@@ -751,7 +751,7 @@ fn header(source: &Source<'_>, options: &Options) -> Vec<String> {
     lines.extend(comment_lines(&what, "", 0));
     lines.extend(comment_lines(
         &format!(
-            "The store URL comes from the Secret {} (key {SECRET_KEY}), never from this file. It must be a store every pod shares (postgres://… or dynamodb://…, credentials from the Secret or the pod's identity), not a file inside a pod; create it once with `cronslot init --store URL`, then `kubectl create secret generic {} --from-literal={SECRET_KEY}='dynamodb://TABLE?region=REGION'`.",
+            "The store URL comes from the Secret {} (key {SECRET_KEY}), never from this file. It must be a store every pod shares (postgres://…, redis://… or dynamodb://…, credentials from the Secret or the pod's identity), not a file inside a pod; create it once with `cronslot init --store URL`, then `kubectl create secret generic {} --from-literal={SECRET_KEY}='dynamodb://TABLE?region=REGION'`.",
             options.secret, options.secret
         ),
         "",
