@@ -1,720 +1,119 @@
-//! A fleet on a real PostgreSQL server, under real faults (issue 13,
-//! docs/reliability.md "A fleet on PostgreSQL"): three `cronslot run`
-//! processes share one database in real time, with lease-sized timings,
-//! while one is killed with its jobs (SIGKILL) and restarted, one is frozen
-//! with its jobs (SIGSTOP) for longer than its lease and resumed, the
-//! server crashes (`pg_ctl stop -m immediate`) and restarts, and every
-//! connection is cut (`pg_terminate_backend`).
-//!
-//! The checks are made from the jobs' own records (each run appends a
-//! `start` and an `end` line with its slot, fence, attempt and runner) and
-//! from `cronslot status` at the end:
-//! - every slot ends;
-//! - two runs of one slot overlap only when one of them was frozen;
-//! - the fences of a job increase in the order its runs start;
-//! - at the end no lease is stuck, and there is no dead letter, pending
-//!   retry or missed slot (nothing the faults explain: slots late from an
-//!   outage are caught up).
-//!
-//! `CRONSLOT_FLEET_ROUNDS=N` repeats the round of faults N times (the long
-//! run whose figures are in docs/reliability.md); CI runs one round, about
-//! five minutes of real time (three and a half per further round).
+//! The server-store tests of [`crate::fleet`] on a real PostgreSQL server
+//! (issue 13, docs/reliability.md "A fleet on PostgreSQL"): the crash is
+//! `pg_ctl stop -m immediate` (the restart recovers from the write-ahead
+//! log), the cut `pg_terminate_backend` of every connection.
 
-use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use cronslot_tests::postgres::Server;
-use jiff::Timestamp;
 
-/// The jobs: four every minute, each running six seconds; a lease of a
-/// minute (the shortest the manifest takes) and a time limit of 15 s;
-/// retries quick enough to finish within the minute; every missed slot
-/// caught up. Each run appends its `start` and `end` with its slot, fence,
-/// attempt and runner (the command's parent) to `runs.log`.
-fn manifest() -> String {
-    let mut text = String::from(
-        r#"
-[defaults]
-timezone = "UTC"
-lease = "1m"
-timeout = "15s"
-skew_margin = "2s"
-starting_deadline = "10m"
-catch_up = "all"
-max_catch_up = 20
-overlap = "forbid"
-retry = { max_attempts = 10, backoff = "1s", max_backoff = "4s", past_next_slot = true }
-"#,
-    );
-    let record = |kind: &str| {
-        format!(
-            "echo \\\"{kind} $CRONSLOT_JOB $CRONSLOT_SLOT $CRONSLOT_FENCE $CRONSLOT_ATTEMPT \
-             $PPID $(date +%s.%N)\\\" >> runs.log"
-        )
-    };
-    for job in JOBS {
-        text.push_str(&format!(
-            "\n[[job]]\nname = \"{job}\"\nschedule = \"* * * * *\"\n\
-             command = [\"sh\", \"-c\", \"{}; sleep 6; {}\"]\n",
-            record("start"),
-            record("end")
-        ));
-    }
-    text
+use crate::fleet::{self, CliStore, FleetStore};
+
+/// A database of a server.
+struct Pg<'s> {
+    server: &'s Server,
+    db: String,
 }
 
-const JOBS: [&str; 4] = ["billing", "invoices", "ledger", "payouts"];
-
-/// One `cronslot run` of the fleet.
-struct Runner {
-    name: &'static str,
-    child: Child,
-}
-
-struct Fleet {
-    dir: PathBuf,
-    url: String,
-    runners: Vec<Runner>,
-    /// Every runner process ever started, by pid.
-    pids: BTreeMap<u32, &'static str>,
-}
-
-impl Fleet {
-    fn start(&mut self, name: &'static str) {
-        let log = std::fs::File::create(self.dir.join(format!("{name}-{}.log", self.pids.len())))
-            .expect("runner log");
-        let child = Command::new(env!("CARGO_BIN_EXE_cronslot"))
-            .args([
-                "run",
-                "fleet.toml",
-                "--workers",
-                "2",
-                "--log-format",
-                "json",
-            ])
-            .env("CRONSLOT_STORE", &self.url)
-            .env_remove("CRONSLOT_LOG")
-            .current_dir(&self.dir)
-            .stdout(Stdio::null())
-            .stderr(log)
-            .spawn()
-            .expect("start cronslot run");
-        self.pids.insert(child.id(), name);
-        self.runners.push(Runner { name, child });
+impl FleetStore for Pg<'_> {
+    fn crash(&self) {
+        self.server.crash();
     }
 
-    /// Waits (up to 30 s) for a runner with a job running now (started
-    /// within the last 10 s and not ended), preferring one not named
-    /// `not`: the target of a fault that must land on running jobs.
-    fn busy(&self, not: Option<&str>) -> &'static str {
-        let give_up = now_secs() + 30.0;
-        loop {
-            let now = now_secs();
-            let running: Vec<&'static str> = read_runs(&self.dir.join("runs.log"))
-                .iter()
-                .filter(|r| r.end.is_none() && now - r.start < 10.0)
-                .filter_map(|r| self.pids.get(&r.runner).copied())
-                .filter(|name| self.runners.iter().any(|live| live.name == *name))
-                .collect();
-            if let Some(name) = running
-                .iter()
-                .find(|name| Some(**name) != not)
-                .or(running.first())
-            {
-                return name;
-            }
-            assert!(now < give_up, "no runner has had a job running for 30 s");
-            std::thread::sleep(Duration::from_millis(50));
-        }
+    fn restart(&self) {
+        self.server.restart();
+        self.server.wait_ready(Duration::from_secs(30));
     }
 
-    fn runner(&mut self, name: &str) -> &mut Runner {
-        self.runners
-            .iter_mut()
-            .find(|r| r.name == name)
-            .expect("a runner of that name")
+    fn cut_connections(&self) -> u32 {
+        self.server.terminate_connections(&self.db)
     }
 
-    /// Sends `signal` to the runner and to every job it runs (each job
-    /// leads its own process group).
-    ///
-    /// The runner is stopped before its children are listed, so that it
-    /// starts no job after the listing, and it gets the signal itself
-    /// last: continued last, it reaps no job between the listing and the
-    /// signal; killed last, its jobs are still its children when listed.
-    /// A job's group may be gone by the time it is signalled (a job
-    /// forked just before the runner stopped can end while it is
-    /// stopped): that is not a failure.
-    fn signal(&mut self, name: &str, signal: &str) {
-        let pid = self.runner(name).child.id();
-        let send = |signal: &str, target: String, quiet: bool| {
-            Command::new("kill")
-                .arg(format!("-{signal}"))
-                .arg("--")
-                .arg(&target)
-                .stderr(if quiet {
-                    Stdio::null()
-                } else {
-                    Stdio::inherit()
-                })
-                .status()
-                .expect("kill")
-                .success()
-        };
-        if signal != "CONT" {
-            assert!(send("STOP", pid.to_string(), false), "kill -STOP {pid}");
-        }
-        for group in child_groups(pid) {
-            send(signal, format!("-{group}"), true);
-        }
-        assert!(send(signal, pid.to_string(), false), "kill -{signal} {pid}");
-    }
-
-    /// SIGKILL the runner and its jobs, and reap it.
-    fn kill(&mut self, name: &str) {
-        self.signal(name, "KILL");
-        let index = self
-            .runners
-            .iter()
-            .position(|r| r.name == name)
-            .expect("runner");
-        let mut runner = self.runners.remove(index);
-        let _ = runner.child.wait();
-    }
-
-    /// SIGTERM every runner; each finishes its running jobs and exits 0.
-    fn stop_all(&mut self) {
-        for runner in &self.runners {
-            let _ = Command::new("kill")
-                .args(["-TERM", &runner.child.id().to_string()])
-                .status();
-        }
-        for runner in &mut self.runners {
-            let status = runner.child.wait().expect("runner ends");
-            assert!(
-                status.success(),
-                "runner {} exited with {status}",
-                runner.name
-            );
-        }
-        self.runners.clear();
+    fn cut_name(&self) -> &'static str {
+        "pg_terminate_backend"
     }
 }
 
-impl Drop for Fleet {
-    fn drop(&mut self) {
-        for runner in &mut self.runners {
-            let pid = runner.child.id();
-            for group in child_groups(pid) {
-                let _ = Command::new("kill")
-                    .args(["-KILL", "--", &format!("-{group}")])
-                    .status();
-            }
-            let _ = runner.child.kill();
-            let _ = runner.child.wait();
-        }
+impl CliStore for Pg<'_> {
+    fn kind(&self) -> &'static str {
+        "postgres"
     }
-}
 
-/// The process groups of `pid`'s children (the jobs it runs).
-fn child_groups(pid: u32) -> BTreeSet<u32> {
-    let mut groups = BTreeSet::new();
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return groups;
-    };
-    for entry in entries.flatten() {
-        let Some((parent, group)) = parent_and_group(&entry.path()) else {
-            continue;
-        };
-        if parent == pid {
-            groups.insert(group);
-        }
+    fn found_there(&self) -> &'static str {
+        "already"
     }
-    // A job forked but not yet in a group of its own is still in the
-    // runner's group, which is this test's: never signal that.
-    if let Some((_, own)) = parent_and_group(Path::new("/proc/self")) {
-        groups.remove(&own);
+
+    fn label_start(&self) -> String {
+        "postgres://postgres@127.0.0.1:".into()
     }
-    groups
-}
 
-/// A process's parent and process group, from `/proc/<pid>/stat`.
-fn parent_and_group(proc_dir: &Path) -> Option<(u32, u32)> {
-    let stat = std::fs::read_to_string(proc_dir.join("stat")).ok()?;
-    // `pid (comm) state ppid pgrp …`; comm may hold spaces and parens.
-    let (_, rest) = stat.rsplit_once(')')?;
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    Some((fields.get(1)?.parse().ok()?, fields.get(2)?.parse().ok()?))
-}
-
-/// One run, from its `start` (and `end`, if it wrote one) lines.
-#[derive(Debug, Clone)]
-struct Run {
-    job: String,
-    slot: String,
-    fence: u64,
-    runner: u32,
-    start: f64,
-    end: Option<f64>,
-}
-
-fn read_runs(path: &Path) -> Vec<Run> {
-    let text = std::fs::read_to_string(path).unwrap_or_default();
-    let mut runs: BTreeMap<(String, u64), Run> = BTreeMap::new();
-    for line in text.lines() {
-        let f: Vec<&str> = line.split_whitespace().collect();
-        let [kind, job, slot, fence, _attempt, runner, at] = f[..] else {
-            panic!("a malformed record: {line:?}");
-        };
-        let fence: u64 = fence.parse().expect("fence");
-        let at: f64 = at.parse().expect("time");
-        let key = (job.to_string(), fence);
-        match kind {
-            "start" => {
-                let old = runs.insert(
-                    key,
-                    Run {
-                        job: job.into(),
-                        slot: slot.into(),
-                        fence,
-                        runner: runner.parse().expect("pid"),
-                        start: at,
-                        end: None,
-                    },
-                );
-                assert!(old.is_none(), "two runs of {job} with fence {fence}");
-            }
-            "end" => runs.get_mut(&key).expect("an end after its start").end = Some(at),
-            other => panic!("a malformed record kind {other:?}"),
-        }
+    fn check_init_document(&self, v: &serde_json::Value) {
+        assert_eq!(v["schema"], "ops");
+        assert_eq!(v["applied_migrations"], serde_json::json!([]));
+        assert!(v["version"].as_i64().is_some_and(|n| n >= 1), "{v}");
     }
-    runs.into_values().collect()
-}
 
-fn now_secs() -> f64 {
-    Timestamp::now().as_millisecond() as f64 / 1000.0
-}
+    fn records(&self) -> usize {
+        let n = self
+            .server
+            .psql(&self.db, "SELECT count(*) FROM ops.job_state");
+        n.parse().expect("a count")
+    }
 
-/// Sleeps until `second` (0–59) of the minute; from a later second, of the
-/// next minute.
-fn at_second(second: u64) {
-    let now = Timestamp::now().as_millisecond();
-    let into = now.rem_euclid(60_000) as u64;
-    let target = second * 1000;
-    let wait = if into < target {
-        target - into
-    } else {
-        60_000 - into + target
-    };
-    std::thread::sleep(Duration::from_millis(wait));
+    fn paused(&self) -> usize {
+        let sql = "SELECT count(*) FROM ops.job_state WHERE state LIKE '%\"paused\":true%'";
+        self.server.psql(&self.db, sql).parse().expect("a count")
+    }
+
+    fn rewind_two_minutes(&self) {
+        self.server.psql(
+            &self.db,
+            "UPDATE ops.job_state SET state = regexp_replace(state, \
+             '\"(created_at|cursor)\":\"[^\"]*\"', \
+             '\"\\1\":\"' || to_char((now() - interval '2 minutes') at time zone 'UTC', \
+             'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"') || '\"', 'g')",
+        );
+        self.server.psql(
+            &self.db,
+            "UPDATE ops.tick_mark SET mark = now() - interval '2 minutes'",
+        );
+    }
 }
 
 #[test]
 fn a_fleet_on_postgres_runs_every_slot_once_through_kills_freezes_crashes_and_cuts() {
-    let rounds: u32 = std::env::var("CRONSLOT_FLEET_ROUNDS")
-        .ok()
-        .and_then(|r| r.parse().ok())
-        .unwrap_or(1);
     // A server of its own: this test crashes it.
     let server = Server::start();
     let db = server.fresh_database("fleet");
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("fleet-pg");
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("dir");
-    std::fs::write(dir.join("fleet.toml"), manifest()).expect("manifest");
-    let valid = Command::new(env!("CARGO_BIN_EXE_cronslot"))
-        .args(["validate", "fleet.toml"])
-        .current_dir(&dir)
-        .output()
-        .expect("validate");
-    assert!(
-        valid.status.success(),
-        "{}",
-        String::from_utf8_lossy(&valid.stdout)
-    );
     let url = server.url(&db);
-    let init = Command::new(env!("CARGO_BIN_EXE_cronslot"))
-        .args(["init", "--store", &url])
-        .output()
-        .expect("init");
-    assert!(
-        init.status.success(),
-        "{}",
-        String::from_utf8_lossy(&init.stderr)
-    );
-    let mut fleet = Fleet {
-        dir: dir.clone(),
-        url: url.clone(),
-        runners: Vec::new(),
-        pids: BTreeMap::new(),
+    let pg = Pg {
+        server: &server,
+        db,
     };
-    at_second(45);
-    let began = now_secs();
-    for name in ["a", "b", "c"] {
-        fleet.start(name);
-    }
-    let mut frozen: Vec<(u32, f64, f64)> = Vec::new();
-    let mut faults = Vec::new();
-    std::thread::sleep(Duration::from_secs(3));
-    for name in ["a", "b", "c"] {
-        let alive = fleet.runner(name).child.try_wait().expect("wait").is_none();
-        assert!(alive, "runner {name} did not start: see {}", dir.display());
-    }
-    for _ in 0..rounds {
-        // Jobs start at :00 and run six seconds: each fault lands on
-        // running jobs, or on their outcomes being recorded.
-        at_second(1);
-        let killed = fleet.busy(None);
-        fleet.kill(killed);
-        faults.push(format!("{:.0} SIGKILL {killed}", now_secs() - began));
-        // While the other runners' jobs end and record their outcomes.
-        std::thread::sleep(Duration::from_secs(4));
-        let cut = server.terminate_connections(&db);
-        faults.push(format!(
-            "{:.0} pg_terminate_backend ({cut} connections)",
-            now_secs() - began
-        ));
-        std::thread::sleep(Duration::from_secs(3));
-        fleet.start(killed);
-
-        at_second(1);
-        let stopped = fleet.busy(Some(killed));
-        let pid = fleet.runner(stopped).child.id();
-        fleet.signal(stopped, "STOP");
-        let from = now_secs();
-        // Longer than the lease (60 s) plus the skew margin and a poll.
-        std::thread::sleep(Duration::from_secs(75));
-        fleet.signal(stopped, "CONT");
-        frozen.push((pid, from, now_secs()));
-        faults.push(format!("{:.0} SIGSTOP {stopped} for 75 s", from - began));
-
-        at_second(3);
-        server.crash();
-        faults.push(format!("{:.0} server crash", now_secs() - began));
-        std::thread::sleep(Duration::from_secs(6));
-        server.restart();
-        server.wait_ready(Duration::from_secs(30));
-    }
-    // A quiet minute for retries to finish, then stop between slots.
-    at_second(30);
-    at_second(30);
-    let ended = now_secs();
-    fleet.stop_all();
-
-    let runs = read_runs(&dir.join("runs.log"));
-    let report = format!(
-        "faults: {faults:?}\nrunners: {:?}\nruns: {}\n",
-        fleet.pids,
-        runs.len()
-    );
-    eprintln!("{report}");
-    let was_frozen = |run: &Run, until: f64| {
-        frozen
-            .iter()
-            .any(|(pid, from, to)| *pid == run.runner && run.start < *to && until > *from)
-    };
-
-    // Every slot ends: each minute from the first slot after the start to
-    // the last one before the stop has a run that wrote its `end`.
-    let first = (began / 60.0).ceil() as i64 * 60;
-    let last = ((ended - 10.0) / 60.0).floor() as i64 * 60;
-    for job in JOBS {
-        for minute in (first..=last).step_by(60) {
-            let slot = format!(
-                "{job}@{}",
-                Timestamp::from_second(minute)
-                    .expect("instant")
-                    .strftime("%Y-%m-%dT%H:%M:%SZ")
-            );
-            assert!(
-                runs.iter().any(|r| r.slot == slot && r.end.is_some()),
-                "slot {slot} never ended\n{report}"
-            );
-        }
-    }
-
-    // Two runs of one slot overlap only when one of them was frozen; a
-    // run without an `end` was killed (or cut by its time limit): it ran
-    // until at most its start plus the time limit.
-    let mut overlaps = 0;
-    for (i, a) in runs.iter().enumerate() {
-        for b in &runs[i + 1..] {
-            if a.slot != b.slot {
-                continue;
-            }
-            let a_end = a.end.unwrap_or(a.start + 15.0);
-            let b_end = b.end.unwrap_or(b.start + 15.0);
-            if a.start < b_end && b.start < a_end {
-                overlaps += 1;
-                assert!(
-                    was_frozen(a, a_end) || was_frozen(b, b_end),
-                    "runs {a:?} and {b:?} overlap and neither was frozen\n{report}"
-                );
-            }
-        }
-    }
-
-    // Fences increase in the order a job's runs start.
-    for job in JOBS {
-        let mut of_job: Vec<&Run> = runs.iter().filter(|r| r.job == job).collect();
-        of_job.sort_by(|a, b| a.start.total_cmp(&b.start));
-        for pair in of_job.windows(2) {
-            assert!(
-                pair[0].fence < pair[1].fence,
-                "fences of {job} do not increase: {:?} then {:?}\n{report}",
-                pair[0],
-                pair[1]
-            );
-        }
-    }
-
-    // The store at the end: no stuck lease, no dead letter, nothing
-    // pending, nothing missed.
-    let status = Command::new(env!("CARGO_BIN_EXE_cronslot"))
-        .args(["status", "--manifest", "fleet.toml", "--format", "json"])
-        .env("CRONSLOT_STORE", &url)
-        .current_dir(&dir)
-        .output()
-        .expect("status");
-    assert!(
-        status.status.success(),
-        "{}",
-        String::from_utf8_lossy(&status.stderr)
-    );
-    let status: serde_json::Value = serde_json::from_slice(&status.stdout).expect("json");
-    for job in status["jobs"].as_array().expect("jobs") {
-        let name = &job["job"];
-        assert_eq!(
-            job["leases"],
-            serde_json::json!([]),
-            "{name}: a stuck lease"
-        );
-        assert_eq!(
-            job["pending"],
-            serde_json::json!([]),
-            "{name}: a pending retry"
-        );
-        assert_eq!(job["dead_letters"]["count"], 0, "{name}: a dead letter");
-        for (reason, count) in job["counts"]["missed"].as_object().expect("missed") {
-            assert_eq!(count, 0, "{name}: missed for {reason}\n{report}");
-        }
-    }
-    // The faults landed on running jobs: a killed run's slot and a frozen
-    // run's slot were each run again, by another runner, with a newer
-    // fence.
-    for (pid, from, to) in &frozen {
-        let taken_over = runs.iter().any(|held| {
-            held.runner == *pid
-                && held.start < *from
-                && runs.iter().any(|again| {
-                    again.slot == held.slot
-                        && again.fence > held.fence
-                        && again.runner != *pid
-                        && again.start > *from
-                        && again.start < *to
-                })
-        });
-        assert!(
-            taken_over,
-            "no slot of the frozen runner {pid} was taken over\n{report}"
-        );
-    }
-    let rerun = runs
-        .iter()
-        .filter(|r| runs.iter().any(|o| o.slot == r.slot && o.fence > r.fence))
-        .count();
-    assert!(
-        rerun >= 2 * rounds as usize,
-        "faults should make runs again: {rerun}\n{report}"
-    );
-    eprintln!("overlapping runs (all of a frozen runner): {overlaps}; runs made again: {rerun}");
+    fleet::runs_every_slot_once_through_faults(&pg, &url, "fleet-pg");
 }
 
-fn cronslot_pg(dir: &Path, args: &[&str], store: &str) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_cronslot"))
-        .args(args)
-        .env("CRONSLOT_STORE", store)
-        .env_remove("CRONSLOT_LOG")
-        .env_remove("PGPASSWORD")
-        .current_dir(dir)
-        .output()
-        .expect("run cronslot")
-}
-
-fn scratch(name: &str) -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("pg").join(name);
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("dir");
-    dir
-}
-
-/// `init`, `tick`, `status` and `trigger` on PostgreSQL: init is
-/// idempotent, ticks on several machines at once run a slot once, the
-/// store commands read what the ticks wrote.
+/// `init`, `tick`, the store commands and `serve` on PostgreSQL, in a
+/// schema of its own (`ops`).
 #[test]
 fn init_tick_and_the_store_commands_work_on_postgres() {
     let server = cronslot_tests::postgres::shared();
     let db = server.fresh_database("cli");
     let url = format!("{}&schema=ops", server.url(&db));
-    let dir = scratch("cli");
-    std::fs::write(
-        dir.join("cronslot.toml"),
-        "[[job]]\nname = \"report\"\nschedule = \"* * * * *\"\n\
-         retry = { max_attempts = 1 }\n\
-         command = [\"sh\", \"-c\", \"echo \\\"$CRONSLOT_SLOT\\\" >> ran.log\"]\n",
-    )
-    .expect("manifest");
-    // status refuses a store that was never created, instead of creating it.
-    let o = cronslot_pg(&dir, &["status", "--manifest", "cronslot.toml"], &url);
-    assert_eq!(
-        o.status.code(),
-        Some(2),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    assert!(
-        String::from_utf8_lossy(&o.stderr).contains("cronslot init"),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    let o = cronslot_pg(&dir, &["init"], &url);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let first = String::from_utf8_lossy(&o.stdout).into_owned();
-    let o = cronslot_pg(&dir, &["init"], &url);
-    assert!(o.status.success());
-    let second = String::from_utf8_lossy(&o.stdout).into_owned();
-    assert_ne!(first, second, "the second init finds the schema there");
-    assert!(second.contains("already"), "{second}");
-    let o = cronslot_pg(&dir, &["init", "--format", "json"], &url);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let v: serde_json::Value =
-        serde_json::from_slice(&o.stdout).expect("init --format json: one document");
-    assert_eq!(v["kind"], "postgres");
-    assert_eq!(v["created"], false, "{v}");
-    assert_eq!(v["schema"], "ops");
-    assert_eq!(v["applied_migrations"], serde_json::json!([]));
-    assert!(v["version"].as_i64().is_some_and(|n| n >= 1), "{v}");
-    assert!(
-        !v["store"].as_str().unwrap().contains("password="),
-        "the store's label, without a password: {v}"
-    );
-    assert_eq!(
-        server.psql(&db, "SELECT count(*) FROM ops.job_state"),
-        "0",
-        "init creates the schema, no records"
-    );
-    // The store's first tick writes the tick mark and the record of the
-    // job (due in the minute it looks back over; nothing runs). Move both
-    // two minutes back, as if ticks had been running: the job's latest
-    // slot is due.
-    let o = cronslot_pg(&dir, &["tick", "cronslot.toml"], &url);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    assert!(!dir.join("ran.log").exists(), "the first tick ran nothing");
-    server.psql(
-        &db,
-        "UPDATE ops.job_state SET state = regexp_replace(state, \
-         '\"(created_at|cursor)\":\"[^\"]*\"', \
-         '\"\\1\":\"' || to_char((now() - interval '2 minutes') at time zone 'UTC', \
-         'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"') || '\"', 'g')",
-    );
-    server.psql(
-        &db,
-        "UPDATE ops.tick_mark SET mark = now() - interval '2 minutes'",
-    );
-    let ticks: Vec<_> = (0..3)
-        .map(|_| {
-            Command::new(env!("CARGO_BIN_EXE_cronslot"))
-                .args(["tick", "cronslot.toml"])
-                .env("CRONSLOT_STORE", &url)
-                .current_dir(&dir)
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
-                .spawn()
-                .expect("tick")
-        })
-        .collect();
-    for t in ticks {
-        let o = t.wait_with_output().expect("tick ends");
-        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    }
-    let ran = std::fs::read_to_string(dir.join("ran.log")).expect("the job ran");
-    assert_eq!(ran.lines().count(), 1, "{ran}");
-    let o = cronslot_pg(
-        &dir,
-        &["status", "--manifest", "cronslot.toml", "--format", "json"],
-        &url,
-    );
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let status: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
-    let job = &status["jobs"][0];
-    assert_eq!(job["counts"]["succeeded"], 1, "{job}");
-    assert!(
-        status["store"]
-            .as_str()
-            .expect("store")
-            .starts_with("postgres://postgres@127.0.0.1:"),
-        "{status}"
-    );
-
-    // `cronslot serve` on the same store: the routes read what the ticks
-    // wrote, a pause is written to it, and a tick over HTTP in the same
-    // minute runs nothing again.
-    use crate::serve::{ADMIN_TOKEN, TICK_SECRET, call, job as job_of, json, serve, stop};
-    let (child, port) = serve(
-        &dir,
-        &url,
-        &[],
-        &[
-            ("CRONSLOT_ADMIN_TOKEN", ADMIN_TOKEN),
-            ("CRONSLOT_TICK_SECRET", TICK_SECRET),
-        ],
-    );
-    let status = json(&call(port, "GET", "/cronslot/status", Some(ADMIN_TOKEN)));
-    assert_eq!(job_of(&status, "report")["succeeded"], 1, "{status}");
-    let pause = call(
-        port,
-        "POST",
-        "/cronslot/jobs/report/pause",
-        Some(ADMIN_TOKEN),
-    );
-    assert_eq!(pause.status, 200, "{pause:?}");
-    assert_eq!(
-        server.psql(
-            &db,
-            "SELECT count(*) FROM ops.job_state WHERE state LIKE '%\"paused\":true%'"
-        ),
-        "1",
-        "the pause is in the database"
-    );
-    let tick = call(port, "POST", "/cronslot/tick", Some(TICK_SECRET));
-    assert_eq!(tick.status, 200, "{tick:?}");
-    assert_eq!(json(&tick)["runs"], 0, "{tick:?}");
-    stop(child);
-    let ran = std::fs::read_to_string(dir.join("ran.log")).expect("the job ran");
-    assert_eq!(ran.lines().count(), 1, "{ran}");
+    let pg = Pg { server, db };
+    fleet::init_tick_and_the_store_commands_work(&pg, &url, &fleet::scratch("pg", "cli"));
 }
 
-/// Bad input on PostgreSQL: one sentence naming the store without its
-/// password, and nothing written.
+/// Bad input on PostgreSQL: a wrong password, a closed port and a bad
+/// `sslmode`.
 #[test]
 fn postgres_errors_name_the_store_and_never_the_password() {
     let server = cronslot_tests::postgres::shared();
     let db = server.fresh_database("cli_errors");
-    let dir = scratch("errors");
-    std::fs::write(
-        dir.join("cronslot.toml"),
-        "[[job]]\nname = \"c\"\nschedule = \"*/5 * * * *\"\ncommand = [\"true\"]\n",
-    )
-    .expect("manifest");
     let secret = "Sw0rdfish-9f3e";
     let user = cronslot_tests::postgres::unique("wrongpw");
     server.create_role(&user, Some("the-right-one"));
-    let closed = {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").expect("port");
-        l.local_addr().expect("addr").port()
-    };
+    let closed = fleet::closed_port();
     let cases = [
         (server.url_as(&user, Some(secret), &db), 2, "password"),
         (
@@ -728,16 +127,9 @@ fn postgres_errors_name_the_store_and_never_the_password() {
             "sslmode",
         ),
     ];
-    for (url, code, says) in cases {
-        for args in [vec!["init"], vec!["tick", "cronslot.toml"]] {
-            let o = cronslot_pg(&dir, &args, &url);
-            let err = String::from_utf8_lossy(&o.stderr).into_owned();
-            let out = String::from_utf8_lossy(&o.stdout).into_owned();
-            assert_eq!(o.status.code(), Some(code), "{args:?} {err}");
-            assert!(err.contains(says), "{args:?}: {err}");
-            assert!(!err.contains(secret) && !out.contains(secret), "{err}{out}");
-            assert_eq!(err.trim().lines().count(), 1, "one sentence: {err}");
-        }
-    }
-    assert!(!dir.join("cronslot.db").exists());
+    fleet::errors_name_the_store_and_never_the_password(
+        &fleet::scratch("pg", "errors"),
+        secret,
+        &cases,
+    );
 }

@@ -10,7 +10,9 @@
 mod check;
 mod cli;
 mod dashboard;
+mod fleet;
 mod fleet_pg;
+mod fleet_redis;
 mod new;
 mod render;
 mod run;

@@ -1,7 +1,8 @@
 //! `cronslot tick` (one pass, for system cron and CronJobs), `cronslot
 //! init`, and what `run` and `tick` share: the store from CRONSLOT_STORE,
 //! the secrets a command never inherits, the health probes, SIGTERM.
-//! On SQLite here; the same commands on PostgreSQL are in `fleet_pg`.
+//! On SQLite here; the same commands on PostgreSQL and Redis are in `fleet`
+//! (run by `fleet_pg` and `fleet_redis`).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
