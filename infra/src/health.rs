@@ -17,7 +17,7 @@ use axum::Router;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::routing::get;
-use cronslot_local::{Health, Verdict};
+use cronslot_runner::{Health, Verdict};
 
 use crate::exit::Failure;
 

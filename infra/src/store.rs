@@ -33,12 +33,12 @@ mod runtime;
 use std::path::PathBuf;
 use std::rc::Rc;
 
-use cronslot_aws::dynamo::{DynamoStore, parse_dynamodb_location};
 use cronslot_core::coord::CasCoordinator;
 use cronslot_core::manifest::{JobSpec, Manifest};
-use cronslot_local::{SqliteStore, parse_sqlite_location};
+use cronslot_dynamodb::{DynamoStore, parse_dynamodb_location};
 use cronslot_postgres::{PgLocation, PgOptions, PgStore, parse_postgres_location};
 use cronslot_redis::{RedisLocation, RedisOptions, RedisStore, parse_redis_location};
+use cronslot_sqlite::{SqliteStore, parse_sqlite_location};
 use jiff::Timestamp;
 
 use crate::cli::StoreArgs;

@@ -15,7 +15,7 @@ use cronslot_aws::lambda::{Handler, Host, Invocation};
 use cronslot_core::coord::exec::block_on;
 use cronslot_core::coord::{CasCoordinator, MemoryStore, Trigger};
 use cronslot_core::manifest::{Manifest, parse_manifest};
-use cronslot_local::{Clock, Runner, SqliteStore};
+use cronslot_runner::{Clock, Runner, SqliteStore};
 use cronslot_runtime::{JobError, Jobs, Outcome, Platform, ServeOptions, VirtualPlatform, serve};
 use jiff::{SignedDuration, Timestamp};
 use serde_json::{Value, json};

@@ -14,6 +14,7 @@
 
 use std::fmt;
 
+#[cfg(feature = "lambda")]
 use lambda_runtime::Diagnostic;
 
 /// The kinds of failure, each with its Lambda `errorType`.
@@ -133,6 +134,7 @@ impl fmt::Display for HandlerError {
 
 impl std::error::Error for HandlerError {}
 
+#[cfg(feature = "lambda")]
 impl From<HandlerError> for Diagnostic {
     fn from(e: HandlerError) -> Diagnostic {
         Diagnostic {

@@ -16,6 +16,12 @@ use cronslot_runtime::Jobs;
 use jiff::Timestamp;
 use std::rc::Rc;
 
+/// The table's name.
+pub const TABLE_ENV: &str = "CRONSLOT_TABLE";
+
+/// An endpoint to use instead of DynamoDB's (DynamoDB Local, moto).
+pub const ENDPOINT_ENV: &str = "CRONSLOT_DYNAMODB_ENDPOINT";
+
 /// The environment variable naming a manifest file.
 pub const MANIFEST_ENV: &str = "CRONSLOT_MANIFEST";
 

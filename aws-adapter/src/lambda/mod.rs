@@ -110,6 +110,7 @@ pub mod log;
 pub mod metrics;
 mod observe;
 mod platform;
+#[cfg(feature = "lambda")]
 mod runtime;
 
 pub use cronslot_runtime::{JobError, Jobs, LocalFuture, RunContext};
@@ -117,6 +118,7 @@ pub use error::{ErrorKind, HandlerError};
 pub use handler::{
     CATCH_UP_MARGIN, Clock, Handler, Host, Invocation, MAX_RUNS, RESERVE, StoreFactory,
 };
-pub use init::{InitError, MANIFEST_ENV, ManifestSource, check};
+pub use init::{ENDPOINT_ENV, InitError, MANIFEST_ENV, ManifestSource, TABLE_ENV, check};
 pub use observe::{FateWatcher, Fates, Observed};
-pub use runtime::{ENDPOINT_ENV, Error, TABLE_ENV, run, serve};
+#[cfg(feature = "lambda")]
+pub use runtime::{Error, run, serve};

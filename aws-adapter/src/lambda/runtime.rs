@@ -14,19 +14,13 @@ use lambda_runtime::{LambdaEvent, service_fn};
 use serde_json::{Value, json};
 
 use super::handler::{Handler, Host, Invocation, RESERVE};
-use super::init::{InitError, MANIFEST_ENV, ManifestSource};
+use super::init::{ENDPOINT_ENV, InitError, MANIFEST_ENV, ManifestSource, TABLE_ENV};
 use cronslot_runtime::Jobs;
 
 use crate::dynamo::DynamoStore;
 
 /// The error `run` and `serve` return (the Lambda runtime's).
 pub type Error = lambda_runtime::Error;
-
-/// The table's name.
-pub const TABLE_ENV: &str = "CRONSLOT_TABLE";
-
-/// An endpoint to use instead of DynamoDB's (DynamoDB Local, moto).
-pub const ENDPOINT_ENV: &str = "CRONSLOT_DYNAMODB_ENDPOINT";
 
 /// Runs the function: builds a single-threaded Tokio runtime (the core's
 /// futures are not `Send`, and a Lambda invocation runs one event at a

@@ -9,6 +9,7 @@
 #![allow(async_fn_in_trait)]
 
 use std::fmt;
+use std::sync::Arc;
 use std::time::Duration;
 
 use jiff::Timestamp;
@@ -55,14 +56,21 @@ pub enum StoreErrorKind {
     Other,
 }
 
-/// An error of a store operation: its kind decides whether it is worth
-/// retrying (see [`CoordError::is_transient`](super::CoordError::is_transient)).
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// An error of a store operation, the one error type of every store:
+/// its kind decides whether it is worth retrying (see
+/// [`CoordError::is_transient`](super::CoordError::is_transient)), its
+/// message says what happened and what to do, in one sentence that names
+/// the store without its password; [`code`](StoreError::code) is the
+/// server's own code when a server reported it, and
+/// [`source`](std::error::Error::source) the client's error underneath.
+#[derive(Clone)]
 pub struct StoreError {
     /// What went wrong, for the caller to decide what to do.
     pub kind: StoreErrorKind,
-    /// What happened, for logs and operators.
+    /// What happened, for logs and operators. Never holds a secret.
     pub message: String,
+    code: Option<String>,
+    source: Option<Arc<dyn std::error::Error + Send + Sync + 'static>>,
 }
 
 impl StoreError {
@@ -71,6 +79,8 @@ impl StoreError {
         StoreError {
             kind,
             message: message.into(),
+            code: None,
+            source: None,
         }
     }
 
@@ -79,11 +89,76 @@ impl StoreError {
         Self::new(StoreErrorKind::Unavailable, message)
     }
 
+    /// A [`StoreErrorKind::Corrupt`] error: a stored record that cannot be
+    /// read.
+    pub fn corrupt(message: impl Into<String>) -> StoreError {
+        Self::new(StoreErrorKind::Corrupt, message)
+    }
+
     /// A [`StoreErrorKind::Other`] error: not worth retrying.
     pub fn other(message: impl Into<String>) -> StoreError {
         Self::new(StoreErrorKind::Other, message)
     }
+
+    /// The same error, with the server's code (PostgreSQL's SQLSTATE,
+    /// Redis's error prefix, DynamoDB's error code).
+    pub fn with_code(mut self, code: impl Into<String>) -> StoreError {
+        self.code = Some(code.into());
+        self
+    }
+
+    /// The same error, with the client's error that caused it. Its text
+    /// must hold no secret either: stores attach errors whose text they
+    /// have checked (a client's connection error never echoes the
+    /// password it was given).
+    pub fn with_source(
+        mut self,
+        source: impl std::error::Error + Send + Sync + 'static,
+    ) -> StoreError {
+        self.source = Some(Arc::new(source));
+        self
+    }
+
+    /// Whether it is worth retrying, and how: see [`StoreErrorKind`].
+    pub fn kind(&self) -> &StoreErrorKind {
+        &self.kind
+    }
+
+    /// The sentence for logs and operators.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+
+    /// The server's code, when a server reported the error (`28P01`,
+    /// `WRONGPASS`, `ResourceNotFoundException`, …).
+    pub fn code(&self) -> Option<&str> {
+        self.code.as_deref()
+    }
 }
+
+impl fmt::Debug for StoreError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut d = f.debug_struct("StoreError");
+        d.field("kind", &self.kind).field("message", &self.message);
+        if let Some(code) = &self.code {
+            d.field("code", code);
+        }
+        if let Some(source) = &self.source {
+            d.field("source", &format_args!("{source}"));
+        }
+        d.finish()
+    }
+}
+
+/// Two errors are equal when they say the same: kind, message and code
+/// (the source is the client's and has no equality).
+impl PartialEq for StoreError {
+    fn eq(&self, other: &StoreError) -> bool {
+        self.kind == other.kind && self.message == other.message && self.code == other.code
+    }
+}
+
+impl Eq for StoreError {}
 
 impl From<DecodeError> for StoreError {
     fn from(e: DecodeError) -> Self {
@@ -103,7 +178,13 @@ impl fmt::Display for StoreError {
     }
 }
 
-impl std::error::Error for StoreError {}
+impl std::error::Error for StoreError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.source
+            .as_deref()
+            .map(|e| e as &(dyn std::error::Error + 'static))
+    }
+}
 
 /// A store location (a `--store` URL, or a store's own configuration) that
 /// cannot be used, and why: one type for every store's parser.

@@ -10,11 +10,11 @@ use axum::http::StatusCode;
 use axum::routing::get;
 use axum::{Json, Router};
 use cronslot_core::manifest::parse_manifest;
-use cronslot_local::{
+use cronslot_postgres::PgStore;
+use cronslot_runner::{
     Clock, Health, Jobs, LogFormat, RunContext, Runner, RunnerStore, SqliteStore, StopHandle,
     Summary, Verdict, init_logging,
 };
-use cronslot_postgres::PgStore;
 use cronslot_runtime::JobResult;
 
 /// The manifest, embedded: the service and its jobs ship together.

@@ -11,7 +11,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use cronslot_core::manifest::{parse_duration, parse_manifest};
-use cronslot_local::{Clock, LogFormat, Runner, SqliteStore, init_logging};
+use cronslot_runner::{Clock, LogFormat, Runner, SqliteStore, init_logging};
 
 /// The manifest, embedded: the program and its jobs ship together.
 const MANIFEST: &str = include_str!("../cronslot.toml");

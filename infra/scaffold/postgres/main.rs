@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use clap::Parser;
 use cronslot_core::manifest::{parse_duration, parse_manifest};
-use cronslot_local::{
+use cronslot_runner::{
     Clock, Health, LogFormat, Runner, RunnerStore, SqliteStore, Verdict, init_logging,
 };
 use cronslot_postgres::PgStore;

@@ -27,8 +27,8 @@ const CRATES: &[(&str, &str)] = &[
     ("cronslot-runtime", "runtime"),
     ("cronslot-aws", "aws-adapter"),
     ("cronslot-cf", "cf-adapter"),
-    ("cronslot-local", "local-adapter"),
-    ("cronslot-postgres", "postgres"),
+    ("cronslot-runner", "runner"),
+    ("cronslot-postgres", "stores/postgres"),
 ];
 
 /// Names a project cannot take: the crates it depends on (a package cannot
@@ -39,8 +39,11 @@ const RESERVED: &[&str] = &[
     "cronslot-runtime",
     "cronslot-aws",
     "cronslot-cf",
-    "cronslot-local",
+    "cronslot-runner",
+    "cronslot-sqlite",
     "cronslot-postgres",
+    "cronslot-redis",
+    "cronslot-dynamodb",
     "cronslot-cli",
     "clap",
     "tokio",
@@ -247,7 +250,7 @@ impl Deps {
 fn checkout(dir: &Path) -> Result<PathBuf, Failure> {
     let bad = |why: String| {
         Failure::bad_input(format!(
-            "error: --cronslot-path {}: {why}; it must be a checkout of cronslot's repository (the directory with its workspace Cargo.toml and core/, runtime/, aws-adapter/, cf-adapter/, local-adapter/, postgres/)",
+            "error: --cronslot-path {}: {why}; it must be a checkout of cronslot's repository (the directory with its workspace Cargo.toml and core/, runtime/, aws-adapter/, cf-adapter/, runner/, stores/)",
             dir.display()
         ))
     };
@@ -345,14 +348,14 @@ fn project(
             include_str!("../../scaffold/local/cronslot.toml"),
             include_str!("../../scaffold/local/main.rs"),
             include_str!("../../scaffold/local/README.md"),
-            "cronslot_local",
+            "cronslot_runner",
         ),
         NewPlatform::Postgres => (
             include_str!("../../scaffold/postgres/Cargo.toml.in"),
             include_str!("../../scaffold/postgres/cronslot.toml"),
             include_str!("../../scaffold/postgres/main.rs"),
             include_str!("../../scaffold/postgres/README.md"),
-            "cronslot_local",
+            "cronslot_runner",
         ),
     };
     let fill = |template: &str| fill(template, name, &worker, adapter, deps);

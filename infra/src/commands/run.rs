@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use cronslot_core::coord::{DeadLetter, MissReason, SkipReason};
 use cronslot_core::manifest::{Action, Manifest, parse_duration};
-use cronslot_local::{Clock, JobSummary, LogFormat, Runner, RunnerStore, Summary, init_logging};
+use cronslot_runner::{Clock, JobSummary, LogFormat, Runner, RunnerStore, Summary, init_logging};
 use jiff::{SignedDuration, Timestamp};
 use serde::Serialize;
 
@@ -246,7 +246,7 @@ pub(super) fn refuse_function_jobs(manifest: &Manifest, command: &str) -> Result
     }
     Err(Failure::bad_input(format!(
         "error: `cronslot {command}` runs command and http jobs only; these jobs have neither and \
-         need a Rust function registered by a program that embeds cronslot-local's runner \
+         need a Rust function registered by a program that embeds cronslot-runner \
          (see examples/fleet): {}",
         names.join(", ")
     )))

@@ -26,7 +26,7 @@ use axum::http::{HeaderName, HeaderValue, StatusCode};
 use axum::response::Response;
 use cronslot_core::coord::{CasCoordinator, repair_wake};
 use cronslot_core::manifest::Manifest;
-use cronslot_local::{Clock, LocalPlatform, Runner, RunnerStore, Summary, init_logging};
+use cronslot_runner::{Clock, LocalPlatform, Runner, RunnerStore, Summary, init_logging};
 use cronslot_runtime::admin::{self, AdminRequest, AdminRoute, ErrorKind, Reply};
 use cronslot_runtime::{Jobs, Platform};
 use tokio::sync::{Semaphore, oneshot};

@@ -12,7 +12,7 @@
 //! caught up as each job's `catch_up` says. A pass with nothing due costs
 //! the store two requests, however many jobs the manifest holds.
 
-use cronslot_local::{Clock, Runner, Summary, init_logging};
+use cronslot_runner::{Clock, Runner, Summary, init_logging};
 use serde::Serialize;
 
 use super::run::{log_format, log_warnings, refuse_function_jobs, run};

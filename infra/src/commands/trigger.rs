@@ -23,7 +23,7 @@ use std::time::Instant;
 use cronslot_core::coord::Trigger as ClaimTrigger;
 use cronslot_core::coord::{Claim, Coordinator, FailOutcome, Idle};
 use cronslot_core::manifest::{Action, JobSpec};
-use cronslot_local::{Clock, LocalPlatform};
+use cronslot_runner::{Clock, LocalPlatform};
 use cronslot_runtime::admin::{
     TriggerDoc, TriggerKind, TriggerOutcome, trigger_doc, trigger_outcome,
 };

@@ -5,18 +5,18 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use cronslot_aws::dynamo::{MARK, WAKE, WAKE_INDEX, WAKE_SHARD};
 use cronslot_aws::lambda::TABLE_ENV;
 use cronslot_aws::lambda::metrics::{DIMENSION, NAMESPACE, RUN_SUCCEEDED};
 use cronslot_core::manifest::{JobSpec, format_duration};
 use cronslot_core::translate::Platform;
+use cronslot_dynamodb::{MARK, WAKE, WAKE_INDEX, WAKE_SHARD};
 
 use super::plan::{self, AlarmPlan, EVENTBRIDGE_TICK, Plan};
 use super::yaml::{Map, Node, get_att, r#ref, sub, write_document};
 use super::{Rendered, Source, comment_lines};
 
 /// The partition key and TTL attribute of the adapter's table
-/// (`cronslot_aws::dynamo`).
+/// (`cronslot_dynamodb`).
 const PARTITION_KEY: &str = "pk";
 
 pub struct Options {
@@ -208,7 +208,7 @@ pub fn render(source: &Source<'_>, options: &Options) -> Rendered {
                     .put(
                         "TimeToLiveSpecification",
                         Map::new()
-                            .put("AttributeName", cronslot_aws::dynamo::TTL_ATTRIBUTE)
+                            .put("AttributeName", cronslot_dynamodb::TTL_ATTRIBUTE)
                             .put("Enabled", true),
                     )
                     .put(

@@ -204,7 +204,7 @@ pub fn refuse_functions(manifest: &Manifest) -> Result<(), Failure> {
         return Ok(());
     }
     Err(Failure::bad_input(format!(
-        "error: `cronslot run` and `cronslot tick` run command and http jobs only; these jobs need a Rust function registered by a program that embeds cronslot-local: {}",
+        "error: `cronslot run` and `cronslot tick` run command and http jobs only; these jobs need a Rust function registered by a program that embeds cronslot-runner: {}",
         names.join(", ")
     )))
 }

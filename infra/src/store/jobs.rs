@@ -7,11 +7,11 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use cronslot_aws::dynamo::DynamoStore;
 use cronslot_core::coord::StoreErrorKind;
-use cronslot_local::{Clock, SqliteStore};
+use cronslot_dynamodb::DynamoStore;
 use cronslot_postgres::{JudgeClock, PgLocation, PgOptions, PgStore};
 use cronslot_redis::{RedisLocation, RedisOptions, RedisStore};
+use cronslot_runner::{Clock, SqliteStore};
 use cronslot_runtime::admin::{JobErrorDoc, RepairedJob};
 use jiff::Timestamp;
 use serde::Serialize;

@@ -8,7 +8,7 @@ use std::process::{Command, Output};
 use cronslot_core::coord::exec::block_on;
 use cronslot_core::coord::{CasCoordinator, Claim, Coordinator, FailOutcome, Trigger};
 use cronslot_core::manifest::{JobSpec, parse_manifest};
-use cronslot_local::SqliteStore;
+use cronslot_runner::SqliteStore;
 use jiff::{SignedDuration, Timestamp, ToSpan};
 use serde_json::Value;
 

@@ -5,9 +5,9 @@
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
-use cronslot_aws::dynamo::DynamoStore;
 use cronslot_core::coord::{CasCoordinator, Claim, Coordinator, FailOutcome, Trigger};
 use cronslot_core::manifest::parse_manifest;
+use cronslot_dynamodb::DynamoStore;
 use jiff::{SignedDuration, Timestamp};
 
 const MANIFEST: &str = r#"

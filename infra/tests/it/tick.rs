@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use cronslot_core::coord::{JobState, StateStore, TickIndex, exec::block_on};
 use cronslot_core::manifest::parse_manifest;
-use cronslot_local::SqliteStore;
+use cronslot_runner::SqliteStore;
 use jiff::{SignedDuration, Timestamp};
 
 fn scratch(name: &str) -> PathBuf {

@@ -23,7 +23,7 @@ use cronslot_core::coord::{
     MemoryStore, RunOutcome, StateStore, StoreErrorKind, Trigger,
 };
 use cronslot_core::manifest::JobSpec;
-use cronslot_local::SqliteStore;
+use cronslot_runner::SqliteStore;
 use cronslot_tests::sim::{FaultPlan, FaultStore};
 use jiff::Timestamp;
 

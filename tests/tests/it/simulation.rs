@@ -6,7 +6,7 @@
 use std::time::Instant;
 
 use cronslot_core::coord::MemoryStore;
-use cronslot_local::SqliteStore;
+use cronslot_runner::SqliteStore;
 use cronslot_tests::sim::{SimConfig, SimReport, simulate, slots_from_env};
 
 fn seeds(default: &[u64]) -> Vec<u64> {

@@ -14,8 +14,8 @@ use std::sync::OnceLock;
 
 use cronslot_core::coord::{CasCoordinator, Claim, Coordinator, Trigger};
 use cronslot_core::manifest::{JobSpec, parse_manifest};
-use cronslot_local::{Clock, Runner, RunnerStore, SqliteStore, Summary};
 use cronslot_postgres::{JudgeClock, PgOptions, PgStore, parse_postgres_location_with_env};
+use cronslot_runner::{Clock, Runner, RunnerStore, SqliteStore, Summary};
 use cronslot_tests::postgres::{shared, unique};
 use cronslot_tests::scale::{Mix, manifest};
 use jiff::{SignedDuration, Timestamp};

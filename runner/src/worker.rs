@@ -1,0 +1,456 @@
+//! One worker: a loop that claims due slots and runs each claimed lease in
+//! a task of its own, on one thread (a current-thread runtime and a
+//! `LocalSet`: the core's futures are not `Send`).
+//!
+//! Each round is a tick (docs/design.md §11): the store's tick mark and
+//! wake index, and the manifest's slots since the mark, say which jobs to
+//! claim; no other job's record is read. The coordinator decides
+//! everything about slots (which is due, overlap, catch-up, retries); the
+//! worker claims each of those jobs until told it is idle, moves the mark,
+//! and sleeps until the next whole minute (when slots fall), the earliest
+//! instant a claim told it about (a retry), a short poll (for what other
+//! workers and processes change), or a stop request.
+
+use std::collections::HashMap;
+use std::rc::Rc;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use std::collections::HashSet;
+
+use cronslot_core::coord::{
+    CasCoordinator, Claim, Coordinator, EffectLedger, Idle, Lease, SlotId, StateStore, TickIndex,
+    Trigger, decide, format_instant,
+};
+use cronslot_core::manifest::JobSpec;
+use cronslot_runtime::{Jobs, MAX_WOKEN_PER_TICK, Platform, TickJob, TickPlan, run_lease};
+use jiff::Timestamp;
+use tokio::sync::{Notify, watch};
+use tokio::task::JoinSet;
+
+use crate::clock::{Clock, add};
+use crate::health::Health;
+use crate::log::emit_run;
+use crate::platform::LocalPlatform;
+use crate::summary::Tally;
+use cronslot_sqlite::SqliteStore;
+
+/// The coordinator every worker of the local runner uses on its default
+/// store.
+pub type LocalCoordinator = CasCoordinator<SqliteStore>;
+
+/// How often (clock time) a worker looks again at jobs whose next event it
+/// cannot know: a slot held by another worker's run, a paused job, a retry
+/// or a backfill queued by someone else.
+const POLL: Duration = Duration::from_secs(5);
+
+/// The shortest real pause between polls, so that a very fast clock does
+/// not turn polling into spinning.
+const MIN_REAL_POLL: Duration = Duration::from_millis(5);
+
+/// Claims one job may take in one round (an `allow` job takes up to its
+/// `max_concurrency`); a bound so that a bug cannot loop forever.
+const MAX_CLAIMS_PER_ROUND: usize = 128;
+
+/// Between tries of a store operation that failed (clock time).
+const STORE_RETRY: Duration = Duration::from_secs(5);
+
+/// The shortest real pause before a failed claim is tried again.
+const MIN_REAL_STORE_RETRY: Duration = Duration::from_millis(250);
+
+/// Slots fall on whole minutes: a worker wakes at each, so that a slot
+/// starts on time whatever the poll.
+const MINUTE: i64 = 60;
+
+/// What the runner asks of its workers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Stop {
+    Running,
+    /// Claim nothing more; let the running jobs finish.
+    Graceful,
+    /// Stop the running jobs too (they are reported as transient failures,
+    /// so their slots are retried).
+    Now,
+}
+
+/// A store the runner's workers share: the state store, the effect ledger
+/// and the tick index, used from several threads at once (each worker
+/// thread runs its own current-thread tokio runtime). SQLite, PostgreSQL
+/// and DynamoDB are such stores; anything that implements the core's store
+/// traits and is `Clone + Send + Sync` is one.
+pub trait RunnerStore:
+    StateStore + EffectLedger + TickIndex + Clone + Send + Sync + 'static
+{
+}
+
+impl<S: StateStore + EffectLedger + TickIndex + Clone + Send + Sync + 'static> RunnerStore for S {}
+
+/// What the runner, its workers and their platforms watch together: the
+/// tally of claims and runs, and the runner's health.
+pub(crate) struct Watch {
+    pub tally: Mutex<Tally>,
+    pub health: Arc<Health>,
+}
+
+impl Watch {
+    pub(crate) fn tally(&self) -> MutexGuard<'_, Tally> {
+        // The tally holds plain counters: a panic elsewhere cannot leave it
+        // half-updated in a way that matters more than losing the summary.
+        self.tally.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// What every worker of a runner shares.
+pub(crate) struct Shared<S> {
+    pub specs: Vec<JobSpec>,
+    pub jobs: Jobs,
+    pub clock: Clock,
+    pub store: S,
+    pub until: Option<Timestamp>,
+    /// One pass (`cronslot tick`): claim what is due once, run it, end.
+    pub single_pass: bool,
+    pub watch: Arc<Watch>,
+}
+
+impl<S> Shared<S> {
+    pub(crate) fn tally(&self) -> MutexGuard<'_, Tally> {
+        self.watch.tally()
+    }
+}
+
+pub(crate) struct Worker<S: RunnerStore> {
+    /// From 1.
+    number: u32,
+    owner: String,
+    coordinator: Rc<CasCoordinator<S>>,
+    plan: TickPlan,
+    shared: Arc<Shared<S>>,
+    platform: Rc<dyn Platform>,
+    /// A run of this worker ended: look again at once (its job may have a
+    /// retry or a waiting slot now).
+    wake: Notify,
+    /// The earliest wake a record this worker wrote holds (a retry's time):
+    /// the loop sleeps no longer than that, so a retry starts on time
+    /// rather than at the next poll.
+    soonest: std::cell::Cell<Option<Timestamp>>,
+    stop: watch::Receiver<Stop>,
+}
+
+impl<S: RunnerStore> Worker<S> {
+    pub(crate) fn new(
+        number: u32,
+        owner: String,
+        seed: u64,
+        shared: Arc<Shared<S>>,
+        stop: watch::Receiver<Stop>,
+    ) -> Worker<S> {
+        let platform = LocalPlatform::for_worker(shared.clock.clone(), stop.clone())
+            .watched_by(Arc::clone(&shared.watch));
+        Worker {
+            number,
+            owner,
+            coordinator: Rc::new(CasCoordinator::new(shared.store.clone(), seed)),
+            plan: TickPlan::new(shared.specs.iter().cloned().map(Rc::new).collect(), |_| {
+                true
+            }),
+            shared,
+            platform: Rc::new(platform),
+            wake: Notify::new(),
+            soonest: std::cell::Cell::new(None),
+            stop,
+        }
+    }
+
+    fn clock(&self) -> &Clock {
+        &self.shared.clock
+    }
+
+    fn stopping(&self) -> bool {
+        *self.stop.borrow() != Stop::Running
+    }
+
+    /// The worker's loop; returns when told to stop or at `until`, after
+    /// its running jobs have finished.
+    pub(crate) async fn run(self: Rc<Self>) {
+        let mut runs = JoinSet::new();
+        // Per job: the next slot the coordinator told us of, to notice when
+        // another worker takes it.
+        let mut expected: HashMap<usize, Timestamp> = HashMap::new();
+        let mut stop = self.stop.clone();
+        let mut stop_open = true;
+        let health = &self.shared.watch.health;
+        loop {
+            health.progress(self.number);
+            let now = self.clock().now();
+            if self.stopping() || self.shared.until.is_some_and(|u| now >= u) {
+                break;
+            }
+            let poll = POLL.max(self.clock_time_of(MIN_REAL_POLL));
+            let mut wake_at = add(now, poll).min(next_minute(now));
+            if let Some(t) = self.tick(&mut runs, &mut expected).await {
+                wake_at = wake_at.min(t);
+            }
+            if let Some(t) = self.soonest.take().filter(|t| *t > now) {
+                wake_at = wake_at.min(t);
+            }
+            if let Some(until) = self.shared.until {
+                wake_at = wake_at.min(until);
+            }
+            while let Some(done) = runs.try_join_next() {
+                self.note_task_end(done);
+            }
+            if self.shared.single_pass {
+                break;
+            }
+            tokio::select! {
+                () = self.clock().sleep_until(wake_at) => {}
+                () = self.wake.notified() => {}
+                changed = stop.changed(), if stop_open => stop_open = changed.is_ok(),
+            }
+        }
+        tracing::debug!(owner = %self.owner, running = runs.len(), "worker stopping");
+        while let Some(done) = runs.join_next().await {
+            self.note_task_end(done);
+        }
+        health.ended(self.number);
+    }
+
+    fn clock_time_of(&self, real: Duration) -> Duration {
+        Duration::try_from_secs_f64(real.as_secs_f64() * self.clock().speed()).unwrap_or(POLL)
+    }
+
+    fn note_task_end(&self, done: Result<(), tokio::task::JoinError>) {
+        if let Err(e) = done {
+            // Run tasks catch their jobs' panics; this would be our bug.
+            tracing::error!(owner = %self.owner, error = %e, "a run task ended abnormally");
+        }
+    }
+
+    /// One tick: the store's mark and woken jobs, the manifest's slots
+    /// since the mark; claims each of those jobs, then moves the mark past
+    /// every slot whose job was served. Returns when to look again, if
+    /// sooner than the poll.
+    async fn tick(
+        self: &Rc<Self>,
+        runs: &mut JoinSet<()>,
+        expected: &mut HashMap<usize, Timestamp>,
+    ) -> Option<Timestamp> {
+        let store = self.coordinator.store();
+        let start = match store
+            .tick_start(self.clock().now(), MAX_WOKEN_PER_TICK)
+            .await
+        {
+            Ok(start) => start,
+            Err(e) => {
+                self.shared.watch.health.store_failed(&e.to_string());
+                self.shared.tally().store_error();
+                tracing::warn!(owner = %self.owner, error = %e,
+                    "cannot read the tick mark; trying again at the next tick");
+                let pause = STORE_RETRY.max(self.clock_time_of(MIN_REAL_STORE_RETRY));
+                return Some(add(self.clock().now(), pause));
+            }
+        };
+        self.shared.watch.health.store_ok();
+        if let Some(mark) = start.mark.filter(|m| *m > start.now) {
+            warn_ahead_once(mark, start.now);
+        }
+        let work = self.plan.work(&start);
+        let mut wake: Option<Timestamp> = None;
+        let mut unserved = HashSet::new();
+        for job in &work.jobs {
+            let Some(index) = self.plan.position(job.spec.name.as_str()) else {
+                continue;
+            };
+            if let Some(slot) = job.planned {
+                expected.insert(index, slot);
+            }
+            let (next, failed) = self.claim_due(index, job, runs, expected).await;
+            if failed {
+                unserved.insert(job.spec.name.as_str());
+            }
+            if let Some(t) = next {
+                wake = Some(wake.map_or(t, |w| w.min(t)));
+            }
+        }
+        if let Err(e) = store.tick_end(work.mark(&unserved)).await {
+            // The next tick plans a longer window: the same jobs again,
+            // which the store answers as already claimed. Nothing is lost.
+            tracing::warn!(owner = %self.owner, error = %e, "cannot move the tick mark");
+        }
+        wake
+    }
+
+    /// Claims every due slot of one job; returns when to look again, and
+    /// whether a claim failed on the store.
+    async fn claim_due(
+        self: &Rc<Self>,
+        index: usize,
+        tick_job: &TickJob,
+        runs: &mut JoinSet<()>,
+        expected: &mut HashMap<usize, Timestamp>,
+    ) -> (Option<Timestamp>, bool) {
+        let spec = &tick_job.spec;
+        let job = spec.name.as_str();
+        let mut trigger = tick_job.trigger();
+        let mut failed = false;
+        let now = self.clock().now();
+        let due = expected.get(&index).copied().filter(|s| *s <= now);
+        let mut got_due = false;
+        let mut wake = None;
+        for _ in 0..MAX_CLAIMS_PER_ROUND {
+            self.shared.watch.health.progress(self.number);
+            let before = self.coordinator.conflicts();
+            let claim = self
+                .coordinator
+                .claim(spec, self.clock().now(), trigger, &self.owner)
+                .await;
+            trigger = Trigger::Tick;
+            let conflicts = self.coordinator.conflicts().saturating_sub(before);
+            if conflicts > 0 {
+                self.shared.tally().claim_conflicts(conflicts);
+            }
+            match claim {
+                Ok(Claim::Claimed(lease)) => {
+                    self.shared.watch.health.store_ok();
+                    got_due |= Some(lease.slot) == due;
+                    self.start_run(spec, lease, runs);
+                    // The record this claim wrote says whether another
+                    // claim could find anything: if not, that claim (a read)
+                    // is saved. A run is then one read and two writes.
+                    let more = self.coordinator.known(job).is_none_or(|record| {
+                        decide::more_due(spec, &record.value, self.clock().now())
+                    });
+                    if !more {
+                        break;
+                    }
+                }
+                Ok(Claim::Idle(idle)) => {
+                    self.shared.watch.health.store_ok();
+                    wake = self.note_idle(index, spec, idle, expected);
+                    break;
+                }
+                Err(e) => {
+                    self.shared.watch.health.store_failed(&e.to_string());
+                    self.shared.tally().store_error();
+                    tracing::warn!(job, owner = %self.owner, error = %e,
+                        "claim failed; trying again at the next tick");
+                    // At least a quarter of a real second: a store that is
+                    // down must not be hammered (nor the log flooded) by a
+                    // fast clock.
+                    let pause = STORE_RETRY.max(self.clock_time_of(MIN_REAL_STORE_RETRY));
+                    wake = Some(add(self.clock().now(), pause));
+                    failed = true;
+                    break;
+                }
+            }
+        }
+        if let Some(slot) = due {
+            if expected.get(&index) == Some(&slot) {
+                expected.remove(&index);
+            }
+            if !got_due {
+                tracing::debug!(job, slot = %SlotId::new(&spec.name, slot), owner = %self.owner,
+                    "the slot went to another claimer");
+                self.shared.tally().lost(job, slot, &self.owner);
+            }
+        }
+        (wake, failed)
+    }
+
+    fn note_idle(
+        &self,
+        index: usize,
+        spec: &JobSpec,
+        idle: Idle,
+        expected: &mut HashMap<usize, Timestamp>,
+    ) -> Option<Timestamp> {
+        match idle {
+            Idle::NothingDue {
+                next_slot,
+                next_retry,
+            } => {
+                if let Some(slot) = next_slot {
+                    expected.insert(index, slot);
+                }
+                match (next_slot, next_retry) {
+                    (Some(a), Some(b)) => Some(a.min(b)),
+                    (a, b) => a.or(b),
+                }
+            }
+            Idle::RetryLater { not_before, .. } => Some(not_before),
+            Idle::InProgress { .. } | Idle::AlreadyResolved { .. } => {
+                self.shared.tally().refused();
+                tracing::debug!(job = spec.name.as_str(), owner = %self.owner,
+                    "duplicate refused: {idle:?}");
+                None
+            }
+            // Another run holds the job, it is paused, or (dedicated
+            // triggers only) not due: nothing to wait for but the poll.
+            Idle::Busy { .. } | Idle::Paused | Idle::NotYetDue { .. } => None,
+            // A reason newer than this runner: the poll too.
+            _ => None,
+        }
+    }
+
+    fn start_run(self: &Rc<Self>, spec: &Rc<JobSpec>, lease: Lease, runs: &mut JoinSet<()>) {
+        let job = spec.name.as_str();
+        if let Some(slot) = self.shared.tally().claimed(job, &lease) {
+            tracing::error!(job, slot = %slot, owner = %self.owner, fence = lease.fence,
+                "slot claimed while it is running or after it succeeded: it runs more than once");
+        }
+        tracing::debug!(job, slot = %SlotId::new(&spec.name, lease.slot), owner = %self.owner,
+            fence = lease.fence, attempt = lease.attempt, "claimed");
+        runs.spawn_local(Rc::clone(self).run_lease(Rc::clone(spec), lease));
+    }
+
+    /// Runs one lease to its end (the runtime's run loop), records the
+    /// outcome, logs the run's line and counts it.
+    async fn run_lease(self: Rc<Self>, spec: Rc<JobSpec>, lease: Lease) {
+        let report = run_lease(
+            &self.coordinator,
+            &spec,
+            lease.clone(),
+            &self.shared.jobs,
+            &self.platform,
+        )
+        .await;
+        emit_run(&report);
+        let twice =
+            self.shared
+                .tally()
+                .finished(spec.name.as_str(), &lease, report.outcome, report.ended);
+        if let Some(slot) = twice {
+            tracing::error!(slot = %slot, owner = %self.owner, "slot succeeded twice");
+        }
+        let wake = self
+            .coordinator
+            .known(spec.name.as_str())
+            .and_then(|record| record.value.wake_at);
+        if let Some(t) = wake {
+            self.soonest
+                .set(Some(self.soonest.get().map_or(t, |s| s.min(t))));
+        }
+        self.wake.notify_one();
+    }
+}
+
+/// The first whole minute after `now`.
+fn next_minute(now: Timestamp) -> Timestamp {
+    let next = (now.as_second().div_euclid(MINUTE) + 1) * MINUTE;
+    Timestamp::from_second(next).unwrap_or(now)
+}
+
+/// A store whose mark is ahead of this clock has planned slots this clock
+/// has not reached: they wait until it does. Said once per process, or a
+/// demo run twice on one store looks idle for no reason.
+fn warn_ahead_once(mark: Timestamp, now: Timestamp) {
+    static WARNED: std::sync::Once = std::sync::Once::new();
+    WARNED.call_once(|| {
+        tracing::warn!(
+            planned_until = %format_instant(mark),
+            now = %format_instant(now),
+            "the store's ticks have planned slots up to an instant this clock has not reached \
+             (a faster clock used it before): those slots wait until the clock gets there"
+        );
+    });
+}

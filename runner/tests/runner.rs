@@ -1,0 +1,733 @@
+//! The local runner end to end: real SQLite files, real processes, a real
+//! HTTP server on 127.0.0.1, and an accelerated clock, so that half an hour
+//! of schedule passes in seconds.
+//!
+//! Set `CRONSLOT_LOG=debug` to see the runners' logs.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use cronslot_core::coord::{CasCoordinator, Coordinator};
+use cronslot_core::manifest::{JobSpec, parse_manifest};
+use cronslot_runner::{Clock, JobError, Jobs, LogFormat, Runner, SqliteStore, Summary};
+use jiff::{SignedDuration, Timestamp};
+
+// ---------------------------------------------------------------- helpers
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join("runner")
+        .join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn ts(text: &str) -> Timestamp {
+    text.parse().unwrap()
+}
+
+/// Every test's clock starts half a minute before a whole minute, so the
+/// first slot of a per-minute job is 00:01:00.
+fn start() -> Timestamp {
+    ts("2030-01-01T00:00:30Z")
+}
+
+fn specs(manifest: &str) -> Vec<JobSpec> {
+    match parse_manifest(manifest, "test.toml") {
+        Ok(m) => m.jobs,
+        Err(e) => panic!("{e}"),
+    }
+}
+
+fn logs() {
+    if std::env::var("CRONSLOT_LOG").is_ok() {
+        let clock = Clock::real();
+        let _ = cronslot_runner::init_logging(LogFormat::Pretty, &clock);
+    }
+}
+
+/// Runs `manifest` from `start()` for `run_for` of clock time.
+fn run(
+    dir: &Path,
+    manifest: &str,
+    jobs: Jobs,
+    workers: u32,
+    speed: f64,
+    run_for: SignedDuration,
+) -> Summary {
+    run_from(start(), dir, manifest, jobs, workers, speed, run_for)
+}
+
+/// The runs of these tests take turns: each runs on an accelerated clock,
+/// where a real pause (another test's threads on a loaded machine, a
+/// panic's backtrace) is minutes of clock time, and would move its slots'
+/// fates. One at a time, they time only themselves.
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+fn run_from(
+    start: Timestamp,
+    dir: &Path,
+    manifest: &str,
+    jobs: Jobs,
+    workers: u32,
+    speed: f64,
+    run_for: SignedDuration,
+) -> Summary {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    logs();
+    let store = SqliteStore::open(dir.join("cronslot.db")).unwrap();
+    let clock = Clock::accelerated_from(start, speed).unwrap();
+    let began = Instant::now();
+    let summary = Runner::new(store, specs(manifest), clock)
+        .with_jobs(jobs)
+        .workers(workers)
+        .owner_prefix("test")
+        .until(start + run_for)
+        .run()
+        .unwrap();
+    eprintln!("{summary}(took {:?})", began.elapsed());
+    assert!(summary.ok(), "{summary}");
+    summary
+}
+
+fn lines(path: &Path) -> Vec<String> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+/// `job@00:01:00Z` … for `n` minutes from 00:01.
+fn minute_slots(job: &str, n: i64) -> Vec<String> {
+    (1..=n)
+        .map(|m| {
+            format!(
+                "{job}@{}",
+                (ts("2030-01-01T00:00:00Z") + SignedDuration::from_mins(m))
+                    .strftime("%Y-%m-%dT%H:%M:%SZ")
+            )
+        })
+        .collect()
+}
+
+/// A command that appends a line to `file`.
+fn append(file: &Path, line: &str) -> String {
+    format!(r#"["sh", "-c", "echo \"{line}\" >> '{}'"]"#, file.display())
+}
+
+// ------------------------------------------------------------------ tests
+
+#[test]
+fn three_workers_run_every_slot_exactly_once() {
+    let dir = scratch("three_workers");
+    let names = ["alpha", "beta", "gamma"];
+    let mut manifest = String::from(
+        r#"
+[defaults]
+lease = "10m"
+# Generous: on a loaded machine starting `sh` can take a tenth of a real
+# second, which is a minute of this clock.
+timeout = "5m"
+# Late slots still run (oldest first), so a loaded test machine that
+# delays a worker cannot turn a slot into a gap.
+catch_up = "all"
+starting_deadline = "30m"
+"#,
+    );
+    for name in names {
+        manifest.push_str(&format!(
+            "\n[[job]]\nname = \"{name}\"\nschedule = \"* * * * *\"\ncommand = {}\n",
+            append(
+                &dir.join(format!("{name}.log")),
+                "$CRONSLOT_SLOT fence=$CRONSLOT_FENCE"
+            )
+        ));
+    }
+    let summary = run(
+        &dir,
+        &manifest,
+        Jobs::new(),
+        3,
+        300.0,
+        SignedDuration::from_mins(30),
+    );
+
+    for name in names {
+        let slots: Vec<String> = lines(&dir.join(format!("{name}.log")))
+            .iter()
+            .map(|l| l.split(' ').next().unwrap_or_default().to_string())
+            .collect();
+        let unique: BTreeSet<&String> = slots.iter().collect();
+        assert_eq!(
+            unique.len(),
+            slots.len(),
+            "{name}: a slot ran twice: {slots:?}"
+        );
+        let mut sorted = slots.clone();
+        sorted.sort();
+        // Every minute from the first, no gaps. The runner stops claiming at
+        // 00:30:30; on an overloaded machine (each `sh` taking a minute of
+        // this clock) the last slots are still waiting then: not missed,
+        // the next runner would take them.
+        let n = sorted.len();
+        assert!(n >= 20, "{name}: {sorted:?}");
+        assert_eq!(
+            sorted,
+            minute_slots(name, n as i64),
+            "{name}: every minute once, no gaps"
+        );
+        let job = summary.job(name).unwrap();
+        let n = n as u64;
+        assert_eq!(
+            (job.slots_run, job.runs, job.succeeded),
+            (n, n, n),
+            "{job:?}"
+        );
+        assert_eq!(job.missed_total(), 0, "{job:?}");
+
+        // Fences only grow: in claim order the file's fences ascend.
+        let fences: Vec<u64> = lines(&dir.join(format!("{name}.log")))
+            .iter()
+            .filter_map(|l| l.split("fence=").nth(1)?.parse().ok())
+            .collect();
+        assert_eq!(fences.len(), slots.len());
+        assert_eq!(
+            fences.iter().collect::<BTreeSet<_>>().len(),
+            slots.len(),
+            "fences are unique"
+        );
+    }
+    assert!(summary.slots_run_twice.is_empty());
+    assert!(
+        summary.duplicates_refused > 0,
+        "three workers competed for every slot: {summary}"
+    );
+    assert!(summary.to_string().contains("slots run more than once: 0"));
+}
+
+#[test]
+fn a_transient_failure_is_retried_on_the_same_slot() {
+    let dir = scratch("transient");
+    let log = dir.join("flaky.log");
+    let manifest = format!(
+        r#"
+[defaults]
+lease = "10m"
+timeout = "5m"
+retry = {{ max_attempts = 3, backoff = "5s", max_backoff = "20s" }}
+
+[[job]]
+name = "flaky"
+schedule = "* * * * *"
+command = ["sh", "-c", "if [ \"$CRONSLOT_ATTEMPT\" = 1 ]; then echo \"$CRONSLOT_SLOT attempt 1\" >> '{log}'; exit 75; fi; echo \"$CRONSLOT_SLOT attempt $CRONSLOT_ATTEMPT ok\" >> '{log}'"]
+"#,
+        log = log.display()
+    );
+    // The clocks of these tests start shortly before their first slot and
+    // run slow enough that a loaded machine still claims every retry
+    // before the runner stops (the last one has ~50 s of clock time, 0.4
+    // real seconds, to spare).
+    let summary = run_from(
+        ts("2030-01-01T00:00:50Z"),
+        &dir,
+        &manifest,
+        Jobs::new(),
+        1,
+        120.0,
+        SignedDuration::from_secs(245),
+    );
+    let expected: Vec<String> = minute_slots("flaky", 4)
+        .into_iter()
+        .flat_map(|s| [format!("{s} attempt 1"), format!("{s} attempt 2 ok")])
+        .collect();
+    assert_eq!(lines(&log), expected);
+    let job = summary.job("flaky").unwrap();
+    assert_eq!(
+        (
+            job.slots_run,
+            job.runs,
+            job.succeeded,
+            job.retries,
+            job.dead
+        ),
+        (4, 8, 4, 4, 0),
+        "{job:?}"
+    );
+}
+
+#[test]
+fn failures_end_in_the_dead_letter_list() {
+    let dir = scratch("dead");
+    let manifest = r#"
+[defaults]
+lease = "10m"
+timeout = "5m"
+retry = { max_attempts = 2, backoff = "2s", max_backoff = "2s" }
+
+[[job]]
+name = "broken"
+schedule = "* * * * *"
+command = ["sh", "-c", "echo 'export target unreachable' >&2; exit 3"]
+
+[[job]]
+name = "always-busy"
+schedule = "* * * * *"
+command = ["sh", "-c", "echo 'still busy' >&2; exit 75"]
+
+[[job]]
+name = "missing-program"
+schedule = "* * * * *"
+command = ["/nonexistent/cronslot-test-program"]
+"#;
+    let summary = run_from(
+        ts("2030-01-01T00:00:50Z"),
+        &dir,
+        manifest,
+        Jobs::new(),
+        2,
+        120.0,
+        SignedDuration::from_secs(185),
+    );
+
+    let broken = summary.job("broken").unwrap();
+    assert_eq!(
+        (broken.runs, broken.retries, broken.dead),
+        (3, 0, 3),
+        "{broken:?}"
+    );
+    assert_eq!(broken.dead_letters.len(), 3);
+    for d in &broken.dead_letters {
+        assert_eq!(d.attempts, 1, "a permanent error is not retried");
+        assert!(
+            d.last_error
+                .contains("exit status 3: export target unreachable"),
+            "{}",
+            d.last_error
+        );
+    }
+    let busy = summary.job("always-busy").unwrap();
+    assert_eq!((busy.runs, busy.retries, busy.dead), (6, 3, 3), "{busy:?}");
+    for d in &busy.dead_letters {
+        assert_eq!(d.attempts, 2);
+        assert!(
+            d.last_error
+                .contains("exit status 75 (transient): still busy"),
+            "{}",
+            d.last_error
+        );
+    }
+    let missing = summary.job("missing-program").unwrap();
+    assert_eq!(missing.dead, 3);
+    assert!(
+        missing.dead_letters[0]
+            .last_error
+            .contains("could not start")
+    );
+    assert!(summary.to_string().contains("dead letters"));
+}
+
+/// Is `pid` a live (not zombie) process? Linux only: reads /proc.
+#[cfg(target_os = "linux")]
+fn alive(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => !stat
+            .rsplit(')')
+            .next()
+            .is_some_and(|rest| rest.trim_start().starts_with('Z')),
+        Err(_) => false,
+    }
+}
+
+#[test]
+fn a_command_past_its_timeout_is_killed_and_retried() {
+    let dir = scratch("timeout");
+    let pids = dir.join("pids");
+    let manifest = format!(
+        r#"
+[defaults]
+lease = "10m"
+retry = {{ max_attempts = 2, backoff = "1s", max_backoff = "1s" }}
+
+[[job]]
+name = "slow"
+schedule = "*/5 * * * *"
+timeout = "10s"
+# The shell starts a grandchild and waits for it: killing the shell alone
+# would leave the sleep running.
+command = ["sh", "-c", "sleep 30 & echo $! >> '{}'; wait"]
+"#,
+        pids.display()
+    );
+    let began = Instant::now();
+    // Slot 00:05; each attempt is stopped after 10 s of clock time.
+    let summary = run_from(
+        ts("2030-01-01T00:04:40Z"),
+        &dir,
+        &manifest,
+        Jobs::new(),
+        1,
+        60.0,
+        SignedDuration::from_secs(75),
+    );
+    assert!(
+        began.elapsed() < Duration::from_secs(10),
+        "nobody waited for the sleep"
+    );
+    let job = summary.job("slow").unwrap();
+    assert_eq!((job.runs, job.retries, job.dead), (2, 1, 1), "{job:?}");
+    let letter = &job.dead_letters[0];
+    assert!(
+        letter.last_error.contains("timed out after 10s"),
+        "{}",
+        letter.last_error
+    );
+    assert_eq!(letter.attempts, 2, "a timeout is transient: retried");
+    let started = lines(&pids);
+    assert_eq!(started.len(), 2);
+    #[cfg(target_os = "linux")]
+    for pid in started {
+        let pid: u32 = pid.parse().unwrap();
+        let deadline = Instant::now() + Duration::from_secs(2);
+        while alive(pid) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert!(
+            !alive(pid),
+            "the grandchild {pid} was killed with its group"
+        );
+    }
+}
+
+/// What a function job saw, per attempt.
+#[derive(Debug, Clone)]
+struct Seen {
+    slot: String,
+    key: String,
+    fence: u64,
+    attempt: u32,
+    effect: String,
+}
+
+#[test]
+fn a_registered_function_gets_its_slot_and_the_effect_ledger() {
+    let dir = scratch("function");
+    let seen: Arc<Mutex<Vec<Seen>>> = Arc::default();
+    let effects_done: Arc<Mutex<u32>> = Arc::default();
+    let jobs = {
+        let seen = Arc::clone(&seen);
+        let effects_done = Arc::clone(&effects_done);
+        Jobs::new().register("invoice", move |ctx| {
+            let seen = Arc::clone(&seen);
+            let effects_done = Arc::clone(&effects_done);
+            async move {
+                let key = ctx.idempotency_key();
+                // The effect runs on the first attempt only; the retry gets
+                // its recorded result back.
+                let effect = ctx
+                    .effect("send", || async {
+                        *effects_done.lock().unwrap() += 1;
+                        Ok(format!("sent {key}"))
+                    })
+                    .await?;
+                seen.lock().unwrap().push(Seen {
+                    slot: ctx.slot_id().to_string(),
+                    key: ctx.idempotency_key(),
+                    fence: ctx.fence(),
+                    attempt: ctx.attempt(),
+                    effect,
+                });
+                if ctx.attempt() == 1 {
+                    return Err(JobError::transient("the printer jammed after sending"));
+                }
+                Ok(())
+            }
+        })
+    };
+    let manifest = r#"
+[defaults]
+lease = "10m"
+retry = { max_attempts = 3, backoff = "2s", max_backoff = "2s" }
+
+[[job]]
+name = "invoice"
+schedule = "*/2 * * * *"
+"#;
+    // A function job without its function is refused before anything runs,
+    // with the words every platform uses (the runtime's `Jobs::check`).
+    let with_unregistered =
+        format!("{manifest}\n[[job]]\nname = \"unregistered\"\nschedule = \"*/2 * * * *\"\n");
+    let store = SqliteStore::open_in_memory().unwrap();
+    let runner =
+        Runner::new(store, specs(&with_unregistered), Clock::real()).with_jobs(jobs.clone());
+    assert_eq!(runner.unrunnable(), vec!["unregistered".to_string()]);
+    let refused = runner.run().unwrap_err().to_string();
+    assert!(
+        refused.contains("job \"unregistered\" runs a Rust function, but none is registered"),
+        "{refused}"
+    );
+
+    let summary = run_from(
+        ts("2030-01-01T00:01:50Z"),
+        &dir,
+        manifest,
+        jobs,
+        2,
+        120.0,
+        SignedDuration::from_mins(4),
+    );
+    let seen = seen.lock().unwrap().clone();
+    assert_eq!(seen.len(), 4, "{seen:?}");
+    for pair in seen.chunks(2) {
+        let (first, retry) = (&pair[0], &pair[1]);
+        assert_eq!(first.slot, retry.slot, "the retry is of the same slot");
+        assert_eq!(first.key, first.slot, "the idempotency key is the slot id");
+        assert_eq!((first.attempt, retry.attempt), (1, 2));
+        assert!(retry.fence > first.fence, "every claim has a higher fence");
+        assert_eq!(first.effect, format!("sent {}", first.slot));
+        assert_eq!(
+            retry.effect, first.effect,
+            "the recorded result, not a rerun"
+        );
+    }
+    assert_eq!(seen[0].slot, "invoice@2030-01-01T00:02:00Z");
+    assert_eq!(*effects_done.lock().unwrap(), 2, "once per slot");
+    let invoice = summary.job("invoice").unwrap();
+    assert_eq!((invoice.succeeded, invoice.retries), (2, 2));
+}
+
+#[test]
+fn a_panicking_function_is_a_failed_run_not_a_dead_worker() {
+    let dir = scratch("panic");
+    let jobs = Jobs::new().register("panicky", |ctx| async move {
+        if ctx.attempt() > 0 {
+            panic!("a bug in the job");
+        }
+        Ok(())
+    });
+    // A panic is a crashed run: a transient failure, retried, then dead
+    // when the attempts run out (the same on every platform).
+    let manifest = r#"
+[[job]]
+name = "panicky"
+schedule = "0 * * * *"
+retry = { max_attempts = 2, backoff = "1s", max_backoff = "1s" }
+"#;
+    // One slot (01:00) in a window of five minutes of a slow clock:
+    // printing the panic (and a backtrace, where RUST_BACKTRACE is set:
+    // resolving it takes a second or more) takes real time, which must not
+    // push the retry past the window. `run` asserts that no worker failed.
+    let summary = run_from(
+        ts("2030-01-01T00:59:50Z"),
+        &dir,
+        manifest,
+        jobs,
+        1,
+        60.0,
+        SignedDuration::from_mins(5),
+    );
+    let job = summary.job("panicky").unwrap();
+    assert_eq!((job.runs, job.retries, job.dead), (2, 1, 1), "{job:?}");
+    let error = &job.dead_letters[0].last_error;
+    assert!(error.contains("panicked: a bug in the job"), "{error}");
+}
+
+/// A request as the test server saw it.
+#[derive(Debug, Clone)]
+struct Request {
+    head: String,
+}
+
+impl Request {
+    fn header(&self, name: &str) -> Option<String> {
+        self.head.lines().find_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            k.trim()
+                .eq_ignore_ascii_case(name)
+                .then(|| v.trim().to_string())
+        })
+    }
+}
+
+/// A tiny HTTP/1.1 server on 127.0.0.1: answers 503 to the first request
+/// and 200 to the rest, recording each request's head. Stops when `stop`
+/// fires.
+fn serve(
+    requests: Arc<Mutex<Vec<Request>>>,
+    stop: tokio::sync::oneshot::Receiver<()>,
+) -> (u16, std::thread::JoinHandle<()>) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let thread = std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async move {
+            let listener = tokio::net::TcpListener::from_std(listener).unwrap();
+            let mut stop = stop;
+            loop {
+                let (mut socket, _) = tokio::select! {
+                    accepted = listener.accept() => accepted.unwrap(),
+                    _ = &mut stop => return,
+                };
+                let mut head = Vec::new();
+                let mut buf = [0u8; 1024];
+                while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match socket.read(&mut buf).await {
+                        Ok(0) | Err(_) => break,
+                        Ok(n) => head.extend_from_slice(&buf[..n]),
+                    }
+                }
+                let n = {
+                    let mut r = requests.lock().unwrap();
+                    r.push(Request {
+                        head: String::from_utf8_lossy(&head).into_owned(),
+                    });
+                    r.len()
+                };
+                let response: &[u8] = if n == 1 {
+                    b"HTTP/1.1 503 Service Unavailable\r\ncontent-length: 4\r\nconnection: close\r\n\r\nbusy"
+                } else {
+                    b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\nconnection: close\r\n\r\nok"
+                };
+                let _ = socket.write_all(response).await;
+                let _ = socket.shutdown().await;
+            }
+        });
+    });
+    (port, thread)
+}
+
+#[test]
+fn an_http_job_sends_its_slot_and_fence_and_retries_a_503() {
+    let dir = scratch("http");
+    let requests: Arc<Mutex<Vec<Request>>> = Arc::default();
+    let (stop, stopped) = tokio::sync::oneshot::channel();
+    let (port, server) = serve(Arc::clone(&requests), stopped);
+    let manifest = format!(
+        r#"
+[defaults]
+lease = "10m"
+timeout = "5m"
+retry = {{ max_attempts = 3, backoff = "2s", max_backoff = "2s" }}
+
+[[job]]
+name = "hook"
+schedule = "* * * * *"
+http = {{ url = "http://127.0.0.1:{port}/hook", method = "PUT", headers = {{ X-Team = "billing" }} }}
+"#
+    );
+    let summary = run_from(
+        ts("2030-01-01T00:00:50Z"),
+        &dir,
+        &manifest,
+        Jobs::new(),
+        2,
+        120.0,
+        SignedDuration::from_secs(125),
+    );
+    let _ = stop.send(());
+    server.join().unwrap();
+
+    let requests = requests.lock().unwrap().clone();
+    assert_eq!(requests.len(), 3, "{requests:?}");
+    let first_slot = "hook@2030-01-01T00:01:00Z";
+    for (r, (key, attempt)) in requests.iter().zip([
+        (first_slot, "1"),
+        (first_slot, "2"),
+        ("hook@2030-01-01T00:02:00Z", "1"),
+    ]) {
+        assert!(r.head.starts_with("PUT /hook HTTP/1.1"), "{}", r.head);
+        assert_eq!(r.header("idempotency-key").as_deref(), Some(key));
+        assert_eq!(r.header("cronslot-attempt").as_deref(), Some(attempt));
+        assert_eq!(r.header("x-team").as_deref(), Some("billing"));
+    }
+    let fences: Vec<u64> = requests
+        .iter()
+        .map(|r| r.header("cronslot-fence").unwrap().parse().unwrap())
+        .collect();
+    assert_eq!(
+        fences,
+        vec![1, 2, 3],
+        "each attempt carries its claim's fence"
+    );
+    let job = summary.job("hook").unwrap();
+    assert_eq!(
+        (job.slots_run, job.runs, job.succeeded, job.retries),
+        (2, 3, 2, 1),
+        "{job:?}"
+    );
+}
+
+#[test]
+fn a_long_run_heartbeats_and_keeps_its_slot() {
+    let dir = scratch("heartbeat");
+    let deadlines: Arc<Mutex<Vec<(Timestamp, Timestamp)>>> = Arc::default();
+    let jobs = {
+        let deadlines = Arc::clone(&deadlines);
+        // 2.5 leases long: without heartbeats the lease would expire and
+        // the other worker would take the slot over.
+        Jobs::new().register_with_timeout("long", Duration::from_secs(300), move |ctx| {
+            let deadlines = Arc::clone(&deadlines);
+            async move {
+                let first = ctx.lease_deadline();
+                ctx.sleep(Duration::from_secs(150)).await;
+                deadlines
+                    .lock()
+                    .unwrap()
+                    .push((first, ctx.lease_deadline()));
+                Ok(())
+            }
+        })
+    };
+    let manifest = r#"
+[defaults]
+lease = "1m"
+
+[[job]]
+name = "long"
+schedule = "*/5 * * * *"
+"#;
+    // One slot (00:05); the runner stops claiming at 00:06 and lets the
+    // run finish at about 00:07:30.
+    let summary = run_from(
+        ts("2030-01-01T00:04:45Z"),
+        &dir,
+        manifest,
+        jobs,
+        2,
+        60.0,
+        SignedDuration::from_secs(75),
+    );
+    let job = summary.job("long").unwrap();
+    assert_eq!(
+        (job.runs, job.succeeded, job.lease_lost, job.dead),
+        (1, 1, 0, 0),
+        "{job:?}"
+    );
+    let deadlines = deadlines.lock().unwrap().clone();
+    assert_eq!(deadlines.len(), 1);
+    let (first, last) = deadlines[0];
+    assert!(
+        last > first + SignedDuration::from_secs(60),
+        "heartbeats moved the lease on: {first} → {last}"
+    );
+
+    // The store agrees: one run, one success, fence 1 (never taken over).
+    let store = SqliteStore::open(dir.join("cronslot.db")).unwrap();
+    let spec = specs(manifest).remove(0);
+    let state = cronslot_core::coord::exec::block_on(
+        CasCoordinator::new(store, 1).status(&spec, ts("2030-01-01T00:09:00Z")),
+    )
+    .unwrap();
+    assert_eq!(
+        (state.fence, state.counters.runs, state.counters.succeeded),
+        (1, 1, 1)
+    );
+}

@@ -1,0 +1,241 @@
+//! DynamoDB requests per run, counted by an interceptor on the SDK client
+//! (one per request sent): a run (claim + complete) costs at most one read
+//! and two writes; a duplicate delivery of a resolved slot one read and no
+//! write. The printed table goes into docs/performance.md
+//! (`cargo test -p cronslot-dynamodb --test it -- requests:: --nocapture`).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use crate::support;
+
+use std::collections::BTreeMap;
+
+use aws_sdk_dynamodb::types::{AttributeValue, Put, TransactWriteItem};
+use cronslot_core::conformance::{HOUR, MIN, at, create, job, t0};
+use cronslot_core::coord::{CasCoordinator, Claim, Coordinator, EffectBegin, Idle, Trigger};
+use cronslot_dynamodb::DynamoStore;
+use support::Setup;
+
+const MINUTE: std::time::Duration = std::time::Duration::from_secs(60);
+
+fn row(what: &str, counts: &BTreeMap<String, u64>) -> String {
+    let get = counts.get("GetItem").copied().unwrap_or(0);
+    let put = counts.get("PutItem").copied().unwrap_or(0);
+    let other: u64 = counts
+        .iter()
+        .filter(|(k, _)| *k != "GetItem" && *k != "PutItem")
+        .map(|(_, v)| v)
+        .sum();
+    format!("| {what} | {get} | {put} | {other} |")
+}
+
+/// A fresh coordinator per delivery, as a cold Lambda has: nothing
+/// remembered from earlier invocations.
+fn lambda(store: &DynamoStore, seed: u64) -> CasCoordinator<DynamoStore> {
+    CasCoordinator::new(store.clone(), seed)
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_run_costs_one_read_and_two_writes_a_duplicate_one_read() {
+    let setup = Setup::new();
+    let store = setup.fresh_store("requests").await;
+    let spec = job("req", "hourly", "schedule = \"0 * * * *\"");
+    create(&lambda(&store, 1), &spec, t0()).await;
+    let mut table = vec![
+        "| delivery | GetItem | PutItem | other |".to_string(),
+        "|---|---|---|---|".to_string(),
+    ];
+
+    // A scheduled delivery: claim, run, complete.
+    let slot = at(HOUR);
+    setup.counts.reset();
+    let c = lambda(&store, 2);
+    let Ok(Claim::Claimed(lease)) = c
+        .claim(&spec, at(HOUR + 1), Trigger::Slot(slot), "lambda-1")
+        .await
+    else {
+        panic!("no claim");
+    };
+    let claim = setup.counts.snapshot();
+    c.complete(&spec, lease.fence, Some("ok"), at(HOUR + 2))
+        .await
+        .unwrap();
+    let run = setup.counts.snapshot();
+    table.push(row("claim", &claim));
+    table.push(row("claim + complete (one run)", &run));
+    assert_eq!(setup.counts.reads_writes(), (1, 2), "{run:?}");
+    assert_eq!(run.len(), 2, "only GetItem and PutItem: {run:?}");
+
+    // The same delivery again (EventBridge delivers at least once).
+    setup.counts.reset();
+    let dup = lambda(&store, 3)
+        .claim(&spec, at(HOUR + 3), Trigger::Slot(slot), "lambda-2")
+        .await
+        .unwrap();
+    assert_eq!(dup, Claim::Idle(Idle::AlreadyResolved { slot }));
+    table.push(row(
+        "duplicate delivery of the resolved slot",
+        &setup.counts.snapshot(),
+    ));
+    assert_eq!(setup.counts.reads_writes(), (1, 0));
+
+    // A duplicate while the run is still going.
+    let slot2 = at(2 * HOUR);
+    let Ok(Claim::Claimed(lease2)) = lambda(&store, 4)
+        .claim(&spec, at(2 * HOUR + 1), Trigger::Slot(slot2), "lambda-3")
+        .await
+    else {
+        panic!("no claim");
+    };
+    setup.counts.reset();
+    let dup = lambda(&store, 5)
+        .claim(&spec, at(2 * HOUR + 2), Trigger::Slot(slot2), "lambda-4")
+        .await
+        .unwrap();
+    assert_eq!(
+        dup,
+        Claim::Idle(Idle::InProgress {
+            slot: slot2,
+            fence: lease2.fence
+        })
+    );
+    table.push(row(
+        "duplicate delivery while the slot runs",
+        &setup.counts.snapshot(),
+    ));
+    assert_eq!(setup.counts.reads_writes(), (1, 0));
+
+    // An effect of that run, through the ledger: the coordinator checks
+    // the run's lease (a read), then the ledger reads and writes the entry.
+    let c = lambda(&store, 8);
+    let key = format!("{}@{}/charge", spec.name.as_str(), slot2);
+    setup.counts.reset();
+    let begin = c
+        .begin_effect(
+            &spec,
+            &key,
+            "lambda-3",
+            lease2.fence,
+            at(2 * HOUR + 2),
+            MINUTE,
+        )
+        .await
+        .unwrap();
+    assert_eq!(begin, EffectBegin::Acquired);
+    table.push(row("effect: begin", &setup.counts.snapshot()));
+    assert_eq!(setup.counts.reads_writes(), (2, 1));
+    setup.counts.reset();
+    c.finish_effect(&key, lease2.fence, "charged", at(2 * HOUR + 3))
+        .await
+        .unwrap();
+    table.push(row("effect: finish", &setup.counts.snapshot()));
+    assert_eq!(setup.counts.reads_writes(), (1, 1));
+    setup.counts.reset();
+    let again = c
+        .begin_effect(
+            &spec,
+            &key,
+            "lambda-3",
+            lease2.fence,
+            at(2 * HOUR + 4),
+            MINUTE,
+        )
+        .await
+        .unwrap();
+    assert!(
+        matches!(again, EffectBegin::AlreadyDone { .. }),
+        "{again:?}"
+    );
+    table.push(row(
+        "effect: begin of a done effect",
+        &setup.counts.snapshot(),
+    ));
+    assert_eq!(setup.counts.reads_writes(), (2, 0));
+
+    c.complete(&spec, lease2.fence, None, at(2 * HOUR + 5))
+        .await
+        .unwrap();
+
+    // A tick with nothing due.
+    setup.counts.reset();
+    let idle = lambda(&store, 6)
+        .claim(&spec, at(2 * HOUR + 30 * MIN), Trigger::Tick, "lambda-5")
+        .await
+        .unwrap();
+    assert!(matches!(idle, Claim::Idle(_)), "{idle:?}");
+    table.push(row("tick with nothing due", &setup.counts.snapshot()));
+    assert_eq!(setup.counts.reads_writes(), (1, 0));
+
+    // The first delivery of a job that has no record yet: the claim reads
+    // nothing and writes the new record (with the claim, if core runs the
+    // slot); a run costs no more than for a known job.
+    let fresh = job("req", "new", "schedule = \"0 * * * *\"");
+    setup.counts.reset();
+    let c = lambda(&store, 7);
+    let first = c
+        .claim(&fresh, at(HOUR + 1), Trigger::Slot(at(HOUR)), "lambda-6")
+        .await
+        .unwrap();
+    let label = match &first {
+        Claim::Claimed(lease) => {
+            c.complete(&fresh, lease.fence, None, at(HOUR + 2))
+                .await
+                .unwrap();
+            "first delivery of a job with no record (claim + complete)".to_string()
+        }
+        // Core creates the record at the first contact with its cursor
+        // at `now`, so a slot delivered late by a second is "before the
+        // job existed": the write creates the record and nothing runs.
+        Claim::Idle(Idle::AlreadyResolved { .. }) => {
+            "first delivery of a job with no record (creates it; the slot predates it, nothing runs)"
+                .to_string()
+        }
+        Claim::Idle(idle) => format!("first delivery of a job with no record (idle: {idle:?})"),
+    };
+    table.push(row(&label, &setup.counts.snapshot()));
+    let (reads, writes) = setup.counts.reads_writes();
+    assert!(reads <= 1 && writes <= 2, "{:?}", setup.counts.snapshot());
+
+    // An atomic completion: the run's own item and the completion in one
+    // transaction. `complete_with` is given no remembered record here (the
+    // coordinator does not expose its own), so it reads once more.
+    let atomic = job("req", "atomic", "schedule = \"0 * * * *\"");
+    create(&lambda(&store, 9), &atomic, t0()).await;
+    setup.counts.reset();
+    let Ok(Claim::Claimed(lease)) = lambda(&store, 10)
+        .claim(&atomic, at(HOUR + 1), Trigger::Slot(at(HOUR)), "lambda-7")
+        .await
+    else {
+        panic!("no claim");
+    };
+    let own_write = TransactWriteItem::builder()
+        .put(
+            Put::builder()
+                .table_name(store.table())
+                .item("pk", AttributeValue::S("user#report-1".into()))
+                .build()
+                .unwrap(),
+        )
+        .build();
+    store
+        .complete_with(
+            &atomic,
+            lease.fence,
+            None,
+            at(HOUR + 2),
+            vec![own_write],
+            None,
+        )
+        .await
+        .unwrap();
+    table.push(row(
+        "claim + complete_with (atomic completion with one item of the job's)",
+        &setup.counts.snapshot(),
+    ));
+    assert_eq!(setup.counts.reads_writes(), (2, 2));
+    assert_eq!(setup.counts.get("TransactWriteItems"), 1);
+
+    println!("\nDynamoDB requests per delivery (CasCoordinator over DynamoStore, moto):\n");
+    for line in &table {
+        println!("{line}");
+    }
+}

@@ -1,0 +1,451 @@
+//! The store's own runtime and its small connection pool.
+//!
+//! Every connection is opened, driven and used on one background thread
+//! with a current-thread tokio runtime that the store owns: callers may sit
+//! on any runtime (the local runner's per-worker runtimes, the CLI's, the
+//! core's test executor) and only await a task's answer, so a caller's
+//! runtime ending never strands a connection. The thread ends when the
+//! last clone of the store is dropped.
+//!
+//! The pool is a list of idle clients and a semaphore bounding how many
+//! exist. A client whose connection has ended is dropped when it is taken
+//! from the list; one that failed mid-statement or timed out is dropped
+//! instead of returned.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use cronslot_core::coord::StoreErrorKind;
+use jiff::SignedDuration;
+use tokio::runtime::Handle;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, oneshot};
+use tokio_postgres::types::{FromSql, ToSql, Type};
+use tokio_postgres::{Client, NoTls, Row};
+
+use crate::error::{Phase, classify, connection_survives};
+use crate::location::{PgHost, PgLocation};
+use crate::tls::{Tls, tls_for};
+use cronslot_core::coord::StoreError;
+
+/// Statements sent, by kind (see [`PgStore::statements`](crate::PgStore::statements)).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct StatementCounts {
+    /// Statements that read a job's record, the job list or an effect.
+    pub reads: u64,
+    /// Statements that write (a record, an effect, a sweep).
+    pub writes: u64,
+    /// Statements that checked or created the schema (opening, `init`).
+    pub setup: u64,
+    /// Connections opened.
+    pub connections: u64,
+}
+
+impl StatementCounts {
+    /// What was counted since `earlier` (a reading of the same store).
+    pub fn since(&self, earlier: &StatementCounts) -> StatementCounts {
+        StatementCounts {
+            reads: self.reads.saturating_sub(earlier.reads),
+            writes: self.writes.saturating_sub(earlier.writes),
+            setup: self.setup.saturating_sub(earlier.setup),
+            connections: self.connections.saturating_sub(earlier.connections),
+        }
+    }
+}
+
+#[derive(Default)]
+struct Counters {
+    reads: AtomicU64,
+    writes: AtomicU64,
+    setup: AtomicU64,
+    connections: AtomicU64,
+}
+
+/// What every clone of a store shares.
+pub(crate) struct Shared {
+    pub(crate) location: PgLocation,
+    /// The location as shown in messages (redacted).
+    pub(crate) shown: String,
+    config: tokio_postgres::Config,
+    tls: Tls,
+    handle: Handle,
+    /// Dropping it ends the background thread (and its connections).
+    _stop: oneshot::Sender<()>,
+    idle: Mutex<Vec<Client>>,
+    permits: Arc<Semaphore>,
+    max_connections: usize,
+    counts: Counters,
+    offset: Mutex<Option<SignedDuration>>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // Nothing in this crate panics while holding these locks; if something
+    // did, the data (a list of clients, an offset) is still sound.
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl Shared {
+    /// Starts the background thread; opens no connection yet.
+    pub(crate) fn new(location: PgLocation, max_connections: usize) -> Result<Shared, StoreError> {
+        let shown = location.to_string();
+        let (tls, ssl_mode) = tls_for(&location)?;
+        let mut config = tokio_postgres::Config::new();
+        config
+            .user(location.user())
+            .dbname(location.dbname())
+            .port(location.port())
+            .application_name(location.application_name())
+            .ssl_mode(ssl_mode)
+            .connect_timeout(location.connect_timeout())
+            .keepalives(true)
+            .keepalives_idle(Duration::from_secs(30))
+            .keepalives_interval(Duration::from_secs(10))
+            .keepalives_retries(3)
+            // The server cancels a statement after this (57014, reported
+            // as unavailable, nothing written); the idle-in-transaction
+            // limit ends a schema creation whose client vanished.
+            .options(format!(
+                "-c statement_timeout={} -c idle_in_transaction_session_timeout={}",
+                millis(location.statement_timeout()),
+                millis(location.statement_timeout().saturating_mul(4)),
+            ));
+        #[cfg(target_os = "linux")]
+        config.tcp_user_timeout(location.statement_timeout() + location.connect_timeout());
+        if let Some(password) = location.password() {
+            config.password(password.expose());
+        }
+        match location.host() {
+            PgHost::Tcp(host) => {
+                config.host(host);
+            }
+            #[cfg(unix)]
+            PgHost::Socket(dir) => {
+                config.host_path(dir);
+            }
+            #[allow(unreachable_patterns)]
+            _ => {
+                return Err(StoreError::other(format!(
+                    "PostgreSQL store {shown}: Unix sockets exist only on Unix: give a TCP host"
+                )));
+            }
+        }
+        let (handle, stop) = background().map_err(|e| {
+            StoreError::other(format!(
+                "PostgreSQL store {shown}: cannot start the store's background thread: {e}"
+            ))
+        })?;
+        let max_connections = max_connections.max(1);
+        Ok(Shared {
+            location,
+            shown,
+            config,
+            tls,
+            handle,
+            _stop: stop,
+            idle: Mutex::new(Vec::new()),
+            permits: Arc::new(Semaphore::new(max_connections)),
+            max_connections,
+            counts: Counters::default(),
+            offset: Mutex::new(None),
+        })
+    }
+
+    /// Runs `task` on the store's runtime and waits for its answer, from
+    /// whatever executor the caller is on.
+    pub(crate) async fn run<T, F>(self: &Arc<Self>, task: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: Future<Output = Result<T, StoreError>> + Send + 'static,
+    {
+        match self.handle.spawn(task).await {
+            Ok(answer) => answer,
+            Err(e) => Err(StoreError::other(format!(
+                "PostgreSQL store {}: the store's background task ended without an answer ({e}): \
+                 this is a bug",
+                self.shown
+            ))),
+        }
+    }
+
+    pub(crate) fn statements(&self) -> StatementCounts {
+        StatementCounts {
+            reads: self.counts.reads.load(Ordering::Relaxed),
+            writes: self.counts.writes.load(Ordering::Relaxed),
+            setup: self.counts.setup.load(Ordering::Relaxed),
+            connections: self.counts.connections.load(Ordering::Relaxed),
+        }
+    }
+
+    pub(crate) fn clock_offset(&self) -> Option<SignedDuration> {
+        *lock(&self.offset)
+    }
+
+    pub(crate) fn set_clock_offset(&self, offset: SignedDuration) {
+        *lock(&self.offset) = Some(offset);
+    }
+
+    /// How long the client waits for a statement's answer: the server's
+    /// statement timeout and a margin, so that a live server answers
+    /// first (with a clean "canceled"); only a silent one hits this.
+    fn answer_timeout(&self) -> Duration {
+        let statement = self.location.statement_timeout();
+        statement + (statement / 4).clamp(Duration::from_millis(500), Duration::from_secs(5))
+    }
+
+    /// A connection from the pool, or a new one. Must run on the store's
+    /// runtime (inside [`Shared::run`]).
+    pub(crate) async fn checkout(&self) -> Result<Conn<'_>, StoreError> {
+        let wait = self.location.connect_timeout();
+        let permit = match tokio::time::timeout(wait, self.permits.clone().acquire_owned()).await {
+            Ok(Ok(permit)) => permit,
+            Ok(Err(_)) => {
+                return Err(StoreError::other(format!(
+                    "PostgreSQL store {}: the connection pool is closed: this is a bug",
+                    self.shown
+                )));
+            }
+            Err(_) => {
+                return Err(StoreError::unavailable(format!(
+                    "PostgreSQL store {}: all {} connections stayed busy for {}: the server is \
+                     slow or the store is shared by too many tasks (worth retrying; or raise \
+                     max_connections)",
+                    self.shown,
+                    self.max_connections,
+                    seconds(wait)
+                )));
+            }
+        };
+        let reused = loop {
+            let next = lock(&self.idle).pop();
+            match next {
+                Some(client) if client.is_closed() => continue,
+                other => break other,
+            }
+        };
+        let client = match reused {
+            Some(client) => client,
+            None => self.connect().await?,
+        };
+        Ok(Conn {
+            shared: self,
+            client: Some(client),
+            _permit: permit,
+            broken: false,
+        })
+    }
+
+    async fn connect(&self) -> Result<Client, StoreError> {
+        self.counts.connections.fetch_add(1, Ordering::Relaxed);
+        let limit = self.location.connect_timeout();
+        let connecting = async {
+            match &self.tls {
+                Tls::Off => {
+                    let (client, connection) = self.config.connect(NoTls).await?;
+                    tokio::spawn(async move {
+                        let _ = connection.await;
+                    });
+                    Ok::<Client, tokio_postgres::Error>(client)
+                }
+                Tls::Rustls(make) => {
+                    let (client, connection) = self.config.connect(make.clone()).await?;
+                    tokio::spawn(async move {
+                        let _ = connection.await;
+                    });
+                    Ok(client)
+                }
+            }
+        };
+        match tokio::time::timeout(limit, connecting).await {
+            Ok(Ok(client)) => Ok(client),
+            Ok(Err(e)) => {
+                Err(classify(&self.shown, "connecting", Phase::Connect, &e).with_source(e))
+            }
+            Err(_) => Err(StoreError::unavailable(format!(
+                "PostgreSQL store {}: connecting: no answer within {} (connect_timeout): check \
+                 that the server is running and reachable at this host and port (worth \
+                 retrying)",
+                self.shown,
+                seconds(limit)
+            ))),
+        }
+    }
+}
+
+/// A connection taken from the pool; back into it when dropped, unless
+/// it failed.
+pub(crate) struct Conn<'a> {
+    shared: &'a Shared,
+    client: Option<Client>,
+    _permit: OwnedSemaphorePermit,
+    broken: bool,
+}
+
+impl Drop for Conn<'_> {
+    fn drop(&mut self) {
+        if let Some(client) = self.client.take() {
+            if !self.broken && !client.is_closed() {
+                lock(&self.shared.idle).push(client);
+            }
+        }
+    }
+}
+
+impl Conn<'_> {
+    /// The store, as shown in messages.
+    pub(crate) fn store(&self) -> &str {
+        &self.shared.shown
+    }
+
+    /// Closes this connection instead of returning it (what it was doing
+    /// is rolled back by the server).
+    pub(crate) fn discard(&mut self) {
+        self.broken = true;
+    }
+
+    fn client(&self) -> Result<&Client, StoreError> {
+        self.client.as_ref().ok_or_else(|| {
+            StoreError::other(format!(
+                "PostgreSQL store {}: a connection was used after it was closed: this is a bug",
+                self.shared.shown
+            ))
+        })
+    }
+
+    fn count(&self, phase: Phase, setup: bool) {
+        let counter = match (setup, phase) {
+            (true, _) => &self.shared.counts.setup,
+            (false, Phase::Write) => &self.shared.counts.writes,
+            (false, _) => &self.shared.counts.reads,
+        };
+        counter.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// One statement in one round trip (parse, bind and execute sent
+    /// together), with the client's answer timeout.
+    pub(crate) async fn query(
+        &mut self,
+        phase: Phase,
+        setup: bool,
+        doing: &(dyn Fn() -> String + Sync),
+        sql: &str,
+        params: &[(&(dyn ToSql + Sync), Type)],
+    ) -> Result<Vec<Row>, StoreError> {
+        self.count(phase, setup);
+        let limit = self.shared.answer_timeout();
+        let answer = {
+            let client = self.client()?;
+            tokio::time::timeout(limit, client.query_typed(sql, params)).await
+        };
+        self.settle(phase, doing, limit, answer)
+    }
+
+    /// Statements without parameters or rows, as one simple query
+    /// (`BEGIN`, DDL).
+    pub(crate) async fn batch(
+        &mut self,
+        setup: bool,
+        doing: &(dyn Fn() -> String + Sync),
+        sql: &str,
+    ) -> Result<(), StoreError> {
+        self.count(Phase::Write, setup);
+        let limit = self.shared.answer_timeout();
+        let answer = {
+            let client = self.client()?;
+            tokio::time::timeout(limit, client.batch_execute(sql)).await
+        };
+        self.settle(Phase::Write, doing, limit, answer)
+    }
+
+    fn settle<T>(
+        &mut self,
+        phase: Phase,
+        doing: &(dyn Fn() -> String + Sync),
+        limit: Duration,
+        answer: Result<Result<T, tokio_postgres::Error>, tokio::time::error::Elapsed>,
+    ) -> Result<T, StoreError> {
+        match answer {
+            Ok(Ok(value)) => Ok(value),
+            Ok(Err(e)) => {
+                if !connection_survives(&e) {
+                    self.broken = true;
+                }
+                Err(classify(&self.shared.shown, &doing(), phase, &e).with_source(e))
+            }
+            Err(_) => {
+                // The connection's state is unknown: never reuse it.
+                self.broken = true;
+                let (kind, what) = match phase {
+                    Phase::Write => (
+                        StoreErrorKind::Ambiguous,
+                        "the write may or may not have been applied; the coordinator reads the \
+                         record back",
+                    ),
+                    _ => (
+                        StoreErrorKind::Unavailable,
+                        "the server or the network is stuck; the next operation reconnects",
+                    ),
+                };
+                Err(StoreError::new(
+                    kind,
+                    format!(
+                        "PostgreSQL store {}: {}: no answer within {}: {what}",
+                        self.shared.shown,
+                        doing(),
+                        seconds(limit)
+                    ),
+                ))
+            }
+        }
+    }
+
+    /// Column `i` of `row`, or a corrupt-record error naming it.
+    pub(crate) fn column<'r, T: FromSql<'r>>(
+        &self,
+        row: &'r Row,
+        i: usize,
+        doing: &(dyn Fn() -> String + Sync),
+    ) -> Result<T, StoreError> {
+        row.try_get::<_, T>(i).map_err(|e| {
+            StoreError::corrupt(format!(
+                "PostgreSQL store {}: {}: column {i} of the answer cannot be read ({e}): the \
+                 tables do not have the layout this cronslot expects",
+                self.shared.shown,
+                doing()
+            ))
+        })
+    }
+}
+
+/// The background thread and its runtime; the sender ends it.
+fn background() -> std::io::Result<(Handle, oneshot::Sender<()>)> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let handle = runtime.handle().clone();
+    let (stop, stopped) = oneshot::channel::<()>();
+    std::thread::Builder::new()
+        .name("cronslot-postgres".to_string())
+        .spawn(move || {
+            // Runs the connections and the store's tasks until every clone
+            // of the store is gone; dropping the runtime then closes the
+            // connections.
+            runtime.block_on(async {
+                let _ = stopped.await;
+            });
+        })?;
+    Ok((handle, stop))
+}
+
+fn millis(d: Duration) -> u128 {
+    d.as_millis().max(1)
+}
+
+/// `5 s`, `1.5 s`.
+pub(crate) fn seconds(d: Duration) -> String {
+    let s = d.as_secs_f64();
+    if s.fract() == 0.0 {
+        format!("{s:.0} s")
+    } else {
+        format!("{s:.1} s")
+    }
+}
