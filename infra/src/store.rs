@@ -175,7 +175,7 @@ impl StoreTarget {
             StoreTarget::Postgres(location) => {
                 // The schema must exist (`run` and `init` create it): a
                 // mistyped ?schema= fails instead of creating an empty one.
-                let options = PgOptions::default().create_schema(false);
+                let options = PgOptions::default().create(false);
                 let store = wait(PgStore::connect_with(location.clone(), options))
                     .map_err(|e| jobs::store_failure(e.kind(), &e))?;
                 Ok(Backend::Postgres(Rc::new(CasCoordinator::new(
@@ -198,7 +198,7 @@ impl StoreTarget {
             StoreTarget::Dynamo(url) => {
                 // The table must exist (the deployed template creates it);
                 // a missing one fails on first use with the store's hint.
-                let store = wait(DynamoStore::from_url(url)).map_err(|e| {
+                let store = wait(DynamoStore::connect(url)).map_err(|e| {
                     Failure::bad_input(format!("error: store {}: {e}", self.label()))
                 })?;
                 Ok(Backend::Dynamo(Rc::new(CasCoordinator::new(

@@ -116,7 +116,7 @@ async fn store_from_env() -> Result<DynamoStore, InitError> {
         url.push_str("?endpoint=");
         url.push_str(&encode(endpoint));
     }
-    DynamoStore::from_url(&url).await.map_err(|e| {
+    DynamoStore::connect(&url).await.map_err(|e| {
         let endpoint = endpoint
             .map(|e| format!(", {ENDPOINT_ENV}={e:?}"))
             .unwrap_or_default();

@@ -192,7 +192,7 @@ impl StoreTarget {
                 Ok((JobStore::Redis(store), clock))
             }
             StoreTarget::Dynamo(url) => {
-                let store = wait(DynamoStore::from_url(url)).map_err(|e| {
+                let store = wait(DynamoStore::connect(url)).map_err(|e| {
                     Failure::bad_input(format!("error: cannot open the store {label}: {e}"))
                 })?;
                 Ok((JobStore::Dynamo(store), clock.clone()))
@@ -259,7 +259,7 @@ impl StoreTarget {
                 Ok(Initialized { text, doc })
             }
             StoreTarget::Dynamo(url) => {
-                let store = wait(DynamoStore::from_url(url)).map_err(|e| {
+                let store = wait(DynamoStore::connect(url)).map_err(|e| {
                     Failure::bad_input(format!("error: cannot open the store {label}: {e}"))
                 })?;
                 wait(store.create_table()).map_err(|e| {

@@ -226,12 +226,11 @@ pub(crate) fn decode_raw_state(
     })
 }
 
-/// An effect item as stored: `rev` guards its conditional replacement, the
-/// text lets a retried write recognise its own record.
+/// An effect item as stored: `rev` guards its conditional replacement;
+/// with the record it lets a retried write recognise its own.
 #[derive(Debug, Clone)]
 pub(crate) struct StoredEffect {
     pub rev: u64,
-    pub text: String,
     pub record: EffectRecord,
 }
 
@@ -242,8 +241,8 @@ pub(crate) fn read_effect_item(
 ) -> Result<StoredEffect, StoreError> {
     let what = format!("effect {key:?}");
     let rev = number(table, &what, item, REV)?;
-    let text = string(table, &what, item, RECORD)?.to_string();
-    let record: EffectRecord = serde_json::from_str(&text)
+    let text = string(table, &what, item, RECORD)?;
+    let record: EffectRecord = serde_json::from_str(text)
         .map_err(|e| corrupt(table, &what, format!("the record cannot be read ({e})")))?;
     if record.key != key {
         return Err(corrupt(
@@ -252,7 +251,7 @@ pub(crate) fn read_effect_item(
             format!("the record belongs to effect {:?}", record.key),
         ));
     }
-    Ok(StoredEffect { rev, text, record })
+    Ok(StoredEffect { rev, record })
 }
 
 pub(crate) fn effect_item(

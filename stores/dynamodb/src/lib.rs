@@ -105,13 +105,8 @@ use retry::{Budget, CallError, Kind, call};
 /// How long one store operation may keep retrying by default.
 pub const DEFAULT_RETRY_BUDGET: Duration = Duration::from_secs(10);
 
-/// How long a done effect is kept by default: far longer than any retry of
-/// its slot, short enough that the ledger stays small.
-pub const DEFAULT_EFFECT_RETENTION: Duration = Duration::from_secs(30 * 24 * 3600);
-
-/// How many times an effect's read-decide-write is redone after losing a
-/// race before the store gives up (as `Unavailable`: worth retrying later).
-const MAX_LEDGER_ATTEMPTS: u32 = 16;
+pub use cronslot_store_kit::DEFAULT_EFFECT_RETENTION;
+use cronslot_store_kit::{EffectEntry, Entry, Written, settle_effect};
 
 /// Most items of the job's own that fit in one transaction with the state
 /// (DynamoDB's limit is 100 per `TransactWriteItems`).
@@ -180,7 +175,7 @@ impl DynamoStore {
     /// A store from the CLI's `dynamodb://TABLE?region=R[&endpoint=URL]`.
     /// Credentials come from the environment's default chain; the region
     /// from the URL, else from the environment.
-    pub async fn from_url(url: &str) -> Result<DynamoStore, StoreError> {
+    pub async fn connect(url: &str) -> Result<DynamoStore, StoreError> {
         let location = parse_dynamodb_location(url).map_err(|e| StoreError::other(e.message))?;
         let mut loader = aws_config::defaults(BehaviorVersion::latest()).timeout_config(
             TimeoutConfig::builder()
@@ -869,9 +864,9 @@ impl DynamoStore {
         Ok(pk)
     }
 
-    /// The effect ledger's read-decide-write: `decide` sees the current
-    /// entry and says what to answer and what to store; the store happens
-    /// only if the entry is still the one decided on.
+    /// The effect ledger's read-decide-write (the kit's loop): `decide`
+    /// sees the current entry and says what to answer and what to store;
+    /// the store happens only if the entry is still the one decided on.
     async fn ledger_update<D: Clone>(
         &self,
         key: &str,
@@ -880,88 +875,99 @@ impl DynamoStore {
     ) -> Result<D, StoreError> {
         self.effect_pk_checked(key)?;
         let what = self.what(&format!("{doing} effect {key:?}"));
-        let mut current = self.read_effect_raw(key).await?;
-        // Writes we sent that may have landed (the answer was lost, or a
-        // 5xx was retried); a lost one may even land after we read back.
-        // An entry that is exactly one of them is ours: answer what we
-        // decided then.
-        let mut in_doubt: Vec<(u64, String, D)> = Vec::new();
-        for _ in 0..MAX_LEDGER_ATTEMPTS {
-            if let Some(cur) = &current {
-                if let Some((_, _, decision)) = in_doubt
-                    .iter()
-                    .find(|(rev, text, _)| cur.rev == *rev && cur.text == *text)
-                {
-                    return Ok(decision.clone());
+        let mut entry = DynamoEffect {
+            store: self,
+            key,
+            what: &what,
+        };
+        settle_effect(&mut entry, decide, |attempts| {
+            StoreError::unavailable(format!(
+                "{what}: the entry changed under {attempts} writes in a row; too many workers on one effect"
+            ))
+        })
+        .await
+    }
+}
+
+/// One effect's item, as the kit's ledger loop reads and writes it: each
+/// write a conditional `PutItem` on the item's `rev`, which hands back the
+/// item that beat it.
+struct DynamoEffect<'a> {
+    store: &'a DynamoStore,
+    key: &'a str,
+    what: &'a str,
+}
+
+impl EffectEntry for DynamoEffect<'_> {
+    type Rev = u64;
+
+    async fn read(&mut self) -> Result<Option<Entry<u64>>, StoreError> {
+        Ok(self.store.read_effect_raw(self.key).await?.map(|e| Entry {
+            rev: e.rev,
+            record: e.record,
+        }))
+    }
+
+    async fn write(
+        &mut self,
+        current: Option<&Entry<u64>>,
+        record: &EffectRecord,
+    ) -> Result<(u64, Written<u64>), StoreError> {
+        let what = self.what;
+        let text = serde_json::to_string(record)
+            .map_err(|e| StoreError::other(format!("{what}: encoding the record: {e}")))?;
+        // DynamoDB refuses placeholders the expression does not use, and an
+        // empty value map.
+        let (rev, condition, names, values) = match current {
+            None => (
+                1,
+                format!("attribute_not_exists(#{PK})"),
+                HashMap::from([(format!("#{PK}"), PK.to_string())]),
+                None,
+            ),
+            Some(c) => (
+                c.rev.saturating_add(1),
+                format!("#{REV} = :rev"),
+                HashMap::from([(format!("#{REV}"), REV.to_string())]),
+                Some(HashMap::from([(
+                    ":rev".to_string(),
+                    AttributeValue::N(c.rev.to_string()),
+                )])),
+            ),
+        };
+        let store = self.store;
+        let item = effect_item(record, &text, rev, store.effect_retention);
+        let result = call(store.budget(), what, Kind::Write, no_more, || {
+            store
+                .conditional_put(&item, &condition, &names, &values)
+                .send()
+        })
+        .await;
+        let written = match result {
+            Ok(_) => Written::Yes,
+            Err(CallError::Service {
+                err: PutItemError::ConditionalCheckFailedException(e),
+                maybe_applied,
+                ..
+            }) => {
+                let current = match e.item().filter(|i| !i.is_empty()) {
+                    Some(item) => Some(read_effect_item(&store.table, self.key, item)?),
+                    None => None,
+                };
+                Written::Lost {
+                    current: Some(current.map(|c| Entry {
+                        rev: c.rev,
+                        record: c.record,
+                    })),
+                    maybe_applied,
                 }
             }
-            let (decision, write) = decide(current.as_ref().map(|c| &c.record));
-            let Some(record) = write else {
-                return Ok(decision);
-            };
-            let text = serde_json::to_string(&record)
-                .map_err(|e| StoreError::other(format!("{what}: encoding the record: {e}")))?;
-            // DynamoDB refuses placeholders the expression does not use,
-            // and an empty value map.
-            let (rev, condition, names, values) = match &current {
-                None => (
-                    1,
-                    format!("attribute_not_exists(#{PK})"),
-                    HashMap::from([(format!("#{PK}"), PK.to_string())]),
-                    None,
-                ),
-                Some(c) => (
-                    c.rev.saturating_add(1),
-                    format!("#{REV} = :rev"),
-                    HashMap::from([(format!("#{REV}"), REV.to_string())]),
-                    Some(HashMap::from([(
-                        ":rev".to_string(),
-                        AttributeValue::N(c.rev.to_string()),
-                    )])),
-                ),
-            };
-            let item = effect_item(&record, &text, rev, self.effect_retention);
-            let sent = (rev, text, decision.clone());
-            let result = call(self.budget(), &what, Kind::Write, no_more, || {
-                self.conditional_put(&item, &condition, &names, &values)
-                    .send()
-            })
-            .await;
-            current = match result {
-                Ok(_) => return Ok(decision),
-                Err(CallError::Service {
-                    err: PutItemError::ConditionalCheckFailedException(e),
-                    maybe_applied,
-                    ..
-                }) => {
-                    if maybe_applied {
-                        in_doubt.push(sent);
-                    }
-                    match e.item().filter(|i| !i.is_empty()) {
-                        Some(item) => Some(read_effect_item(&self.table, key, item)?),
-                        None => None,
-                    }
-                }
-                // The write may have landed: read back and judge again
-                // (the loop recognises our own record).
-                Err(CallError::Store(e)) if e.kind == StoreErrorKind::Ambiguous => {
-                    in_doubt.push(sent);
-                    self.read_effect_raw(key).await.map_err(|read| {
-                        StoreError::new(
-                            StoreErrorKind::Ambiguous,
-                            format!(
-                                "{}; reading it back failed too: {}",
-                                e.message, read.message
-                            ),
-                        )
-                    })?
-                }
-                Err(e) => return Err(store_error(e)),
-            };
-        }
-        Err(StoreError::unavailable(format!(
-            "{what}: the entry changed under {MAX_LEDGER_ATTEMPTS} writes in a row; too many workers on one effect"
-        )))
+            // The write may have landed: the loop reads back and judges
+            // again (and recognises our own record).
+            Err(CallError::Store(e)) if e.kind == StoreErrorKind::Ambiguous => Written::InDoubt(e),
+            Err(e) => return Err(store_error(e)),
+        };
+        Ok((rev, written))
     }
 }
 

@@ -19,9 +19,9 @@
 //!   WHERE version = $expected` (or `INSERT … ON CONFLICT DO NOTHING`) that
 //!   hands back the current record in the same statement when it loses. A
 //!   run costs one read and two writes (claim, completion); a duplicate
-//!   delivery one read. [`PgStore::statements`] counts them.
+//!   delivery one read. [`PgStore::requests`] counts them.
 //! - **Clock.** Leases are judged by the database's clock
-//!   ([`JudgeClock::Database`], read in the same statement as the record),
+//!   ([`JudgeClock::Server`], read in the same statement as the record),
 //!   so servers whose clocks disagree still agree on when a lease expired;
 //!   [`PgStore::clock_offset`] says how far this machine's clock is off.
 //! - **Threads.** The store owns a small background thread with its own
@@ -71,12 +71,10 @@ mod time;
 mod tls;
 
 pub use cronslot_core::coord::LocationError;
+pub use cronslot_store_kit::{DEFAULT_EFFECT_RETENTION, JudgeClock, RequestCounts};
 pub use location::{
     DEFAULT_CONNECT_TIMEOUT, DEFAULT_PORT, DEFAULT_SCHEMA, DEFAULT_STATEMENT_TIMEOUT, PgHost,
     PgLocation, RootCerts, SslMode, parse_postgres_location, parse_postgres_location_with_env,
 };
-pub use pool::StatementCounts;
 pub use schema::{InitReport, STORE_SCHEMA_VERSION};
-pub use store::{
-    DEFAULT_EFFECT_RETENTION, DEFAULT_MAX_CONNECTIONS, JudgeClock, PgOptions, PgStore,
-};
+pub use store::{DEFAULT_MAX_CONNECTIONS, PgOptions, PgStore};

@@ -1,25 +1,19 @@
-//! The store's own runtime and its small connection pool.
-//!
-//! Every connection is opened, driven and used on one background thread
-//! with a current-thread tokio runtime that the store owns: callers may sit
-//! on any runtime (the local runner's per-worker runtimes, the CLI's, the
-//! core's test executor) and only await a task's answer, so a caller's
-//! runtime ending never strands a connection. The thread ends when the
-//! last clone of the store is dropped.
+//! The store's small connection pool, on the store's own background
+//! thread (the kit's [`Driver`]): callers on any runtime only await
+//! answers.
 //!
 //! The pool is a list of idle clients and a semaphore bounding how many
 //! exist. A client whose connection has ended is dropped when it is taken
 //! from the list; one that failed mid-statement or timed out is dropped
 //! instead of returned.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::future::Future;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use cronslot_core::coord::StoreErrorKind;
-use jiff::SignedDuration;
-use tokio::runtime::Handle;
-use tokio::sync::{OwnedSemaphorePermit, Semaphore, oneshot};
+use cronslot_store_kit::{ClockOffset, Counters, Driver, RequestCounts, seconds};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_postgres::types::{FromSql, ToSql, Type};
 use tokio_postgres::{Client, NoTls, Row};
 
@@ -28,39 +22,6 @@ use crate::location::{PgHost, PgLocation};
 use crate::tls::{Tls, tls_for};
 use cronslot_core::coord::StoreError;
 
-/// Statements sent, by kind (see [`PgStore::statements`](crate::PgStore::statements)).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct StatementCounts {
-    /// Statements that read a job's record, the job list or an effect.
-    pub reads: u64,
-    /// Statements that write (a record, an effect, a sweep).
-    pub writes: u64,
-    /// Statements that checked or created the schema (opening, `init`).
-    pub setup: u64,
-    /// Connections opened.
-    pub connections: u64,
-}
-
-impl StatementCounts {
-    /// What was counted since `earlier` (a reading of the same store).
-    pub fn since(&self, earlier: &StatementCounts) -> StatementCounts {
-        StatementCounts {
-            reads: self.reads.saturating_sub(earlier.reads),
-            writes: self.writes.saturating_sub(earlier.writes),
-            setup: self.setup.saturating_sub(earlier.setup),
-            connections: self.connections.saturating_sub(earlier.connections),
-        }
-    }
-}
-
-#[derive(Default)]
-struct Counters {
-    reads: AtomicU64,
-    writes: AtomicU64,
-    setup: AtomicU64,
-    connections: AtomicU64,
-}
-
 /// What every clone of a store shares.
 pub(crate) struct Shared {
     pub(crate) location: PgLocation,
@@ -68,14 +29,12 @@ pub(crate) struct Shared {
     pub(crate) shown: String,
     config: tokio_postgres::Config,
     tls: Tls,
-    handle: Handle,
-    /// Dropping it ends the background thread (and its connections).
-    _stop: oneshot::Sender<()>,
+    driver: Driver,
     idle: Mutex<Vec<Client>>,
     permits: Arc<Semaphore>,
     max_connections: usize,
     counts: Counters,
-    offset: Mutex<Option<SignedDuration>>,
+    pub(crate) offset: ClockOffset,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -129,24 +88,19 @@ impl Shared {
                 )));
             }
         }
-        let (handle, stop) = background().map_err(|e| {
-            StoreError::other(format!(
-                "PostgreSQL store {shown}: cannot start the store's background thread: {e}"
-            ))
-        })?;
+        let driver = Driver::start("cronslot-postgres", format!("PostgreSQL store {shown}"))?;
         let max_connections = max_connections.max(1);
         Ok(Shared {
             location,
             shown,
             config,
             tls,
-            handle,
-            _stop: stop,
+            driver,
             idle: Mutex::new(Vec::new()),
             permits: Arc::new(Semaphore::new(max_connections)),
             max_connections,
             counts: Counters::default(),
-            offset: Mutex::new(None),
+            offset: ClockOffset::default(),
         })
     }
 
@@ -157,31 +111,11 @@ impl Shared {
         T: Send + 'static,
         F: Future<Output = Result<T, StoreError>> + Send + 'static,
     {
-        match self.handle.spawn(task).await {
-            Ok(answer) => answer,
-            Err(e) => Err(StoreError::other(format!(
-                "PostgreSQL store {}: the store's background task ended without an answer ({e}): \
-                 this is a bug",
-                self.shown
-            ))),
-        }
+        self.driver.run(task).await
     }
 
-    pub(crate) fn statements(&self) -> StatementCounts {
-        StatementCounts {
-            reads: self.counts.reads.load(Ordering::Relaxed),
-            writes: self.counts.writes.load(Ordering::Relaxed),
-            setup: self.counts.setup.load(Ordering::Relaxed),
-            connections: self.counts.connections.load(Ordering::Relaxed),
-        }
-    }
-
-    pub(crate) fn clock_offset(&self) -> Option<SignedDuration> {
-        *lock(&self.offset)
-    }
-
-    pub(crate) fn set_clock_offset(&self, offset: SignedDuration) {
-        *lock(&self.offset) = Some(offset);
+    pub(crate) fn requests(&self) -> RequestCounts {
+        self.counts.snapshot()
     }
 
     /// How long the client waits for a statement's answer: the server's
@@ -235,7 +169,7 @@ impl Shared {
     }
 
     async fn connect(&self) -> Result<Client, StoreError> {
-        self.counts.connections.fetch_add(1, Ordering::Relaxed);
+        self.counts.connection();
         let limit = self.location.connect_timeout();
         let connecting = async {
             match &self.tls {
@@ -312,12 +246,7 @@ impl Conn<'_> {
     }
 
     fn count(&self, phase: Phase, setup: bool) {
-        let counter = match (setup, phase) {
-            (true, _) => &self.shared.counts.setup,
-            (false, Phase::Write) => &self.shared.counts.writes,
-            (false, _) => &self.shared.counts.reads,
-        };
-        counter.fetch_add(1, Ordering::Relaxed);
+        self.shared.counts.request(setup, phase == Phase::Write);
     }
 
     /// One statement in one round trip (parse, bind and execute sent
@@ -417,35 +346,6 @@ impl Conn<'_> {
 }
 
 /// The background thread and its runtime; the sender ends it.
-fn background() -> std::io::Result<(Handle, oneshot::Sender<()>)> {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
-    let handle = runtime.handle().clone();
-    let (stop, stopped) = oneshot::channel::<()>();
-    std::thread::Builder::new()
-        .name("cronslot-postgres".to_string())
-        .spawn(move || {
-            // Runs the connections and the store's tasks until every clone
-            // of the store is gone; dropping the runtime then closes the
-            // connections.
-            runtime.block_on(async {
-                let _ = stopped.await;
-            });
-        })?;
-    Ok((handle, stop))
-}
-
 fn millis(d: Duration) -> u128 {
     d.as_millis().max(1)
-}
-
-/// `5 s`, `1.5 s`.
-pub(crate) fn seconds(d: Duration) -> String {
-    let s = d.as_secs_f64();
-    if s.fract() == 0.0 {
-        format!("{s:.0} s")
-    } else {
-        format!("{s:.1} s")
-    }
 }

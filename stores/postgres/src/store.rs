@@ -9,43 +9,22 @@ use cronslot_core::coord::{
     StateStore, StoreError, TickIndex, TickStart, Version, Versioned, decide_begin, decide_finish,
     decode_state, encode_state,
 };
+use cronslot_store_kit::{
+    DEFAULT_EFFECT_RETENTION, EffectEntry, Entry, JudgeClock, RequestCounts, Written, settle_effect,
+};
 use jiff::{SignedDuration, Timestamp};
 use tokio_postgres::Row;
 use tokio_postgres::types::Type;
 
 use crate::error::Phase;
 use crate::location::{PgLocation, parse_postgres_location};
-use crate::pool::{Conn, Shared, StatementCounts};
+use crate::pool::{Conn, Shared};
 use crate::schema::{InitReport, ensure, quoted};
 use crate::time::PgTime;
-
-/// How long a done effect is kept before [`PgStore::sweep_effects`] may
-/// delete it, unless [`PgOptions::effect_retention`] says otherwise: the
-/// DynamoDB store's default TTL, far longer than any retry of a slot.
-pub const DEFAULT_EFFECT_RETENTION: Duration = Duration::from_secs(30 * 24 * 3600);
 
 /// How many connections a store (all its clones together) opens at most,
 /// unless [`PgOptions::max_connections`] says otherwise.
 pub const DEFAULT_MAX_CONNECTIONS: usize = 4;
-
-/// How many times an effect's read-decide-write is redone after losing a
-/// race before the store reports itself unavailable.
-const MAX_LEDGER_ATTEMPTS: u32 = 16;
-
-/// Whose clock judges leases (the instant [`StateStore::get_judged`]
-/// answers).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum JudgeClock {
-    /// The database server's `clock_timestamp()`, read in the same
-    /// statement as the record: every server sharing the database agrees
-    /// on when a lease has expired, whatever its own clock says. The
-    /// default.
-    #[default]
-    Database,
-    /// The caller's `now`, as the memory and SQLite stores do: for tests
-    /// and simulations that drive virtual time.
-    Caller,
-}
 
 /// How a store is opened, beyond its location.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -85,7 +64,7 @@ impl PgOptions {
     /// Whether opening creates the schema and tables when they are missing
     /// (the default), or only checks that they are there (for commands
     /// that must not create an empty store by mistake).
-    pub fn create_schema(mut self, create: bool) -> PgOptions {
+    pub fn create(mut self, create: bool) -> PgOptions {
         self.create = create;
         self
     }
@@ -250,7 +229,7 @@ impl PgStore {
     }
 
     /// This handle (and its later clones) judges leases by `clock`
-    /// ([`JudgeClock::Database`] by default).
+    /// ([`JudgeClock::Server`] by default).
     pub fn judge_by(mut self, clock: JudgeClock) -> PgStore {
         self.judge = clock;
         self
@@ -348,9 +327,10 @@ impl PgStore {
         Ok(total)
     }
 
-    /// Statements sent so far by this store and its clones, by kind.
-    pub fn statements(&self) -> StatementCounts {
-        self.shared.statements()
+    /// Requests (statements) sent so far by this store and its clones, by
+    /// kind.
+    pub fn requests(&self) -> RequestCounts {
+        self.shared.requests()
     }
 
     /// How far the database server's clock is ahead of this machine's
@@ -358,7 +338,7 @@ impl PgStore {
     /// server's `clock_timestamp()` minus the midpoint of the round trip
     /// on this machine's clock. `None` before the first read.
     pub fn clock_offset(&self) -> Option<SignedDuration> {
-        self.shared.clock_offset()
+        self.shared.offset.get()
     }
 
     async fn read(
@@ -371,11 +351,7 @@ impl PgStore {
                 let mut conn = shared.checkout().await?;
                 let sent = Timestamp::now();
                 let (record, server) = read_state(&mut conn, &sql, &job).await?;
-                let received = Timestamp::now();
-                let half = received.duration_since(sent) / 2;
-                if let Ok(midpoint) = sent.checked_add(half) {
-                    shared.set_clock_offset(server.duration_since(midpoint));
-                }
+                shared.offset.measured(sent, server, Timestamp::now());
                 Ok((record, server))
             })
             .await
@@ -409,7 +385,7 @@ impl PgStore {
     async fn start_tick(&self, now: Timestamp, limit: usize) -> Result<TickStart, StoreError> {
         let (shared, sql) = (self.shared.clone(), self.sql.clone());
         let caller = match self.judge {
-            JudgeClock::Database => None,
+            JudgeClock::Server => None,
             JudgeClock::Caller => Some(PgTime(now)),
         };
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
@@ -482,34 +458,80 @@ impl PgStore {
     /// decides again on what won.
     async fn ledger<T, F>(&self, key: &str, doing: &'static str, decide: F) -> Result<T, StoreError>
     where
-        T: Send + 'static,
+        T: Clone + Send + 'static,
         F: Fn(Option<&EffectRecord>) -> (T, Option<EffectRecord>) + Send + 'static,
     {
         let (shared, sql, key) = (self.shared.clone(), self.sql.clone(), key.to_string());
         let retention = self.retention;
         self.shared
             .run(async move {
-                let doing = || format!("{doing} effect {key:?}");
-                let mut conn = shared.checkout().await?;
-                for _ in 0..MAX_LEDGER_ATTEMPTS {
-                    let current = read_effect(&mut conn, &sql, &key).await?;
-                    let (answer, write) = decide(current.as_ref().map(|(_, r)| r));
-                    let Some(record) = write else {
-                        return Ok(answer);
-                    };
-                    let rev = current.map(|(rev, _)| rev);
-                    if write_effect(&mut conn, &sql, &doing, rev, &record, retention).await? {
-                        return Ok(answer);
-                    }
-                }
-                Err(StoreError::unavailable(format!(
-                    "PostgreSQL store {}: {}: other writers changed the entry {MAX_LEDGER_ATTEMPTS} \
-                     times in a row (worth retrying)",
-                    shared.shown,
-                    doing()
-                )))
+                let shown = shared.shown.clone();
+                let mut entry = PgEffect {
+                    conn: shared.checkout().await?,
+                    sql: &sql,
+                    key: &key,
+                    doing,
+                    retention,
+                };
+                settle_effect(&mut entry, decide, |attempts| {
+                    StoreError::unavailable(format!(
+                        "PostgreSQL store {shown}: {doing} effect {key:?}: other writers changed the \
+                         entry {attempts} times in a row (worth retrying)"
+                    ))
+                })
+                .await
             })
             .await
+    }
+}
+
+/// One effect's row, as the kit's ledger loop reads and writes it.
+struct PgEffect<'a> {
+    conn: Conn<'a>,
+    sql: &'a Sql,
+    key: &'a str,
+    doing: &'static str,
+    retention: Duration,
+}
+
+impl EffectEntry for PgEffect<'_> {
+    type Rev = i64;
+
+    async fn read(&mut self) -> Result<Option<Entry<i64>>, StoreError> {
+        Ok(read_effect(&mut self.conn, self.sql, self.key)
+            .await?
+            .map(|(rev, record)| Entry { rev, record }))
+    }
+
+    async fn write(
+        &mut self,
+        current: Option<&Entry<i64>>,
+        record: &EffectRecord,
+    ) -> Result<(i64, Written<i64>), StoreError> {
+        let (doing, key) = (self.doing, self.key);
+        let doing = move || format!("{doing} effect {key:?}");
+        let rev = current.map(|c| c.rev);
+        let written = write_effect(
+            &mut self.conn,
+            self.sql,
+            &doing,
+            rev,
+            record,
+            self.retention,
+        )
+        .await?;
+        let next = rev.map_or(1, |r| r.saturating_add(1));
+        Ok(if written {
+            (next, Written::Yes)
+        } else {
+            (
+                next,
+                Written::Lost {
+                    current: None,
+                    maybe_applied: false,
+                },
+            )
+        })
     }
 }
 
@@ -771,11 +793,7 @@ impl StateStore for PgStore {
         now: Timestamp,
     ) -> Result<(Option<Versioned<JobState>>, Timestamp), StoreError> {
         let (record, server) = self.read(job).await?;
-        let judged = match self.judge {
-            JudgeClock::Database => server,
-            JudgeClock::Caller => now,
-        };
-        Ok((record, judged))
+        Ok((record, self.judge.judge(server, now)))
     }
 }
 

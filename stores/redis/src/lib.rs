@@ -25,7 +25,7 @@
 //! - **Cost.** A read is one round trip (the record with the server's
 //!   `TIME`, pipelined); a write one script. A run costs one read and two
 //!   writes (claim, completion); a duplicate delivery one read.
-//!   [`RedisStore::commands`] counts them.
+//!   [`RedisStore::requests`] counts them.
 //! - **Clock.** Leases are judged by the server's clock
 //!   ([`JudgeClock::Server`], `TIME` read in the same round trip as the
 //!   record), so servers whose clocks disagree still agree on when a lease
@@ -78,14 +78,12 @@ mod location;
 mod store;
 mod time;
 
-pub use conn::CommandCounts;
 pub use cronslot_core::coord::LocationError;
+pub use cronslot_store_kit::{DEFAULT_EFFECT_RETENTION, JudgeClock, RequestCounts};
 pub use durability::Durability;
 pub use location::{
     DEFAULT_COMMAND_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, DEFAULT_PORT, DEFAULT_PREFIX,
     DEFAULT_WAIT_TIMEOUT, RedisLocation, RedisRootCerts, parse_redis_location,
     parse_redis_location_with_env,
 };
-pub use store::{
-    DEFAULT_EFFECT_RETENTION, JudgeClock, RedisOptions, RedisStore, STORE_LAYOUT_VERSION,
-};
+pub use store::{RedisOptions, RedisStore, STORE_LAYOUT_VERSION};

@@ -14,41 +14,22 @@ use jiff::Timestamp;
 use redis::Script;
 use redis::aio::MultiplexedConnection;
 
-use crate::conn::{CommandCounts, Shared, seconds};
+use crate::conn::Shared;
 use crate::error::Phase;
 use crate::location::{RedisLocation, parse_redis_location};
 use crate::time::{from_micros, from_time_reply, micros};
-
-/// How long a done effect is kept (the entry's `PEXPIRE`), unless
-/// [`RedisOptions::effect_retention`] says otherwise: the DynamoDB store's
-/// default TTL, far longer than any retry of a slot.
-pub const DEFAULT_EFFECT_RETENTION: Duration = Duration::from_secs(30 * 24 * 3600);
+use cronslot_store_kit::{
+    DEFAULT_EFFECT_RETENTION, EffectEntry, Entry, JudgeClock, RequestCounts, Written, seconds,
+    settle_effect,
+};
 
 /// The layout of the store's keys that this cronslot writes (kept in the
 /// key `{PREFIX}:layout`). A store written by a newer layout is refused.
 pub const STORE_LAYOUT_VERSION: u32 = 1;
 
-/// How many times an effect's read-decide-write is redone after losing a
-/// race before the store reports itself unavailable.
-const MAX_LEDGER_ATTEMPTS: u32 = 16;
-
 /// The longest expiry given to an effect entry: a hundred years, well
 /// inside what `PEXPIRE` accepts.
 const MAX_TTL_MS: u64 = 100 * 365 * 24 * 3600 * 1000;
-
-/// Whose clock judges leases (the instant [`StateStore::get_judged`]
-/// answers).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum JudgeClock {
-    /// The Redis server's `TIME`, read in the same round trip as the
-    /// record: every server sharing the store agrees on when a lease has
-    /// expired, whatever its own clock says. The default.
-    #[default]
-    Server,
-    /// The caller's `now`, as the memory and SQLite stores do: for tests
-    /// and simulations that drive virtual time.
-    Caller,
-}
 
 /// How a store is opened, beyond its location.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -308,9 +289,10 @@ impl RedisStore {
         &self.shared
     }
 
-    /// Requests sent so far by this store and its clones, by kind.
-    pub fn commands(&self) -> CommandCounts {
-        self.shared.commands()
+    /// Requests (commands, pipelines, scripts) sent so far by this store
+    /// and its clones, by kind.
+    pub fn requests(&self) -> RequestCounts {
+        self.shared.requests()
     }
 
     /// How far the Redis server's clock is ahead of this machine's
@@ -318,7 +300,7 @@ impl RedisStore {
     /// server's `TIME` minus the midpoint of the round trip on this
     /// machine's clock. `None` before the first read.
     pub fn clock_offset(&self) -> Option<jiff::SignedDuration> {
-        self.shared.clock_offset()
+        self.shared.offset.get()
     }
 
     /// Checks the layout of the keys under the prefix, marking an empty
@@ -407,10 +389,7 @@ impl RedisStore {
                         doing()
                     ))
                 })?;
-                let half = received.duration_since(sent) / 2;
-                if let Ok(midpoint) = sent.checked_add(half) {
-                    shared.set_clock_offset(server.duration_since(midpoint));
-                }
+                shared.offset.measured(sent, server, received);
                 let record = match fields.as_slice() {
                     [Some(v), Some(s)] => Some(versioned(&shared.shown, &job, v, s)?),
                     [None, None] => None,
@@ -606,7 +585,7 @@ impl RedisStore {
 
     /// Applies a ledger rule to the entry of `key` atomically: read,
     /// decide, write on condition that the entry is unchanged (one script);
-    /// a lost race decides again on what won.
+    /// a lost race decides again on what won (the kit's loop).
     async fn ledger<T, F>(
         &self,
         key: &str,
@@ -615,7 +594,7 @@ impl RedisStore {
         decide: F,
     ) -> Result<T, StoreError>
     where
-        T: Send + 'static,
+        T: Clone + Send + 'static,
         F: Fn(Option<&EffectRecord>) -> (T, Option<EffectRecord>) + Send + 'static,
     {
         let (shared, scripts) = (self.shared.clone(), self.scripts.clone());
@@ -624,55 +603,102 @@ impl RedisStore {
         let replicas = Replicas::of(self.location());
         self.shared
             .run(async move {
-                let doing = || format!("{doing} effect {key:?}");
-                for _ in 0..MAX_LEDGER_ATTEMPTS {
-                    let current = read_effect(&shared, &redis_key, &key).await?;
-                    let (answer, write) = decide(current.as_ref().map(|(_, r)| r));
-                    let Some(record) = write else {
-                        return Ok(answer);
-                    };
-                    let text = serde_json::to_string(&record).map_err(|e| {
-                        StoreError::other(format!(
-                            "Redis store {}: {}: encoding the entry: {e}",
-                            shared.shown,
-                            doing()
-                        ))
-                    })?;
-                    let rev = current.map(|(rev, _)| rev);
-                    let expected = rev.map(|r| r.to_string()).unwrap_or_default();
-                    let next = rev.unwrap_or(0).saturating_add(1).to_string();
-                    let ttl = ttl_ms(&record, now, retention).to_string();
-                    let (written, acked): (i64, Option<u32>) = shared
-                        .request(Phase::Write, false, &doing, |mut conn| {
-                            let (scripts, redis_key) = (scripts.clone(), redis_key.clone());
-                            async move {
-                                let written: i64 = scripts
-                                    .effect_put
-                                    .key(&redis_key)
-                                    .arg(&expected)
-                                    .arg(&next)
-                                    .arg(&text)
-                                    .arg(&ttl)
-                                    .invoke_async(&mut conn)
-                                    .await?;
-                                let acked = replicas.wait_if(written == 1, &mut conn).await?;
-                                Ok((written, acked))
-                            }
-                        })
-                        .await?;
-                    replicas.check(&shared.shown, &doing(), acked)?;
-                    if written == 1 {
-                        return Ok(answer);
-                    }
-                }
-                Err(StoreError::unavailable(format!(
-                    "Redis store {}: {}: other writers changed the entry {MAX_LEDGER_ATTEMPTS} \
-                     times in a row (worth retrying)",
-                    shared.shown,
-                    doing()
-                )))
+                let mut entry = RedisEffect {
+                    shared: &shared,
+                    scripts: &scripts,
+                    redis_key: &redis_key,
+                    key: &key,
+                    doing,
+                    now,
+                    retention,
+                    replicas,
+                };
+                settle_effect(&mut entry, decide, |attempts| {
+                    StoreError::unavailable(format!(
+                        "Redis store {}: {doing} effect {key:?}: other writers changed the entry \
+                         {attempts} times in a row (worth retrying)",
+                        shared.shown
+                    ))
+                })
+                .await
             })
             .await
+    }
+}
+
+/// One effect's entry, as the kit's ledger loop reads and writes it: each
+/// write one script, on condition of the entry's revision.
+struct RedisEffect<'a> {
+    shared: &'a Shared,
+    scripts: &'a Arc<Scripts>,
+    redis_key: &'a str,
+    key: &'a str,
+    doing: &'static str,
+    now: Timestamp,
+    retention: Duration,
+    replicas: Replicas,
+}
+
+impl EffectEntry for RedisEffect<'_> {
+    type Rev = u64;
+
+    async fn read(&mut self) -> Result<Option<Entry<u64>>, StoreError> {
+        Ok(read_effect(self.shared, self.redis_key, self.key)
+            .await?
+            .map(|(rev, record)| Entry { rev, record }))
+    }
+
+    async fn write(
+        &mut self,
+        current: Option<&Entry<u64>>,
+        record: &EffectRecord,
+    ) -> Result<(u64, Written<u64>), StoreError> {
+        let (doing, key) = (self.doing, self.key);
+        let doing = move || format!("{doing} effect {key:?}");
+        let text = serde_json::to_string(record).map_err(|e| {
+            StoreError::other(format!(
+                "Redis store {}: {}: encoding the entry: {e}",
+                self.shared.shown,
+                doing()
+            ))
+        })?;
+        let rev = current.map(|c| c.rev);
+        let expected = rev.map(|r| r.to_string()).unwrap_or_default();
+        let next_rev = rev.unwrap_or(0).saturating_add(1);
+        let next = next_rev.to_string();
+        let ttl = ttl_ms(record, self.now, self.retention).to_string();
+        let replicas = self.replicas;
+        let (written, acked): (i64, Option<u32>) = self
+            .shared
+            .request(Phase::Write, false, &doing, |mut conn| {
+                let (scripts, redis_key) = (self.scripts.clone(), self.redis_key.to_string());
+                async move {
+                    let written: i64 = scripts
+                        .effect_put
+                        .key(&redis_key)
+                        .arg(&expected)
+                        .arg(&next)
+                        .arg(&text)
+                        .arg(&ttl)
+                        .invoke_async(&mut conn)
+                        .await?;
+                    let acked = replicas.wait_if(written == 1, &mut conn).await?;
+                    Ok((written, acked))
+                }
+            })
+            .await?;
+        replicas.check(&self.shared.shown, &doing(), acked)?;
+        Ok(if written == 1 {
+            (next_rev, Written::Yes)
+        } else {
+            (
+                next_rev,
+                Written::Lost {
+                    current: None,
+                    maybe_applied: false,
+                },
+            )
+        })
     }
 }
 
@@ -841,11 +867,7 @@ impl StateStore for RedisStore {
         now: Timestamp,
     ) -> Result<(Option<Versioned<JobState>>, Timestamp), StoreError> {
         let (record, server) = self.read(job).await?;
-        let judged = match self.judge {
-            JudgeClock::Server => server,
-            JudgeClock::Caller => now,
-        };
-        Ok((record, judged))
+        Ok((record, self.judge.judge(server, now)))
     }
 }
 

@@ -83,7 +83,7 @@ fn simulation_on_postgres() {
             "simulation on postgres with seed {}: it ran nothing or injected no store faults",
             r.seed
         );
-        let counts = store.statements();
+        let counts = store.requests();
         eprintln!(
             "postgres statements: {} reads, {} writes, {} connections",
             counts.reads, counts.writes, counts.connections

@@ -83,7 +83,7 @@ fn simulation_on_redis() {
             "simulation on redis with seed {}: it ran nothing or injected no store faults",
             r.seed
         );
-        let counts = store.commands();
+        let counts = store.requests();
         eprintln!(
             "redis requests: {} reads, {} writes, {} connections",
             counts.reads, counts.writes, counts.connections

@@ -153,7 +153,7 @@ fn postgres_ticks_cost_what_is_due() {
         .judge_by(JudgeClock::Caller);
     let counter = store.clone();
     costs(&store, move || {
-        let s = counter.statements();
+        let s = counter.requests();
         s.reads + s.writes
     });
 }

@@ -558,7 +558,7 @@ async fn create_table_is_idempotent_and_enables_ttl() {
 #[tokio::test(flavor = "current_thread")]
 async fn from_url_builds_a_store_or_says_what_was_expected() {
     let store =
-        DynamoStore::from_url("dynamodb://my-table?region=eu-west-1&endpoint=http://127.0.0.1:9")
+        DynamoStore::connect("dynamodb://my-table?region=eu-west-1&endpoint=http://127.0.0.1:9")
             .await
             .unwrap();
     assert_eq!(store.table(), "my-table");
@@ -574,7 +574,7 @@ async fn from_url_builds_a_store_or_says_what_was_expected() {
         ),
         ("dynamodb://t-1?zone=x", "unknown parameter"),
     ] {
-        let err = DynamoStore::from_url(url).await.unwrap_err();
+        let err = DynamoStore::connect(url).await.unwrap_err();
         assert_eq!(err.kind, StoreErrorKind::Other);
         assert!(err.message.contains(needle), "{url}: {err}");
     }

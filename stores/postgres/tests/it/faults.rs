@@ -108,7 +108,7 @@ fn a_cut_connection_is_reported_and_the_next_call_reconnects() {
         block_on(store.put("j", &state("j", 0), None)).unwrap(),
         PutResult::Written(1)
     );
-    let connections = store.statements().connections;
+    let connections = store.requests().connections;
 
     let mut locker = hold_table(shared(), "postgres", &schema, 2.0);
     let cutter = cut_when_waiting(&app);
@@ -138,7 +138,7 @@ fn a_cut_connection_is_reported_and_the_next_call_reconnects() {
         block_on(store.put("j", &state("j", 60), Some(1))).unwrap(),
         PutResult::Written(2)
     );
-    assert!(store.statements().connections > connections);
+    assert!(store.requests().connections > connections);
 
     // An idle connection cut between calls is noticed (its end is read
     // at once on loopback) and replaced: the next call succeeds. Were the
@@ -171,7 +171,7 @@ fn the_coordinator_resolves_a_cut_claim() {
     let spec = job("pg", "cut", "schedule = \"* * * * *\"");
     let name = spec.name.as_str().to_string();
     block_on(c.claim(&spec, at(0), Trigger::Tick, "a")).unwrap();
-    let writes = store.statements().writes;
+    let writes = store.requests().writes;
     // Reads pass the row lock; the claim's write waits behind it and is
     // cut. The coordinator reads back, finds the record unchanged, and
     // writes again, which waits until the lock is gone.
@@ -185,7 +185,7 @@ fn the_coordinator_resolves_a_cut_claim() {
     };
     assert_eq!(lease.slot, at(60));
     assert_eq!(
-        store.statements().writes - writes,
+        store.requests().writes - writes,
         2,
         "the cut write and the one that made it"
     );

@@ -11,7 +11,7 @@ use cronslot_core::coord::{
     Origin, PendingRun, PutResult, StateStore, StoreErrorKind, TickIndex, Trigger, encode_state,
 };
 use cronslot_core::manifest::JobSpec;
-use cronslot_postgres::{JudgeClock, PgOptions, PgStore, StatementCounts};
+use cronslot_postgres::{JudgeClock, PgOptions, PgStore, RequestCounts};
 use cronslot_tests::postgres::{shared, unique};
 use jiff::{SignedDuration, Timestamp};
 
@@ -40,7 +40,7 @@ fn idle(c: Claim) {
     assert!(matches!(c, Claim::Idle(_)), "expected idle, got {c:?}");
 }
 
-fn rw(d: StatementCounts) -> (u64, u64) {
+fn rw(d: RequestCounts) -> (u64, u64) {
     (d.reads, d.writes)
 }
 
@@ -59,10 +59,10 @@ fn statement_counts_are_exact() {
     // (BEGIN, the advisory lock, a second look, CREATE SCHEMA, the
     // migration table, migrations 1 and 2 with a row each, COMMIT), on one
     // connection.
-    let opened = store.statements();
+    let opened = store.requests();
     assert_eq!(
         opened,
-        StatementCounts {
+        RequestCounts {
             reads: 0,
             writes: 0,
             setup: 11,
@@ -71,38 +71,38 @@ fn statement_counts_are_exact() {
     );
     // Opening an existing schema: the catalog and the version, two reads.
     let again = block_on(open(&url, PgOptions::default())).unwrap();
-    assert_eq!(again.statements().setup, 2);
+    assert_eq!(again.requests().setup, 2);
     let a = CasCoordinator::new(store.clone(), 1);
     let b = CasCoordinator::new(store.clone(), 2);
     let spec = job("pg", "counted", "schedule = \"* * * * *\"\nlease = \"1m\"");
     let name = spec.name.as_str().to_string();
     block_on(async {
         // Creating the record: the claim reads (nothing there) and inserts.
-        let s = store.statements();
+        let s = store.requests();
         idle(claim(&a, &spec, at(0), Trigger::Tick, "a").await);
-        assert_eq!(rw(store.statements().since(&s)), (1, 1), "creation");
+        assert_eq!(rw(store.requests().since(&s)), (1, 1), "creation");
 
         // One full run: claim (read + write) and completion (write).
-        let s = store.statements();
+        let s = store.requests();
         let run = lease(claim(&a, &spec, at(61), Trigger::Tick, "a").await);
         a.complete(&spec, run.fence, None, at(62)).await.unwrap();
-        assert_eq!(rw(store.statements().since(&s)), (1, 2), "a run");
+        assert_eq!(rw(store.requests().since(&s)), (1, 2), "a run");
 
         // A duplicate delivery of the slot that ran: one read, no write.
-        let s = store.statements();
+        let s = store.requests();
         idle(claim(&b, &spec, at(63), Trigger::Slot(run.slot), "b").await);
         assert_eq!(
-            rw(store.statements().since(&s)),
+            rw(store.requests().since(&s)),
             (1, 0),
             "a duplicate after the run"
         );
 
         // A duplicate while the run holds its lease: one read, no write.
         let live = lease(claim(&a, &spec, at(121), Trigger::Tick, "a").await);
-        let s = store.statements();
+        let s = store.requests();
         idle(claim(&b, &spec, at(122), Trigger::Tick, "b").await);
         assert_eq!(
-            rw(store.statements().since(&s)),
+            rw(store.requests().since(&s)),
             (1, 0),
             "a duplicate during the run"
         );
@@ -111,7 +111,7 @@ fn statement_counts_are_exact() {
         // (is the lease live?) and the ledger entry, and writes the entry;
         // finish reads and writes the entry.
         let key = format!("{name}@{}/send", live.slot);
-        let s = store.statements();
+        let s = store.requests();
         let begun = a
             .begin_effect(
                 &spec,
@@ -124,29 +124,25 @@ fn statement_counts_are_exact() {
             .await
             .unwrap();
         assert_eq!(begun, EffectBegin::Acquired);
-        assert_eq!(rw(store.statements().since(&s)), (2, 1), "begin_effect");
-        let s = store.statements();
+        assert_eq!(rw(store.requests().since(&s)), (2, 1), "begin_effect");
+        let s = store.requests();
         let finished = a
             .finish_effect(&key, live.fence, "sent", at(124))
             .await
             .unwrap();
         assert_eq!(finished, EffectFinish::Recorded);
-        assert_eq!(rw(store.statements().since(&s)), (1, 1), "finish_effect");
+        assert_eq!(rw(store.requests().since(&s)), (1, 1), "finish_effect");
         // The store's ledger alone: one read and one write per begin.
-        let s = store.statements();
+        let s = store.requests();
         let other = format!("{name}@{}/other", live.slot);
         let begun = store
             .begin_effect(&other, "a", live.fence, at(125), Duration::from_secs(30))
             .await
             .unwrap();
         assert_eq!(begun, EffectBegin::Acquired);
-        assert_eq!(
-            rw(store.statements().since(&s)),
-            (1, 1),
-            "the ledger's begin"
-        );
+        assert_eq!(rw(store.requests().since(&s)), (1, 1), "the ledger's begin");
         // Asking again for an effect already done: one read, no write.
-        let s = store.statements();
+        let s = store.requests();
         let again = store
             .begin_effect(&key, "b", live.fence + 1, at(126), Duration::from_secs(30))
             .await
@@ -158,7 +154,7 @@ fn statement_counts_are_exact() {
             }
         );
         assert_eq!(
-            rw(store.statements().since(&s)),
+            rw(store.requests().since(&s)),
             (1, 0),
             "an effect already done"
         );
@@ -166,20 +162,20 @@ fn statement_counts_are_exact() {
         // A lost compare-and-set hands back the current record in the same
         // statement: one write, no read.
         let current = store.get(&name).await.unwrap().unwrap();
-        let s = store.statements();
+        let s = store.requests();
         let lost = store
             .put(&name, &current.value, Some(current.version - 1))
             .await
             .unwrap();
         assert_eq!(lost, PutResult::Conflict(Some(Box::new(current.clone()))));
-        assert_eq!(rw(store.statements().since(&s)), (0, 1), "a lost write");
+        assert_eq!(rw(store.requests().since(&s)), (0, 1), "a lost write");
         // And a lost creation too.
-        let s = store.statements();
+        let s = store.requests();
         let lost = store.put(&name, &current.value, None).await.unwrap();
         assert_eq!(lost, PutResult::Conflict(Some(Box::new(current))));
-        assert_eq!(rw(store.statements().since(&s)), (0, 1), "a lost creation");
+        assert_eq!(rw(store.requests().since(&s)), (0, 1), "a lost creation");
         // None of it opened a connection of its own: the pool reused one.
-        assert_eq!(store.statements().connections, 1);
+        assert_eq!(store.requests().connections, 1);
     });
 }
 
@@ -191,7 +187,7 @@ fn statement_counts_are_exact() {
 fn the_database_clock_judges_leases() {
     let url = fresh_url("clock");
     let store = block_on(open(&url, PgOptions::default())).unwrap();
-    assert_eq!(store.judge_clock(), JudgeClock::Database);
+    assert_eq!(store.judge_clock(), JudgeClock::Server);
     let other = block_on(open(&url, PgOptions::default())).unwrap();
     let spec = job(
         "pg",
@@ -346,7 +342,7 @@ fn concurrent_first_use_creates_the_schema_once() {
 #[test]
 fn opening_without_creation_needs_an_existing_schema() {
     let url = fresh_url("nocreate");
-    let e = block_on(open(&url, PgOptions::default().create_schema(false))).unwrap_err();
+    let e = block_on(open(&url, PgOptions::default().create(false))).unwrap_err();
     assert_eq!(e.kind(), &StoreErrorKind::Other);
     assert!(e.message().contains("holds no cronslot tables"), "{e}");
     let schema = url.rsplit_once("schema=").unwrap().1;
@@ -359,7 +355,7 @@ fn opening_without_creation_needs_an_existing_schema() {
     );
     let store = block_on(open(&url, PgOptions::default())).unwrap();
     assert!(!store.opened().already_there());
-    let again = block_on(open(&url, PgOptions::default().create_schema(false))).unwrap();
+    let again = block_on(open(&url, PgOptions::default().create(false))).unwrap();
     assert!(again.opened().already_there());
 }
 
@@ -396,12 +392,12 @@ fn sweeps_are_bounded() {
             .await
             .unwrap();
 
-        let s = store.statements();
+        let s = store.requests();
         assert_eq!(
             store.sweep_effects(later, LIMIT).await.unwrap(),
             u64::from(LIMIT)
         );
-        assert_eq!(rw(store.statements().since(&s)), (0, 1), "one statement");
+        assert_eq!(rw(store.requests().since(&s)), (0, 1), "one statement");
         assert_eq!(
             store.sweep_effects(later, LIMIT).await.unwrap(),
             u64::from(EXTRA)
@@ -438,13 +434,13 @@ fn sweeping_expired_entries_runs_bounded_batches() {
                 .await
                 .unwrap();
         }
-        let s = store.statements();
+        let s = store.requests();
         assert_eq!(store.sweep_expired(later, 2, 2).await.unwrap(), 4);
-        assert_eq!(rw(store.statements().since(&s)), (0, 2), "two batches");
-        let s = store.statements();
+        assert_eq!(rw(store.requests().since(&s)), (0, 2), "two batches");
+        let s = store.requests();
         assert_eq!(store.sweep_expired(later, 2, 10).await.unwrap(), 3);
         assert_eq!(
-            rw(store.statements().since(&s)),
+            rw(store.requests().since(&s)),
             (0, 2),
             "the second is short"
         );
@@ -546,7 +542,7 @@ fn clones_work_from_any_thread_and_runtime() {
     for t in threads {
         assert_eq!(t.join().unwrap(), 5);
     }
-    assert!(store.statements().connections <= cronslot_postgres::DEFAULT_MAX_CONNECTIONS as u64);
+    assert!(store.requests().connections <= cronslot_postgres::DEFAULT_MAX_CONNECTIONS as u64);
 }
 
 /// `PgStore` can be shared across threads.
@@ -648,7 +644,7 @@ fn a_version_1_schema_is_migrated() {
             encode_state(&retrying).replace('\'', "''")
         ),
     );
-    let refused = block_on(open(&url, PgOptions::default().create_schema(false))).unwrap_err();
+    let refused = block_on(open(&url, PgOptions::default().create(false))).unwrap_err();
     assert!(refused.message().contains("cronslot init"), "{refused}");
 
     let store = block_on(open(&url, PgOptions::default()))

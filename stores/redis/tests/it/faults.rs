@@ -93,7 +93,7 @@ fn a_killed_connection_is_replaced() {
         block_on(store.put("k", &state("k", 0), None)).unwrap(),
         PutResult::Written(1)
     );
-    assert_eq!(store.commands().connections, 1);
+    assert_eq!(store.requests().connections, 1);
     let killed: u32 = server
         .cli(&["CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes"])
         .parse()
@@ -101,7 +101,7 @@ fn a_killed_connection_is_replaced() {
     assert!(killed >= 1, "killed {killed}");
     let found = eventually(Duration::from_secs(5), || block_on(store.get("k")));
     assert_eq!(found.unwrap().version, 1);
-    assert_eq!(store.commands().connections, 2, "one new connection");
+    assert_eq!(store.requests().connections, 2, "one new connection");
 }
 
 /// A server that stops answering (`CLIENT PAUSE`) runs into the command

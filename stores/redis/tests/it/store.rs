@@ -11,7 +11,7 @@ use cronslot_core::coord::{
     PutResult, StateStore, StoreErrorKind, TickIndex, Trigger,
 };
 use cronslot_core::manifest::JobSpec;
-use cronslot_redis::{CommandCounts, JudgeClock, RedisOptions, RedisStore};
+use cronslot_redis::{JudgeClock, RedisOptions, RedisStore, RequestCounts};
 use cronslot_tests::redis::{Server, shared, unique};
 use jiff::{SignedDuration, Timestamp};
 
@@ -40,7 +40,7 @@ fn idle(c: Claim) {
     assert!(matches!(c, Claim::Idle(_)), "expected idle, got {c:?}");
 }
 
-fn rw(d: CommandCounts) -> (u64, u64) {
+fn rw(d: RequestCounts) -> (u64, u64) {
     (d.reads, d.writes)
 }
 
@@ -56,8 +56,8 @@ fn state(job: &str, seconds: i64) -> JobState {
 fn request_counts_are_exact() {
     let store = fresh_store("counts");
     assert_eq!(
-        store.commands(),
-        CommandCounts {
+        store.requests(),
+        RequestCounts {
             reads: 0,
             writes: 0,
             setup: 1,
@@ -74,36 +74,36 @@ fn request_counts_are_exact() {
     );
     let name = spec.name.as_str().to_string();
     block_on(async {
-        let s = store.commands();
+        let s = store.requests();
         idle(claim(&a, &spec, at(0), Trigger::Tick, "a").await);
-        assert_eq!(rw(store.commands().since(&s)), (1, 1), "creation");
+        assert_eq!(rw(store.requests().since(&s)), (1, 1), "creation");
 
-        let s = store.commands();
+        let s = store.requests();
         let run = lease(claim(&a, &spec, at(61), Trigger::Tick, "a").await);
         a.complete(&spec, run.fence, None, at(62)).await.unwrap();
-        assert_eq!(rw(store.commands().since(&s)), (1, 2), "a run");
+        assert_eq!(rw(store.requests().since(&s)), (1, 2), "a run");
 
-        let s = store.commands();
+        let s = store.requests();
         idle(claim(&b, &spec, at(63), Trigger::Slot(run.slot), "b").await);
-        assert_eq!(rw(store.commands().since(&s)), (1, 0), "a duplicate");
+        assert_eq!(rw(store.requests().since(&s)), (1, 0), "a duplicate");
 
         let live = lease(claim(&a, &spec, at(121), Trigger::Tick, "a").await);
         let key = format!("{name}@{}/send", live.slot);
-        let s = store.commands();
+        let s = store.requests();
         let begun = store
             .begin_effect(&key, "a", live.fence, at(123), Duration::from_secs(30))
             .await
             .unwrap();
         assert_eq!(begun, EffectBegin::Acquired);
-        assert_eq!(rw(store.commands().since(&s)), (1, 1), "the ledger's begin");
-        let s = store.commands();
+        assert_eq!(rw(store.requests().since(&s)), (1, 1), "the ledger's begin");
+        let s = store.requests();
         let finished = store
             .finish_effect(&key, live.fence, "sent", at(124))
             .await
             .unwrap();
         assert_eq!(finished, EffectFinish::Recorded);
-        assert_eq!(rw(store.commands().since(&s)), (1, 1), "finish");
-        let s = store.commands();
+        assert_eq!(rw(store.requests().since(&s)), (1, 1), "finish");
+        let s = store.requests();
         let again = store
             .begin_effect(&key, "b", live.fence + 1, at(126), Duration::from_secs(30))
             .await
@@ -114,26 +114,26 @@ fn request_counts_are_exact() {
                 result: "sent".into()
             }
         );
-        assert_eq!(rw(store.commands().since(&s)), (1, 0), "already done");
+        assert_eq!(rw(store.requests().since(&s)), (1, 0), "already done");
 
         let current = store.get(&name).await.unwrap().unwrap();
-        let s = store.commands();
+        let s = store.requests();
         let lost = store
             .put(&name, &current.value, Some(current.version - 1))
             .await
             .unwrap();
         assert_eq!(lost, PutResult::Conflict(Some(Box::new(current.clone()))));
-        assert_eq!(rw(store.commands().since(&s)), (0, 1), "a lost write");
-        let s = store.commands();
+        assert_eq!(rw(store.requests().since(&s)), (0, 1), "a lost write");
+        let s = store.requests();
         let lost = store.put(&name, &current.value, None).await.unwrap();
         assert_eq!(lost, PutResult::Conflict(Some(Box::new(current))));
-        assert_eq!(rw(store.commands().since(&s)), (0, 1), "a lost creation");
-        let s = store.commands();
+        assert_eq!(rw(store.requests().since(&s)), (0, 1), "a lost creation");
+        let s = store.requests();
         let missing = store.put("nobody", &state("nobody", 0), Some(3)).await;
         assert_eq!(missing.unwrap(), PutResult::Conflict(None));
-        assert_eq!(rw(store.commands().since(&s)), (0, 1), "no record");
+        assert_eq!(rw(store.requests().since(&s)), (0, 1), "no record");
     });
-    assert_eq!(store.commands().connections, 1, "one connection throughout");
+    assert_eq!(store.requests().connections, 1, "one connection throughout");
 }
 
 /// Two handles whose callers' clocks are days and minutes apart agree,
