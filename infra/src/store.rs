@@ -2,10 +2,11 @@
 //! `dlq`, `pause`, `resume`, `backfill`, `trigger`).
 //!
 //! `--store` is parsed into a [`StoreTarget`] and opened into a
-//! [`Backend`]; the commands themselves are generic over
-//! [`Coordinator`](cronslot_core::coord::Coordinator) + [`Records`], so a
-//! new kind of store (DynamoDB, the Worker's admin URL) is one more variant
-//! of each enum and one more arm in [`with_backend!`], nothing else. Today:
+//! [`Backend`]: a store this process opens (through `cronslot-stores`, the
+//! one place that knows every kind of store), or a Worker's admin routes.
+//! The commands themselves are generic over
+//! [`Coordinator`](cronslot_core::coord::Coordinator) + [`Records`].
+//! Today:
 //! `sqlite:PATH`, `postgres://USER@HOST[:PORT]/DB[?sslmode=…&schema=…]`
 //! (the password from the URL or `PGPASSWORD`; messages show the URL
 //! without it), `redis://[USER:PASSWORD@]HOST[:PORT]/DB[?prefix=…]` or
@@ -33,12 +34,9 @@ mod runtime;
 use std::path::PathBuf;
 use std::rc::Rc;
 
-use cronslot_core::coord::CasCoordinator;
+use cronslot_core::coord::{CasCoordinator, StoreError, StoreErrorKind};
 use cronslot_core::manifest::{JobSpec, Manifest};
-use cronslot_dynamodb::{DynamoStore, parse_dynamodb_location};
-use cronslot_postgres::{PgLocation, PgOptions, PgStore, parse_postgres_location};
-use cronslot_redis::{RedisLocation, RedisOptions, RedisStore, parse_redis_location};
-use cronslot_sqlite::{SqliteStore, parse_sqlite_location};
+use cronslot_stores::{AnyStore, OpenOptions, StoreUrl};
 use jiff::Timestamp;
 
 use crate::cli::StoreArgs;
@@ -49,42 +47,31 @@ pub use records::Records;
 pub use runtime::wait;
 
 /// Where job state lives, parsed from `--store`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub enum StoreTarget {
-    /// `sqlite:PATH`: one SQLite file on this machine.
-    Sqlite(PathBuf),
-    /// `postgres://…`: a PostgreSQL database a fleet shares (its `Debug`
-    /// and `Display` hide the password).
-    Postgres(PgLocation),
-    /// `redis://…` or `rediss://…`: a Redis server a fleet shares (its
-    /// `Debug` and `Display` hide the password).
-    Redis(RedisLocation),
-    /// `dynamodb://TABLE?region=R[&endpoint=URL]`: the AWS adapter's table.
-    Dynamo(String),
+    /// A store this process opens (`sqlite:`, `postgres://`, `redis://`,
+    /// `dynamodb://`): one place opens them all (`cronslot-stores`). Its
+    /// `Display` hides the password.
+    Store(StoreUrl),
     /// `https://HOST/PREFIX`: a Cloudflare Worker's admin routes, with the
     /// token from the environment variable named by `--token-env`.
     Admin(admin::Target),
 }
 
-const STORE_SYNTAX: &str = "expected sqlite:PATH (for example sqlite:cronslot.db), \
-                            postgres://USER@HOST[:PORT]/DB[?sslmode=MODE&schema=NAME], \
-                            redis://[USER:PASSWORD@]HOST[:PORT]/DB[?prefix=NAME] (or rediss://), \
-                            dynamodb://TABLE?region=REGION[&endpoint=URL] or \
-                            https://HOST/PREFIX --token-env VAR (a Cloudflare Worker's admin URL)";
+/// The URLs `--store` takes, for messages.
+fn store_syntax() -> String {
+    format!(
+        "expected {}, or https://HOST/PREFIX --token-env VAR (a Cloudflare Worker's admin URL)",
+        StoreUrl::syntaxes().join(", ")
+    )
+}
 
 impl StoreTarget {
     /// Parses `--store` (with `--token-env`, which only an https:// store
     /// takes). Reads the token from the environment; touches nothing else.
     pub fn parse(url: &str, token_env: Option<&str>) -> Result<StoreTarget, Failure> {
         let target = StoreTarget::parse_url(url, token_env)?;
-        if let (
-            Some(var),
-            StoreTarget::Sqlite(_)
-            | StoreTarget::Postgres(_)
-            | StoreTarget::Redis(_)
-            | StoreTarget::Dynamo(_),
-        ) = (token_env, &target)
-        {
+        if let (Some(var), StoreTarget::Store(_)) = (token_env, &target) {
             return Err(Failure::bad_input(format!(
                 "error: --token-env {var}: only an https:// store (a Worker's admin URL) takes a token; \
                  store {} does not",
@@ -103,105 +90,41 @@ impl StoreTarget {
                 format!("; did you mean sqlite:{trimmed}?")
             };
             return Err(Failure::bad_input(format!(
-                "error: --store: unsupported store URL {url:?} (no scheme); {STORE_SYNTAX}{hint}"
+                "error: --store: unsupported store URL {url:?} (no scheme); {}{hint}",
+                store_syntax()
             )));
         };
         let scheme = scheme.to_ascii_lowercase();
-        match scheme.as_str() {
-            "sqlite" => parse_sqlite_location(trimmed)
-                .map(StoreTarget::Sqlite)
-                .map_err(|e| Failure::bad_input(format!("error: --store: {e}"))),
-            "postgres" | "postgresql" => parse_postgres_location(trimmed)
-                .map(StoreTarget::Postgres)
-                .map_err(|e| Failure::bad_input(format!("error: --store: {}", e.message))),
-            "redis" | "rediss" => parse_redis_location(trimmed)
-                .map(StoreTarget::Redis)
-                .map_err(|e| Failure::bad_input(format!("error: --store: {}", e.message))),
-            "dynamodb" => parse_dynamodb_location(trimmed)
-                .map(|_| StoreTarget::Dynamo(trimmed.to_string()))
-                .map_err(|e| Failure::bad_input(format!("error: --store: {}", e.message))),
-            "http" | "https" => admin::parse_target(trimmed, token_env).map(StoreTarget::Admin),
-            _ => Err(Failure::bad_input(format!(
-                "error: --store: unsupported store URL {url:?} (scheme {scheme:?}); {STORE_SYNTAX}"
-            ))),
+        if matches!(scheme.as_str(), "http" | "https") {
+            return admin::parse_target(trimmed, token_env).map(StoreTarget::Admin);
         }
+        if !StoreUrl::schemes().contains(&scheme.as_str()) {
+            return Err(Failure::bad_input(format!(
+                "error: --store: unsupported store URL {url:?} (scheme {scheme:?}); {}",
+                store_syntax()
+            )));
+        }
+        StoreUrl::parse(trimmed)
+            .map(StoreTarget::Store)
+            .map_err(|e| Failure::bad_input(format!("error: --store: {}", e.message)))
     }
 
     /// The store as messages name it.
     pub fn label(&self) -> String {
         match self {
-            StoreTarget::Sqlite(path) => format!("sqlite:{}", path.display()),
-            StoreTarget::Postgres(location) => location.to_string(),
-            StoreTarget::Redis(location) => location.to_string(),
-            StoreTarget::Dynamo(url) => url.clone(),
+            StoreTarget::Store(url) => url.to_string(),
             StoreTarget::Admin(target) => target.base_url.clone(),
         }
     }
 
     /// Opens an existing store. A missing one is an error, not a new empty
-    /// file (see the module documentation).
+    /// file or schema (see the module documentation).
     fn open(&self) -> Result<Backend, Failure> {
         match self {
-            StoreTarget::Sqlite(path) => {
-                match std::fs::metadata(path) {
-                    Ok(_) => {}
-                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                        let cwd = std::env::current_dir()
-                            .map(|d| format!(" (relative paths start at {})", d.display()))
-                            .unwrap_or_default();
-                        return Err(Failure::bad_input(format!(
-                            "error: store {} does not exist yet: `cronslot init --store {}` creates it \
-                             (so does `cronslot run`); or check the path{cwd}",
-                            self.label(),
-                            self.label()
-                        )));
-                    }
-                    Err(e) => {
-                        return Err(Failure::bad_input(format!(
-                            "error: store {}: cannot read {}: {e}",
-                            self.label(),
-                            path.display()
-                        )));
-                    }
-                }
-                let store = SqliteStore::open(path).map_err(|e| {
-                    Failure::bad_input(format!("error: store {}: {e}", self.label()))
-                })?;
-                Ok(Backend::Sqlite(Rc::new(CasCoordinator::new(
-                    store,
-                    jitter_seed(),
-                ))))
-            }
-            StoreTarget::Postgres(location) => {
-                // The schema must exist (`run` and `init` create it): a
-                // mistyped ?schema= fails instead of creating an empty one.
-                let options = PgOptions::default().create(false);
-                let store = wait(PgStore::connect_with(location.clone(), options))
-                    .map_err(|e| jobs::store_failure(e.kind(), &e))?;
-                Ok(Backend::Postgres(Rc::new(CasCoordinator::new(
-                    store,
-                    jitter_seed(),
-                ))))
-            }
-            StoreTarget::Redis(location) => {
-                // The store must exist (`run` and `init` mark it): a
-                // mistyped database number or ?prefix= fails instead of
-                // starting an empty store no runner reads.
-                let options = RedisOptions::default().create(false);
-                let store = wait(RedisStore::connect_with(location.clone(), options))
-                    .map_err(|e| jobs::store_failure(e.kind(), e.message()))?;
-                Ok(Backend::Redis(Rc::new(CasCoordinator::new(
-                    store,
-                    jitter_seed(),
-                ))))
-            }
-            StoreTarget::Dynamo(url) => {
-                // The table must exist (the deployed template creates it);
-                // a missing one fails on first use with the store's hint.
-                let store = wait(DynamoStore::connect(url)).map_err(|e| {
-                    Failure::bad_input(format!("error: store {}: {e}", self.label()))
-                })?;
-                Ok(Backend::Dynamo(Rc::new(CasCoordinator::new(
+            StoreTarget::Store(url) => {
+                let store = wait(url.open(OpenOptions::default().create(false)))
+                    .map_err(|e| missing_or(&self.label(), &e))?;
+                Ok(Backend::Store(Rc::new(CasCoordinator::new(
                     store,
                     jitter_seed(),
                 ))))
@@ -213,33 +136,46 @@ impl StoreTarget {
     }
 }
 
+/// A store opened without creating it failed: a SQLite file that is not
+/// there gets the advice of what creates it; anything else is
+/// [`store_failure`].
+fn missing_or(label: &str, e: &StoreError) -> Failure {
+    if e.code() != Some(cronslot_sqlite::MISSING) {
+        return store_failure(e);
+    }
+    let cwd = std::env::current_dir()
+        .map(|d| format!(" (relative paths start at {})", d.display()))
+        .unwrap_or_default();
+    Failure::bad_input(format!(
+        "error: store {label} does not exist yet: `cronslot init --store {label}` creates it \
+         (so does `cronslot run`); or check the path{cwd}"
+    ))
+}
+
+/// A store that cannot be opened or used: a server that does not answer
+/// (worth trying again: exit 1), or a location, password, privilege or
+/// schema that will not work as given (exit 2). The store's message names
+/// the store without its password and says what to do.
+pub fn store_failure(e: &StoreError) -> Failure {
+    let message = format!("error: {}", e.message);
+    match e.kind {
+        StoreErrorKind::Unavailable | StoreErrorKind::Ambiguous => Failure::problem(message),
+        _ => Failure::bad_input(message),
+    }
+}
+
 /// An opened store and the coordinator over it.
 pub enum Backend {
-    Sqlite(Rc<CasCoordinator<SqliteStore>>),
-    Postgres(Rc<CasCoordinator<PgStore>>),
-    Redis(Rc<CasCoordinator<RedisStore>>),
-    Dynamo(Rc<CasCoordinator<DynamoStore>>),
+    Store(Rc<CasCoordinator<AnyStore>>),
     Admin(admin::AdminStore),
 }
 
 /// Runs `$body` with `$c` bound to the backend's coordinator, whatever its
-/// type: the one place that lists every kind of store.
+/// type: a store this process opened, or a Worker's admin routes.
 macro_rules! with_backend {
     ($backend:expr, $c:ident => $body:expr) => {
         match $backend {
-            $crate::store::Backend::Sqlite(coordinator) => {
-                let $c = &**coordinator;
-                $body
-            }
-            $crate::store::Backend::Postgres(coordinator) => {
-                let $c = &**coordinator;
-                $body
-            }
-            $crate::store::Backend::Redis(coordinator) => {
-                let $c = &**coordinator;
-                $body
-            }
-            $crate::store::Backend::Dynamo(coordinator) => {
+            $crate::store::Backend::Store(coordinator) => {
                 let $c = &**coordinator;
                 $body
             }

@@ -11,6 +11,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use cronslot_stores::AnyStore;
 use jiff::{SignedDuration, Timestamp};
 
 /// The fastest clock accepted: at 100 000 a real millisecond is 100 s of
@@ -101,6 +102,19 @@ impl Clock {
         Clock {
             kind: Kind::Corrected(offset),
         }
+    }
+
+    /// The clock runs on `store` are timed by: where the store's server
+    /// clock judges its leases (PostgreSQL, Redis), the system clock
+    /// corrected by the offset the store measures on every read (see
+    /// [`Clock::corrected`]); else this clock itself. A store opened for an
+    /// accelerated clock judges by the caller's (that clock), so it stays.
+    pub fn timed_by(&self, store: &AnyStore) -> Clock {
+        if !store.judges_by_server_clock() {
+            return self.clone();
+        }
+        let offset_of = store.clone();
+        Clock::corrected(Arc::new(move || offset_of.clock_offset()))
     }
 
     /// A clock that starts at the real now and runs `speed` times faster.

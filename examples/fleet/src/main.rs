@@ -26,7 +26,8 @@ struct Args {
     /// Where the service listens.
     #[arg(long, default_value = "127.0.0.1:8080")]
     listen: String,
-    /// The shared store: postgres://… (a fleet) or sqlite:PATH (one machine).
+    /// The shared store: postgres://… or redis://… (a fleet), or sqlite:PATH
+    /// (one machine).
     #[arg(
         long,
         env = "CRONSLOT_STORE",

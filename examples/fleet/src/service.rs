@@ -10,12 +10,12 @@ use axum::http::StatusCode;
 use axum::routing::get;
 use axum::{Json, Router};
 use cronslot_core::manifest::parse_manifest;
-use cronslot_postgres::PgStore;
 use cronslot_runner::{
-    Clock, Health, Jobs, LogFormat, RunContext, Runner, RunnerStore, SqliteStore, StopHandle,
-    Summary, Verdict, init_logging,
+    Clock, Health, Jobs, LogFormat, RunContext, Runner, RunnerStore, StopHandle, Summary, Verdict,
+    init_logging,
 };
 use cronslot_runtime::JobResult;
+use cronslot_stores::{OpenOptions, StoreUrl};
 
 /// The manifest, embedded: the service and its jobs ship together.
 const MANIFEST: &str = include_str!("../cronslot.toml");
@@ -66,23 +66,15 @@ pub fn run(options: Options) -> Result<bool, String> {
         .block_on(tokio::net::TcpListener::bind(listen))
         .map_err(|e| format!("--listen {listen}: {e}"))?;
     let specs = manifest.jobs;
-    let store = options.store.trim();
-    if store.starts_with("postgres://") || store.starts_with("postgresql://") {
-        let pg = runtime
-            .block_on(PgStore::connect(store))
-            .map_err(|e| e.to_string())?;
-        // Time runs by the database's clock, which judges the leases.
-        let offset_of = pg.clone();
-        let clock = Clock::corrected(Arc::new(move || offset_of.clock_offset()));
-        let runner = Runner::new(pg, specs, clock);
-        serve(runtime, listener, runner, jobs, options.workers, rollups)
-    } else if let Some(path) = store.strip_prefix("sqlite:") {
-        let sqlite = SqliteStore::open(path).map_err(|e| format!("--store {store}: {e}"))?;
-        let runner = Runner::new(sqlite, specs, clock);
-        serve(runtime, listener, runner, jobs, options.workers, rollups)
-    } else {
-        Err("--store: expected postgres://… or sqlite:PATH".into())
-    }
+    // Any store, from its URL; created on first use.
+    let url = StoreUrl::parse(&options.store).map_err(|e| format!("--store: {}", e.message))?;
+    let store = runtime
+        .block_on(url.open(OpenOptions::default()))
+        .map_err(|e| e.message.clone())?;
+    // Time runs by the clock that judges the leases (the database's).
+    let clock = clock.timed_by(&store);
+    let runner = Runner::new(store, specs, clock);
+    serve(runtime, listener, runner, jobs, options.workers, rollups)
 }
 
 /// This service's jobs: the shared example functions, and one of its own.

@@ -14,15 +14,13 @@ mod jobs;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener};
 use std::process::ExitCode;
-use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Parser;
+use cronslot_core::coord::exec::block_on;
 use cronslot_core::manifest::{parse_duration, parse_manifest};
-use cronslot_runner::{
-    Clock, Health, LogFormat, Runner, RunnerStore, SqliteStore, Verdict, init_logging,
-};
-use cronslot_postgres::PgStore;
+use cronslot_runner::{Clock, Health, LogFormat, Runner, RunnerStore, Verdict, init_logging};
+use cronslot_stores::{OpenOptions, StoreUrl};
 
 /// The manifest, embedded: the program and its jobs ship together.
 const MANIFEST: &str = include_str!("../cronslot.toml");
@@ -67,26 +65,13 @@ fn run(args: Args) -> Result<ExitCode, String> {
         LogFormat::Pretty
     };
     init_logging(format, &Clock::real()).map_err(|e| e.to_string())?;
-    let store = args.store.trim();
-    if store.starts_with("postgres://") || store.starts_with("postgresql://") {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .map_err(|e| format!("cannot start the runtime: {e}"))?;
-        // Creates the schema if it is missing.
-        let pg = runtime
-            .block_on(PgStore::connect(store))
-            .map_err(|e| e.to_string())?;
-        // Leases are judged by the database server's clock: run by it too.
-        let offset_of = pg.clone();
-        let clock = Clock::corrected(Arc::new(move || offset_of.clock_offset()));
-        drive(Runner::new(pg, manifest.jobs, clock), &args)
-    } else if let Some(path) = store.strip_prefix("sqlite:") {
-        let sqlite = SqliteStore::open(path).map_err(|e| format!("--store {store}: {e}"))?;
-        drive(Runner::new(sqlite, manifest.jobs, Clock::real()), &args)
-    } else {
-        Err("--store: expected postgres://… or sqlite:PATH".into())
-    }
+    // Any store from its URL (postgres://… for the fleet, sqlite:PATH to
+    // try it on one machine); what is missing is created on first use.
+    let url = StoreUrl::parse(&args.store).map_err(|e| format!("--store: {}", e.message))?;
+    let store = block_on(url.open(OpenOptions::default())).map_err(|e| e.message.clone())?;
+    // Leases are judged by the database server's clock: run by it too.
+    let clock = Clock::real().timed_by(&store);
+    drive(Runner::new(store, manifest.jobs, clock), &args)
 }
 
 fn drive<S: RunnerStore>(runner: Runner<S>, args: &Args) -> Result<ExitCode, String> {

@@ -28,7 +28,7 @@ const CRATES: &[(&str, &str)] = &[
     ("cronslot-aws", "aws-adapter"),
     ("cronslot-cf", "cf-adapter"),
     ("cronslot-runner", "runner"),
-    ("cronslot-postgres", "stores/postgres"),
+    ("cronslot-stores", "stores"),
 ];
 
 /// Names a project cannot take: the crates it depends on (a package cannot
@@ -40,6 +40,8 @@ const RESERVED: &[&str] = &[
     "cronslot-aws",
     "cronslot-cf",
     "cronslot-runner",
+    "cronslot-stores",
+    "cronslot-store-kit",
     "cronslot-sqlite",
     "cronslot-postgres",
     "cronslot-redis",

@@ -22,7 +22,7 @@ use crate::format::{Ts, to_json};
 use crate::health;
 use crate::manifest::load_manifest;
 use crate::store::StoreTarget;
-use crate::store::jobs::{sweep_in_background, warn_durability, with_job_store};
+use crate::store::jobs::{sweep_in_background, warn_durability};
 
 pub fn exec(args: RunArgs) -> Result<(), Failure> {
     let clock = clock(args.speed)?;
@@ -45,20 +45,18 @@ pub fn exec(args: RunArgs) -> Result<(), Failure> {
     let (store, clock) = target.open_for_jobs(&clock)?;
     warn_durability(&store);
     sweep_in_background(&store);
-    let summary = with_job_store!(store, store => {
-        let mut runner = Runner::new(store, manifest.jobs, clock)
-            .workers(args.workers)
-            .handle_ctrl_c(true);
-        match until {
-            Some(Until::After(d)) => runner = runner.run_for(d),
-            Some(Until::At(t)) => runner = runner.until(t),
-            None => {}
-        }
-        if let Some(listener) = listener {
-            health::serve(listener, runner.health())?;
-        }
-        run(runner)?
-    });
+    let mut runner = Runner::new(store, manifest.jobs, clock)
+        .workers(args.workers)
+        .handle_ctrl_c(true);
+    match until {
+        Some(Until::After(d)) => runner = runner.run_for(d),
+        Some(Until::At(t)) => runner = runner.until(t),
+        None => {}
+    }
+    if let Some(listener) = listener {
+        health::serve(listener, runner.health())?;
+    }
+    let summary = run(runner)?;
     match args.format {
         Format::Text => print!("{summary}"),
         Format::Json => println!("{}", to_json(&RunDoc::of(&summary))?),

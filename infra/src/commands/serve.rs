@@ -38,7 +38,7 @@ use crate::exit::Failure;
 use crate::health;
 use crate::manifest::load_manifest;
 use crate::store::StoreTarget;
-use crate::store::jobs::{sweep_in_background, warn_durability, with_job_store};
+use crate::store::jobs::{sweep_in_background, warn_durability};
 use crate::store::wait;
 
 /// Requests served at once; more wait for a turn.
@@ -71,25 +71,27 @@ pub fn exec(args: ServeArgs) -> Result<(), Failure> {
     let (store, clock) = target.open_for_jobs(&clock)?;
     warn_durability(&store);
     sweep_in_background(&store);
-    with_job_store!(store, store => {
-        let server = Arc::new(Server {
-            manifest,
-            store,
-            clock,
-            secrets,
-        });
-        if args.run {
-            let runner = Runner::new(server.store.clone(), server.manifest.jobs.clone(), server.clock.clone())
-                .workers(args.workers)
-                .handle_ctrl_c(true);
-            spawn_server(listener, Arc::clone(&server))?;
-            let summary = run(runner)?;
-            print!("{summary}");
-            verdict(&summary)
-        } else {
-            serve_until_stopped(listener, server)
-        }
-    })
+    let server = Arc::new(Server {
+        manifest,
+        store,
+        clock,
+        secrets,
+    });
+    if args.run {
+        let runner = Runner::new(
+            server.store.clone(),
+            server.manifest.jobs.clone(),
+            server.clock.clone(),
+        )
+        .workers(args.workers)
+        .handle_ctrl_c(true);
+        spawn_server(listener, Arc::clone(&server))?;
+        let summary = run(runner)?;
+        print!("{summary}");
+        verdict(&summary)
+    } else {
+        serve_until_stopped(listener, server)
+    }
 }
 
 /// A variable's value, trimmed; `None` when unset or blank.

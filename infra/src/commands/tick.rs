@@ -20,7 +20,7 @@ use crate::cli::{Format, TickArgs};
 use crate::exit::Failure;
 use crate::manifest::load_manifest;
 use crate::store::StoreTarget;
-use crate::store::jobs::{sweep_once, with_job_store};
+use crate::store::jobs::sweep_once;
 
 pub fn exec(args: TickArgs) -> Result<(), Failure> {
     let target = StoreTarget::parse_for_jobs(&args.store)?;
@@ -32,9 +32,9 @@ pub fn exec(args: TickArgs) -> Result<(), Failure> {
     log_warnings(&manifest, format);
     let (store, clock) = target.open_for_jobs(&clock)?;
     sweep_once(&store, clock.now());
-    let summary = with_job_store!(store, store => {
-        run(Runner::new(store, manifest.jobs, clock).single_pass().handle_ctrl_c(true))?
-    });
+    let summary = run(Runner::new(store, manifest.jobs, clock)
+        .single_pass()
+        .handle_ctrl_c(true))?;
     match args.format {
         Format::Text => print!("{}", tick_report(&summary)),
         Format::Json => println!("{}", crate::format::to_json(&TickDoc::of(&summary))?),

@@ -101,19 +101,11 @@ pub fn exec(args: TriggerArgs) -> Result<(), Failure> {
         }
     };
     match &session.backend {
-        Backend::Sqlite(c) => trigger_on(c, &session, spec, argv, Clock::real(), format),
-        Backend::Postgres(c) => {
-            // The run is timed by the server's clock, which judges its lease.
-            let store = c.store().clone();
-            let clock = Clock::corrected(std::sync::Arc::new(move || store.clock_offset()));
+        Backend::Store(c) => {
+            // The run is timed by the clock that judges its lease.
+            let clock = Clock::real().timed_by(c.store());
             trigger_on(c, &session, spec, argv, clock, format)
         }
-        Backend::Redis(c) => {
-            let store = c.store().clone();
-            let clock = Clock::corrected(std::sync::Arc::new(move || store.clock_offset()));
-            trigger_on(c, &session, spec, argv, clock, format)
-        }
-        Backend::Dynamo(c) => trigger_on(c, &session, spec, argv, Clock::real(), format),
         Backend::Admin(worker) => on_worker(worker, &session.store, spec, format),
     }
 }

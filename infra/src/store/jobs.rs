@@ -1,54 +1,31 @@
 //! The stores jobs run on: what `run` and `tick` open, and what `init`
 //! creates. Every store a fleet of machines can share (PostgreSQL, Redis,
-//! DynamoDB) and SQLite (one machine, or several processes on it). A
-//! Worker's admin URL is not one: a Worker runs its own jobs.
+//! DynamoDB) and SQLite (one machine, or several processes on it), opened
+//! through `cronslot-stores`. A Worker's admin URL is not one: a Worker
+//! runs its own jobs.
 
-use std::path::Path;
-use std::sync::Arc;
 use std::time::Duration;
 
-use cronslot_core::coord::StoreErrorKind;
-use cronslot_dynamodb::DynamoStore;
-use cronslot_postgres::{JudgeClock, PgLocation, PgOptions, PgStore};
-use cronslot_redis::{RedisLocation, RedisOptions, RedisStore};
-use cronslot_runner::{Clock, SqliteStore};
+use cronslot_postgres::PgStore;
+use cronslot_redis::RedisStore;
+use cronslot_runner::Clock;
 use cronslot_runtime::admin::{JobErrorDoc, RepairedJob};
+use cronslot_stores::{AnyStore, JudgeClock, OpenOptions, StoreUrl};
 use jiff::Timestamp;
 use serde::Serialize;
 
-use super::admin::{AdminStore, RepairTotals};
-use super::{StoreTarget, wait};
+use super::admin::{AdminStore, RepairTotals, Target};
+use super::{StoreTarget, store_failure, wait};
 use crate::exit::Failure;
 
-/// A store opened to run jobs on.
-pub enum JobStore {
-    Sqlite(SqliteStore),
-    Postgres(PgStore),
-    Redis(RedisStore),
-    Dynamo(DynamoStore),
-}
-
-/// How often a long-running `cronslot run` sweeps the PostgreSQL effect
-/// ledger, and how much one sweep may delete (in statements of
-/// [`SWEEP_BATCH`] rows): bounded work, so a sweep never holds the
-/// database for long, and entries expire at a rate far above any job's.
+/// How often a long-running `cronslot run` sweeps an effect ledger that
+/// the store does not expire itself (PostgreSQL's), and how much one sweep
+/// may delete (in statements of [`SWEEP_BATCH`] rows): bounded work, so a
+/// sweep never holds the database for long, and entries expire at a rate
+/// far above any job's.
 const SWEEP_EVERY: Duration = Duration::from_secs(600);
 const SWEEP_BATCH: u32 = 1000;
 const SWEEP_MAX_BATCHES: u32 = 10;
-
-/// Runs `$body` with `$s` bound to the opened store, whatever its type:
-/// the one place that lists the stores jobs run on.
-macro_rules! with_job_store {
-    ($store:expr, $s:ident => $body:expr) => {
-        match $store {
-            $crate::store::jobs::JobStore::Sqlite($s) => $body,
-            $crate::store::jobs::JobStore::Postgres($s) => $body,
-            $crate::store::jobs::JobStore::Redis($s) => $body,
-            $crate::store::jobs::JobStore::Dynamo($s) => $body,
-        }
-    };
-}
-pub(crate) use with_job_store;
 
 /// What `init` found and did: a line for the person who asked, and the
 /// same as `--format json` prints it.
@@ -137,163 +114,143 @@ impl StoreTarget {
         if matches!(scheme.as_deref(), Some("http" | "https")) {
             return Err(Failure::bad_input(format!(
                 "error: --store {}: a Cloudflare Worker runs its own jobs (its Cron Triggers) \
-                 and its store is its Durable Objects; here --store takes sqlite:PATH, \
-                 postgres://…, redis://… or dynamodb://…",
-                url.trim()
+                 and its store is its Durable Objects; here --store takes {}",
+                url.trim(),
+                StoreUrl::syntaxes().join(", ")
             )));
         }
         StoreTarget::parse(url, None)
     }
 
-    /// Opens the store to run jobs on it, timed by `clock`. The SQLite file
-    /// (and its directory) is created on first use; a DynamoDB table must
-    /// exist (`cronslot init` creates it).
-    pub fn open_for_jobs(&self, clock: &Clock) -> Result<(JobStore, Clock), Failure> {
-        let label = self.label();
+    /// The store this process opens; a Worker's admin URL is refused.
+    fn store_url(&self) -> Result<&StoreUrl, Failure> {
         match self {
-            StoreTarget::Sqlite(path) => {
-                create_parent(path, &label)?;
-                let store = SqliteStore::open(path).map_err(|e| {
-                    Failure::bad_input(format!("error: cannot open the store {label}: {e}"))
-                })?;
-                Ok((JobStore::Sqlite(store), clock.clone()))
-            }
-            StoreTarget::Postgres(location) => {
-                // Created on first use, as a SQLite file is.
-                let store = connect(location, PgOptions::default())?;
-                if clock.speed() != 1.0 {
-                    // An accelerated clock is this process's own: the
-                    // server's cannot judge its leases (docs/semantics.md,
-                    // "Fleets").
-                    return Ok((
-                        JobStore::Postgres(store.judge_by(JudgeClock::Caller)),
-                        clock.clone(),
-                    ));
-                }
-                // Leases are judged by the server's clock; runs are timed
-                // by it too, through the offset measured on every read.
-                let offset_of = store.clone();
-                let clock = Clock::corrected(Arc::new(move || offset_of.clock_offset()));
-                Ok((JobStore::Postgres(store), clock))
-            }
-            StoreTarget::Redis(location) => {
-                // Marked on first use, as a SQLite file is created.
-                let store = connect_redis(location, RedisOptions::default())?;
-                if clock.speed() != 1.0 {
-                    // As for PostgreSQL: an accelerated clock is this
-                    // process's own.
-                    return Ok((
-                        JobStore::Redis(store.judge_by(cronslot_redis::JudgeClock::Caller)),
-                        clock.clone(),
-                    ));
-                }
-                let offset_of = store.clone();
-                let clock = Clock::corrected(Arc::new(move || offset_of.clock_offset()));
-                Ok((JobStore::Redis(store), clock))
-            }
-            StoreTarget::Dynamo(url) => {
-                let store = wait(DynamoStore::connect(url)).map_err(|e| {
-                    Failure::bad_input(format!("error: cannot open the store {label}: {e}"))
-                })?;
-                Ok((JobStore::Dynamo(store), clock.clone()))
-            }
+            StoreTarget::Store(url) => Ok(url),
             StoreTarget::Admin(_) => Err(Failure::bad_input(format!(
-                "error: --store {label}: a Cloudflare Worker runs its own jobs (its Cron \
-                 Triggers); jobs run here need sqlite:PATH, postgres://…, redis://… or \
-                 dynamodb://…"
+                "error: --store {}: a Cloudflare Worker runs its own jobs (its Cron \
+                 Triggers); jobs run here need {}",
+                self.label(),
+                StoreUrl::syntaxes().join(", ")
             ))),
         }
+    }
+
+    /// Opens the store to run jobs on it, timed by `clock`, creating what
+    /// is missing (a SQLite file and its directory, a PostgreSQL schema, a
+    /// Redis store's mark; a DynamoDB table must exist: `cronslot init`
+    /// creates it). Where the store's server clock judges leases, runs are
+    /// timed by it too ([`Clock::timed_by`]); an accelerated clock is this
+    /// process's own, so the server's cannot judge its leases
+    /// (docs/semantics.md, "Fleets").
+    pub fn open_for_jobs(&self, clock: &Clock) -> Result<(AnyStore, Clock), Failure> {
+        let url = self.store_url()?;
+        let judge = if clock.speed() == 1.0 {
+            JudgeClock::Server
+        } else {
+            JudgeClock::Caller
+        };
+        let store =
+            wait(url.open(OpenOptions::default().judge(judge))).map_err(|e| store_failure(&e))?;
+        let clock = clock.timed_by(&store);
+        Ok((store, clock))
     }
 
     /// Creates what the store needs, leaving what exists; returns what it
     /// did, for the person who asked.
     pub fn init(&self) -> Result<Initialized, Failure> {
         let label = self.label();
-        match self {
-            StoreTarget::Sqlite(path) => {
-                let existed = path.exists();
-                create_parent(path, &label)?;
-                SqliteStore::open(path).map_err(|e| {
-                    Failure::problem(format!("error: cannot create the store {label}: {e}"))
-                })?;
-                let text = if existed {
+        let url = match self {
+            StoreTarget::Store(url) => url,
+            StoreTarget::Admin(target) => return init_worker(target, label),
+        };
+        let existed = match url {
+            StoreUrl::Sqlite(location) => location.0.exists(),
+            _ => false,
+        };
+        // Opening creates what is missing (under the schema's lock on
+        // PostgreSQL) and says what it found or did.
+        let store = wait(url.open(OpenOptions::default())).map_err(|e| store_failure(&e))?;
+        let mut doc = InitDoc::new(label.clone(), store.kind());
+        let text = match &store {
+            AnyStore::Sqlite(_) => {
+                doc.created = Some(!existed);
+                if existed {
                     format!("{label}: ready (the file existed; its schema is current)")
                 } else {
                     format!("{label}: created")
-                };
-                let mut doc = InitDoc::new(label, "sqlite");
-                doc.created = Some(!existed);
-                Ok(Initialized { text, doc })
-            }
-            StoreTarget::Postgres(location) => {
-                // Opening creates what is missing, under the schema's lock,
-                // and says what it found or did.
-                let store = connect(location, PgOptions::default())?;
-                let opened = store.opened();
-                let text = format!("{label}: {opened}");
-                let mut doc = InitDoc::new(label, "postgres");
-                doc.created = Some(opened.created_schema());
-                doc.schema = Some(opened.schema().to_string());
-                doc.applied_migrations = Some(opened.applied().to_vec());
-                doc.version = Some(opened.version());
-                Ok(Initialized { text, doc })
-            }
-            StoreTarget::Redis(location) => {
-                let store = connect_redis(location, RedisOptions::default())?;
-                let warnings = wait(store.durability()).warnings();
-                let mut text = format!(
-                    "{label}: {}",
-                    if store.created() {
-                        "created"
-                    } else {
-                        "ready (the store was there)"
-                    }
-                );
-                for warning in &warnings {
-                    text.push_str(&format!("\nwarning: {warning}"));
                 }
-                let mut doc = InitDoc::new(label, "redis");
-                doc.created = Some(store.created());
-                doc.prefix = Some(location.prefix().to_string());
-                doc.warnings = Some(warnings);
-                Ok(Initialized { text, doc })
             }
-            StoreTarget::Dynamo(url) => {
-                let store = wait(DynamoStore::connect(url)).map_err(|e| {
-                    Failure::bad_input(format!("error: cannot open the store {label}: {e}"))
-                })?;
+            AnyStore::Postgres(store) => init_postgres(store, &label, &mut doc),
+            AnyStore::Redis(store) => init_redis(store, &label, &mut doc),
+            AnyStore::Dynamo(store) => {
                 wait(store.create_table()).map_err(|e| {
-                    Failure::problem(format!("error: cannot create the store {label}: {e}"))
-                })?;
-                let text = format!(
-                    "{label}: ready (table {} active, with its wake index and TTL on its expiring items)",
-                    store.table()
-                );
-                let mut doc = InitDoc::new(label, "dynamodb");
-                doc.table = Some(store.table().to_string());
-                Ok(Initialized { text, doc })
-            }
-            StoreTarget::Admin(target) => {
-                // wrangler creates the Durable Objects; what is left to do
-                // is the repair of objects written by a cronslot from
-                // before they kept their wake as their alarm.
-                let store = AdminStore::new(target)
-                    .map_err(|e| Failure::problem(format!("error: store {label}: {e}")))?;
-                let totals = wait(store.repair()).map_err(|e| {
                     Failure::problem(format!(
-                        "error: repairing the wakes of {label}: {e} (running `cronslot init` \
-                         again finishes the repair; what was repaired stays repaired)"
+                        "error: cannot create the store {label}: {}",
+                        e.message
                     ))
                 })?;
-                let text = repair_summary(&label, &totals);
-                let mut doc = InitDoc::new(label, "worker");
-                doc.checked = Some(totals.checked);
-                doc.repaired = Some(totals.repaired);
-                doc.unreadable = Some(totals.unreadable);
-                Ok(Initialized { text, doc })
+                doc.table = Some(store.table().to_string());
+                format!(
+                    "{label}: ready (table {} active, with its wake index and TTL on its expiring items)",
+                    store.table()
+                )
             }
-        }
+            // A store linked in by another crate's feature.
+            _ => format!("{label}: ready"),
+        };
+        Ok(Initialized { text, doc })
     }
+}
+
+/// What opening found and did to a PostgreSQL schema.
+fn init_postgres(store: &PgStore, label: &str, doc: &mut InitDoc) -> String {
+    let opened = store.opened();
+    doc.created = Some(opened.created_schema());
+    doc.schema = Some(opened.schema().to_string());
+    doc.applied_migrations = Some(opened.applied().to_vec());
+    doc.version = Some(opened.version());
+    format!("{label}: {opened}")
+}
+
+/// Whether opening marked a new Redis store, and the server's settings
+/// that can lose a claim.
+fn init_redis(store: &RedisStore, label: &str, doc: &mut InitDoc) -> String {
+    let warnings = wait(store.durability()).warnings();
+    let mut text = format!(
+        "{label}: {}",
+        if store.created() {
+            "created"
+        } else {
+            "ready (the store was there)"
+        }
+    );
+    for warning in &warnings {
+        text.push_str(&format!("\nwarning: {warning}"));
+    }
+    doc.created = Some(store.created());
+    doc.prefix = Some(store.location().prefix().to_string());
+    doc.warnings = Some(warnings);
+    text
+}
+
+/// A Worker's init: wrangler creates the Durable Objects; what is left to
+/// do is the repair of objects written by a cronslot from before they kept
+/// their wake as their alarm.
+fn init_worker(target: &Target, label: String) -> Result<Initialized, Failure> {
+    let store = AdminStore::new(target)
+        .map_err(|e| Failure::problem(format!("error: store {label}: {e}")))?;
+    let totals = wait(store.repair()).map_err(|e| {
+        Failure::problem(format!(
+            "error: repairing the wakes of {label}: {e} (running `cronslot init` \
+             again finishes the repair; what was repaired stays repaired)"
+        ))
+    })?;
+    let text = repair_summary(&label, &totals);
+    let mut doc = InitDoc::new(label, "worker");
+    doc.checked = Some(totals.checked);
+    doc.repaired = Some(totals.repaired);
+    doc.unreadable = Some(totals.unreadable);
+    Ok(Initialized { text, doc })
 }
 
 /// What `init` says of a Worker's repair: the counts, then one line per
@@ -322,60 +279,23 @@ fn repair_summary(label: &str, totals: &RepairTotals) -> String {
     out
 }
 
-/// The SQLite file's directory, created if missing.
-fn create_parent(path: &Path, label: &str) -> Result<(), Failure> {
-    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-        std::fs::create_dir_all(parent).map_err(|e| {
-            Failure::bad_input(format!(
-                "error: --store {label}: cannot create the directory {}: {e}",
-                parent.display()
-            ))
-        })?;
-    }
-    Ok(())
-}
-
-/// Opens a PostgreSQL store.
-fn connect(location: &PgLocation, options: PgOptions) -> Result<PgStore, Failure> {
-    wait(PgStore::connect_with(location.clone(), options)).map_err(|e| store_failure(e.kind(), &e))
-}
-
-/// Opens a Redis store.
-fn connect_redis(location: &RedisLocation, options: RedisOptions) -> Result<RedisStore, Failure> {
-    wait(RedisStore::connect_with(location.clone(), options))
-        .map_err(|e| store_failure(e.kind(), e.message()))
-}
-
-/// A shared store (PostgreSQL, Redis) that cannot be opened: a server that
-/// does not answer (worth trying again: exit 1), or a location, password,
-/// privilege or schema that will not work as given (exit 2). The store's
-/// message names the store without its password and says what to do.
-pub fn store_failure(kind: &StoreErrorKind, message: impl std::fmt::Display) -> Failure {
-    let message = format!("error: {message}");
-    match kind {
-        StoreErrorKind::Unavailable | StoreErrorKind::Ambiguous => Failure::problem(message),
-        _ => Failure::bad_input(message),
-    }
-}
-
 /// Logs, once at the start of `cronslot run`, why the store's server can
 /// lose an acknowledged claim (a Redis server without AOF and
 /// `appendfsync always`, one that evicts keys, replicas not waited for):
 /// the runner runs anyway, as the operator chose that server.
-pub fn warn_durability(store: &JobStore) {
-    if let JobStore::Redis(store) = store {
-        for warning in wait(store.durability()).warnings() {
-            tracing::warn!("{warning}");
-        }
+pub fn warn_durability(store: &AnyStore) {
+    for warning in wait(store.durability_warnings()) {
+        tracing::warn!("{warning}");
     }
 }
 
-/// Sweeps the PostgreSQL effect ledger now and then, on a thread of its
-/// own, for as long as the process runs (`cronslot run`).
-pub fn sweep_in_background(store: &JobStore) {
-    let JobStore::Postgres(store) = store else {
+/// Sweeps the effect ledger now and then, on a thread of its own, for as
+/// long as the process runs (`cronslot run`), on a store that does not
+/// expire its entries itself.
+pub fn sweep_in_background(store: &AnyStore) {
+    if !store.sweeps() {
         return;
-    };
+    }
     let store = store.clone();
     let spawned = std::thread::Builder::new()
         .name("cronslot-sweep".into())
@@ -390,22 +310,20 @@ pub fn sweep_in_background(store: &JobStore) {
     }
 }
 
-/// One bounded sweep of the PostgreSQL effect ledger, from `cronslot
-/// tick`: only by the passes that start in a minute divisible by ten, so
-/// that a pass with nothing due stays at two statements the other nine
-/// minutes (docs/performance.md); a failure is logged, never fatal.
-pub fn sweep_once(store: &JobStore, now: Timestamp) {
-    if let JobStore::Postgres(store) = store {
-        if now.as_second().div_euclid(60) % SWEEP_EVERY_TICKS == 0 {
-            sweep(store);
-        }
+/// One bounded sweep of the effect ledger, from `cronslot tick`: only by
+/// the passes that start in a minute divisible by ten, so that a pass with
+/// nothing due stays at two statements the other nine minutes
+/// (docs/performance.md); a failure is logged, never fatal.
+pub fn sweep_once(store: &AnyStore, now: Timestamp) {
+    if store.sweeps() && now.as_second().div_euclid(60) % SWEEP_EVERY_TICKS == 0 {
+        sweep(store);
     }
 }
 
 /// `cronslot tick` sweeps once in this many minutes.
 const SWEEP_EVERY_TICKS: i64 = 10;
 
-fn sweep(store: &PgStore) {
+fn sweep(store: &AnyStore) {
     match wait(store.sweep_expired(Timestamp::now(), SWEEP_BATCH, SWEEP_MAX_BATCHES)) {
         Ok(0) => {}
         Ok(n) => tracing::info!(deleted = n, "swept expired entries of the effect ledger"),

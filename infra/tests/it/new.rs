@@ -132,7 +132,7 @@ fn a_directory_that_is_not_a_cronslot_checkout_is_refused() {
         ("someone-else", "aws-adapter"),
         ("cronslot-cf", "cf-adapter"),
         ("cronslot-runner", "runner"),
-        ("cronslot-postgres", "stores/postgres"),
+        ("cronslot-stores", "stores"),
     ] {
         std::fs::create_dir_all(fake.join(crate_dir)).expect("mkdir");
         std::fs::write(
@@ -387,6 +387,6 @@ fn without_a_checkout_the_released_crates_of_this_version() {
     cronslot.sort();
     assert_eq!(
         cronslot,
-        ["cronslot-core", "cronslot-postgres", "cronslot-runner"]
+        ["cronslot-core", "cronslot-runner", "cronslot-stores"]
     );
 }

@@ -88,6 +88,7 @@ use cronslot_core::coord::{
     decide_finish, encode_state, repair_wake,
 };
 use cronslot_core::manifest::JobSpec;
+use cronslot_store_kit::{OpenOptions, UrlStore};
 use jiff::Timestamp;
 
 pub use fence::{FENCE_NAME, FENCE_VALUE, FenceCondition, fence_condition};
@@ -177,6 +178,11 @@ impl DynamoStore {
     /// from the URL, else from the environment.
     pub async fn connect(url: &str) -> Result<DynamoStore, StoreError> {
         let location = parse_dynamodb_location(url).map_err(|e| StoreError::other(e.message))?;
+        DynamoStore::connect_at(&location).await
+    }
+
+    /// A store at `location`, as [`DynamoStore::connect`] makes it.
+    pub async fn connect_at(location: &DynamoLocation) -> Result<DynamoStore, StoreError> {
         let mut loader = aws_config::defaults(BehaviorVersion::latest()).timeout_config(
             TimeoutConfig::builder()
                 .connect_timeout(Duration::from_secs(3))
@@ -192,11 +198,14 @@ impl DynamoStore {
         let config = loader.load().await;
         if config.region().is_none() {
             return Err(StoreError::other(format!(
-                "store {url:?}: no AWS region: add ?region=REGION (for example dynamodb://{}?region=us-east-1) or set AWS_REGION",
+                "DynamoDB store {location}: no AWS region: add ?region=REGION (for example dynamodb://{}?region=us-east-1) or set AWS_REGION",
                 location.table
             )));
         }
-        Ok(DynamoStore::new(Client::new(&config), location.table))
+        Ok(DynamoStore::new(
+            Client::new(&config),
+            location.table.clone(),
+        ))
     }
 
     /// At most this long per operation, retries included (default
@@ -1387,5 +1396,25 @@ impl DynamoStore {
             Some(item) if !item.is_empty() => Ok(Some(read_mark(&self.table, item)?)),
             _ => Ok(None),
         }
+    }
+}
+
+impl UrlStore for DynamoStore {
+    const KIND: &'static str = "dynamodb";
+    const SCHEMES: &'static [&'static str] = &["dynamodb"];
+    const SYNTAX: &'static str = "dynamodb://TABLE?region=REGION[&endpoint=URL]";
+    type Location = DynamoLocation;
+
+    fn parse_location(url: &str) -> Result<DynamoLocation, LocationError> {
+        parse_dynamodb_location(url)
+    }
+
+    /// The table must exist (the deployed template or `cronslot init`
+    /// creates it): a missing one fails on first use with DynamoDB's
+    /// answer. Leases are judged by the caller's clock (DynamoDB has none to
+    /// read), so `options` changes nothing else.
+    async fn open_at(location: &DynamoLocation, options: OpenOptions) -> Result<Self, StoreError> {
+        let _ = options;
+        DynamoStore::connect_at(location).await
     }
 }

@@ -13,6 +13,23 @@ pub struct DynamoLocation {
 }
 
 pub use cronslot_core::coord::LocationError;
+
+/// The location as a URL, parameters in a fixed order (there is no secret
+/// in it: credentials come from the environment).
+impl std::fmt::Display for DynamoLocation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "dynamodb://{}", self.table)?;
+        let mut sep = '?';
+        if let Some(region) = &self.region {
+            write!(f, "{sep}region={region}")?;
+            sep = '&';
+        }
+        if let Some(endpoint) = &self.endpoint {
+            write!(f, "{sep}endpoint={endpoint}")?;
+        }
+        Ok(())
+    }
+}
 use cronslot_core::coord::location::{DecodeError, decode_component};
 
 const SYNTAX: &str = "expected dynamodb://TABLE?region=REGION[&endpoint=URL], for example dynamodb://cronslot?region=us-east-1 or dynamodb://cronslot?region=us-east-1&endpoint=http://127.0.0.1:5000";

@@ -9,6 +9,9 @@
 //!   how long a done entry is kept ([`DEFAULT_EFFECT_RETENTION`]).
 //! - [`counts`]: the requests a store sent, by kind ([`RequestCounts`]),
 //!   which tests and benchmarks count exactly.
+//! - [`open`]: what a store that opens from a URL says about itself
+//!   ([`UrlStore`]), so that one place opens any store, and how to open it
+//!   ([`OpenOptions`]).
 //! - [`driver`]: the background thread with its own current-thread tokio
 //!   runtime that opens and drives a store's connections ([`Driver`]), so
 //!   callers on any runtime (or none) only await answers.
@@ -32,6 +35,7 @@ pub mod clock;
 pub mod counts;
 pub mod driver;
 pub mod ledger;
+pub mod open;
 
 pub use clock::{ClockOffset, JudgeClock};
 pub use counts::{Counters, RequestCounts};
@@ -39,6 +43,7 @@ pub use driver::Driver;
 pub use ledger::{
     DEFAULT_EFFECT_RETENTION, EffectEntry, Entry, MAX_LEDGER_ATTEMPTS, Written, settle_effect,
 };
+pub use open::{OpenOptions, UrlStore};
 
 /// A duration as messages show it: `5 s`, `1.5 s`.
 pub fn seconds(d: std::time::Duration) -> String {

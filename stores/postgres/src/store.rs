@@ -4,13 +4,15 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
+use cronslot_core::coord::LocationError;
 use cronslot_core::coord::{
     EffectBegin, EffectFinish, EffectLedger, EffectRecord, EffectState, JobState, PutResult,
     StateStore, StoreError, TickIndex, TickStart, Version, Versioned, decide_begin, decide_finish,
     decode_state, encode_state,
 };
 use cronslot_store_kit::{
-    DEFAULT_EFFECT_RETENTION, EffectEntry, Entry, JudgeClock, RequestCounts, Written, settle_effect,
+    DEFAULT_EFFECT_RETENTION, EffectEntry, Entry, JudgeClock, OpenOptions, RequestCounts, UrlStore,
+    Written, settle_effect,
 };
 use jiff::{SignedDuration, Timestamp};
 use tokio_postgres::Row;
@@ -848,5 +850,46 @@ impl EffectLedger for PgStore {
                 Ok(read_effect(&mut conn, &sql, &key).await?.map(|(_, r)| r))
             })
             .await?)
+    }
+}
+
+impl UrlStore for PgStore {
+    const KIND: &'static str = "postgres";
+    const SCHEMES: &'static [&'static str] = &["postgres", "postgresql"];
+    const SYNTAX: &'static str = "postgres://USER@HOST[:PORT]/DB[?sslmode=MODE&schema=NAME]";
+    type Location = PgLocation;
+
+    fn parse_location(url: &str) -> Result<PgLocation, LocationError> {
+        parse_postgres_location(url)
+    }
+
+    async fn open_at(location: &PgLocation, options: OpenOptions) -> Result<Self, StoreError> {
+        let store = PgStore::connect_with(
+            location.clone(),
+            PgOptions::default().create(options.creates()),
+        )
+        .await?;
+        Ok(store.judge_by(options.judge_clock()))
+    }
+
+    fn clock_offset(&self) -> Option<SignedDuration> {
+        PgStore::clock_offset(self)
+    }
+
+    fn judges_by_server_clock(&self) -> bool {
+        self.judge == JudgeClock::Server
+    }
+
+    async fn sweep_expired(
+        &self,
+        now: Timestamp,
+        batch: u32,
+        max_batches: u32,
+    ) -> Result<u64, StoreError> {
+        PgStore::sweep_expired(self, now, batch, max_batches).await
+    }
+
+    fn sweeps(&self) -> bool {
+        true
     }
 }

@@ -18,9 +18,10 @@ use crate::conn::Shared;
 use crate::error::Phase;
 use crate::location::{RedisLocation, parse_redis_location};
 use crate::time::{from_micros, from_time_reply, micros};
+use cronslot_core::coord::LocationError;
 use cronslot_store_kit::{
-    DEFAULT_EFFECT_RETENTION, EffectEntry, Entry, JudgeClock, RequestCounts, Written, seconds,
-    settle_effect,
+    DEFAULT_EFFECT_RETENTION, EffectEntry, Entry, JudgeClock, OpenOptions, RequestCounts, UrlStore,
+    Written, seconds, settle_effect,
 };
 
 /// The layout of the store's keys that this cronslot writes (kept in the
@@ -976,5 +977,38 @@ mod tests {
             expires_at: Timestamp::MAX,
         });
         assert_eq!(ttl_ms(&far, now, Duration::MAX), MAX_TTL_MS);
+    }
+}
+
+impl UrlStore for RedisStore {
+    const KIND: &'static str = "redis";
+    const SCHEMES: &'static [&'static str] = &["redis", "rediss"];
+    const SYNTAX: &'static str =
+        "redis://[USER:PASSWORD@]HOST[:PORT]/DB[?prefix=NAME] (or rediss://)";
+    type Location = RedisLocation;
+
+    fn parse_location(url: &str) -> Result<RedisLocation, LocationError> {
+        parse_redis_location(url)
+    }
+
+    async fn open_at(location: &RedisLocation, options: OpenOptions) -> Result<Self, StoreError> {
+        let store = RedisStore::connect_with(
+            location.clone(),
+            RedisOptions::default().create(options.creates()),
+        )
+        .await?;
+        Ok(store.judge_by(options.judge_clock()))
+    }
+
+    fn clock_offset(&self) -> Option<jiff::SignedDuration> {
+        RedisStore::clock_offset(self)
+    }
+
+    fn judges_by_server_clock(&self) -> bool {
+        self.judge == JudgeClock::Server
+    }
+
+    async fn durability_warnings(&self) -> Vec<String> {
+        self.durability().await.warnings()
     }
 }

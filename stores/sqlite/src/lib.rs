@@ -38,6 +38,7 @@ use cronslot_core::coord::{
     StateStore, StoreError, StoreErrorKind, TickIndex, TickStart, Version, Versioned, decide_begin,
     decide_finish, decode_state, encode_state,
 };
+use cronslot_store_kit::{OpenOptions, UrlStore};
 use jiff::Timestamp;
 use rusqlite::ffi::ErrorCode;
 use rusqlite::types::Value;
@@ -879,4 +880,65 @@ fn write_effect(
     tx.execute(&sql, (&record.key, &text, expires_at))
         .map_err(|e| where_.error(&doing(), &e))?;
     Ok(())
+}
+
+/// Where a SQLite store is: its file, as `sqlite:PATH` names it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SqliteLocation(pub PathBuf);
+
+impl fmt::Display for SqliteLocation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "sqlite:{}", self.0.display())
+    }
+}
+
+/// The error code of a store opened without `create` whose file is not
+/// there ([`StoreError::code`]).
+pub const MISSING: &str = "missing";
+
+impl UrlStore for SqliteStore {
+    const KIND: &'static str = "sqlite";
+    const SCHEMES: &'static [&'static str] = &["sqlite"];
+    const SYNTAX: &'static str = "sqlite:PATH (for example sqlite:cronslot.db)";
+    type Location = SqliteLocation;
+
+    fn parse_location(url: &str) -> Result<SqliteLocation, LocationError> {
+        parse_sqlite_location(url).map(SqliteLocation)
+    }
+
+    /// Creates the file and its directory when `create` (the default);
+    /// else the file must be there: a missing one is an error with code
+    /// [`MISSING`], not a new empty file that no runner reads.
+    async fn open_at(location: &SqliteLocation, options: OpenOptions) -> Result<Self, StoreError> {
+        let path = &location.0;
+        if options.creates() {
+            if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+                std::fs::create_dir_all(parent).map_err(|e| {
+                    StoreError::other(format!(
+                        "SQLite store {}: cannot create the directory {}: {e}",
+                        path.display(),
+                        parent.display()
+                    ))
+                })?;
+            }
+        } else {
+            match std::fs::metadata(path) {
+                Ok(_) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    return Err(StoreError::other(format!(
+                        "SQLite store {} does not exist",
+                        path.display()
+                    ))
+                    .with_code(MISSING));
+                }
+                Err(e) => {
+                    return Err(StoreError::other(format!(
+                        "SQLite store {}: cannot read it: {e}",
+                        path.display()
+                    )));
+                }
+            }
+        }
+        SqliteStore::open(path)
+    }
 }
