@@ -11,7 +11,7 @@
 //! merges nothing; it checks everything again, though, with the rules the
 //! TOML path applies to single values and across keys (a hand-edited or
 //! truncated file is refused with a sentence per problem, never a panic),
-//! and gives the same [`Manifest`], [`JobSpec::spec_hash`] included.
+//! and gives the same [`Manifest`], [`JobSpec::spec_hash`](super::JobSpec::spec_hash) included.
 //!
 //! The format is versioned (`"format"`, `"version"`): a file written by an
 //! incompatible cronslot is refused with a message saying so. Version 2
