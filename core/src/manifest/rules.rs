@@ -376,6 +376,7 @@ pub(super) fn check_across<S: Clone>(k: &Across<'_, S>, mut report: impl FnMut(S
 /// The warning of a catch-up that may run very many late slots at once.
 /// Only the TOML path looks for warnings: the precompiled form carries
 /// those found when it was written.
+#[cfg(feature = "toml")]
 pub(super) fn catch_up_warning<S: Clone>(k: &Across<'_, S>) -> Option<(S, String)> {
     (concerns(k.max_catch_up, k.catch_up)
         && k.catch_up.value == CatchUp::All

@@ -274,6 +274,10 @@ fn check_timezone(sink: &mut Sink<'_>, zones: &mut Zones, c: &mut Checked) {
     }
 }
 
+/// A rule on one duration (`rules.rs`): why it cannot be the value, if it
+/// cannot.
+type DurationRule = fn(Duration) -> Option<String>;
+
 /// Checks of single values that hold wherever the value is written (the
 /// rules are in `rules.rs`).
 fn check_values(sink: &mut Sink<'_>, c: &mut Checked) {
@@ -284,7 +288,7 @@ fn check_values(sink: &mut Sink<'_>, c: &mut Checked) {
             bad.push("lease");
         }
     }
-    let positive: [(&str, _, fn(Duration) -> Option<String>); 3] = [
+    let positive: [(&str, _, DurationRule); 3] = [
         (
             "starting_deadline",
             &c.raw.starting_deadline,

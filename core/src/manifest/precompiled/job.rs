@@ -11,13 +11,14 @@ use serde::{Deserialize, Serialize};
 
 use super::patch::PolicyPatch;
 use super::policy::PolicyDoc;
-use super::{DurationText, Problems, Text, Zones, duration};
+use super::{DurationText, Problems, Report, Text, Zones};
 use crate::cron::CronExpr;
 use crate::manifest::duration::format_duration;
 use crate::manifest::rules::{
-    env_name_problem, env_value_problem, header_name_problem, header_value_problem, url_problem,
+    Origin, Setting, command_problems, env_name_problem, env_value_problem, header_name_problem,
+    header_value_problem, http_method, timeout_problem, url_problem, window_problem,
 };
-use crate::manifest::{Action, HttpMethod, JobName, JobSpec};
+use crate::manifest::{Action, JobName, JobSpec};
 use crate::schedule::Schedule;
 
 /// What runs for a slot; `"function"`, `{"command": {…}}` or
@@ -76,104 +77,112 @@ impl ActionDoc<'_> {
         }
     }
 
-    /// The action, checked with the rules of the TOML path; a timeout left
-    /// out is `default_timeout` (`[defaults]`' own, as written).
+    /// The action's timeout as the checks read it: its own, or else
+    /// `default_timeout` (`[defaults]`' own, as written, and checked
+    /// there); `None` for a function job, which bounds its own run time.
+    pub(super) fn timeout(
+        &self,
+        place: &str,
+        default_timeout: Option<&str>,
+        problems: &mut Problems,
+    ) -> Setting<Option<Duration>, ()> {
+        let own = match self {
+            ActionDoc::Function => {
+                return Setting {
+                    value: None,
+                    origin: Origin::Builtin,
+                    refused: false,
+                    at: (),
+                };
+            }
+            ActionDoc::Command { timeout, .. } | ActionDoc::Http { timeout, .. } => timeout,
+        };
+        let mut r = Report { place, problems };
+        let (text, here) = match (own.as_deref(), default_timeout) {
+            (Some(text), _) => (text, true),
+            (None, Some(text)) => (text, false),
+            (None, None) => {
+                r.problem(
+                    true,
+                    Some("timeout is missing, and [defaults] has none".into()),
+                );
+                return Setting {
+                    value: None,
+                    origin: Origin::Here,
+                    refused: true,
+                    at: (),
+                };
+            }
+        };
+        let value = r.duration(here, "timeout", text);
+        let refused = value.is_none_or(|t| r.problem(here, timeout_problem(t)));
+        Setting {
+            value,
+            origin: if here { Origin::Here } else { Origin::Parent },
+            refused,
+            at: (),
+        }
+    }
+
+    /// The action, checked with the rules of the TOML path (`rules.rs`);
+    /// `timeout` is [`ActionDoc::timeout`], checked against the lease with
+    /// the job's policies.
     pub(super) fn resolve(
         &self,
         place: &str,
-        lease: Duration,
-        default_timeout: Option<&str>,
+        timeout: &Setting<Option<Duration>, ()>,
         problems: &mut Problems,
     ) -> Option<Action> {
         let before = problems.0.len();
-        let timeout_of = |own: &Option<DurationText<'_>>, problems: &mut Problems| {
-            let Some(text) = own.as_deref().or(default_timeout) else {
-                problems.push(
-                    place.into(),
-                    "timeout is missing, and [defaults] has none".into(),
-                );
-                return None;
-            };
-            let t = duration(problems, place, "timeout", text)?;
-            if t.is_zero() {
-                problems.push(place.into(), "timeout must be longer than 0s".into());
-            } else if t > lease {
-                problems.push(
-                    place.into(),
-                    format!(
-                        "timeout {} is longer than the lease {}",
-                        format_duration(t),
-                        format_duration(lease)
-                    ),
-                );
-            }
-            Some(t)
-        };
+        let mut report = |message: String| problems.push(place.into(), message);
         let action = match self {
-            ActionDoc::Function => Action::Function,
-            ActionDoc::Command { argv, timeout, env } => {
-                let timeout = timeout_of(timeout, problems);
-                let mut report = |message: String| problems.push(place.into(), message);
-                match argv.first() {
-                    None => report("command is empty".into()),
-                    Some(program) if program.is_empty() => {
-                        report("command[0], the program to run, is empty".into())
-                    }
-                    Some(_) => {}
-                }
-                for (i, arg) in argv.iter().enumerate() {
-                    if arg.contains('\0') {
-                        report(format!("command[{i}] contains a NUL character"));
-                    }
-                }
+            ActionDoc::Function => Some(Action::Function),
+            ActionDoc::Command { argv, env, .. } => {
+                command_problems(argv.iter().map(String::as_str), |_, p| report(p));
                 for (name, value) in env {
-                    if let Some(p) =
-                        env_name_problem(name).or_else(|| env_value_problem(name, value))
+                    for p in [env_name_problem(name), env_value_problem(name, value)]
+                        .into_iter()
+                        .flatten()
                     {
                         report(p);
                     }
                 }
-                Action::Command {
+                timeout.value.map(|timeout| Action::Command {
                     argv: argv.clone(),
-                    timeout: timeout?,
+                    timeout,
                     env: env.clone(),
-                }
+                })
             }
             ActionDoc::Http {
                 url,
                 method,
                 headers,
-                timeout,
+                ..
             } => {
-                let timeout = timeout_of(timeout, problems);
-                let mut report = |message: String| problems.push(place.into(), message);
                 if let Some(problem) = url_problem(url) {
                     report(format!("http.url {url:?} {problem}"));
                 }
-                let parsed = HttpMethod::parse(method);
-                if parsed.is_none() {
-                    let known: Vec<&str> = HttpMethod::ALL.iter().map(|m| m.as_str()).collect();
-                    report(format!(
-                        "unknown HTTP method {method:?}; expected one of {}",
-                        known.join(", ")
-                    ));
-                }
+                let method = http_method(method).map_err(&mut report).ok();
                 for (name, value) in headers {
-                    if let Some(p) =
-                        header_name_problem(name).or_else(|| header_value_problem(name, value))
+                    for p in [header_name_problem(name), header_value_problem(name, value)]
+                        .into_iter()
+                        .flatten()
                     {
                         report(p);
                     }
                 }
-                Action::Http {
-                    url: url.to_string(),
-                    method: parsed?,
-                    headers: headers.clone(),
-                    timeout: timeout?,
+                match (method, timeout.value) {
+                    (Some(method), Some(timeout)) => Some(Action::Http {
+                        url: url.to_string(),
+                        method,
+                        headers: headers.clone(),
+                        timeout,
+                    }),
+                    _ => None,
                 }
             }
         };
-        (problems.0.len() == before).then_some(action)
+        action.filter(|_| problems.0.len() == before)
     }
 }
 
@@ -265,20 +274,23 @@ impl JobDoc<'_> {
             }
         };
         if let (Some(s), Some(e)) = (self.start_at, self.end_at) {
-            if s >= e {
-                problems.push(
-                    place.clone(),
-                    format!("start_at {s} is not before end_at {e}"),
-                );
+            if let Some(problem) = window_problem(s, e) {
+                problems.push(place.clone(), problem);
             }
         }
-        let p = self.policy.over(defaults).resolve(&place, zones, problems);
-        let action = match &p {
-            Some(p) => self
-                .action
-                .resolve(&place, p.lease, default_timeout, problems),
-            None => None,
-        };
+        // The action first: the checks across the job's policies read its
+        // timeout.
+        let timeout = self.action.timeout(&place, default_timeout, problems);
+        let action = self.action.resolve(&place, &timeout, problems);
+        let function_job = matches!(self.action, ActionDoc::Function);
+        let p = self.policy.over(defaults).resolve(
+            &place,
+            Some(&self.policy),
+            &timeout,
+            function_job,
+            zones,
+            problems,
+        );
         if problems.0.len() > before {
             return None;
         }

@@ -9,9 +9,12 @@
 //! program embeds the result and loads it with [`load_precompiled`]. The
 //! JSON holds the *resolved* jobs (every policy with its value), so loading
 //! merges nothing; it checks everything again, though, with the rules the
-//! TOML path applies to single values and across keys (a hand-edited or
-//! truncated file is refused with a sentence per problem, never a panic),
-//! and gives the same [`Manifest`], [`JobSpec::spec_hash`](super::JobSpec::spec_hash) included.
+//! TOML path applies to single values and across keys (`rules.rs`: the
+//! same sentences, and a problem of `[defaults]` is reported there, not at
+//! every job that inherits the value). A hand-edited or truncated file is
+//! refused with a sentence per problem, never a panic, and a valid one
+//! gives the same [`Manifest`],
+//! [`JobSpec::spec_hash`](super::JobSpec::spec_hash) included.
 //!
 //! The format is versioned (`"format"`, `"version"`): a file written by an
 //! incompatible cronslot is refused with a message saying so. Version 2
@@ -279,6 +282,38 @@ impl Problems {
     }
 }
 
+/// The problems of one table (`place`: `[defaults]` or a job), reported
+/// for the values the table writes itself (`own`), as the TOML path does:
+/// a value a job inherits is checked with `[defaults]`, and its problem is
+/// reported once, there.
+struct Report<'p> {
+    place: &'p str,
+    problems: &'p mut Problems,
+}
+
+impl Report<'_> {
+    /// Reports `problem` where `own`; whether there is one.
+    fn problem(&mut self, own: bool, problem: Option<String>) -> bool {
+        match problem {
+            Some(p) => {
+                if own {
+                    self.problems.push(self.place.into(), p);
+                }
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// The duration `text` of `key`; `None` (a problem where `own`) when it
+    /// does not read.
+    fn duration(&mut self, own: bool, key: &str, text: &str) -> Option<Duration> {
+        parse_duration(text)
+            .map_err(|e| self.problem(own, Some(format!("{key}: {e}"))))
+            .ok()
+    }
+}
+
 #[derive(Deserialize)]
 struct Header {
     format: Option<String>,
@@ -329,16 +364,6 @@ type Text<'a> = Cow<'a, str>;
 
 /// A duration as the manifest writes it (`"15m"`), whole seconds.
 type DurationText<'a> = Text<'a>;
-
-fn duration(problems: &mut Problems, place: &str, key: &str, text: &str) -> Option<Duration> {
-    match parse_duration(text) {
-        Ok(d) => Some(d),
-        Err(e) => {
-            problems.push(place.into(), format!("{key}: {e}"));
-            None
-        }
-    }
-}
 
 /// A warning found when the manifest was validated, kept so the loaded
 /// manifest is the validated one.

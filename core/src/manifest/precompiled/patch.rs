@@ -7,8 +7,9 @@ use std::borrow::Cow;
 
 use serde::{Deserialize, Serialize};
 
-use super::policy::{HistoryDoc, OverlapMode, PolicyDoc, RetryDoc};
+use super::policy::{HistoryDoc, PolicyDoc, RetryDoc};
 use super::{DurationText, Problems, Text};
+use crate::manifest::rules::OverlapMode;
 use crate::manifest::{CatchUp, Delivery, Trigger};
 use crate::schedule::{DstGap, DstOverlap};
 

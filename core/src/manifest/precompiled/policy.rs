@@ -8,20 +8,17 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use super::patch::PolicyPatch;
-use super::{DurationText, Problems, Text, Zones, duration};
+use super::{DurationText, Problems, Report, Text, Zones};
 use crate::manifest::duration::format_duration;
+use crate::manifest::rules::{
+    Across, Origin, OverlapMode, Setting, check_across, history_problem, lease_problem,
+    max_attempts_problem, max_concurrency_problem, stale_after_problem, starting_deadline_problem,
+    timeout_problem,
+};
 use crate::manifest::{
     CatchUp, Defaults, Delivery, HistoryLimits, Overlap, RetryPolicy, Trigger, defaults,
 };
 use crate::schedule::{DstGap, DstOverlap, DstPolicy, Zone};
-
-#[derive(Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub(super) enum OverlapMode {
-    Forbid,
-    Allow,
-    Replace,
-}
 
 #[derive(Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -61,6 +58,17 @@ pub(super) struct PolicyDoc<'a> {
     pub(super) paused: bool,
     pub(super) stale_after: Option<DurationText<'a>>,
     pub(super) history: HistoryDoc,
+}
+
+/// A value of a table as the checks across keys read it: its own (`own`)
+/// or inherited from `[defaults]`.
+fn setting<T>(value: T, own: bool, refused: bool) -> Setting<T, ()> {
+    Setting {
+        value,
+        origin: if own { Origin::Here } else { Origin::Parent },
+        refused,
+        at: (),
+    }
 }
 
 /// [`PolicyDoc`] checked.
@@ -132,121 +140,143 @@ impl PolicyDoc<'_> {
         }
     }
 
-    /// Checks the values on their own and across keys, as the TOML path
-    /// does; `None` when a value is bad (reported under `place`).
+    /// Checks the values on their own and across keys with the rules of
+    /// the TOML path (`rules.rs`); `None` when a value is bad. As there, a
+    /// table reports the problems of the values it writes itself: `own` is
+    /// what a job writes (`None` for `[defaults]`, which writes every
+    /// policy), and a value it inherits is checked, once, with
+    /// `[defaults]`. `timeout` is the table's timeout ([`DefaultsDoc`]'
+    /// own, or a job's action's: [`ActionDoc::timeout`]).
+    ///
+    /// [`ActionDoc::timeout`]: super::job::ActionDoc::timeout
     pub(super) fn resolve(
         &self,
         place: &str,
+        own: Option<&PolicyPatch<'_>>,
+        timeout: &Setting<Option<Duration>, ()>,
+        function_job: bool,
         zones: &mut Zones,
         problems: &mut Problems,
     ) -> Option<Policy> {
         let before = problems.0.len();
-        let mut report = |message: String| problems.push(place.into(), message);
+        let mut r = Report { place, problems };
+        let writes = |key: fn(&PolicyPatch<'_>) -> bool| own.is_none_or(key);
+        let own_timezone = writes(|p| p.timezone.is_some());
+        let own_lease = writes(|p| p.lease.is_some());
+        let own_deadline = writes(|p| p.starting_deadline.is_some());
+        let own_catch_up = writes(|p| p.catch_up.is_some());
+        let own_max_catch_up = writes(|p| p.max_catch_up.is_some());
+        let own_overlap = writes(|p| p.overlap.is_some());
+        let own_max_concurrency = writes(|p| p.max_concurrency.is_some());
+        let own_retry = writes(|p| p.retry.is_some());
+        let own_skew = writes(|p| p.skew_margin.is_some());
+        let own_stale = writes(|p| p.stale_after.is_some());
+        let own_history = writes(|p| p.history.is_some());
+
         let zone = match zones.get(&self.timezone) {
             Ok(zone) if zone.name() == self.timezone => Some(zone),
             Ok(zone) => {
-                report(format!(
-                    "timezone {:?} is not written by its canonical name {:?}",
-                    self.timezone,
-                    zone.name()
-                ));
+                r.problem(
+                    own_timezone,
+                    Some(format!(
+                        "timezone {:?} is not written by its canonical name {:?}",
+                        self.timezone,
+                        zone.name()
+                    )),
+                );
                 None
             }
             Err(e) => {
-                report(format!("unknown time zone: {e}"));
+                r.problem(own_timezone, Some(format!("unknown time zone: {e}")));
                 None
             }
         };
-        let lease = duration(problems, place, "lease", &self.lease);
-        let starting_deadline = duration(
-            problems,
-            place,
-            "starting_deadline",
-            &self.starting_deadline,
-        );
-        let backoff = duration(problems, place, "retry.backoff", &self.retry.backoff);
-        let max_backoff = duration(
-            problems,
-            place,
-            "retry.max_backoff",
-            &self.retry.max_backoff,
-        );
-        let skew_margin = duration(problems, place, "skew_margin", &self.skew_margin);
+        let lease = r.duration(own_lease, "lease", &self.lease);
+        let starting_deadline =
+            r.duration(own_deadline, "starting_deadline", &self.starting_deadline);
+        let backoff = r.duration(own_retry, "retry.backoff", &self.retry.backoff);
+        let max_backoff = r.duration(own_retry, "retry.max_backoff", &self.retry.max_backoff);
+        let skew_margin = r.duration(own_skew, "skew_margin", &self.skew_margin);
         let stale_after = self
             .stale_after
             .as_ref()
-            .map(|text| duration(problems, place, "stale_after", text));
-        let mut report = |message: String| problems.push(place.into(), message);
-        if let Some(lease) = lease.filter(|l| *l < defaults::MIN_LEASE) {
-            report(format!(
-                "lease {} is shorter than the minimum of {}",
-                format_duration(lease),
-                format_duration(defaults::MIN_LEASE)
-            ));
+            .map(|text| r.duration(own_stale, "stale_after", text));
+
+        // Single values: a refused one keeps the checks across keys that
+        // involve it quiet.
+        let lease_refused = lease.is_none_or(|l| r.problem(own_lease, lease_problem(l)));
+        if let Some(d) = starting_deadline {
+            r.problem(own_deadline, starting_deadline_problem(d));
         }
-        if starting_deadline == Some(Duration::ZERO) {
-            report("starting_deadline must be longer than 0s".into());
+        if let Some(Some(d)) = stale_after {
+            r.problem(own_stale, stale_after_problem(d));
         }
-        if stale_after == Some(Some(Duration::ZERO)) {
-            report("stale_after must be longer than 0s".into());
+        let max_concurrency_refused = self
+            .max_concurrency
+            .is_some_and(|n| r.problem(own_max_concurrency, max_concurrency_problem(n)));
+        r.problem(own_retry, max_attempts_problem(self.retry.max_attempts));
+        for (key, n) in [
+            ("succeeded", self.history.succeeded),
+            ("failed", self.history.failed),
+        ] {
+            r.problem(own_history, history_problem(key, n));
         }
         let overlap = match (self.overlap, self.max_concurrency) {
-            (OverlapMode::Forbid, None) => Overlap::Forbid,
-            (OverlapMode::Replace, None) => Overlap::Replace,
-            (OverlapMode::Allow, Some(n)) if (1..=defaults::MAX_CONCURRENCY_LIMIT).contains(&n) => {
-                Overlap::Allow { max_concurrency: n }
-            }
-            (OverlapMode::Allow, Some(n)) => {
-                report(format!(
-                    "max_concurrency {n} is outside 1 to {}",
-                    defaults::MAX_CONCURRENCY_LIMIT
-                ));
-                Overlap::Forbid
-            }
+            (OverlapMode::Forbid, _) => Overlap::Forbid,
+            (OverlapMode::Replace, _) => Overlap::Replace,
+            (OverlapMode::Allow, Some(n)) => Overlap::Allow { max_concurrency: n },
             (OverlapMode::Allow, None) => {
-                report("overlap \"allow\" needs its max_concurrency".into());
-                Overlap::Forbid
-            }
-            (_, Some(_)) => {
-                report("max_concurrency applies only to overlap \"allow\"".into());
+                r.problem(
+                    own_overlap,
+                    Some("overlap \"allow\" needs its max_concurrency".into()),
+                );
                 Overlap::Forbid
             }
         };
-        if self.retry.max_attempts == 0 {
-            report("retry.max_attempts must be at least 1 (the first attempt counts)".into());
-        }
-        if let (Some(b), Some(m)) = (backoff, max_backoff) {
-            if b > m {
-                report(format!(
-                    "retry.backoff {} is longer than retry.max_backoff {}",
-                    format_duration(b),
-                    format_duration(m)
-                ));
-            }
-        }
-        if let (Some(s), Some(l)) = (skew_margin, lease) {
-            if s >= l {
-                report(format!(
-                    "skew_margin {} must be shorter than the lease {}",
-                    format_duration(s),
-                    format_duration(l)
-                ));
-            }
-        }
-        if self.catch_up == CatchUp::All && self.max_catch_up == 0 {
-            report("max_catch_up = 0 with catch_up = \"all\" catches up nothing".into());
-        }
-        for (key, n) in [
-            ("history.succeeded", self.history.succeeded),
-            ("history.failed", self.history.failed),
-        ] {
-            if n > defaults::HISTORY_LIMIT {
-                report(format!(
-                    "{key} {n} is above the limit of {}",
-                    defaults::HISTORY_LIMIT
-                ));
-            }
-        }
+
+        let lease_setting = setting(lease.unwrap_or_default(), own_lease, lease_refused);
+        let catch_up = setting(self.catch_up, own_catch_up, false);
+        let max_catch_up = setting(self.max_catch_up, own_max_catch_up, false);
+        let overlap_mode = setting(self.overlap, own_overlap, false);
+        // Without a max_concurrency, the built-in one (which only
+        // `overlap = "allow"` would read).
+        let max_concurrency = Setting {
+            value: self.max_concurrency.unwrap_or(defaults::MAX_CONCURRENCY),
+            origin: match self.max_concurrency {
+                None => Origin::Builtin,
+                Some(_) if own_max_concurrency => Origin::Here,
+                Some(_) => Origin::Parent,
+            },
+            refused: max_concurrency_refused,
+            at: (),
+        };
+        let backoff_setting = setting(backoff.unwrap_or_default(), own_retry, backoff.is_none());
+        let max_backoff_setting = setting(
+            max_backoff.unwrap_or_default(),
+            own_retry,
+            max_backoff.is_none(),
+        );
+        let skew_setting = setting(
+            skew_margin.unwrap_or_default(),
+            own_skew,
+            skew_margin.is_none(),
+        );
+        let across = Across {
+            lease: &lease_setting,
+            catch_up: &catch_up,
+            max_catch_up: &max_catch_up,
+            overlap: &overlap_mode,
+            max_concurrency: &max_concurrency,
+            backoff: &backoff_setting,
+            max_backoff: &max_backoff_setting,
+            skew_margin: &skew_setting,
+            timeout,
+            function_job,
+        };
+        check_across(&across, |(), problem| {
+            r.problem(true, Some(problem));
+        });
+
         if problems.0.len() > before {
             return None;
         }
@@ -271,7 +301,11 @@ impl PolicyDoc<'_> {
             },
             skew_margin: skew_margin?,
             paused: self.paused,
-            stale_after: stale_after.flatten(),
+            stale_after: match stale_after {
+                // Unreadable (reported with [defaults] when inherited).
+                Some(None) => return None,
+                s => s.flatten(),
+            },
             history: HistoryLimits {
                 succeeded: self.history.succeeded,
                 failed: self.history.failed,
@@ -328,29 +362,32 @@ impl DefaultsDoc<'_> {
         problems: &mut Problems,
     ) -> Option<Defaults> {
         let place = "[defaults]";
+        let mut r = Report { place, problems };
         let timeout = self
             .timeout
             .as_ref()
-            .map(|text| duration(problems, place, "timeout", text));
-        if timeout == Some(Some(Duration::ZERO)) {
-            problems.push(place.into(), "timeout must be longer than 0s".into());
-        }
-        let p = policy.resolve(place, zones, problems)?;
-        // A bad timeout was reported above.
+            .map(|text| r.duration(true, "timeout", text));
+        let refused = match timeout {
+            Some(None) => true,
+            Some(Some(t)) => r.problem(true, timeout_problem(t)),
+            None => false,
+        };
+        let timeout_setting = Setting {
+            value: timeout.flatten(),
+            origin: if timeout.is_some() {
+                Origin::Here
+            } else {
+                Origin::Builtin
+            },
+            refused,
+            at: (),
+        };
+        let p = policy.resolve(place, None, &timeout_setting, false, zones, problems)?;
+        // An unreadable timeout was reported above.
         let timeout = match timeout {
             Some(None) => return None,
             t => t.flatten(),
         };
-        if let Some(t) = timeout.filter(|t| *t > p.lease) {
-            problems.push(
-                place.into(),
-                format!(
-                    "timeout {} is longer than the lease {}",
-                    format_duration(t),
-                    format_duration(p.lease)
-                ),
-            );
-        }
         Some(Defaults {
             timezone: p.zone.name().to_string(),
             trigger: p.trigger,

@@ -320,7 +320,12 @@ fn values_the_toml_path_refuses_are_refused() {
         (
             "\"max_concurrency\":4",
             "\"max_concurrency\":0",
-            "max_concurrency 0",
+            "max_concurrency must be at least 1",
+        ),
+        (
+            "\"max_concurrency\":4",
+            "\"max_concurrency\":101",
+            "max_concurrency 101 is above the limit of 100",
         ),
         (
             "\"max_attempts\":5",
@@ -502,4 +507,132 @@ fn every_difference_from_the_defaults_round_trips() {
         .expect("policy")
         .remove("lease");
     assert_problem(&doc.to_string(), "[defaults]: lease is missing");
+}
+
+/// The rules are written once (`rules.rs`): the same mistake, made in the
+/// TOML manifest or in its precompiled form, is the same sentence, and is
+/// reported once, where it is written. A job that inherits a bad value
+/// from `[defaults]` is not blamed for it, and a value refused on its own
+/// keeps the checks across keys that involve it quiet.
+#[test]
+fn the_precompiled_form_says_what_the_toml_path_says() {
+    let json = rich_json();
+    let cases: [&[(&str, &str, &str, &str)]; 13] = [
+        &[(
+            "lease = \"20m\"",
+            "lease = \"30s\"",
+            "\"lease\":\"20m\"",
+            "\"lease\":\"30s\"",
+        )],
+        // The short lease is refused; skew_margin against it stays quiet.
+        &[
+            (
+                "lease = \"20m\"",
+                "lease = \"30s\"",
+                "\"lease\":\"20m\"",
+                "\"lease\":\"30s\"",
+            ),
+            (
+                "skew_margin = \"7s\"",
+                "skew_margin = \"40s\"",
+                "\"skew_margin\":\"7s\"",
+                "\"skew_margin\":\"40s\"",
+            ),
+        ],
+        &[(
+            "max_catch_up = 500",
+            "max_catch_up = 0",
+            "\"max_catch_up\":500",
+            "\"max_catch_up\":0",
+        )],
+        &[(
+            "max_concurrency = 4",
+            "max_concurrency = 0",
+            "\"max_concurrency\":4",
+            "\"max_concurrency\":0",
+        )],
+        &[(
+            "overlap = \"allow\"",
+            "overlap = \"replace\"",
+            "\"overlap\":\"allow\"",
+            "\"overlap\":\"replace\"",
+        )],
+        &[(
+            "backoff = \"10s\"",
+            "backoff = \"1h\"",
+            "\"backoff\":\"10s\"",
+            "\"backoff\":\"1h\"",
+        )],
+        &[(
+            "skew_margin = \"7s\"",
+            "skew_margin = \"1h\"",
+            "\"skew_margin\":\"7s\"",
+            "\"skew_margin\":\"1h\"",
+        )],
+        &[(
+            "stale_after = \"2d\"",
+            "stale_after = \"0s\"",
+            "\"stale_after\":\"2d\"",
+            "\"stale_after\":\"0s\"",
+        )],
+        // Both jobs with an action inherit this timeout: [defaults] alone
+        // is blamed.
+        &[(
+            "timeout = \"3m\"",
+            "timeout = \"3h\"",
+            "\"timeout\":\"3m\"",
+            "\"timeout\":\"3h\"",
+        )],
+        &[(
+            "succeeded = 9",
+            "succeeded = 101",
+            "\"succeeded\":9",
+            "\"succeeded\":101",
+        )],
+        &[(
+            "max_attempts = 5",
+            "max_attempts = 0",
+            "\"max_attempts\":5",
+            "\"max_attempts\":0",
+        )],
+        &[(
+            "method = \"put\"",
+            "method = \"fetch\"",
+            "\"method\":\"PUT\"",
+            "\"method\":\"fetch\"",
+        )],
+        &[(
+            "\"./batch.sh\", \"--fast\"",
+            "\"\", \"a\\u0000b\"",
+            "\"./batch.sh\",\"--fast\"",
+            "\"\",\"a\\u0000b\"",
+        )],
+    ];
+    for case in cases {
+        let (mut toml, mut doc) = (RICH.to_string(), json.clone());
+        for (toml_from, toml_to, json_from, json_to) in case {
+            assert!(toml.contains(toml_from), "RICH has no {toml_from}");
+            assert!(doc.contains(json_from), "the fixture has no {json_from}");
+            toml = toml.replacen(toml_from, toml_to, 1);
+            doc = doc.replacen(json_from, json_to, 1);
+        }
+        let said: Vec<String> = parse_manifest(&toml, "rich.toml")
+            .expect_err("refused")
+            .errors
+            .into_iter()
+            .map(|e| e.message)
+            .collect();
+        // The precompiled form says where as "[defaults]: " or
+        // "job \"x\" (jobs[i]): ".
+        let found: Vec<String> = problems(&doc)
+            .into_iter()
+            .map(|p| {
+                let message = p
+                    .strip_prefix("[defaults]: ")
+                    .or_else(|| p.split_once("]): ").map(|(_, m)| m));
+                message.unwrap_or(&p).to_string()
+            })
+            .collect();
+        assert_eq!(found, said, "{case:?}");
+    }
 }
