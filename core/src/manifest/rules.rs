@@ -19,6 +19,46 @@ use serde::{Deserialize, Serialize};
 
 use super::duration::format_duration;
 use super::{CatchUp, HttpMethod, defaults};
+use crate::cron::CronExpr;
+use crate::schedule::ZoneError;
+
+// ------------------------------------------------- schedule and zone
+
+/// Why a schedule's text cannot be a job's schedule.
+pub(super) struct ScheduleProblem {
+    /// The 1-based column (in characters) of the problem within the text,
+    /// when the parser says; otherwise the whole text is at fault. Only the
+    /// TOML path points into the text.
+    #[cfg_attr(not(feature = "toml"), allow(dead_code))]
+    pub column: Option<usize>,
+    pub message: String,
+}
+
+/// The cron expression `text` writes, or why it cannot be a job's
+/// schedule.
+pub(super) fn schedule(text: &str) -> Result<CronExpr, ScheduleProblem> {
+    match CronExpr::parse(text) {
+        Ok(expr) if expr.never_fires() => Err(ScheduleProblem {
+            column: None,
+            message: format!("schedule {text:?} never fires: no date matches it"),
+        }),
+        Ok(expr) => Ok(expr),
+        Err(e) => Err(ScheduleProblem {
+            column: Some(e.column),
+            message: format!("invalid schedule {text:?}: {e}"),
+        }),
+    }
+}
+
+/// The problem of a zone `name` that was not found.
+pub(super) fn zone_problem(name: &str, e: &ZoneError) -> String {
+    let hint = e
+        .hint
+        .as_ref()
+        .map(|h| format!("; {h}"))
+        .unwrap_or_default();
+    format!("unknown time zone {name:?}{hint}")
+}
 
 // ------------------------------------------------ single policy values
 

@@ -13,10 +13,10 @@ use toml::de::DeTable;
 use super::diagnostic::Sink;
 use super::raw::{self, JOB_ONLY_KEYS, RawTable};
 use super::rules::{
-    ArgvPart, command_problems, env_name_problem, env_value_problem, header_name_problem,
+    self, ArgvPart, command_problems, env_name_problem, env_value_problem, header_name_problem,
     header_value_problem, history_problem, http_method, lease_problem, max_attempts_problem,
     max_concurrency_problem, stale_after_problem, starting_deadline_problem, timeout_problem,
-    url_problem,
+    url_problem, zone_problem,
 };
 use super::{HttpMethod, JobName, defaults};
 use crate::cron::CronExpr;
@@ -239,21 +239,14 @@ fn check_schedule(sink: &mut Sink<'_>, c: &mut Checked) {
         return;
     };
     let text = schedule.get_ref();
-    match CronExpr::parse(text) {
-        Ok(expr) if expr.never_fires() => {
-            sink.error(
-                schedule.span(),
-                format!("schedule {text:?} never fires: no date matches it"),
-            );
-            c.poison("schedule");
-        }
+    match rules::schedule(text) {
         Ok(expr) => c.cron = Some(expr),
-        Err(e) => {
-            let at = inner_offset(sink.text(), &schedule.span(), text, e.column);
-            sink.error(
-                at..schedule.span().end,
-                format!("invalid schedule {text:?}: {e}"),
-            );
+        Err(problem) => {
+            let at = match problem.column {
+                Some(column) => inner_offset(sink.text(), &schedule.span(), text, column),
+                None => schedule.span().start,
+            };
+            sink.error(at..schedule.span().end, problem.message);
             c.poison("schedule");
         }
     }
@@ -264,11 +257,7 @@ fn check_timezone(sink: &mut Sink<'_>, zones: &mut Zones, c: &mut Checked) {
     match zones.get(tz.get_ref()) {
         Ok(zone) => c.zone = Some(Spanned::new(tz.span(), zone)),
         Err(e) => {
-            let hint = e.hint.map(|h| format!("; {h}")).unwrap_or_default();
-            sink.error(
-                tz.span(),
-                format!("unknown time zone {:?}{hint}", tz.get_ref()),
-            );
+            sink.error(tz.span(), zone_problem(tz.get_ref(), &e));
             c.poison("timezone");
         }
     }

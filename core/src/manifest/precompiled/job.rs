@@ -12,11 +12,10 @@ use serde::{Deserialize, Serialize};
 use super::patch::PolicyPatch;
 use super::policy::PolicyDoc;
 use super::{DurationText, Problems, Report, Text, Zones};
-use crate::cron::CronExpr;
 use crate::manifest::duration::format_duration;
 use crate::manifest::rules::{
     Origin, Setting, command_problems, env_name_problem, env_value_problem, header_name_problem,
-    header_value_problem, http_method, timeout_problem, url_problem, window_problem,
+    header_value_problem, http_method, schedule, timeout_problem, url_problem, window_problem,
 };
 use crate::manifest::{Action, JobName, JobSpec};
 use crate::schedule::Schedule;
@@ -253,26 +252,9 @@ impl JobDoc<'_> {
         let name = JobName::new(&*self.name)
             .map_err(|e| problems.push(place.clone(), e.to_string()))
             .ok();
-        let cron = match CronExpr::parse(&self.schedule) {
-            Ok(expr) if expr.never_fires() => {
-                problems.push(
-                    place.clone(),
-                    format!(
-                        "schedule {:?} never fires: no date matches it",
-                        self.schedule
-                    ),
-                );
-                None
-            }
-            Ok(expr) => Some(expr),
-            Err(e) => {
-                problems.push(
-                    place.clone(),
-                    format!("invalid schedule {:?}: {e}", self.schedule),
-                );
-                None
-            }
-        };
+        let cron = schedule(&self.schedule)
+            .map_err(|problem| problems.push(place.clone(), problem.message))
+            .ok();
         if let (Some(s), Some(e)) = (self.start_at, self.end_at) {
             if let Some(problem) = window_problem(s, e) {
                 problems.push(place.clone(), problem);

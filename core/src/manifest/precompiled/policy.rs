@@ -13,7 +13,7 @@ use crate::manifest::duration::format_duration;
 use crate::manifest::rules::{
     Across, Origin, OverlapMode, Setting, check_across, history_problem, lease_problem,
     max_attempts_problem, max_concurrency_problem, stale_after_problem, starting_deadline_problem,
-    timeout_problem,
+    timeout_problem, zone_problem,
 };
 use crate::manifest::{
     CatchUp, Defaults, Delivery, HistoryLimits, Overlap, RetryPolicy, Trigger, defaults,
@@ -187,7 +187,7 @@ impl PolicyDoc<'_> {
                 None
             }
             Err(e) => {
-                r.problem(own_timezone, Some(format!("unknown time zone: {e}")));
+                r.problem(own_timezone, Some(zone_problem(&self.timezone, &e)));
                 None
             }
         };

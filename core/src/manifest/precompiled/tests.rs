@@ -517,7 +517,25 @@ fn every_difference_from_the_defaults_round_trips() {
 #[test]
 fn the_precompiled_form_says_what_the_toml_path_says() {
     let json = rich_json();
-    let cases: [&[(&str, &str, &str, &str)]; 13] = [
+    let cases: [&[(&str, &str, &str, &str)]; 16] = [
+        &[(
+            "\"30  2 * * mon-FRI\"",
+            "\"61 2 * * *\"",
+            "\"30  2 * * mon-FRI\"",
+            "\"61 2 * * *\"",
+        )],
+        &[(
+            "\"30  2 * * mon-FRI\"",
+            "\"0 0 31 2 *\"",
+            "\"30  2 * * mon-FRI\"",
+            "\"0 0 31 2 *\"",
+        )],
+        &[(
+            "timezone = \"America/New_York\"",
+            "timezone = \"America/NewYork\"",
+            "\"timezone\":\"America/New_York\"",
+            "\"timezone\":\"America/NewYork\"",
+        )],
         &[(
             "lease = \"20m\"",
             "lease = \"30s\"",
