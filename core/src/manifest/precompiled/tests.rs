@@ -517,7 +517,23 @@ fn every_difference_from_the_defaults_round_trips() {
 #[test]
 fn the_precompiled_form_says_what_the_toml_path_says() {
     let json = rich_json();
-    let cases: [&[(&str, &str, &str, &str)]; 16] = [
+    let cases: [&[(&str, &str, &str, &str)]; 17] = [
+        // Out of range under any overlap; refused, it is not also told it
+        // needs overlap = "allow".
+        &[
+            (
+                "overlap = \"allow\"",
+                "overlap = \"forbid\"",
+                "\"overlap\":\"allow\"",
+                "\"overlap\":\"forbid\"",
+            ),
+            (
+                "max_concurrency = 4",
+                "max_concurrency = 0",
+                "\"max_concurrency\":4",
+                "\"max_concurrency\":0",
+            ),
+        ],
         &[(
             "\"30  2 * * mon-FRI\"",
             "\"61 2 * * *\"",
