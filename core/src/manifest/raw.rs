@@ -20,6 +20,7 @@ use toml::Spanned;
 use toml::de::{DeTable, DeValue, ValueDeserializer};
 
 use super::duration::parse_duration;
+use super::rules::OverlapMode;
 use super::{CatchUp, Delivery, Trigger};
 use crate::schedule::{DstGap, DstOverlap};
 
@@ -131,15 +132,6 @@ impl RawTable {
         add("env", self.env.as_ref().map(Spanned::span));
         out
     }
-}
-
-/// `overlap` without its parameter; `max_concurrency` is a separate key.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub(super) enum OverlapMode {
-    Forbid,
-    Allow,
-    Replace,
 }
 
 #[derive(Debug, Default, Deserialize)]

@@ -1,5 +1,6 @@
 //! Resolution of a job against `[defaults]` and the built-in defaults, with
-//! the checks that span several keys and the warnings.
+//! the checks that span several keys (their rules are in `rules.rs`) and
+//! the warnings.
 //!
 //! A check across keys runs for a job only when one of the keys it involves
 //! is set in that job; otherwise it is the business of `[defaults]`, where
@@ -13,7 +14,9 @@ use toml::Spanned;
 use super::diagnostic::Sink;
 use super::duration::format_duration;
 use super::gaps::ZoneOffsets;
-use super::raw::OverlapMode;
+use super::rules::{
+    Across, Origin, OverlapMode, Setting, catch_up_warning, check_across, window_problem,
+};
 use super::table::Checked;
 use super::{
     Action, CatchUp, Defaults, Delivery, HistoryLimits, JobSpec, Overlap, RetryPolicy, Trigger,
@@ -21,28 +24,9 @@ use super::{
 };
 use crate::schedule::{DstGap, DstOverlap, DstPolicy, Schedule, Zone};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Origin {
-    /// Set in the table being resolved.
-    Here,
-    /// Inherited from `[defaults]`.
-    Parent,
-    Builtin,
-}
-
-/// A resolved value, where it came from, and whether its key was bad.
-struct Val<T> {
-    value: T,
-    origin: Origin,
-    span: Range<usize>,
-    poisoned: bool,
-}
-
-impl<T> Val<T> {
-    fn here(&self) -> bool {
-        self.origin == Origin::Here && !self.poisoned
-    }
-}
+/// A resolved value, where it came from, where it is written, and whether
+/// its key was bad (poisoned).
+type Val<T> = Setting<T, Range<usize>>;
 
 struct Layers<'a> {
     here: &'a Checked,
@@ -68,24 +52,24 @@ impl Layers<'_> {
                 return Val {
                     value: builtin,
                     origin,
-                    span: layer.at(layer.header.clone()),
-                    poisoned: true,
+                    at: layer.at(layer.header.clone()),
+                    refused: true,
                 };
             }
             if let Some((value, span)) = get(layer) {
                 return Val {
                     value,
                     origin,
-                    span: layer.at(span),
-                    poisoned: false,
+                    at: layer.at(span),
+                    refused: false,
                 };
             }
         }
         Val {
             value: builtin,
             origin: Origin::Builtin,
-            span: self.here.at(self.here.header.clone()),
-            poisoned: false,
+            at: self.here.at(self.here.header.clone()),
+            refused: false,
         }
     }
 }
@@ -234,99 +218,33 @@ impl Policies {
             overlap: self.dst_overlap.value,
         }
     }
-}
 
-/// Whether a check across `a` and `b` belongs to this table: neither is
-/// bad, and at least one is set here.
-fn concerns<A, B>(a: &Val<A>, b: &Val<B>) -> bool {
-    !a.poisoned && !b.poisoned && (a.here() || b.here())
-}
-
-/// The span of the first value set here (the table's header otherwise).
-fn point_at<A, B>(first: &Val<A>, second: &Val<B>) -> Range<usize> {
-    if first.here() {
-        first.span.clone()
-    } else {
-        second.span.clone()
-    }
-}
-
-/// Checks across keys that apply to `[defaults]` and jobs alike.
-/// `function_job`: the job runs a Rust function, so a timeout does not
-/// apply to it (that is reported on its own).
-fn cross_checks(sink: &mut Sink<'_>, p: &Policies, function_job: bool) {
-    if concerns(&p.max_catch_up, &p.catch_up)
-        && p.catch_up.value == CatchUp::All
-        && p.max_catch_up.value == 0
-    {
-        sink.error(
-            point_at(&p.max_catch_up, &p.catch_up),
-            "max_catch_up = 0 with catch_up = \"all\" catches up nothing; raise max_catch_up or use catch_up = \"none\"",
-        );
-    }
-    if p.max_concurrency.here() && !p.overlap.poisoned && p.overlap.value != OverlapMode::Allow {
-        let mode = match p.overlap.value {
-            OverlapMode::Replace => "replace",
-            _ => "forbid",
-        };
-        let whence = if p.overlap.origin == Origin::Builtin {
-            " (the default)"
-        } else {
-            ""
-        };
-        sink.error(
-            p.max_concurrency.span.clone(),
-            format!(
-                "max_concurrency applies only to overlap = \"allow\", and overlap is \"{mode}\"{whence}"
-            ),
-        );
-    }
-    if concerns(&p.backoff, &p.max_backoff) && p.backoff.value > p.max_backoff.value {
-        sink.error(
-            point_at(&p.backoff, &p.max_backoff),
-            format!(
-                "retry.backoff {} is longer than retry.max_backoff {}",
-                format_duration(p.backoff.value),
-                format_duration(p.max_backoff.value)
-            ),
-        );
-    }
-    if concerns(&p.skew_margin, &p.lease) && p.skew_margin.value >= p.lease.value {
-        sink.error(
-            point_at(&p.skew_margin, &p.lease),
-            format!(
-                "skew_margin {} must be shorter than the lease {}",
-                format_duration(p.skew_margin.value),
-                format_duration(p.lease.value)
-            ),
-        );
-    }
-    if let Some(timeout) = p.timeout.value.filter(|_| !function_job) {
-        if concerns(&p.timeout, &p.lease) && timeout > p.lease.value {
-            sink.error(
-                point_at(&p.timeout, &p.lease),
-                format!(
-                    "timeout {} is longer than the lease {}, the longest a run may hold its slot",
-                    format_duration(timeout),
-                    format_duration(p.lease.value)
-                ),
-            );
+    /// What the checks across keys read. `function_job`: the job runs a
+    /// Rust function, so a timeout does not apply to it (that is reported
+    /// on its own).
+    fn across(&self, function_job: bool) -> Across<'_, Range<usize>> {
+        Across {
+            lease: &self.lease,
+            catch_up: &self.catch_up,
+            max_catch_up: &self.max_catch_up,
+            overlap: &self.overlap,
+            max_concurrency: &self.max_concurrency,
+            backoff: &self.backoff,
+            max_backoff: &self.max_backoff,
+            skew_margin: &self.skew_margin,
+            timeout: &self.timeout,
+            function_job,
         }
     }
 }
 
-fn catch_up_warning(sink: &mut Sink<'_>, p: &Policies) {
-    if concerns(&p.max_catch_up, &p.catch_up)
-        && p.catch_up.value == CatchUp::All
-        && p.max_catch_up.value > defaults::LARGE_CATCH_UP
-    {
-        sink.warning(
-            point_at(&p.max_catch_up, &p.catch_up),
-            format!(
-                "catch_up = \"all\" with max_catch_up = {} can run that many late slots back to back after an outage",
-                p.max_catch_up.value
-            ),
-        );
+/// The checks across keys (`rules.rs`) and their warning, for `[defaults]`
+/// and jobs alike.
+fn cross_checks(sink: &mut Sink<'_>, p: &Policies, function_job: bool) {
+    let across = p.across(function_job);
+    check_across(&across, |at, problem| sink.error(at, problem));
+    if let Some((at, warning)) = catch_up_warning(&across) {
+        sink.warning(at, warning);
     }
 }
 
@@ -336,7 +254,6 @@ pub(super) fn resolve_defaults(sink: &mut Sink<'_>, table: &Checked) -> Defaults
         parent: None,
     });
     cross_checks(sink, &p, false);
-    catch_up_warning(sink, &p);
     Defaults {
         timezone: p.zone.value.name().to_string(),
         trigger: p.trigger.value,
@@ -370,20 +287,12 @@ pub(super) fn resolve_job(
         parent: Some(defaults),
     });
     cross_checks(sink, &p, is_function_job(job));
-    catch_up_warning(sink, &p);
 
     let start_at = job.raw.start_at.as_ref();
     let end_at = job.raw.end_at.as_ref();
     if let (Some(s), Some(e)) = (start_at, end_at) {
-        if s.get_ref().0 >= e.get_ref().0 {
-            sink.error(
-                job.at(s.span()),
-                format!(
-                    "start_at {} is not before end_at {}",
-                    s.get_ref().0,
-                    e.get_ref().0
-                ),
-            );
+        if let Some(problem) = window_problem(s.get_ref().0, e.get_ref().0) {
+            sink.error(job.at(s.span()), problem);
         }
     }
 
@@ -519,7 +428,7 @@ fn job_warnings(
     if let Some(gap) = shortest {
         if dedicated && gap <= Duration::from_secs(60) {
             let at = if p.trigger.here() {
-                p.trigger.span.clone()
+                p.trigger.at.clone()
             } else {
                 schedule_span.clone()
             };
@@ -532,7 +441,7 @@ fn job_warnings(
         }
         if retries_may_reach && window >= gap {
             let at = if p.retry.here() {
-                p.retry.span.clone()
+                p.retry.at.clone()
             } else {
                 schedule_span.clone()
             };

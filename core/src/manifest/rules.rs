@@ -1,6 +1,195 @@
-//! Rules on single values that hold however the manifest reached cronslot:
-//! shared by the TOML validation (`table.rs`) and the precompiled form
-//! (`precompiled.rs`), so both refuse the same values.
+//! The rules a manifest's values obey however the manifest reached
+//! cronslot, each written once: the TOML validation applies them (single
+//! values in `table.rs`, checks across keys in `resolve.rs`) and so does
+//! the precompiled form (`precompiled/`), so both refuse the same values
+//! with the same sentence. Where a problem is reported is each path's own:
+//! the TOML path by file, line and column, the precompiled form by table
+//! (`[defaults]`, `job "x" (jobs[2])`).
+//!
+//! What only one path can write stays with it: a job with both a command
+//! and an http request, `env` without a command or a timeout on a Rust
+//! function job (TOML; the precompiled layout cannot express them), a
+//! zone not written by its canonical name, `overlap = "allow"` without its
+//! `max_concurrency` or a timeout missing (the precompiled layout).
+
+use std::time::Duration;
+
+use jiff::Timestamp;
+use serde::{Deserialize, Serialize};
+
+use super::duration::format_duration;
+use super::{CatchUp, HttpMethod, defaults};
+use crate::cron::CronExpr;
+use crate::schedule::ZoneError;
+
+// ------------------------------------------------- schedule and zone
+
+/// Why a schedule's text cannot be a job's schedule.
+pub(super) struct ScheduleProblem {
+    /// The 1-based column (in characters) of the problem within the text,
+    /// when the parser says; otherwise the whole text is at fault. Only the
+    /// TOML path points into the text.
+    #[cfg_attr(not(feature = "toml"), allow(dead_code))]
+    pub column: Option<usize>,
+    pub message: String,
+}
+
+/// The cron expression `text` writes, or why it cannot be a job's
+/// schedule.
+pub(super) fn schedule(text: &str) -> Result<CronExpr, ScheduleProblem> {
+    match CronExpr::parse(text) {
+        Ok(expr) if expr.never_fires() => Err(ScheduleProblem {
+            column: None,
+            message: format!("schedule {text:?} never fires: no date matches it"),
+        }),
+        Ok(expr) => Ok(expr),
+        Err(e) => Err(ScheduleProblem {
+            column: Some(e.column),
+            message: format!("invalid schedule {text:?}: {e}"),
+        }),
+    }
+}
+
+/// The problem of a zone `name` that was not found.
+pub(super) fn zone_problem(name: &str, e: &ZoneError) -> String {
+    let hint = e
+        .hint
+        .as_ref()
+        .map(|h| format!("; {h}"))
+        .unwrap_or_default();
+    format!("unknown time zone {name:?}{hint}")
+}
+
+// ------------------------------------------------ single policy values
+
+/// Why `lease` cannot be a job's lease, if it cannot.
+pub(super) fn lease_problem(lease: Duration) -> Option<String> {
+    (lease < defaults::MIN_LEASE).then(|| {
+        format!(
+            "lease {} is shorter than the minimum of {}; a lease must cover start-up and clock skew",
+            format_duration(lease),
+            format_duration(defaults::MIN_LEASE)
+        )
+    })
+}
+
+/// A duration that must be longer than zero, and why.
+fn positive(key: &str, value: Duration, why: &str) -> Option<String> {
+    value
+        .is_zero()
+        .then(|| format!("{key} must be longer than 0s; {why}"))
+}
+
+/// Why `deadline` cannot be a `starting_deadline`, if it cannot.
+pub(super) fn starting_deadline_problem(deadline: Duration) -> Option<String> {
+    positive(
+        "starting_deadline",
+        deadline,
+        "a zero deadline would miss every slot",
+    )
+}
+
+/// Why `timeout` cannot be a `timeout`, if it cannot (on its own; against
+/// the lease see [`check_across`]).
+pub(super) fn timeout_problem(timeout: Duration) -> Option<String> {
+    positive(
+        "timeout",
+        timeout,
+        "a zero timeout would stop every run at once",
+    )
+}
+
+/// Why `bound` cannot be a `stale_after`, if it cannot.
+pub(super) fn stale_after_problem(bound: Duration) -> Option<String> {
+    positive(
+        "stale_after",
+        bound,
+        "a zero bound would call the job stale all the time",
+    )
+}
+
+/// Why `n` cannot be a `max_concurrency`, if it cannot.
+pub(super) fn max_concurrency_problem(n: u32) -> Option<String> {
+    if n == 0 {
+        Some("max_concurrency must be at least 1; to run nothing, set paused = true".into())
+    } else if n > defaults::MAX_CONCURRENCY_LIMIT {
+        Some(format!(
+            "max_concurrency {n} is above the limit of {}",
+            defaults::MAX_CONCURRENCY_LIMIT
+        ))
+    } else {
+        None
+    }
+}
+
+/// Why `n` cannot be a `retry.max_attempts`, if it cannot.
+pub(super) fn max_attempts_problem(n: u32) -> Option<String> {
+    (n == 0).then(|| "retry.max_attempts must be at least 1 (the first attempt counts)".into())
+}
+
+/// Why `n` cannot be `history.<key>` (`key`: `succeeded` or `failed`), if
+/// it cannot.
+pub(super) fn history_problem(key: &str, n: u32) -> Option<String> {
+    (n > defaults::HISTORY_LIMIT).then(|| {
+        format!(
+            "history.{key} {n} is above the limit of {}",
+            defaults::HISTORY_LIMIT
+        )
+    })
+}
+
+// ------------------------------------------------------------- actions
+
+/// The part of a command a problem is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum ArgvPart {
+    /// The command as a whole.
+    Whole,
+    /// `command[i]`.
+    Arg(usize),
+}
+
+/// Reports every reason `argv` cannot be a command's program and
+/// arguments.
+pub(super) fn command_problems<'a>(
+    argv: impl IntoIterator<Item = &'a str>,
+    mut report: impl FnMut(ArgvPart, String),
+) {
+    let mut empty = true;
+    for (i, arg) in argv.into_iter().enumerate() {
+        empty = false;
+        if i == 0 && arg.is_empty() {
+            report(
+                ArgvPart::Arg(0),
+                "command[0], the program to run, is empty".into(),
+            );
+        }
+        if arg.contains('\0') {
+            report(
+                ArgvPart::Arg(i),
+                format!("command[{i}] contains a NUL character, which no program can receive"),
+            );
+        }
+    }
+    if empty {
+        report(
+            ArgvPart::Whole,
+            "command is empty; give the program and its arguments, as in [\"./scripts/cleanup.sh\", \"--fast\"]".into(),
+        );
+    }
+}
+
+/// The HTTP method `text` names (in any case), or why it names none.
+pub(super) fn http_method(text: &str) -> Result<HttpMethod, String> {
+    HttpMethod::parse(text).ok_or_else(|| {
+        let known: Vec<&str> = HttpMethod::ALL.iter().map(|m| m.as_str()).collect();
+        format!(
+            "unknown HTTP method {text:?}; expected {} or {}",
+            known[..known.len() - 1].join(", "),
+            known[known.len() - 1]
+        )
+    })
+}
 
 /// Headers cronslot sets on every request itself.
 const RESERVED_HEADERS: [&str; 2] = ["Idempotency-Key", "Cronslot-Fence"];
@@ -87,4 +276,163 @@ pub(super) fn env_value_problem(name: &str, value: &str) -> Option<String> {
     value
         .contains('\0')
         .then(|| format!("the value of environment variable {name:?} contains a NUL character"))
+}
+
+// ---------------------------------------------------------- across keys
+
+/// `overlap` without its parameter; `max_concurrency` is a separate key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub(super) enum OverlapMode {
+    Forbid,
+    Allow,
+    Replace,
+}
+
+/// Where a value a check across keys reads comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Origin {
+    /// Set in the table being checked.
+    Here,
+    /// Inherited from `[defaults]`.
+    Parent,
+    /// Set nowhere: the built-in default.
+    Builtin,
+}
+
+/// A value as the checks across keys see it. `S` is where a problem that
+/// points at it is reported: a span of the TOML text, or nothing for the
+/// precompiled form, which reports by table.
+pub(super) struct Setting<T, S> {
+    pub value: T,
+    pub origin: Origin,
+    /// Refused on its own (or unreadable): its problem is reported
+    /// already, so checks that involve it stay quiet.
+    pub refused: bool,
+    pub at: S,
+}
+
+impl<T, S> Setting<T, S> {
+    /// Set, and acceptable, in the table being checked.
+    pub fn here(&self) -> bool {
+        self.origin == Origin::Here && !self.refused
+    }
+}
+
+/// Whether a check across `a` and `b` belongs to this table: neither is
+/// refused, and at least one is set here.
+fn concerns<A, B, S>(a: &Setting<A, S>, b: &Setting<B, S>) -> bool {
+    !a.refused && !b.refused && (a.here() || b.here())
+}
+
+/// Where to report a problem of `first` and `second`: at the first of
+/// them set here.
+fn point_at<A, B, S: Clone>(first: &Setting<A, S>, second: &Setting<B, S>) -> S {
+    if first.here() {
+        first.at.clone()
+    } else {
+        second.at.clone()
+    }
+}
+
+/// The values of a table (`[defaults]` or a job, resolved) the checks
+/// across keys read.
+pub(super) struct Across<'a, S> {
+    pub lease: &'a Setting<Duration, S>,
+    pub catch_up: &'a Setting<CatchUp, S>,
+    pub max_catch_up: &'a Setting<u32, S>,
+    pub overlap: &'a Setting<OverlapMode, S>,
+    pub max_concurrency: &'a Setting<u32, S>,
+    pub backoff: &'a Setting<Duration, S>,
+    pub max_backoff: &'a Setting<Duration, S>,
+    pub skew_margin: &'a Setting<Duration, S>,
+    pub timeout: &'a Setting<Option<Duration>, S>,
+    /// The job runs a Rust function, so a timeout does not apply to it.
+    pub function_job: bool,
+}
+
+/// Reports every check across keys that `k` fails.
+pub(super) fn check_across<S: Clone>(k: &Across<'_, S>, mut report: impl FnMut(S, String)) {
+    if concerns(k.max_catch_up, k.catch_up)
+        && k.catch_up.value == CatchUp::All
+        && k.max_catch_up.value == 0
+    {
+        report(
+            point_at(k.max_catch_up, k.catch_up),
+            "max_catch_up = 0 with catch_up = \"all\" catches up nothing; raise max_catch_up or use catch_up = \"none\"".into(),
+        );
+    }
+    if k.max_concurrency.here() && !k.overlap.refused && k.overlap.value != OverlapMode::Allow {
+        let mode = match k.overlap.value {
+            OverlapMode::Replace => "replace",
+            _ => "forbid",
+        };
+        let whence = if k.overlap.origin == Origin::Builtin {
+            " (the default)"
+        } else {
+            ""
+        };
+        report(
+            k.max_concurrency.at.clone(),
+            format!(
+                "max_concurrency applies only to overlap = \"allow\", and overlap is \"{mode}\"{whence}"
+            ),
+        );
+    }
+    if concerns(k.backoff, k.max_backoff) && k.backoff.value > k.max_backoff.value {
+        report(
+            point_at(k.backoff, k.max_backoff),
+            format!(
+                "retry.backoff {} is longer than retry.max_backoff {}",
+                format_duration(k.backoff.value),
+                format_duration(k.max_backoff.value)
+            ),
+        );
+    }
+    if concerns(k.skew_margin, k.lease) && k.skew_margin.value >= k.lease.value {
+        report(
+            point_at(k.skew_margin, k.lease),
+            format!(
+                "skew_margin {} must be shorter than the lease {}",
+                format_duration(k.skew_margin.value),
+                format_duration(k.lease.value)
+            ),
+        );
+    }
+    if let Some(timeout) = k.timeout.value.filter(|_| !k.function_job) {
+        if concerns(k.timeout, k.lease) && timeout > k.lease.value {
+            report(
+                point_at(k.timeout, k.lease),
+                format!(
+                    "timeout {} is longer than the lease {}, the longest a run may hold its slot",
+                    format_duration(timeout),
+                    format_duration(k.lease.value)
+                ),
+            );
+        }
+    }
+}
+
+/// The warning of a catch-up that may run very many late slots at once.
+/// Only the TOML path looks for warnings: the precompiled form carries
+/// those found when it was written.
+#[cfg(feature = "toml")]
+pub(super) fn catch_up_warning<S: Clone>(k: &Across<'_, S>) -> Option<(S, String)> {
+    (concerns(k.max_catch_up, k.catch_up)
+        && k.catch_up.value == CatchUp::All
+        && k.max_catch_up.value > defaults::LARGE_CATCH_UP)
+        .then(|| {
+            (
+                point_at(k.max_catch_up, k.catch_up),
+                format!(
+                    "catch_up = \"all\" with max_catch_up = {} can run that many late slots back to back after an outage",
+                    k.max_catch_up.value
+                ),
+            )
+        })
+}
+
+/// Why `[start_at, end_at)` cannot be a job's active window, if it cannot.
+pub(super) fn window_problem(start_at: Timestamp, end_at: Timestamp) -> Option<String> {
+    (start_at >= end_at).then(|| format!("start_at {start_at} is not before end_at {end_at}"))
 }

@@ -5,15 +5,18 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Range;
+use std::time::Duration;
 
 use toml::Spanned;
 use toml::de::DeTable;
 
 use super::diagnostic::Sink;
-use super::duration::format_duration;
 use super::raw::{self, JOB_ONLY_KEYS, RawTable};
 use super::rules::{
-    env_name_problem, env_value_problem, header_name_problem, header_value_problem, url_problem,
+    self, ArgvPart, command_problems, env_name_problem, env_value_problem, header_name_problem,
+    header_value_problem, history_problem, http_method, lease_problem, max_attempts_problem,
+    max_concurrency_problem, stale_after_problem, starting_deadline_problem, timeout_problem,
+    url_problem, zone_problem,
 };
 use super::{HttpMethod, JobName, defaults};
 use crate::cron::CronExpr;
@@ -236,21 +239,14 @@ fn check_schedule(sink: &mut Sink<'_>, c: &mut Checked) {
         return;
     };
     let text = schedule.get_ref();
-    match CronExpr::parse(text) {
-        Ok(expr) if expr.never_fires() => {
-            sink.error(
-                schedule.span(),
-                format!("schedule {text:?} never fires: no date matches it"),
-            );
-            c.poison("schedule");
-        }
+    match rules::schedule(text) {
         Ok(expr) => c.cron = Some(expr),
-        Err(e) => {
-            let at = inner_offset(sink.text(), &schedule.span(), text, e.column);
-            sink.error(
-                at..schedule.span().end,
-                format!("invalid schedule {text:?}: {e}"),
-            );
+        Err(problem) => {
+            let at = match problem.column {
+                Some(column) => inner_offset(sink.text(), &schedule.span(), text, column),
+                None => schedule.span().start,
+            };
+            sink.error(at..schedule.span().end, problem.message);
             c.poison("schedule");
         }
     }
@@ -261,83 +257,53 @@ fn check_timezone(sink: &mut Sink<'_>, zones: &mut Zones, c: &mut Checked) {
     match zones.get(tz.get_ref()) {
         Ok(zone) => c.zone = Some(Spanned::new(tz.span(), zone)),
         Err(e) => {
-            let hint = e.hint.map(|h| format!("; {h}")).unwrap_or_default();
-            sink.error(
-                tz.span(),
-                format!("unknown time zone {:?}{hint}", tz.get_ref()),
-            );
+            sink.error(tz.span(), zone_problem(tz.get_ref(), &e));
             c.poison("timezone");
         }
     }
 }
 
-/// Checks of single values that hold wherever the value is written.
+/// A rule on one duration (`rules.rs`): why it cannot be the value, if it
+/// cannot.
+type DurationRule = fn(Duration) -> Option<String>;
+
+/// Checks of single values that hold wherever the value is written (the
+/// rules are in `rules.rs`).
 fn check_values(sink: &mut Sink<'_>, c: &mut Checked) {
     let mut bad: Vec<&'static str> = Vec::new();
     if let Some(lease) = &c.raw.lease {
-        if lease.get_ref().0 < defaults::MIN_LEASE {
-            sink.error(
-                lease.span(),
-                format!(
-                    "lease {} is shorter than the minimum of {}; a lease must cover start-up and clock skew",
-                    format_duration(lease.get_ref().0),
-                    format_duration(defaults::MIN_LEASE)
-                ),
-            );
+        if let Some(problem) = lease_problem(lease.get_ref().0) {
+            sink.error(lease.span(), problem);
             bad.push("lease");
         }
     }
-    let positive = [
+    let positive: [(&str, _, DurationRule); 3] = [
         (
             "starting_deadline",
             &c.raw.starting_deadline,
-            "a zero deadline would miss every slot",
+            starting_deadline_problem,
         ),
-        (
-            "timeout",
-            &c.raw.timeout,
-            "a zero timeout would stop every run at once",
-        ),
-        (
-            "stale_after",
-            &c.raw.stale_after,
-            "a zero bound would call the job stale all the time",
-        ),
+        ("timeout", &c.raw.timeout, timeout_problem),
+        ("stale_after", &c.raw.stale_after, stale_after_problem),
     ];
-    for (key, value, why) in positive {
+    for (key, value, problem) in positive {
         if let Some(v) = value {
-            if v.get_ref().0.is_zero() {
-                sink.error(v.span(), format!("{key} must be longer than 0s; {why}"));
+            if let Some(problem) = problem(v.get_ref().0) {
+                sink.error(v.span(), problem);
                 bad.push(key);
             }
         }
     }
     if let Some(m) = &c.raw.max_concurrency {
-        let n = *m.get_ref();
-        if n == 0 {
-            sink.error(
-                m.span(),
-                "max_concurrency must be at least 1; to run nothing, set paused = true",
-            );
-            bad.push("max_concurrency");
-        } else if n > defaults::MAX_CONCURRENCY_LIMIT {
-            sink.error(
-                m.span(),
-                format!(
-                    "max_concurrency {n} is above the limit of {}",
-                    defaults::MAX_CONCURRENCY_LIMIT
-                ),
-            );
+        if let Some(problem) = max_concurrency_problem(*m.get_ref()) {
+            sink.error(m.span(), problem);
             bad.push("max_concurrency");
         }
     }
     if let Some(retry) = &c.raw.retry {
         if let Some(a) = &retry.get_ref().max_attempts {
-            if *a.get_ref() == 0 {
-                sink.error(
-                    a.span(),
-                    "retry.max_attempts must be at least 1 (the first attempt counts)",
-                );
+            if let Some(problem) = max_attempts_problem(*a.get_ref()) {
+                sink.error(a.span(), problem);
                 bad.push("retry");
             }
         }
@@ -346,15 +312,8 @@ fn check_values(sink: &mut Sink<'_>, c: &mut Checked) {
         let h = history.get_ref();
         for (key, value) in [("succeeded", &h.succeeded), ("failed", &h.failed)] {
             if let Some(v) = value {
-                if *v.get_ref() > defaults::HISTORY_LIMIT {
-                    sink.error(
-                        v.span(),
-                        format!(
-                            "history.{key} {} is above the limit of {}",
-                            v.get_ref(),
-                            defaults::HISTORY_LIMIT
-                        ),
-                    );
+                if let Some(problem) = history_problem(key, *v.get_ref()) {
+                    sink.error(v.span(), problem);
                     bad.push("history");
                 }
             }
@@ -371,29 +330,17 @@ fn check_command(sink: &mut Sink<'_>, c: &mut Checked) {
     };
     let argv = command.get_ref();
     let mut ok = true;
-    match argv.first() {
-        None => {
-            sink.error(
-                command.span(),
-                "command is empty; give the program and its arguments, as in [\"./scripts/cleanup.sh\", \"--fast\"]",
-            );
+    command_problems(
+        argv.iter().map(|a| a.get_ref().as_str()),
+        |part, problem| {
+            let at = match part {
+                ArgvPart::Whole => command.span(),
+                ArgvPart::Arg(i) => argv[i].span(),
+            };
+            sink.error(at, problem);
             ok = false;
-        }
-        Some(program) if program.get_ref().is_empty() => {
-            sink.error(program.span(), "command[0], the program to run, is empty");
-            ok = false;
-        }
-        Some(_) => {}
-    }
-    for (i, arg) in argv.iter().enumerate() {
-        if arg.get_ref().contains('\0') {
-            sink.error(
-                arg.span(),
-                format!("command[{i}] contains a NUL character, which no program can receive"),
-            );
-            ok = false;
-        }
-    }
+        },
+    );
     if ok {
         c.command = Some(argv.iter().map(|a| a.get_ref().clone()).collect());
     } else {
@@ -421,19 +368,10 @@ fn check_http(sink: &mut Sink<'_>, c: &mut Checked) {
     };
     let method = match &h.method {
         None => defaults::HTTP_METHOD,
-        Some(m) => match HttpMethod::parse(m.get_ref()) {
-            Some(method) => method,
-            None => {
-                let known: Vec<&str> = HttpMethod::ALL.iter().map(|m| m.as_str()).collect();
-                sink.error(
-                    m.span(),
-                    format!(
-                        "unknown HTTP method {:?}; expected {} or {}",
-                        m.get_ref(),
-                        known[..known.len() - 1].join(", "),
-                        known[known.len() - 1]
-                    ),
-                );
+        Some(m) => match http_method(m.get_ref()) {
+            Ok(method) => method,
+            Err(problem) => {
+                sink.error(m.span(), problem);
                 ok = false;
                 defaults::HTTP_METHOD
             }

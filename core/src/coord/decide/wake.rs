@@ -1,0 +1,122 @@
+//! A record's wake ([`JobState::wake_at`]): when a job next needs a claim
+//! its schedule would not bring, which stores index so that a tick need
+//! not read every record. Apart from the transitions because stores and
+//! ticks read it; nothing is decided on it.
+
+use std::time::Duration;
+
+use jiff::Timestamp;
+
+use super::add;
+use crate::coord::state::JobState;
+use crate::manifest::JobSpec;
+
+/// A wake for a record written before stores kept wakes, given by the
+/// store's migration (its bounded repair: only records with waiting runs or
+/// live leases are looked at, once). Without the job's spec it takes the
+/// earliest time either could need: a waiting run's `not_before` (none
+/// while paused) and a lease's expiry. That is never later than
+/// [`next_wake`]; the claim at it writes the exact wake.
+pub fn migrated_wake(state: &JobState) -> Option<Timestamp> {
+    let leases = state.leases.iter().map(|l| l.expires_at);
+    let waiting = state
+        .pending
+        .iter()
+        .filter(|_| !state.paused)
+        .map(|p| p.not_before);
+    leases.chain(waiting).min()
+}
+
+/// When the job next needs a claim that its schedule alone would not bring
+/// ([`JobState::wake_at`]). A tick finds the schedule's slots from the
+/// manifest, without reading records; everything else that makes a job
+/// due lives in its record and is summed up here, so that stores can index
+/// it. The earliest of:
+/// - a live lease's expiry, once the skew margin has passed too: the run
+///   crashed or hung, and its slot is retried;
+/// - a waiting run's `not_before` (not while paused): a retry, a backfill,
+///   a redrive, a manual trigger of a past slot;
+/// - the next slot after the cursor, when it is already due (the caller's
+///   `now`, plus the skew margin, as another server's clock may be ahead)
+///   or a lease is live: a slot that overlap or catch-up held back.
+///
+/// Waking early is harmless (a claim that finds nothing costs a read);
+/// waking late is not, so every bound errs early.
+///
+/// A wake after the job's next scheduled slot is dropped: the tick plans
+/// that slot from the manifest anyway, and the claim there judges the
+/// record afresh (a record it changes gets a new wake; one it leaves alone
+/// is planned again at the following slot). So a job whose period is
+/// shorter than its lease never touches the index, and the index costs
+/// nothing for frequent jobs. The slot must be beyond the skew margin:
+/// another server's tick, its clock that far ahead, may have planned past
+/// it already.
+pub fn next_wake(spec: &JobSpec, state: &JobState, now: Timestamp) -> Option<Timestamp> {
+    let expiries = state
+        .leases
+        .iter()
+        .map(|l| add(add(l.expires_at, spec.skew_margin), WAKE_AFTER_EXPIRY));
+    let waiting = state
+        .pending
+        .iter()
+        .filter(|_| !state.paused)
+        .map(|p| p.not_before);
+    let held_back = spec
+        .schedule
+        .next_after(state.cursor)
+        .filter(|s| !state.leases.is_empty() || *s <= add(now, spec.skew_margin))
+        .filter(|s| spec.end_at.is_none_or(|e| *s < e));
+    let wake = expiries.chain(waiting).chain(held_back).min()?;
+    let planned_first = spec
+        .schedule
+        .next_after(add(now, spec.skew_margin))
+        .filter(|s| spec.in_window(*s))
+        .is_some_and(|s| s <= wake);
+    (!planned_first).then_some(wake)
+}
+
+/// The wake to write, given the one stored (`stored`) and the one
+/// [`next_wake`] computed for the record about to be written. A stored wake
+/// at a slot the record has not taken yet is kept (unless an earlier one
+/// replaces it): it was written by a claim that found the job busy at that
+/// slot, after which the tick's mark moved on. The write that ends the
+/// lease judges "is the next slot due" by its own clock reading, which may
+/// be from before the slot though the write lands after it; dropping the
+/// wake then would leave the slot to nothing. Once the slot is taken (the
+/// cursor passes it), the wake goes.
+pub fn carry_wake(
+    spec: &JobSpec,
+    stored: Option<Timestamp>,
+    next: &JobState,
+    computed: Option<Timestamp>,
+) -> Option<Timestamp> {
+    match stored {
+        Some(s)
+            if s > next.cursor && spec.schedule.is_slot(s) && computed.is_none_or(|c| c > s) =>
+        {
+            Some(s)
+        }
+        _ => computed,
+    }
+}
+
+/// Whether another claim of the job may find something to run at `now`,
+/// judged from the record the last claim or outcome wrote: a waiting run
+/// whose time has come, or a slot due after the cursor. Lets a caller that
+/// remembers its last write skip the claim that would only find nothing.
+pub fn more_due(spec: &JobSpec, state: &JobState, now: Timestamp) -> bool {
+    if state.paused {
+        return false;
+    }
+    let retry = state.pending.iter().any(|p| p.not_before <= now);
+    let slot = spec
+        .schedule
+        .next_after(state.cursor)
+        .is_some_and(|s| s <= now && spec.in_window(s));
+    retry || slot
+}
+
+/// A lease counts as expired strictly after its expiry plus the skew
+/// margin; its wake comes this much later, so that a claim at the wake
+/// instant finds it expired.
+const WAKE_AFTER_EXPIRY: Duration = Duration::from_millis(1);

@@ -1,0 +1,302 @@
+//! A job as the file writes it: its name, schedule, window and action,
+//! and its policies as a patch over `[defaults]`. Loading checks each with
+//! the rules of the TOML path and gives the job's [`JobSpec`].
+
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use jiff::Timestamp;
+use serde::{Deserialize, Serialize};
+
+use super::patch::PolicyPatch;
+use super::policy::PolicyDoc;
+use super::{DurationText, Problems, Report, Text, Zones};
+use crate::manifest::duration::format_duration;
+use crate::manifest::rules::{
+    Origin, Setting, command_problems, env_name_problem, env_value_problem, header_name_problem,
+    header_value_problem, http_method, schedule, timeout_problem, url_problem, window_problem,
+};
+use crate::manifest::{Action, JobName, JobSpec};
+use crate::schedule::Schedule;
+
+/// What runs for a slot; `"function"`, `{"command": {…}}` or
+/// `{"http": {…}}`. A timeout is left out where it is `[defaults]`'
+/// `timeout`; an empty `env` or `headers` is left out.
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub(super) enum ActionDoc<'a> {
+    Function,
+    Command {
+        argv: Vec<String>,
+        #[serde(borrow, default, skip_serializing_if = "Option::is_none")]
+        timeout: Option<DurationText<'a>>,
+        #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+        env: BTreeMap<String, String>,
+    },
+    Http {
+        #[serde(borrow)]
+        url: Text<'a>,
+        #[serde(borrow)]
+        method: Text<'a>,
+        #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+        headers: BTreeMap<String, String>,
+        #[serde(borrow, default, skip_serializing_if = "Option::is_none")]
+        timeout: Option<DurationText<'a>>,
+    },
+}
+
+impl ActionDoc<'_> {
+    /// `a` as written, its timeout left out when it is `default_timeout`.
+    pub(super) fn new(a: &Action, default_timeout: Option<Duration>) -> ActionDoc<'static> {
+        let timeout =
+            |t: &Duration| (Some(*t) != default_timeout).then(|| Cow::Owned(format_duration(*t)));
+        match a {
+            Action::Function => ActionDoc::Function,
+            Action::Command {
+                argv,
+                timeout: t,
+                env,
+            } => ActionDoc::Command {
+                argv: argv.clone(),
+                timeout: timeout(t),
+                env: env.clone(),
+            },
+            Action::Http {
+                url,
+                method,
+                headers,
+                timeout: t,
+            } => ActionDoc::Http {
+                url: url.clone().into(),
+                method: method.as_str().into(),
+                headers: headers.clone(),
+                timeout: timeout(t),
+            },
+        }
+    }
+
+    /// The action's timeout as the checks read it: its own, or else
+    /// `default_timeout` (`[defaults]`' own, as written, and checked
+    /// there); `None` for a function job, which bounds its own run time.
+    pub(super) fn timeout(
+        &self,
+        place: &str,
+        default_timeout: Option<&str>,
+        problems: &mut Problems,
+    ) -> Setting<Option<Duration>, ()> {
+        let own = match self {
+            ActionDoc::Function => {
+                return Setting {
+                    value: None,
+                    origin: Origin::Builtin,
+                    refused: false,
+                    at: (),
+                };
+            }
+            ActionDoc::Command { timeout, .. } | ActionDoc::Http { timeout, .. } => timeout,
+        };
+        let mut r = Report { place, problems };
+        let (text, here) = match (own.as_deref(), default_timeout) {
+            (Some(text), _) => (text, true),
+            (None, Some(text)) => (text, false),
+            (None, None) => {
+                r.problem(
+                    true,
+                    Some("timeout is missing, and [defaults] has none".into()),
+                );
+                return Setting {
+                    value: None,
+                    origin: Origin::Here,
+                    refused: true,
+                    at: (),
+                };
+            }
+        };
+        let value = r.duration(here, "timeout", text);
+        let refused = value.is_none_or(|t| r.problem(here, timeout_problem(t)));
+        Setting {
+            value,
+            origin: if here { Origin::Here } else { Origin::Parent },
+            refused,
+            at: (),
+        }
+    }
+
+    /// The action, checked with the rules of the TOML path (`rules.rs`);
+    /// `timeout` is [`ActionDoc::timeout`], checked against the lease with
+    /// the job's policies.
+    pub(super) fn resolve(
+        &self,
+        place: &str,
+        timeout: &Setting<Option<Duration>, ()>,
+        problems: &mut Problems,
+    ) -> Option<Action> {
+        let before = problems.0.len();
+        let mut report = |message: String| problems.push(place.into(), message);
+        let action = match self {
+            ActionDoc::Function => Some(Action::Function),
+            ActionDoc::Command { argv, env, .. } => {
+                command_problems(argv.iter().map(String::as_str), |_, p| report(p));
+                for (name, value) in env {
+                    for p in [env_name_problem(name), env_value_problem(name, value)]
+                        .into_iter()
+                        .flatten()
+                    {
+                        report(p);
+                    }
+                }
+                timeout.value.map(|timeout| Action::Command {
+                    argv: argv.clone(),
+                    timeout,
+                    env: env.clone(),
+                })
+            }
+            ActionDoc::Http {
+                url,
+                method,
+                headers,
+                ..
+            } => {
+                if let Some(problem) = url_problem(url) {
+                    report(format!("http.url {url:?} {problem}"));
+                }
+                let method = http_method(method).map_err(&mut report).ok();
+                for (name, value) in headers {
+                    for p in [header_name_problem(name), header_value_problem(name, value)]
+                        .into_iter()
+                        .flatten()
+                    {
+                        report(p);
+                    }
+                }
+                match (method, timeout.value) {
+                    (Some(method), Some(timeout)) => Some(Action::Http {
+                        url: url.to_string(),
+                        method,
+                        headers: headers.clone(),
+                        timeout,
+                    }),
+                    _ => None,
+                }
+            }
+        };
+        action.filter(|_| problems.0.len() == before)
+    }
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct JobDoc<'a> {
+    #[serde(borrow)]
+    pub(super) name: Text<'a>,
+    /// As written in the manifest (the spec hash reads it).
+    #[serde(borrow)]
+    pub(super) schedule: Text<'a>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(with = "crate::instant::text::option")]
+    pub(super) start_at: Option<Timestamp>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(with = "crate::instant::text::option")]
+    pub(super) end_at: Option<Timestamp>,
+    #[serde(borrow)]
+    pub(super) action: ActionDoc<'a>,
+    #[serde(borrow, default, skip_serializing_if = "PolicyPatch::is_empty")]
+    pub(super) policy: PolicyPatch<'a>,
+}
+
+impl JobDoc<'_> {
+    /// `j` as written: what it shares with the defaults (their whole
+    /// policy, their timeout) is left out.
+    pub(super) fn new(
+        j: &JobSpec,
+        defaults: &PolicyDoc<'_>,
+        default_timeout: Option<Duration>,
+    ) -> JobDoc<'static> {
+        let policy = PolicyDoc::new(
+            &j.timezone,
+            j.trigger,
+            j.lease,
+            j.starting_deadline,
+            j.catch_up,
+            j.max_catch_up,
+            j.overlap,
+            &j.retry,
+            j.delivery,
+            j.schedule.policy(),
+            j.skew_margin,
+            j.paused,
+            j.stale_after,
+            j.history,
+        );
+        JobDoc {
+            name: j.name.as_str().to_string().into(),
+            schedule: j.schedule_text.clone().into(),
+            start_at: j.start_at,
+            end_at: j.end_at,
+            action: ActionDoc::new(&j.action, default_timeout),
+            policy: PolicyPatch::between(&policy, defaults),
+        }
+    }
+
+    pub(super) fn resolve(
+        &self,
+        index: usize,
+        defaults: &PolicyDoc<'_>,
+        default_timeout: Option<&str>,
+        zones: &mut Zones,
+        problems: &mut Problems,
+    ) -> Option<JobSpec> {
+        let place = format!("job {:?} (jobs[{index}])", self.name);
+        let before = problems.0.len();
+        let name = JobName::new(&*self.name)
+            .map_err(|e| problems.push(place.clone(), e.to_string()))
+            .ok();
+        let cron = schedule(&self.schedule)
+            .map_err(|problem| problems.push(place.clone(), problem.message))
+            .ok();
+        if let (Some(s), Some(e)) = (self.start_at, self.end_at) {
+            if let Some(problem) = window_problem(s, e) {
+                problems.push(place.clone(), problem);
+            }
+        }
+        // The action first: the checks across the job's policies read its
+        // timeout.
+        let timeout = self.action.timeout(&place, default_timeout, problems);
+        let action = self.action.resolve(&place, &timeout, problems);
+        let function_job = matches!(self.action, ActionDoc::Function);
+        let p = self.policy.over(defaults).resolve(
+            &place,
+            Some(&self.policy),
+            &timeout,
+            function_job,
+            zones,
+            problems,
+        );
+        if problems.0.len() > before {
+            return None;
+        }
+        let p = p?;
+        Some(JobSpec {
+            name: name?,
+            schedule: Schedule::new(cron?, p.zone.clone(), p.dst),
+            schedule_text: self.schedule.to_string(),
+            timezone: p.zone.name().to_string(),
+            trigger: p.trigger,
+            lease: p.lease,
+            starting_deadline: p.starting_deadline,
+            catch_up: p.catch_up,
+            max_catch_up: p.max_catch_up,
+            overlap: p.overlap,
+            retry: p.retry,
+            delivery: p.delivery,
+            skew_margin: p.skew_margin,
+            paused: p.paused,
+            start_at: self.start_at,
+            end_at: self.end_at,
+            stale_after: p.stale_after,
+            history: p.history,
+            action: action?,
+        })
+    }
+}
