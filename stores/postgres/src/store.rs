@@ -782,11 +782,11 @@ impl StateStore for PgStore {
         state: &JobState,
         expected: Option<Version>,
     ) -> Result<PutResult, StoreError> {
-        Ok(self.put_state(job, state, expected).await?)
+        self.put_state(job, state, expected).await
     }
 
     async fn jobs(&self) -> Result<Vec<String>, StoreError> {
-        Ok(self.list_jobs().await?)
+        self.list_jobs().await
     }
 
     async fn get_judged(
@@ -801,11 +801,11 @@ impl StateStore for PgStore {
 
 impl TickIndex for PgStore {
     async fn tick_start(&self, now: Timestamp, limit: usize) -> Result<TickStart, StoreError> {
-        Ok(self.start_tick(now, limit).await?)
+        self.start_tick(now, limit).await
     }
 
     async fn tick_end(&self, mark: Timestamp) -> Result<(), StoreError> {
-        Ok(self.end_tick(mark).await?)
+        self.end_tick(mark).await
     }
 }
 
@@ -819,11 +819,10 @@ impl EffectLedger for PgStore {
         hold: Duration,
     ) -> Result<EffectBegin, StoreError> {
         let (k, owner) = (key.to_string(), owner.to_string());
-        Ok(self
-            .ledger(key, "beginning", move |current| {
-                decide_begin(current, &k, &owner, fence, now, hold)
-            })
-            .await?)
+        self.ledger(key, "beginning", move |current| {
+            decide_begin(current, &k, &owner, fence, now, hold)
+        })
+        .await
     }
 
     async fn finish_effect(
@@ -834,22 +833,20 @@ impl EffectLedger for PgStore {
         now: Timestamp,
     ) -> Result<EffectFinish, StoreError> {
         let result = result.to_string();
-        Ok(self
-            .ledger(key, "finishing", move |current| {
-                decide_finish(current, fence, &result, now)
-            })
-            .await?)
+        self.ledger(key, "finishing", move |current| {
+            decide_finish(current, fence, &result, now)
+        })
+        .await
     }
 
     async fn read_effect(&self, key: &str) -> Result<Option<EffectRecord>, StoreError> {
         let (shared, sql, key) = (self.shared.clone(), self.sql.clone(), key.to_string());
-        Ok(self
-            .shared
+        self.shared
             .run(async move {
                 let mut conn = shared.checkout().await?;
                 Ok(read_effect(&mut conn, &sql, &key).await?.map(|(_, r)| r))
             })
-            .await?)
+            .await
     }
 }
 

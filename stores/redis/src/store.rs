@@ -855,11 +855,11 @@ impl StateStore for RedisStore {
         state: &JobState,
         expected: Option<Version>,
     ) -> Result<PutResult, StoreError> {
-        Ok(self.put_state(job, state, expected).await?)
+        self.put_state(job, state, expected).await
     }
 
     async fn jobs(&self) -> Result<Vec<String>, StoreError> {
-        Ok(self.list_jobs().await?)
+        self.list_jobs().await
     }
 
     async fn get_judged(
@@ -874,11 +874,11 @@ impl StateStore for RedisStore {
 
 impl TickIndex for RedisStore {
     async fn tick_start(&self, now: Timestamp, limit: usize) -> Result<TickStart, StoreError> {
-        Ok(self.start_tick(now, limit).await?)
+        self.start_tick(now, limit).await
     }
 
     async fn tick_end(&self, mark: Timestamp) -> Result<(), StoreError> {
-        Ok(self.end_tick(mark).await?)
+        self.end_tick(mark).await
     }
 }
 
@@ -892,11 +892,10 @@ impl EffectLedger for RedisStore {
         hold: Duration,
     ) -> Result<EffectBegin, StoreError> {
         let (k, owner) = (key.to_string(), owner.to_string());
-        Ok(self
-            .ledger(key, "beginning", now, move |current| {
-                decide_begin(current, &k, &owner, fence, now, hold)
-            })
-            .await?)
+        self.ledger(key, "beginning", now, move |current| {
+            decide_begin(current, &k, &owner, fence, now, hold)
+        })
+        .await
     }
 
     async fn finish_effect(
@@ -907,24 +906,55 @@ impl EffectLedger for RedisStore {
         now: Timestamp,
     ) -> Result<EffectFinish, StoreError> {
         let result = result.to_string();
-        Ok(self
-            .ledger(key, "finishing", now, move |current| {
-                decide_finish(current, fence, &result, now)
-            })
-            .await?)
+        self.ledger(key, "finishing", now, move |current| {
+            decide_finish(current, fence, &result, now)
+        })
+        .await
     }
 
     async fn read_effect(&self, key: &str) -> Result<Option<EffectRecord>, StoreError> {
         let (shared, redis_key, key) =
             (self.shared.clone(), self.keys.effect(key), key.to_string());
-        Ok(self
-            .shared
+        self.shared
             .run(async move {
                 Ok(read_effect(&shared, &redis_key, &key)
                     .await?
                     .map(|(_, r)| r))
             })
-            .await?)
+            .await
+    }
+}
+
+impl UrlStore for RedisStore {
+    const KIND: &'static str = "redis";
+    const SCHEMES: &'static [&'static str] = &["redis", "rediss"];
+    const SYNTAX: &'static str =
+        "redis://[USER:PASSWORD@]HOST[:PORT]/DB[?prefix=NAME] (or rediss://)";
+    type Location = RedisLocation;
+
+    fn parse_location(url: &str) -> Result<RedisLocation, LocationError> {
+        parse_redis_location(url)
+    }
+
+    async fn open_at(location: &RedisLocation, options: OpenOptions) -> Result<Self, StoreError> {
+        let store = RedisStore::connect_with(
+            location.clone(),
+            RedisOptions::default().create(options.creates()),
+        )
+        .await?;
+        Ok(store.judge_by(options.judge_clock()))
+    }
+
+    fn clock_offset(&self) -> Option<jiff::SignedDuration> {
+        RedisStore::clock_offset(self)
+    }
+
+    fn judges_by_server_clock(&self) -> bool {
+        self.judge == JudgeClock::Server
+    }
+
+    async fn durability_warnings(&self) -> Vec<String> {
+        self.durability().await.warnings()
     }
 }
 
@@ -977,38 +1007,5 @@ mod tests {
             expires_at: Timestamp::MAX,
         });
         assert_eq!(ttl_ms(&far, now, Duration::MAX), MAX_TTL_MS);
-    }
-}
-
-impl UrlStore for RedisStore {
-    const KIND: &'static str = "redis";
-    const SCHEMES: &'static [&'static str] = &["redis", "rediss"];
-    const SYNTAX: &'static str =
-        "redis://[USER:PASSWORD@]HOST[:PORT]/DB[?prefix=NAME] (or rediss://)";
-    type Location = RedisLocation;
-
-    fn parse_location(url: &str) -> Result<RedisLocation, LocationError> {
-        parse_redis_location(url)
-    }
-
-    async fn open_at(location: &RedisLocation, options: OpenOptions) -> Result<Self, StoreError> {
-        let store = RedisStore::connect_with(
-            location.clone(),
-            RedisOptions::default().create(options.creates()),
-        )
-        .await?;
-        Ok(store.judge_by(options.judge_clock()))
-    }
-
-    fn clock_offset(&self) -> Option<jiff::SignedDuration> {
-        RedisStore::clock_offset(self)
-    }
-
-    fn judges_by_server_clock(&self) -> bool {
-        self.judge == JudgeClock::Server
-    }
-
-    async fn durability_warnings(&self) -> Vec<String> {
-        self.durability().await.warnings()
     }
 }

@@ -27,7 +27,7 @@ fn assert_hidden(what: &str, texts: &[String]) {
 }
 
 fn shown(e: &StoreError) -> Vec<String> {
-    let store: StoreError = e.clone().into();
+    let store: StoreError = e.clone();
     vec![
         e.to_string(),
         format!("{e:?}"),
