@@ -4,7 +4,8 @@
 //! does, without a line (0), so the findings, the diff and the exit codes
 //! are `check`'s own.
 
-use crate::cli::{ApiPlatform, CheckArgs};
+use crate::cli::ApiPlatform;
+use crate::commands::check::CheckArgs;
 use crate::exit::Failure;
 use crate::manifest::read_manifest;
 use crate::parse::parse_instant;

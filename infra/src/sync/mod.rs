@@ -41,7 +41,8 @@ use cronslot_core::manifest::Manifest;
 use cronslot_core::translate::Platform;
 use serde::Serialize;
 
-use crate::cli::{Format, SyncArgs};
+use crate::cli::Format;
+use crate::commands::sync::SyncArgs;
 use crate::exit::Failure;
 use crate::format::to_json;
 use crate::render::aws::{job_input, tick_input};
