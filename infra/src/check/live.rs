@@ -79,7 +79,7 @@ pub fn check(args: &CheckArgs, platform: ApiPlatform) -> Result<(), Failure> {
         format!("schedule group {group} (prefix {prefix:?})")
     };
     let entries: Vec<Entry> = deployed.iter().map(entry).collect();
-    let mut report = super::aws(&file, &entries, &manifest, span)?;
+    let mut report = super::aws::check(&file, &entries, &manifest, span)?;
     if !exists {
         report.note(
             None,

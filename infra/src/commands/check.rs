@@ -82,12 +82,12 @@ pub fn exec(args: CheckArgs) -> Result<(), Failure> {
     let report = if is_wrangler(template) {
         let w = wrangler::read(&text)
             .map_err(|e| bad_template(&file, e.line, &format!("not valid TOML: {}", e.message)))?;
-        cloudflare(&file, &w, &manifest, &manifest_text, span, args.cron_limit)?
+        cloudflare::check(&file, &w, &manifest, &manifest_text, span, args.cron_limit)?
     } else if let Some(docs) = kubernetes::read(&text) {
         kubernetes::check(&file, &text, &docs, &manifest, &manifest_text, span)?
     } else {
         let entries = cfn::read(&text).map_err(|e| bad_template(&file, e.line, &e.message))?;
-        aws(&file, &entries, &manifest, span)?
+        aws::check(&file, &entries, &manifest, span)?
     };
     conclude(&file, &path, &report, span, args.format)
 }
