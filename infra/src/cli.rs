@@ -1,9 +1,30 @@
-//! The command-line interface: every subcommand, its arguments and help text.
+//! The command line's top level: the `cronslot` command, its subcommands
+//! with their help text, and the argument types several of them share
+//! (formats, the zone and DST options, the manifest, the store). Each
+//! subcommand's own arguments are beside its code, in `commands/`.
 
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use clap_complete::Shell;
+
+use crate::commands::backfill::BackfillArgs;
+use crate::commands::check::CheckArgs;
+use crate::commands::completions::CompletionsArgs;
+use crate::commands::dlq::DlqArgs;
+use crate::commands::explain::ExplainArgs;
+use crate::commands::init::InitArgs;
+use crate::commands::new::NewArgs;
+use crate::commands::next::NextArgs;
+use crate::commands::pause::PauseArgs;
+use crate::commands::render::RenderArgs;
+use crate::commands::run::RunArgs;
+use crate::commands::serve::ServeArgs;
+use crate::commands::status::StatusArgs;
+use crate::commands::sync::SyncArgs;
+use crate::commands::tick::TickArgs;
+use crate::commands::translate::TranslateArgs;
+use crate::commands::trigger::TriggerArgs;
+use crate::commands::validate::ValidateArgs;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -179,10 +200,7 @@ pub enum Command {
     /// when written, 1 when it could not be written, 2 on bad input.
     New(NewArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
-    Completions {
-        #[arg(value_enum)]
-        shell: Shell,
-    },
+    Completions(CompletionsArgs),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -218,86 +236,6 @@ pub struct ZoneArgs {
     /// Fixed-time slots in a repeated hour: run once (first pass) or twice.
     #[arg(long, value_enum, default_value = "once")]
     pub dst_overlap: OverlapArg,
-}
-
-#[derive(Debug, Args)]
-#[command(
-    after_help = "Examples:\n  cronslot next '30 2 * * *' --tz America/New_York \
-                        --after 2026-03-07T00:00:00Z --count 3\n  \
-                        cronslot next '@daily' --format json\n  \
-                        cronslot next --job daily-report --manifest cronslot.toml"
-)]
-pub struct NextArgs {
-    /// Cron expression (five fields), e.g. '0 9 * * MON-FRI'. Omit with --job.
-    #[arg(
-        value_name = "EXPR",
-        required_unless_present = "job",
-        conflicts_with = "job"
-    )]
-    pub expr: Option<String>,
-    #[command(flatten)]
-    pub zone: ZoneArgs,
-    /// List instants strictly after this RFC 3339 instant (default: now).
-    #[arg(long, value_name = "RFC3339")]
-    pub after: Option<String>,
-    /// How many instants to print.
-    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=100_000))]
-    pub count: u32,
-    /// Output format: text shows UTC and local time; json is for scripts.
-    #[arg(long, value_enum, default_value = "text")]
-    pub format: Format,
-    /// Use this job's schedule, zone and DST policy from the manifest.
-    #[arg(long, value_name = "NAME")]
-    pub job: Option<String>,
-    /// The manifest to read --job from (default: $CRONSLOT_MANIFEST, else cronslot.toml).
-    #[arg(long, value_name = "FILE", requires = "job")]
-    pub manifest: Option<PathBuf>,
-}
-
-#[derive(Debug, Args)]
-pub struct ExplainArgs {
-    /// Cron expression (five fields).
-    #[arg(value_name = "EXPR")]
-    pub expr: String,
-    #[command(flatten)]
-    pub zone: ZoneArgs,
-    /// Output format: text, or json for scripts.
-    #[arg(long, value_enum, default_value = "text")]
-    pub format: Format,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum PlatformArg {
-    Eventbridge,
-    Cloudflare,
-}
-
-#[derive(Debug, Args)]
-pub struct TranslateArgs {
-    /// Cron expression (five fields, Sunday = 0).
-    #[arg(value_name = "EXPR")]
-    pub expr: String,
-    /// Target dialect.
-    #[arg(long, value_enum)]
-    pub to: PlatformArg,
-    #[command(flatten)]
-    pub zone: ZoneArgs,
-    /// Output format: text, or json (expression, timezone, platform, exact,
-    /// translation, reasons), printed for an inexact expression too (exit 3).
-    #[arg(long, value_enum, default_value = "text")]
-    pub format: Format,
-}
-
-#[derive(Debug, Args)]
-pub struct ValidateArgs {
-    #[command(flatten)]
-    pub manifest: ManifestInput,
-    /// Print the next slots after this RFC 3339 instant (default: now).
-    #[arg(long, value_name = "RFC3339")]
-    pub after: Option<String>,
-    /// Output format: text, or json for scripts.
-    #[arg(long, value_enum, default_value = "text")]
-    pub format: Format,
 }
 
 /// The manifest, for the commands that name it first (`cronslot run
@@ -356,23 +294,46 @@ pub fn manifest_path(explicit: Option<&std::path::Path>) -> PathBuf {
     }
 }
 
-/// Where job state lives, and the manifest that defines the jobs.
+/// `--store URL`, declared once for every command that opens a store (`run`,
+/// `tick`, `serve`, `init` and, through [`StoreArgs`], the store commands):
+/// one flag, environment variable, default and help text. It derefs to the
+/// URL, so `&args.store` is the `&str` the store parsers take. `--token-env`
+/// is not part of it: `run`, `tick` and `serve` refuse a Worker's admin URL.
 #[derive(Debug, Args)]
-pub struct StoreArgs {
-    /// The store: sqlite:PATH (the embedded default),
+pub struct StoreFlag {
+    /// The store: sqlite:PATH (one machine),
     /// postgres://USER@HOST[:PORT]/DB[?sslmode=…&schema=…],
-    /// redis://[USER:PASSWORD@]HOST[:PORT]/DB[?prefix=…] (or rediss://),
-    /// dynamodb://TABLE?region=R[&endpoint=URL], or https://HOST/PREFIX (a
-    /// Cloudflare Worker's admin routes, e.g. https://jobs.example.com/cronslot;
-    /// needs --token-env). Also read from CRONSLOT_STORE.
+    /// redis://[USER:PASSWORD@]HOST[:PORT]/DB[?prefix=…] (or rediss://) or
+    /// dynamodb://TABLE?region=R[&endpoint=URL] (a fleet); where the command
+    /// takes --token-env, also https://HOST/PREFIX (a Cloudflare Worker's
+    /// admin routes, e.g. https://jobs.example.com/cronslot). Prefer the
+    /// environment (CRONSLOT_STORE, PGPASSWORD, REDISCLI_AUTH) for a URL
+    /// with a password: a command line is visible to every user of the
+    /// machine.
     #[arg(
-        long,
+        id = "store",
+        long = "store",
         value_name = "URL",
         env = "CRONSLOT_STORE",
         hide_env_values = true,
         default_value = "sqlite:cronslot.db"
     )]
-    pub store: String,
+    url: String,
+}
+
+impl std::ops::Deref for StoreFlag {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        &self.url
+    }
+}
+
+/// Where job state lives, and the manifest that defines the jobs.
+#[derive(Debug, Args)]
+pub struct StoreArgs {
+    #[command(flatten)]
+    pub store: StoreFlag,
     /// With an https:// store: the environment variable that holds the
     /// Worker's admin token (its CRONSLOT_ADMIN_TOKEN secret). The token is
     /// read from the environment, never from the command line.
@@ -389,245 +350,12 @@ pub enum LogFormat {
 }
 
 #[derive(Debug, Args)]
-#[command(
-    after_help = "Example (three competing workers, a minute per second, 45 minutes):\n  \
-                        cronslot run examples/cronslot.toml --store sqlite:demo-out/cronslot.db \
-                        --workers 3 --speed 60 --until +45m"
-)]
-pub struct RunArgs {
-    #[command(flatten)]
-    pub manifest: ManifestInput,
-    /// The store: sqlite:PATH (one machine),
-    /// postgres://USER@HOST[:PORT]/DB[?sslmode=…&schema=…],
-    /// redis://[USER:PASSWORD@]HOST[:PORT]/DB[?prefix=…] (or rediss://) or
-    /// dynamodb://TABLE?region=R[&endpoint=URL] (a fleet). Prefer the
-    /// environment (CRONSLOT_STORE, PGPASSWORD, REDISCLI_AUTH) for a URL with a password:
-    /// a command line is visible to every user of the machine.
-    #[arg(
-        long,
-        value_name = "URL",
-        env = "CRONSLOT_STORE",
-        hide_env_values = true,
-        default_value = "sqlite:cronslot.db"
-    )]
-    pub store: String,
-    /// Clock speed: 60 makes a minute pass per second (demos and tests).
-    #[arg(long, default_value_t = 1.0)]
-    pub speed: f64,
-    /// Stop at this RFC 3339 instant, or after +DURATION (e.g. +45m) of clock time.
-    #[arg(long, value_name = "RFC3339|+DURATION")]
-    pub until: Option<String>,
-    /// Competing workers in this process, each with its own owner id.
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=64))]
-    pub workers: u32,
-    /// Log lines: one per run, human-readable or JSON.
-    #[arg(long, value_enum, default_value = "pretty")]
-    pub log_format: LogFormat,
-    /// Serve health probes on this address (e.g. 0.0.0.0:8080): GET
-    /// /healthz answers 200 while every worker makes progress, GET /readyz
-    /// 200 while the store answers.
-    #[arg(long, value_name = "ADDR")]
-    pub health_listen: Option<String>,
-    /// The summary printed when the runner stops: text, or json (started_at,
-    /// stopped_at, speed, workers, each job's counts and new dead letters,
-    /// duplicates_refused, claim_conflicts, store_errors, slots_run_twice,
-    /// worker_failures), printed whatever the exit code.
-    #[arg(long, value_enum, default_value = "text")]
-    pub format: Format,
-}
-
-#[derive(Debug, Args)]
-#[command(
-    after_help = "Example (a crontab line, every minute, on any number of machines):\n  \
-                        * * * * * cronslot tick /etc/cronslot.toml --log-format json"
-)]
-pub struct TickArgs {
-    #[command(flatten)]
-    pub manifest: ManifestInput,
-    /// The store, as for `run` (sqlite:PATH, postgres://…, redis://…, dynamodb://…).
-    #[arg(
-        long,
-        value_name = "URL",
-        env = "CRONSLOT_STORE",
-        hide_env_values = true,
-        default_value = "sqlite:cronslot.db"
-    )]
-    pub store: String,
-    /// Log lines: one per run, human-readable or JSON.
-    #[arg(long, value_enum, default_value = "pretty")]
-    pub log_format: LogFormat,
-    /// The pass's report on stdout: text, or json (the document `POST
-    /// /cronslot/tick` answers with: runs, succeeded, failed_jobs,
-    /// duplicates_refused, store_errors), printed whatever the exit code.
-    #[arg(long, value_enum, default_value = "text")]
-    pub format: Format,
-}
-
-#[derive(Debug, Args)]
-#[command(
-    after_help = "Example (the admin routes and the jobs, on one machine):\n  \
-                        CRONSLOT_ADMIN_TOKEN=… cronslot serve cronslot.toml --run --listen 127.0.0.1:8080"
-)]
-pub struct ServeArgs {
-    #[command(flatten)]
-    pub manifest: ManifestInput,
-    /// The store, as for `run` (sqlite:PATH, postgres://…, redis://…, dynamodb://…).
-    #[arg(
-        long,
-        value_name = "URL",
-        env = "CRONSLOT_STORE",
-        hide_env_values = true,
-        default_value = "sqlite:cronslot.db"
-    )]
-    pub store: String,
-    /// The address to serve on. Anything but loopback should sit behind
-    /// TLS (a reverse proxy): the bearer tokens travel in the clear here.
-    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8080")]
-    pub listen: String,
-    /// Also run the jobs in this process, as `cronslot run` does.
-    #[arg(long)]
-    pub run: bool,
-    /// With --run: competing workers, each with its own owner id.
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=64))]
-    pub workers: u32,
-    /// Log lines: human-readable or JSON.
-    #[arg(long, value_enum, default_value = "pretty")]
-    pub log_format: LogFormat,
-}
-
-#[derive(Debug, Args)]
-pub struct InitArgs {
-    /// The store to create: sqlite:PATH, postgres://…, redis://…,
-    /// dynamodb://TABLE?region=R[&endpoint=URL],
-    /// or https://HOST/PREFIX (a Cloudflare Worker's admin routes: wrangler
-    /// creates its Durable Objects, and init repairs the wakes of objects
-    /// written by an older cronslot; needs --token-env).
-    #[arg(
-        long,
-        value_name = "URL",
-        env = "CRONSLOT_STORE",
-        hide_env_values = true,
-        default_value = "sqlite:cronslot.db"
-    )]
-    pub store: String,
-    /// With an https:// store: the environment variable that holds the
-    /// Worker's admin token (its CRONSLOT_ADMIN_TOKEN secret).
-    #[arg(long, value_name = "VAR")]
-    pub token_env: Option<String>,
-    /// Output format: text, or json (what was created, already there or
-    /// repaired, as one document).
-    #[arg(long, value_enum, default_value = "text")]
-    pub format: Format,
-}
-
-#[derive(Debug, Args)]
-pub struct StatusArgs {
-    #[command(flatten)]
-    pub store: StoreArgs,
-    /// Only this job.
-    #[arg(long, value_name = "NAME")]
-    pub job: Option<String>,
-    #[arg(long, value_enum, default_value = "text")]
-    pub format: Format,
-}
-
-#[derive(Debug, Args)]
-pub struct DlqArgs {
-    #[command(subcommand)]
-    pub action: DlqAction,
-}
-
-#[derive(Debug, Subcommand)]
-pub enum DlqAction {
-    /// List dead letters: slot, attempts, last error, fence.
-    List {
-        #[command(flatten)]
-        store: StoreArgs,
-        /// Only this job.
-        #[arg(long, value_name = "NAME")]
-        job: Option<String>,
-        #[arg(long, value_enum, default_value = "text")]
-        format: Format,
-    },
-    /// Send dead letters back to run, with a fresh attempt budget.
-    Redrive {
-        #[command(flatten)]
-        store: StoreArgs,
-        /// The job whose dead letters to redrive.
-        #[arg(value_name = "JOB")]
-        job: String,
-        /// Only this slot (RFC 3339); default: every dead letter of the job.
-        #[arg(long, value_name = "RFC3339")]
-        slot: Option<String>,
-        /// Output format: text, or json (the admin API's redrive document).
-        #[arg(long, value_enum, default_value = "text")]
-        format: Format,
-    },
-}
-
-#[derive(Debug, Args)]
 pub struct JobArgs {
     /// The job's name.
     #[arg(value_name = "JOB")]
     pub job: String,
     #[command(flatten)]
     pub store: StoreArgs,
-}
-
-/// `pause` and `resume`: the job, and how to say what changed.
-#[derive(Debug, Args)]
-pub struct PauseArgs {
-    #[command(flatten)]
-    pub job: JobArgs,
-    /// Output format: text, or json (the admin API's pause document).
-    #[arg(long, value_enum, default_value = "text")]
-    pub format: Format,
-}
-
-/// `trigger`: the job, and how to say what happened.
-#[derive(Debug, Args)]
-pub struct TriggerArgs {
-    #[command(flatten)]
-    pub job: JobArgs,
-    /// Output format: text, or json (the admin API's trigger document,
-    /// printed also when the run failed or nothing ran).
-    #[arg(long, value_enum, default_value = "text")]
-    pub format: Format,
-}
-
-#[derive(Debug, Args)]
-pub struct BackfillArgs {
-    /// The job's name.
-    #[arg(value_name = "JOB")]
-    pub job: String,
-    /// First slot instant to include (RFC 3339).
-    #[arg(long, value_name = "RFC3339")]
-    pub from: String,
-    /// Last slot instant to include (RFC 3339, not in the future).
-    #[arg(long, value_name = "RFC3339")]
-    pub to: String,
-    /// List the slots that would be queued, change nothing.
-    #[arg(long)]
-    pub dry_run: bool,
-    /// Output format: text, or json (the admin API's backfill document).
-    #[arg(long, value_enum, default_value = "text")]
-    pub format: Format,
-    #[command(flatten)]
-    pub store: StoreArgs,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum RenderFormat {
-    /// AWS SAM template (AWS::Serverless::Function, built by cargo-lambda).
-    Sam,
-    /// Plain CloudFormation (no SAM transform; code from S3).
-    Cloudformation,
-    /// wrangler.toml for the Cloudflare Worker.
-    Wrangler,
-    /// A table of every job for the people who operate them.
-    Markdown,
-    /// A Deployment (`cronslot run`) or a CronJob (`cronslot tick`), with the manifest in a ConfigMap.
-    Kubernetes,
 }
 
 /// What `render kubernetes` runs the jobs with.
@@ -640,186 +368,11 @@ pub enum KubernetesKind {
     CronJob,
 }
 
-#[derive(Debug, Args)]
-#[command(
-    after_help = "Examples:\n  cronslot render sam examples/aws-jobs/cronslot.toml --out template.yaml\n  \
-                        cronslot render wrangler cronslot.toml --name my-jobs --cron-limit 250\n  \
-                        cronslot render markdown cronslot.toml > JOBS.md\n  \
-                        cronslot render kubernetes cronslot.toml --kind cronjob --namespace jobs"
-)]
-pub struct RenderArgs {
-    /// What to write.
-    #[arg(value_enum, value_name = "FORMAT")]
-    pub format: RenderFormat,
-    #[command(flatten)]
-    pub manifest: ManifestInput,
-    /// Write here instead of stdout (parent directories are created).
-    #[arg(long, value_name = "FILE")]
-    pub out: Option<PathBuf>,
-    /// wrangler: the Worker's name (default: the manifest's directory name, or "cronslot").
-    /// kubernetes: the objects' name, a DNS-1123 label (default: the manifest's file stem).
-    #[arg(long, value_name = "NAME")]
-    pub name: Option<String>,
-    /// wrangler: the account's cron trigger limit, counting the tick (5 on Free, 250 on Paid).
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1000))]
-    pub cron_limit: Option<u32>,
-    /// sam: the function's CodeUri (default: the manifest's directory, relative to --out's).
-    #[arg(long, value_name = "DIR")]
-    pub code_uri: Option<String>,
-    /// sam, cloudformation: the binary cargo-lambda builds (default: from the Cargo.toml beside the manifest).
-    #[arg(long, value_name = "NAME")]
-    pub binary: Option<String>,
-    /// markdown: list the next runs after this RFC 3339 instant (default: now).
-    #[arg(long, value_name = "RFC3339")]
-    pub after: Option<String>,
-    /// kubernetes: a Deployment running `cronslot run`, or a CronJob running `cronslot tick` [default: deployment].
-    #[arg(long, value_enum, value_name = "KIND")]
-    pub kind: Option<KubernetesKind>,
-    /// kubernetes --kind deployment: how many replicas (each slot still runs once) [default: 2].
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=100))]
-    pub replicas: Option<u32>,
-    /// kubernetes: the container image with the cronslot binary (and whatever the command
-    /// jobs run) [default: ghcr.io/cronslot/cronslot:VERSION]; pin your own.
-    #[arg(long, value_name = "IMAGE")]
-    pub image: Option<String>,
-    /// kubernetes: the namespace of every object (default: none, kubectl's current one).
-    #[arg(long, value_name = "NAMESPACE")]
-    pub namespace: Option<String>,
-    /// kubernetes: the Secret whose key `url` holds the store URL [default: NAME-store].
-    #[arg(long, value_name = "SECRET")]
-    pub secret: Option<String>,
-}
-
-#[derive(Debug, Args)]
-#[command(
-    after_help = "Examples:\n  cronslot check template.yaml --manifest cronslot.toml\n  \
-                        cronslot check wrangler.toml --manifest cronslot.toml --cron-limit 250\n  \
-                        cronslot check --live aws --manifest cronslot.toml --group cronslot"
-)]
-pub struct CheckArgs {
-    /// A SAM/CloudFormation template (.yaml, .yml, .json, .template), a wrangler.toml,
-    /// or a Kubernetes YAML (`render kubernetes`).
-    #[arg(
-        value_name = "TEMPLATE",
-        required_unless_present = "live",
-        conflicts_with = "live"
-    )]
-    pub template: Option<PathBuf>,
-    /// Compare what is deployed instead of a template: the EventBridge
-    /// Scheduler schedules of --group (and --prefix) in the account.
-    #[arg(long, value_enum, value_name = "PLATFORM")]
-    pub live: Option<ApiPlatform>,
-    /// --live: the schedule group [default: cronslot].
-    #[arg(long, value_name = "GROUP", requires = "live")]
-    pub group: Option<String>,
-    /// --live: only schedules whose names start with this.
-    #[arg(long, value_name = "PREFIX", requires = "live")]
-    pub prefix: Option<String>,
-    /// --live: the AWS region (default: AWS_REGION or the profile's).
-    #[arg(long, value_name = "REGION", requires = "live")]
-    pub region: Option<String>,
-    /// --live: the API endpoint (default: AWS_ENDPOINT_URL, else AWS's).
-    #[arg(long, value_name = "URL", requires = "live")]
-    pub endpoint_url: Option<String>,
-    /// The manifest the template should match.
-    #[command(flatten)]
-    pub manifest: ManifestFlag,
-    /// Compare fire times over the year after this RFC 3339 instant (default: now).
-    #[arg(long, value_name = "RFC3339")]
-    pub after: Option<String>,
-    /// wrangler: the account's cron trigger limit, counting the tick (5 on Free, 250 on Paid).
-    #[arg(long, value_name = "N", default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=1000))]
-    pub cron_limit: u32,
-    /// Output format: text (one finding per line), or json (one document,
-    /// printed also when there are differences).
-    #[arg(long, value_enum, default_value = "text")]
-    pub format: Format,
-}
-
 /// A platform whose schedules `sync` and `check --live` manage by API.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ApiPlatform {
     /// EventBridge Scheduler.
     Aws,
-}
-
-#[derive(Debug, Args)]
-#[command(
-    after_help = "Examples:\n  cronslot sync aws cronslot.toml --dry-run \\\n    \
-                        --target-arn arn:aws:lambda:us-east-1:123456789012:function:jobs \\\n    \
-                        --role-arn arn:aws:iam::123456789012:role/jobs-scheduler\n  \
-                        cronslot check --live aws --manifest cronslot.toml"
-)]
-pub struct SyncArgs {
-    /// Where the schedules live.
-    #[arg(value_enum, value_name = "PLATFORM")]
-    pub platform: ApiPlatform,
-    #[command(flatten)]
-    pub manifest: ManifestInput,
-    /// The schedule group that holds the manifest's schedules (created when missing).
-    #[arg(long, value_name = "GROUP", default_value = "cronslot")]
-    pub group: String,
-    /// Name every schedule PREFIX+JOB; only schedules with the prefix are touched.
-    #[arg(long, value_name = "PREFIX", default_value = "")]
-    pub prefix: String,
-    /// Print the plan (create, update, delete, unchanged per schedule) and change nothing.
-    #[arg(long)]
-    pub dry_run: bool,
-    /// Output format: text, or json (one document, printed also when
-    /// some schedules failed).
-    #[arg(long, value_enum, default_value = "text")]
-    pub format: Format,
-    /// The function every schedule invokes (its ARN). Needed by the first
-    /// sync; afterwards, when left out, each schedule keeps its own and a
-    /// new one takes the group's.
-    #[arg(long, value_name = "ARN")]
-    pub target_arn: Option<String>,
-    /// The role Scheduler assumes to invoke it (lambda:InvokeFunction,
-    /// sqs:SendMessage). Like --target-arn, kept when left out.
-    #[arg(long, value_name = "ARN")]
-    pub role_arn: Option<String>,
-    /// The SQS queue undeliverable events go to (recommended). Kept when left out.
-    #[arg(long, value_name = "ARN")]
-    pub dead_letter_arn: Option<String>,
-    /// The AWS region (default: AWS_REGION or the profile's).
-    #[arg(long, value_name = "REGION")]
-    pub region: Option<String>,
-    /// The API endpoint (default: AWS_ENDPOINT_URL, else AWS's).
-    #[arg(long, value_name = "URL")]
-    pub endpoint_url: Option<String>,
-}
-
-/// The platform `cronslot new` writes a project for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum NewPlatform {
-    /// An AWS Lambda function (EventBridge Scheduler, DynamoDB), with a SAM template.
-    Aws,
-    /// A Cloudflare Worker (Cron Triggers, Durable Objects), with its wrangler.toml.
-    Cloudflare,
-    /// A program running the jobs on one machine (SQLite).
-    Local,
-    /// A program for a fleet of servers sharing one PostgreSQL.
-    Postgres,
-}
-
-#[derive(Debug, Args)]
-#[command(after_help = "Examples:\n  cronslot new my-jobs --platform aws\n  \
-                        cronslot new my-jobs --platform local --cronslot-path ~/src/cronslot")]
-pub struct NewArgs {
-    /// The project's directory (created in the current one) and Cargo package name:
-    /// lowercase letters, digits, '-' and '_', starting with a letter.
-    #[arg(value_name = "NAME")]
-    pub name: String,
-    /// Where the jobs run.
-    #[arg(long, value_enum, value_name = "PLATFORM")]
-    pub platform: NewPlatform,
-    /// Depend on the cronslot crates in this checkout of cronslot's repository
-    /// (path dependencies) instead of their releases on crates.io.
-    #[arg(long, value_name = "DIR")]
-    pub cronslot_path: Option<PathBuf>,
-    /// Output format: text, or json (the project's path and files) for scripts.
-    #[arg(long, value_enum, default_value = "text")]
-    pub format: Format,
 }
 
 #[cfg(test)]

@@ -4,7 +4,8 @@
 //! does, without a line (0), so the findings, the diff and the exit codes
 //! are `check`'s own.
 
-use crate::cli::{ApiPlatform, CheckArgs};
+use crate::cli::ApiPlatform;
+use crate::commands::check::CheckArgs;
 use crate::exit::Failure;
 use crate::manifest::read_manifest;
 use crate::parse::parse_instant;
@@ -78,7 +79,7 @@ pub fn check(args: &CheckArgs, platform: ApiPlatform) -> Result<(), Failure> {
         format!("schedule group {group} (prefix {prefix:?})")
     };
     let entries: Vec<Entry> = deployed.iter().map(entry).collect();
-    let mut report = super::aws(&file, &entries, &manifest, span)?;
+    let mut report = super::aws::check(&file, &entries, &manifest, span)?;
     if !exists {
         report.note(
             None,

@@ -4,14 +4,36 @@
 //! Exit codes: 0 done (nothing to queue too); 1 the store failed or
 //! refused the write; 2 bad input (instants, a range the core refuses).
 
+use clap::Args;
 use cronslot_core::coord::{CoordError, Coordinator};
 use cronslot_runtime::admin::BackfillDoc;
 
-use crate::cli::{BackfillArgs, Format};
+use crate::cli::{Format, StoreArgs};
 use crate::exit::{Failure, coord_failure};
 use crate::format::{local, slot_id, to_json, utc};
 use crate::parse::parse_rfc3339;
 use crate::store::{Records, Session, wait, with_backend};
+
+#[derive(Debug, Args)]
+pub struct BackfillArgs {
+    /// The job's name.
+    #[arg(value_name = "JOB")]
+    pub job: String,
+    /// First slot instant to include (RFC 3339).
+    #[arg(long, value_name = "RFC3339")]
+    pub from: String,
+    /// Last slot instant to include (RFC 3339, not in the future).
+    #[arg(long, value_name = "RFC3339")]
+    pub to: String,
+    /// List the slots that would be queued, change nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Output format: text, or json (the admin API's backfill document).
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: Format,
+    #[command(flatten)]
+    pub store: StoreArgs,
+}
 
 pub fn exec(args: BackfillArgs) -> Result<(), Failure> {
     let from = parse_rfc3339("--from", &args.from)?;

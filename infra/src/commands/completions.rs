@@ -1,14 +1,20 @@
 //! `cronslot completions SHELL`: the shell completion script, from the
 //! command-line definition.
 
-use clap::CommandFactory;
+use clap::{Args, CommandFactory};
 use clap_complete::Shell;
 
 use crate::cli::Cli;
 use crate::exit::Failure;
 
-pub fn exec(shell: Shell) -> Result<(), Failure> {
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    #[arg(value_enum)]
+    pub shell: Shell,
+}
+
+pub fn exec(args: CompletionsArgs) -> Result<(), Failure> {
     let mut command = Cli::command();
-    clap_complete::generate(shell, &mut command, "cronslot", &mut std::io::stdout());
+    clap_complete::generate(args.shell, &mut command, "cronslot", &mut std::io::stdout());
     Ok(())
 }

@@ -9,17 +9,52 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
+use clap::{Args, Subcommand};
 use cronslot_core::coord::{CoordError, Coordinator, DeadLetter, SlotId};
 use cronslot_core::manifest::JobSpec;
 use cronslot_runtime::admin::RedriveDoc;
 use jiff::Timestamp;
 use serde::Serialize;
 
-use crate::cli::{DlqAction, DlqArgs, Format, StoreArgs};
+use crate::cli::{Format, StoreArgs};
 use crate::exit::{Failure, coord_failure};
 use crate::format::{ERROR_CELL_CHARS, Ts, one_line, slot_id, to_json, utc};
 use crate::parse::parse_rfc3339;
 use crate::store::{Session, wait, with_backend};
+
+#[derive(Debug, Args)]
+pub struct DlqArgs {
+    #[command(subcommand)]
+    pub action: DlqAction,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum DlqAction {
+    /// List dead letters: slot, attempts, last error, fence.
+    List {
+        #[command(flatten)]
+        store: StoreArgs,
+        /// Only this job.
+        #[arg(long, value_name = "NAME")]
+        job: Option<String>,
+        #[arg(long, value_enum, default_value = "text")]
+        format: Format,
+    },
+    /// Send dead letters back to run, with a fresh attempt budget.
+    Redrive {
+        #[command(flatten)]
+        store: StoreArgs,
+        /// The job whose dead letters to redrive.
+        #[arg(value_name = "JOB")]
+        job: String,
+        /// Only this slot (RFC 3339); default: every dead letter of the job.
+        #[arg(long, value_name = "RFC3339")]
+        slot: Option<String>,
+        /// Output format: text, or json (the admin API's redrive document).
+        #[arg(long, value_enum, default_value = "text")]
+        format: Format,
+    },
+}
 
 pub fn exec(args: DlqArgs) -> Result<(), Failure> {
     match args.action {

@@ -1,11 +1,24 @@
 //! `cronslot explain`: a schedule in plain English, with its DST behaviour.
 
+use clap::Args;
 use cronslot_core::explain::{explain as explain_schedule, explain_dst};
 use serde::Serialize;
 
-use crate::cli::{ExplainArgs, Format};
+use crate::cli::{Format, ZoneArgs};
 use crate::exit::Failure;
 use crate::parse::build_schedule;
+
+#[derive(Debug, Args)]
+pub struct ExplainArgs {
+    /// Cron expression (five fields).
+    #[arg(value_name = "EXPR")]
+    pub expr: String,
+    #[command(flatten)]
+    pub zone: ZoneArgs,
+    /// Output format: text, or json for scripts.
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: Format,
+}
 
 /// `--format json`.
 #[derive(Serialize)]

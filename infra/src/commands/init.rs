@@ -5,10 +5,26 @@
 //! `--format json` prints [`InitDoc`](crate::store::jobs::InitDoc) when the
 //! store is ready, nothing when init failed.
 
-use crate::cli::{Format, InitArgs};
+use clap::Args;
+
+use crate::cli::{Format, StoreFlag};
 use crate::exit::Failure;
 use crate::format::to_json;
 use crate::store::StoreTarget;
+
+#[derive(Debug, Args)]
+pub struct InitArgs {
+    #[command(flatten)]
+    pub store: StoreFlag,
+    /// With an https:// store: the environment variable that holds the
+    /// Worker's admin token (its CRONSLOT_ADMIN_TOKEN secret).
+    #[arg(long, value_name = "VAR")]
+    pub token_env: Option<String>,
+    /// Output format: text, or json (what was created, already there or
+    /// repaired, as one document).
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: Format,
+}
 
 pub fn exec(args: InitArgs) -> Result<(), Failure> {
     let target = StoreTarget::parse(&args.store, args.token_env.as_deref())?;

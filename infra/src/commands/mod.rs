@@ -1,25 +1,27 @@
-//! One module per subcommand, each with the command's entry point (`exec`;
-//! `pause` and `resume` share one module), and [`exec`], which dispatches
-//! a parsed command line to it. The arguments are defined in `cli.rs`.
+//! One module per subcommand, as cargo's `commands/` has: each holds the
+//! command's arguments (`XArgs`, a clap `Args` struct) and its entry point
+//! (`exec`; `pause` and `resume` share one module), and [`exec`] dispatches
+//! a parsed command line to it. The top-level command and the argument
+//! types several commands share are in `cli.rs`.
 
-mod backfill;
-mod check;
-mod completions;
-mod dlq;
-mod explain;
-mod init;
-mod new;
-mod next;
-mod pause;
-mod render;
-mod run;
-mod serve;
-mod status;
-mod sync;
-mod tick;
-mod translate;
-mod trigger;
-mod validate;
+pub mod backfill;
+pub mod check;
+pub mod completions;
+pub mod dlq;
+pub mod explain;
+pub mod init;
+pub mod new;
+pub mod next;
+pub mod pause;
+pub mod render;
+pub mod run;
+pub mod serve;
+pub mod status;
+pub mod sync;
+pub mod tick;
+pub mod translate;
+pub mod trigger;
+pub mod validate;
 
 use crate::cli::Command;
 use crate::exit::Failure;
@@ -45,6 +47,6 @@ pub fn exec(command: Command) -> Result<(), Failure> {
         Command::Check(args) => check::exec(args),
         Command::Sync(args) => sync::exec(args),
         Command::New(args) => new::exec(args),
-        Command::Completions { shell } => completions::exec(shell),
+        Command::Completions(args) => completions::exec(args),
     }
 }

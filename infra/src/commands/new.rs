@@ -14,11 +14,45 @@
 
 use std::path::{Path, PathBuf};
 
+use clap::{Args, ValueEnum};
 use cronslot_core::manifest::{format_duration, parse_manifest};
 
-use crate::cli::{Format, KubernetesKind, NewArgs, NewPlatform};
+use crate::cli::{Format, KubernetesKind};
 use crate::exit::Failure;
 use crate::render::{Source, aws, kubernetes, plan, wrangler};
+
+#[derive(Debug, Args)]
+#[command(after_help = "Examples:\n  cronslot new my-jobs --platform aws\n  \
+                        cronslot new my-jobs --platform local --cronslot-path ~/src/cronslot")]
+pub struct NewArgs {
+    /// The project's directory (created in the current one) and Cargo package name:
+    /// lowercase letters, digits, '-' and '_', starting with a letter.
+    #[arg(value_name = "NAME")]
+    pub name: String,
+    /// Where the jobs run.
+    #[arg(long, value_enum, value_name = "PLATFORM")]
+    pub platform: NewPlatform,
+    /// Depend on the cronslot crates in this checkout of cronslot's repository
+    /// (path dependencies) instead of their releases on crates.io.
+    #[arg(long, value_name = "DIR")]
+    pub cronslot_path: Option<PathBuf>,
+    /// Output format: text, or json (the project's path and files) for scripts.
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: Format,
+}
+
+/// The platform `cronslot new` writes a project for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum NewPlatform {
+    /// An AWS Lambda function (EventBridge Scheduler, DynamoDB), with a SAM template.
+    Aws,
+    /// A Cloudflare Worker (Cron Triggers, Durable Objects), with its wrangler.toml.
+    Cloudflare,
+    /// A program running the jobs on one machine (SQLite).
+    Local,
+    /// A program for a fleet of servers sharing one PostgreSQL.
+    Postgres,
+}
 
 /// The crates a project may depend on: package name and its directory in a
 /// cronslot checkout.

@@ -4,16 +4,52 @@
 //! a clock change skips, which the coordinator records as missed.
 
 use std::fmt::Write as _;
+use std::path::PathBuf;
 
+use clap::Args;
 use cronslot_core::coord::MissReason;
 use cronslot_core::{CLOCK_CHANGE_SECONDS, Civil, GapCause, GapSkip, Occurrence, SlotKind, Zone};
 
 use crate::cli::manifest_path;
-use crate::cli::{Format, NextArgs};
+use crate::cli::{Format, ZoneArgs};
 use crate::exit::Failure;
 use crate::format::{local, utc};
 use crate::manifest::load_manifest;
 use crate::parse::{build_schedule, parse_instant};
+
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  cronslot next '30 2 * * *' --tz America/New_York \
+                        --after 2026-03-07T00:00:00Z --count 3\n  \
+                        cronslot next '@daily' --format json\n  \
+                        cronslot next --job daily-report --manifest cronslot.toml"
+)]
+pub struct NextArgs {
+    /// Cron expression (five fields), e.g. '0 9 * * MON-FRI'. Omit with --job.
+    #[arg(
+        value_name = "EXPR",
+        required_unless_present = "job",
+        conflicts_with = "job"
+    )]
+    pub expr: Option<String>,
+    #[command(flatten)]
+    pub zone: ZoneArgs,
+    /// List instants strictly after this RFC 3339 instant (default: now).
+    #[arg(long, value_name = "RFC3339")]
+    pub after: Option<String>,
+    /// How many instants to print.
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub count: u32,
+    /// Output format: text shows UTC and local time; json is for scripts.
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: Format,
+    /// Use this job's schedule, zone and DST policy from the manifest.
+    #[arg(long, value_name = "NAME")]
+    pub job: Option<String>,
+    /// The manifest to read --job from (default: $CRONSLOT_MANIFEST, else cronslot.toml).
+    #[arg(long, value_name = "FILE", requires = "job")]
+    pub manifest: Option<PathBuf>,
+}
 
 /// The JSON form of `next`: keys in this order, instants in UTC. `missed`
 /// is there only when a listed slot's neighbourhood has some.

@@ -5,14 +5,25 @@
 //! Exit codes: 0 done (pausing a paused job too: nothing to do); 1 the
 //! store failed or refused the write; 2 bad input.
 
+use clap::Args;
 use cronslot_core::coord::{CoordError, Coordinator, SkipReason};
 use cronslot_core::health;
 use cronslot_runtime::admin::PauseDoc;
 
-use crate::cli::{Format, PauseArgs};
+use crate::cli::{Format, JobArgs};
 use crate::exit::{Failure, coord_failure};
 use crate::format::{instant_text, slot_id, to_json};
 use crate::store::{Session, wait, with_backend};
+
+/// `pause` and `resume`: the job, and how to say what changed.
+#[derive(Debug, Args)]
+pub struct PauseArgs {
+    #[command(flatten)]
+    pub job: JobArgs,
+    /// Output format: text, or json (the admin API's pause document).
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: Format,
+}
 
 pub fn pause(args: PauseArgs) -> Result<(), Failure> {
     set_paused(&args, true)

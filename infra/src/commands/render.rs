@@ -2,9 +2,11 @@
 //! Kubernetes) or the operations table (Markdown) from the manifest, on
 //! stdout or into `--out`. Exit 0, or 2 on bad input.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-use crate::cli::{KubernetesKind, RenderArgs, RenderFormat};
+use clap::{Args, ValueEnum};
+
+use crate::cli::{KubernetesKind, ManifestInput};
 use crate::exit::Failure;
 use crate::manifest::read_manifest;
 use crate::parse::parse_instant;
@@ -12,6 +14,70 @@ use crate::render::{
     Source, aws, cargo_binary, default_code_uri, kubernetes, markdown, plan, refuse_commands,
     wrangler, write_file,
 };
+
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  cronslot render sam examples/aws-jobs/cronslot.toml --out template.yaml\n  \
+                        cronslot render wrangler cronslot.toml --name my-jobs --cron-limit 250\n  \
+                        cronslot render markdown cronslot.toml > JOBS.md\n  \
+                        cronslot render kubernetes cronslot.toml --kind cronjob --namespace jobs"
+)]
+pub struct RenderArgs {
+    /// What to write.
+    #[arg(value_enum, value_name = "FORMAT")]
+    pub format: RenderFormat,
+    #[command(flatten)]
+    pub manifest: ManifestInput,
+    /// Write here instead of stdout (parent directories are created).
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+    /// wrangler: the Worker's name (default: the manifest's directory name, or "cronslot").
+    /// kubernetes: the objects' name, a DNS-1123 label (default: the manifest's file stem).
+    #[arg(long, value_name = "NAME")]
+    pub name: Option<String>,
+    /// wrangler: the account's cron trigger limit, counting the tick (5 on Free, 250 on Paid).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub cron_limit: Option<u32>,
+    /// sam: the function's CodeUri (default: the manifest's directory, relative to --out's).
+    #[arg(long, value_name = "DIR")]
+    pub code_uri: Option<String>,
+    /// sam, cloudformation: the binary cargo-lambda builds (default: from the Cargo.toml beside the manifest).
+    #[arg(long, value_name = "NAME")]
+    pub binary: Option<String>,
+    /// markdown: list the next runs after this RFC 3339 instant (default: now).
+    #[arg(long, value_name = "RFC3339")]
+    pub after: Option<String>,
+    /// kubernetes: a Deployment running `cronslot run`, or a CronJob running `cronslot tick` [default: deployment].
+    #[arg(long, value_enum, value_name = "KIND")]
+    pub kind: Option<KubernetesKind>,
+    /// kubernetes --kind deployment: how many replicas (each slot still runs once) [default: 2].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub replicas: Option<u32>,
+    /// kubernetes: the container image with the cronslot binary (and whatever the command
+    /// jobs run) [default: ghcr.io/cronslot/cronslot:VERSION]; pin your own.
+    #[arg(long, value_name = "IMAGE")]
+    pub image: Option<String>,
+    /// kubernetes: the namespace of every object (default: none, kubectl's current one).
+    #[arg(long, value_name = "NAMESPACE")]
+    pub namespace: Option<String>,
+    /// kubernetes: the Secret whose key `url` holds the store URL [default: NAME-store].
+    #[arg(long, value_name = "SECRET")]
+    pub secret: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum RenderFormat {
+    /// AWS SAM template (AWS::Serverless::Function, built by cargo-lambda).
+    Sam,
+    /// Plain CloudFormation (no SAM transform; code from S3).
+    Cloudformation,
+    /// wrangler.toml for the Cloudflare Worker.
+    Wrangler,
+    /// A table of every job for the people who operate them.
+    Markdown,
+    /// A Deployment (`cronslot run`) or a CronJob (`cronslot tick`), with the manifest in a ConfigMap.
+    Kubernetes,
+}
 
 pub fn exec(args: RenderArgs) -> Result<(), Failure> {
     check_flags(&args)?;

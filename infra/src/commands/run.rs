@@ -10,19 +10,56 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use clap::Args;
 use cronslot_core::coord::{DeadLetter, MissReason, SkipReason};
 use cronslot_core::manifest::{Action, Manifest, parse_duration};
 use cronslot_runner::{Clock, JobSummary, LogFormat, Runner, RunnerStore, Summary, init_logging};
 use jiff::{SignedDuration, Timestamp};
 use serde::Serialize;
 
-use crate::cli::{self, Format, RunArgs};
+use crate::cli::{self, Format, ManifestInput, StoreFlag};
 use crate::exit::Failure;
 use crate::format::{Ts, to_json};
 use crate::health;
 use crate::manifest::load_manifest;
 use crate::store::StoreTarget;
 use crate::store::jobs::{sweep_in_background, warn_durability};
+
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Example (three competing workers, a minute per second, 45 minutes):\n  \
+                        cronslot run examples/cronslot.toml --store sqlite:demo-out/cronslot.db \
+                        --workers 3 --speed 60 --until +45m"
+)]
+pub struct RunArgs {
+    #[command(flatten)]
+    pub manifest: ManifestInput,
+    #[command(flatten)]
+    pub store: StoreFlag,
+    /// Clock speed: 60 makes a minute pass per second (demos and tests).
+    #[arg(long, default_value_t = 1.0)]
+    pub speed: f64,
+    /// Stop at this RFC 3339 instant, or after +DURATION (e.g. +45m) of clock time.
+    #[arg(long, value_name = "RFC3339|+DURATION")]
+    pub until: Option<String>,
+    /// Competing workers in this process, each with its own owner id.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub workers: u32,
+    /// Log lines: one per run, human-readable or JSON.
+    #[arg(long, value_enum, default_value = "pretty")]
+    pub log_format: cli::LogFormat,
+    /// Serve health probes on this address (e.g. 0.0.0.0:8080): GET
+    /// /healthz answers 200 while every worker makes progress, GET /readyz
+    /// 200 while the store answers.
+    #[arg(long, value_name = "ADDR")]
+    pub health_listen: Option<String>,
+    /// The summary printed when the runner stops: text, or json (started_at,
+    /// stopped_at, speed, workers, each job's counts and new dead letters,
+    /// duplicates_refused, claim_conflicts, store_errors, slots_run_twice,
+    /// worker_failures), printed whatever the exit code.
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: Format,
+}
 
 pub fn exec(args: RunArgs) -> Result<(), Failure> {
     let clock = clock(args.speed)?;

@@ -24,6 +24,7 @@ use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::http::{HeaderName, HeaderValue, StatusCode};
 use axum::response::Response;
+use clap::Args;
 use cronslot_core::coord::{CasCoordinator, repair_wake};
 use cronslot_core::manifest::Manifest;
 use cronslot_runner::{Clock, LocalPlatform, Runner, RunnerStore, Summary, init_logging};
@@ -33,13 +34,38 @@ use tokio::sync::{Semaphore, oneshot};
 
 use super::run::{log_format, log_warnings, refuse_function_jobs, run, verdict};
 use super::tick::TickDoc;
-use crate::cli::ServeArgs;
+use crate::cli::{LogFormat, ManifestInput, StoreFlag};
 use crate::exit::Failure;
 use crate::health;
 use crate::manifest::load_manifest;
 use crate::store::StoreTarget;
 use crate::store::jobs::{sweep_in_background, warn_durability};
 use crate::store::wait;
+
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Example (the admin routes and the jobs, on one machine):\n  \
+                        CRONSLOT_ADMIN_TOKEN=… cronslot serve cronslot.toml --run --listen 127.0.0.1:8080"
+)]
+pub struct ServeArgs {
+    #[command(flatten)]
+    pub manifest: ManifestInput,
+    #[command(flatten)]
+    pub store: StoreFlag,
+    /// The address to serve on. Anything but loopback should sit behind
+    /// TLS (a reverse proxy): the bearer tokens travel in the clear here.
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8080")]
+    pub listen: String,
+    /// Also run the jobs in this process, as `cronslot run` does.
+    #[arg(long)]
+    pub run: bool,
+    /// With --run: competing workers, each with its own owner id.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub workers: u32,
+    /// Log lines: human-readable or JSON.
+    #[arg(long, value_enum, default_value = "pretty")]
+    pub log_format: LogFormat,
+}
 
 /// Requests served at once; more wait for a turn.
 pub const MAX_IN_FLIGHT: usize = 16;

@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::time::Duration;
 
+use clap::Args;
 use cronslot_core::coord::{
     CoordError, Coordinator, DeadLetter, JobState, Lease, MissReason, Origin, SkipReason,
 };
@@ -18,12 +19,23 @@ use jiff::Timestamp;
 use serde::Serialize;
 
 use super::dlq::{DeadView, dead_view};
-use crate::cli::{Format, StatusArgs};
+use crate::cli::{Format, StoreArgs};
 use crate::exit::{Failure, coord_failure};
 use crate::format::{
     ERROR_CELL_CHARS, Ts, approx, instant_text, one_line, relative, slot_id, to_json, utc,
 };
 use crate::store::{Records, Session, wait, with_backend};
+
+#[derive(Debug, Args)]
+pub struct StatusArgs {
+    #[command(flatten)]
+    pub store: StoreArgs,
+    /// Only this job.
+    #[arg(long, value_name = "NAME")]
+    pub job: Option<String>,
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: Format,
+}
 
 /// Dead letters `status` lists per job (newest first); `dlq list` shows all.
 const STATUS_DEAD_LETTERS: usize = 3;

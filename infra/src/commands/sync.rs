@@ -2,11 +2,59 @@
 //! group match the manifest. Exit 0 when in sync or synced, 1 on AWS
 //! errors, 2 on bad input.
 
-use crate::cli::{ApiPlatform, SyncArgs};
+use clap::Args;
+
+use crate::cli::{ApiPlatform, Format, ManifestInput};
 use crate::exit::Failure;
 use crate::manifest::read_manifest;
 use crate::sync::scheduler::{self, valid_name};
 use crate::sync::{TargetFlags, desired, run};
+
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  cronslot sync aws cronslot.toml --dry-run \\\n    \
+                        --target-arn arn:aws:lambda:us-east-1:123456789012:function:jobs \\\n    \
+                        --role-arn arn:aws:iam::123456789012:role/jobs-scheduler\n  \
+                        cronslot check --live aws --manifest cronslot.toml"
+)]
+pub struct SyncArgs {
+    /// Where the schedules live.
+    #[arg(value_enum, value_name = "PLATFORM")]
+    pub platform: ApiPlatform,
+    #[command(flatten)]
+    pub manifest: ManifestInput,
+    /// The schedule group that holds the manifest's schedules (created when missing).
+    #[arg(long, value_name = "GROUP", default_value = "cronslot")]
+    pub group: String,
+    /// Name every schedule PREFIX+JOB; only schedules with the prefix are touched.
+    #[arg(long, value_name = "PREFIX", default_value = "")]
+    pub prefix: String,
+    /// Print the plan (create, update, delete, unchanged per schedule) and change nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Output format: text, or json (one document, printed also when
+    /// some schedules failed).
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: Format,
+    /// The function every schedule invokes (its ARN). Needed by the first
+    /// sync; afterwards, when left out, each schedule keeps its own and a
+    /// new one takes the group's.
+    #[arg(long, value_name = "ARN")]
+    pub target_arn: Option<String>,
+    /// The role Scheduler assumes to invoke it (lambda:InvokeFunction,
+    /// sqs:SendMessage). Like --target-arn, kept when left out.
+    #[arg(long, value_name = "ARN")]
+    pub role_arn: Option<String>,
+    /// The SQS queue undeliverable events go to (recommended). Kept when left out.
+    #[arg(long, value_name = "ARN")]
+    pub dead_letter_arn: Option<String>,
+    /// The AWS region (default: AWS_REGION or the profile's).
+    #[arg(long, value_name = "REGION")]
+    pub region: Option<String>,
+    /// The API endpoint (default: AWS_ENDPOINT_URL, else AWS's).
+    #[arg(long, value_name = "URL")]
+    pub endpoint_url: Option<String>,
+}
 
 pub fn exec(args: SyncArgs) -> Result<(), Failure> {
     let ApiPlatform::Aws = args.platform;

@@ -12,15 +12,36 @@
 //! caught up as each job's `catch_up` says. A pass with nothing due costs
 //! the store two requests, however many jobs the manifest holds.
 
+use clap::Args;
 use cronslot_runner::{Clock, Runner, Summary, init_logging};
 use serde::Serialize;
 
 use super::run::{log_format, log_warnings, refuse_function_jobs, run};
-use crate::cli::{Format, TickArgs};
+use crate::cli::{Format, LogFormat, ManifestInput, StoreFlag};
 use crate::exit::Failure;
 use crate::manifest::load_manifest;
 use crate::store::StoreTarget;
 use crate::store::jobs::sweep_once;
+
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Example (a crontab line, every minute, on any number of machines):\n  \
+                        * * * * * cronslot tick /etc/cronslot.toml --log-format json"
+)]
+pub struct TickArgs {
+    #[command(flatten)]
+    pub manifest: ManifestInput,
+    #[command(flatten)]
+    pub store: StoreFlag,
+    /// Log lines: one per run, human-readable or JSON.
+    #[arg(long, value_enum, default_value = "pretty")]
+    pub log_format: LogFormat,
+    /// The pass's report on stdout: text, or json (the document `POST
+    /// /cronslot/tick` answers with: runs, succeeded, failed_jobs,
+    /// duplicates_refused, store_errors), printed whatever the exit code.
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: Format,
+}
 
 pub fn exec(args: TickArgs) -> Result<(), Failure> {
     let target = StoreTarget::parse_for_jobs(&args.store)?;

@@ -3,12 +3,35 @@
 
 use std::fmt::Write as _;
 
+use clap::{Args, ValueEnum};
 use cronslot_core::translate::{Platform, translate as translate_schedule};
 use serde::Serialize;
 
-use crate::cli::{Format, PlatformArg, TranslateArgs};
+use crate::cli::{Format, ZoneArgs};
 use crate::exit::Failure;
 use crate::parse::build_schedule;
+
+#[derive(Debug, Args)]
+pub struct TranslateArgs {
+    /// Cron expression (five fields, Sunday = 0).
+    #[arg(value_name = "EXPR")]
+    pub expr: String,
+    /// Target dialect.
+    #[arg(long, value_enum)]
+    pub to: PlatformArg,
+    #[command(flatten)]
+    pub zone: ZoneArgs,
+    /// Output format: text, or json (expression, timezone, platform, exact,
+    /// translation, reasons), printed for an inexact expression too (exit 3).
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: Format,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PlatformArg {
+    Eventbridge,
+    Cloudflare,
+}
 
 /// `--format json`: printed whether or not an exact translation exists.
 #[derive(Serialize)]

@@ -20,6 +20,7 @@ use std::io::Write as _;
 use std::rc::Rc;
 use std::time::Instant;
 
+use clap::Args;
 use cronslot_core::coord::Trigger as ClaimTrigger;
 use cronslot_core::coord::{Claim, Coordinator, FailOutcome, Idle};
 use cronslot_core::manifest::{Action, JobSpec};
@@ -29,11 +30,22 @@ use cronslot_runtime::admin::{
 };
 use cronslot_runtime::{Jobs, Outcome, Platform, run_lease};
 
-use crate::cli::{Format, TriggerArgs};
+use crate::cli::{Format, JobArgs};
 use crate::exit::{Failure, coord_failure};
 use crate::format::{ERROR_CELL_CHARS, format_took, one_line, shell_words, slot_id, to_json, utc};
 use crate::store::admin::AdminStore;
 use crate::store::{Backend, Session, wait};
+
+/// `trigger`: the job, and how to say what happened.
+#[derive(Debug, Args)]
+pub struct TriggerArgs {
+    #[command(flatten)]
+    pub job: JobArgs,
+    /// Output format: text, or json (the admin API's trigger document,
+    /// printed also when the run failed or nothing ran).
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: Format,
+}
 
 /// `cli-<hostname>-<pid>`: who holds a lease taken by `trigger`.
 fn owner_id() -> String {

@@ -4,16 +4,29 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
+use clap::Args;
 use cronslot_core::explain::{explain, explain_dst};
 use cronslot_core::manifest::Manifest;
 use jiff::Timestamp;
 use serde::Serialize;
 
-use crate::cli::{Format, ValidateArgs};
+use crate::cli::{Format, ManifestInput};
 use crate::exit::Failure;
 use crate::format::{Ts, local, to_json, utc};
 use crate::manifest::load_manifest;
 use crate::parse::parse_instant;
+
+#[derive(Debug, Args)]
+pub struct ValidateArgs {
+    #[command(flatten)]
+    pub manifest: ManifestInput,
+    /// Print the next slots after this RFC 3339 instant (default: now).
+    #[arg(long, value_name = "RFC3339")]
+    pub after: Option<String>,
+    /// Output format: text, or json for scripts.
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: Format,
+}
 
 pub fn exec(args: ValidateArgs) -> Result<(), Failure> {
     let path = args.manifest.path();
