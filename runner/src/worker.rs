@@ -16,14 +16,14 @@ use std::rc::Rc;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use std::collections::HashSet;
-
 use cronslot_core::coord::{
     CasCoordinator, Claim, Coordinator, EffectLedger, Idle, Lease, SlotId, StateStore, TickIndex,
     Trigger, decide, format_instant,
 };
 use cronslot_core::manifest::JobSpec;
-use cronslot_runtime::{Jobs, MAX_WOKEN_PER_TICK, Platform, TickJob, TickPlan, run_lease};
+use cronslot_runtime::{
+    Jobs, Platform, TickJob, TickPlan, TickServer, TickWork, run_lease, tick_with,
+};
 use jiff::Timestamp;
 use tokio::sync::{Notify, watch};
 use tokio::task::JoinSet;
@@ -226,21 +226,32 @@ impl<S: RunnerStore> Worker<S> {
         }
     }
 
-    /// One tick: the store's mark and woken jobs, the manifest's slots
-    /// since the mark; claims each of those jobs, then moves the mark past
-    /// every slot whose job was served. Returns when to look again, if
-    /// sooner than the poll.
+    /// One tick, the runtime's (the same on every platform): the store's
+    /// mark and woken jobs, the manifest's slots since the mark; claims each
+    /// of those jobs in turn (their runs go on in tasks of their own), then
+    /// moves the mark past every slot whose job was served. Returns when to
+    /// look again, if sooner than the poll.
     async fn tick(
         self: &Rc<Self>,
         runs: &mut JoinSet<()>,
         expected: &mut HashMap<usize, Timestamp>,
     ) -> Option<Timestamp> {
-        let store = self.coordinator.store();
-        let start = match store
-            .tick_start(self.clock().now(), MAX_WOKEN_PER_TICK)
-            .await
+        let platform = LocalPlatform::new(self.clock().clone());
+        let mut server = RunnerTick {
+            worker: self,
+            runs,
+            expected,
+        };
+        let report = match tick_with(
+            &self.plan,
+            self.coordinator.store(),
+            &platform,
+            None,
+            &mut server,
+        )
+        .await
         {
-            Ok(start) => start,
+            Ok(report) => report,
             Err(e) => {
                 self.shared.watch.health.store_failed(&e.to_string());
                 self.shared.tally().store_error();
@@ -250,34 +261,12 @@ impl<S: RunnerStore> Worker<S> {
                 return Some(add(self.clock().now(), pause));
             }
         };
-        self.shared.watch.health.store_ok();
-        if let Some(mark) = start.mark.filter(|m| *m > start.now) {
-            warn_ahead_once(mark, start.now);
-        }
-        let work = self.plan.work(&start);
-        let mut wake: Option<Timestamp> = None;
-        let mut unserved = HashSet::new();
-        for job in &work.jobs {
-            let Some(index) = self.plan.position(job.spec.name.as_str()) else {
-                continue;
-            };
-            if let Some(slot) = job.planned {
-                expected.insert(index, slot);
-            }
-            let (next, failed) = self.claim_due(index, job, runs, expected).await;
-            if failed {
-                unserved.insert(job.spec.name.as_str());
-            }
-            if let Some(t) = next {
-                wake = Some(wake.map_or(t, |w| w.min(t)));
-            }
-        }
-        if let Err(e) = store.tick_end(work.mark(&unserved)).await {
+        if let Some(e) = &report.mark_error {
             // The next tick plans a longer window: the same jobs again,
             // which the store answers as already claimed. Nothing is lost.
             tracing::warn!(owner = %self.owner, error = %e, "cannot move the tick mark");
         }
-        wake
+        report.served.iter().filter_map(|(next, _)| *next).min()
     }
 
     /// Claims every due slot of one job; returns when to look again, and
@@ -453,4 +442,50 @@ fn warn_ahead_once(mark: Timestamp, now: Timestamp) {
              (a faster clock used it before): those slots wait until the clock gets there"
         );
     });
+}
+
+/// How a worker serves a tick: every job is admitted; each is claimed in
+/// turn until it is idle, and each lease claimed runs in a task of its own.
+/// A job's answer is when to look again and whether its claim failed.
+struct RunnerTick<'a, S: RunnerStore> {
+    worker: &'a Rc<Worker<S>>,
+    runs: &'a mut JoinSet<()>,
+    expected: &'a mut HashMap<usize, Timestamp>,
+}
+
+impl<S: RunnerStore> TickServer for RunnerTick<'_, S> {
+    type Served = (Option<Timestamp>, bool);
+    type Refusal = std::convert::Infallible;
+
+    fn admit(&self, _job: &TickJob) -> Result<(), Self::Refusal> {
+        Ok(())
+    }
+
+    async fn serve(
+        &mut self,
+        work: &TickWork,
+        jobs: &[&TickJob],
+    ) -> Vec<(Option<Timestamp>, bool)> {
+        let worker = self.worker;
+        worker.shared.watch.health.store_ok();
+        if let Some(mark) = work.start_mark.filter(|m| *m > work.now) {
+            warn_ahead_once(mark, work.now);
+        }
+        let mut answers = Vec::with_capacity(jobs.len());
+        for job in jobs {
+            let Some(index) = worker.plan.position(job.spec.name.as_str()) else {
+                answers.push((None, false));
+                continue;
+            };
+            if let Some(slot) = job.planned {
+                self.expected.insert(index, slot);
+            }
+            answers.push(worker.claim_due(index, job, self.runs, self.expected).await);
+        }
+        answers
+    }
+
+    fn claim_failed(served: &(Option<Timestamp>, bool)) -> bool {
+        served.1
+    }
 }

@@ -62,5 +62,8 @@ pub use run::{
     MAX_RUNS_PER_TRIGGER, MoreDue, RECORD_RETRY, RunLine, RunReport, ServeOptions, Served,
     run_lease, serve,
 };
-pub use tick::{MAX_WOKEN_PER_TICK, TickJob, TickOptions, TickPlan, TickReport, TickWork, tick};
+pub use tick::{
+    MAX_WOKEN_PER_TICK, TickJob, TickOptions, TickPlan, TickReport, TickServer, TickWork, tick,
+    tick_with,
+};
 pub use virtual_platform::VirtualPlatform;

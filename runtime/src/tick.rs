@@ -73,6 +73,9 @@ impl TickJob {
 /// What a tick serves, from the store's [`TickStart`].
 #[derive(Debug, Clone)]
 pub struct TickWork {
+    /// The mark the store held when the tick started (`None` on a store's
+    /// first tick).
+    pub start_mark: Option<Timestamp>,
     /// The window's start: the mark, or (on a store's first tick) a minute
     /// before its end.
     pub after: Timestamp,
@@ -175,6 +178,7 @@ impl TickPlan {
             }
         }
         TickWork {
+            start_mark: start.mark,
             after,
             now: start.now,
             jobs,
@@ -198,15 +202,42 @@ pub struct TickOptions<'a> {
     pub more_due: Option<MoreDue<'a>>,
 }
 
+/// How a platform serves a tick's jobs: which of them it admits, and how it
+/// claims and runs them. The tick itself (the store's mark and wake index,
+/// the manifest's plan, the bound on jobs, the deadline's margin, where the
+/// mark moves) is [`tick_with`]'s, the same on every platform.
+#[allow(async_fn_in_trait)]
+pub trait TickServer {
+    /// What serving one job came to.
+    type Served;
+    /// Why a job is not served on this platform (a configuration that the
+    /// next tick would refuse again, so it does not hold the mark).
+    type Refusal;
+
+    /// Whether `job` may be served here.
+    fn admit(&self, job: &TickJob) -> Result<(), Self::Refusal>;
+
+    /// Serves `jobs` (the admitted ones within the bound, in the tick's
+    /// order), at once or in turn; one answer per job, in order. Called
+    /// once per tick, with no jobs too.
+    async fn serve(&mut self, work: &TickWork, jobs: &[&TickJob]) -> Vec<Self::Served>;
+
+    /// Whether a job's claim failed on the store before it ran anything:
+    /// the job holds the mark, so the next tick plans it again.
+    fn claim_failed(served: &Self::Served) -> bool;
+}
+
 /// What one tick did.
 #[derive(Debug)]
-pub struct TickReport {
+pub struct TickReport<S = Served, R = std::convert::Infallible> {
     /// The window and the jobs it served.
     pub work: TickWork,
-    /// Each served job's runs and last answer, in the order of
-    /// `work.jobs`. Shorter than `work.jobs` when the platform's deadline
-    /// left jobs unserved.
-    pub served: Vec<Served>,
+    /// Each served job's answer, in the order of the admitted jobs of
+    /// `work.jobs`. Shorter than them when the platform's deadline or the
+    /// bound on jobs left jobs unserved.
+    pub served: Vec<S>,
+    /// The jobs the platform refused, with why (they do not hold the mark).
+    pub refused: Vec<R>,
     /// The mark the tick wrote.
     pub mark: Timestamp,
     /// Why the mark could not be written (the next tick plans a longer
@@ -235,51 +266,115 @@ where
     C: Coordinator + 'static,
     I: TickIndex,
 {
+    let mut server = ServeAtOnce {
+        coordinator,
+        jobs,
+        platform,
+        options,
+    };
+    tick_with(plan, index, &**platform, options.max_jobs, &mut server).await
+}
+
+/// The runtime's own way of serving a tick: every job at once, each as
+/// [`serve`] does (claim, run, record, until nothing is due).
+struct ServeAtOnce<'a, C> {
+    coordinator: &'a Rc<C>,
+    jobs: &'a Jobs,
+    platform: &'a Rc<dyn Platform>,
+    options: &'a TickOptions<'a>,
+}
+
+impl<C: Coordinator + 'static> TickServer for ServeAtOnce<'_, C> {
+    type Served = Served;
+    type Refusal = std::convert::Infallible;
+
+    fn admit(&self, _job: &TickJob) -> Result<(), Self::Refusal> {
+        Ok(())
+    }
+
+    async fn serve(&mut self, _work: &TickWork, jobs: &[&TickJob]) -> Vec<Served> {
+        let (coordinator, registry, platform) = (self.coordinator, self.jobs, self.platform);
+        let serving = jobs.iter().map(|job| {
+            let serve_options = ServeOptions {
+                owner: self.options.owner,
+                trigger: job.trigger(),
+                retry_within: self.options.retry_within,
+                more_due: self.options.more_due,
+            };
+            async move { serve(coordinator, &job.spec, registry, platform, &serve_options).await }
+        });
+        join_all(serving.collect()).await
+    }
+
+    fn claim_failed(served: &Served) -> bool {
+        served.claim_error.is_some() && served.runs.is_empty()
+    }
+}
+
+/// One tick, served by `server`: reads the mark and the woken jobs (one
+/// request), plans the jobs with something due, lets `server` admit and
+/// serve them (at most `max_jobs`, none when the platform's deadline is too
+/// close), and moves the mark past every slot whose job was served (one
+/// request). A job the server refused does not hold the mark.
+///
+/// # Errors
+///
+/// Only when the store cannot say where to start ([`TickIndex::tick_start`]
+/// failed): then nothing was claimed.
+pub async fn tick_with<I, T>(
+    plan: &TickPlan,
+    index: &I,
+    platform: &dyn Platform,
+    max_jobs: Option<usize>,
+    server: &mut T,
+) -> Result<TickReport<T::Served, T::Refusal>, StoreError>
+where
+    I: TickIndex,
+    T: TickServer,
+{
     let start = index.tick_start(platform.now(), MAX_WOKEN_PER_TICK).await?;
     let work = plan.work(&start);
     let too_late = platform
         .deadline()
         .is_some_and(|d| d.cut_runs_at.duration_since(platform.now()) < START_MARGIN);
+    let mut refused = Vec::new();
+    let mut admitted: Vec<&TickJob> = Vec::new();
+    for job in &work.jobs {
+        match server.admit(job) {
+            Ok(()) => admitted.push(job),
+            Err(why) => refused.push(why),
+        }
+    }
     let mut left = None;
-    let budget = options.max_jobs.unwrap_or(usize::MAX).min(work.jobs.len());
-    if budget < work.jobs.len() {
+    let budget = max_jobs.unwrap_or(usize::MAX).min(admitted.len());
+    if budget < admitted.len() {
         left = Some((
-            work.jobs.len() - budget,
+            admitted.len() - budget,
             format!("a tick serves at most {budget} jobs here: the next tick serves the rest"),
         ));
     }
-    let served = if too_late {
+    let serving: &[&TickJob] = if too_late {
         left = Some((
-            work.jobs.len(),
+            admitted.len(),
             "the invocation's deadline is too close to start: the next tick serves them".into(),
         ));
-        Vec::new()
+        &[]
     } else {
-        let serving = work.jobs.iter().take(budget).map(|job| {
-            let serve_options = ServeOptions {
-                owner: options.owner,
-                trigger: job.trigger(),
-                retry_within: options.retry_within,
-                more_due: options.more_due,
-            };
-            async move { serve(coordinator, &job.spec, jobs, platform, &serve_options).await }
-        });
-        join_all(serving.collect()).await
+        &admitted[..budget]
     };
-    let mut unserved: HashSet<&str> = work
-        .jobs
+    let mut served = server.serve(&work, serving).await;
+    served.truncate(serving.len());
+    let mut unserved: HashSet<&str> = admitted
         .iter()
         .skip(served.len())
         .map(|j| j.spec.name.as_str())
         .collect();
-    for (job, s) in work.jobs.iter().zip(&served) {
-        if s.claim_error.is_some() && s.runs.is_empty() {
+    for (job, s) in admitted.iter().zip(&served) {
+        if T::claim_failed(s) {
             unserved.insert(job.spec.name.as_str());
         }
     }
-    let failed = unserved
-        .len()
-        .saturating_sub(work.jobs.len() - served.len());
+    let failed = unserved.len().saturating_sub(admitted.len() - served.len());
     if failed > 0 && left.is_none() {
         left = Some((
             failed,
@@ -312,6 +407,7 @@ where
     Ok(TickReport {
         work,
         served,
+        refused,
         mark,
         mark_error,
         left,

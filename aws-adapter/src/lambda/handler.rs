@@ -3,7 +3,7 @@
 //! memory with a fake clock and a fake deadline, without the Lambda runtime.
 
 use std::cell::Cell;
-use std::collections::{BTreeMap, HashSet};
+use std::collections::BTreeMap;
 use std::rc::Rc;
 use std::time::Duration;
 
@@ -15,8 +15,8 @@ use cronslot_core::coord::{
 use cronslot_core::manifest::{JobSpec, Manifest, format_duration};
 use cronslot_core::translate::{Platform as Dialect, dedicated};
 use cronslot_runtime::{
-    JobError, Jobs, MAX_WOKEN_PER_TICK, Outcome, Platform, RunReport, ServeOptions, TickPlan,
-    idle_reason, serve,
+    JobError, Jobs, Outcome, Platform, RunReport, ServeOptions, TickJob, TickPlan, TickServer,
+    TickWork, idle_reason, serve, tick_with,
 };
 use jiff::Timestamp;
 use serde_json::{Value, json};
@@ -220,48 +220,38 @@ impl<S: StateStore + EffectLedger + TickIndex + 'static> Handler<S> {
         self.conclude(inv, reports, summary)
     }
 
-    /// A tick: the store's mark and woken jobs, and the manifest's slots
-    /// since the mark, say which jobs to serve (docs/design.md §11); they
-    /// are served at once, and the mark moves past every slot whose job was
-    /// served. A job refused for its configuration does not hold the mark
-    /// (it would hold it for ever): its error fails the invocation.
+    /// A tick: the runtime's, the same on every platform (docs/design.md
+    /// §11): the store's mark and woken jobs, and the manifest's slots since
+    /// the mark, say which jobs to serve; they are served at once, and the
+    /// mark moves past every slot whose job was served. A job refused for
+    /// its configuration (a lease shorter than the invocation) does not hold
+    /// the mark (it would hold it for ever): its error fails the invocation.
     async fn tick(
         &self,
         coord: &Coord<S>,
         inv: &Invocation,
         now: Timestamp,
     ) -> Result<(Vec<JobReport>, Value), HandlerError> {
-        let start = match coord
-            .store()
-            .inner()
-            .tick_start(now, MAX_WOKEN_PER_TICK)
-            .await
+        let platform = self.platform.until(inv.deadline);
+        let mut server = LambdaTick {
+            handler: self,
+            coord,
+            inv,
+            now,
+        };
+        let report = match tick_with(
+            &self.tick_plan,
+            coord.store().inner(),
+            &platform,
+            None,
+            &mut server,
+        )
+        .await
         {
-            Ok(start) => start,
+            Ok(report) => report,
             Err(e) => return Err(self.fail_with(inv, None, tick_error("read the tick mark", &e))),
         };
-        let work = self.tick_plan.work(&start);
-        let mut refused = Vec::new();
-        let mut served = Vec::new();
-        let mut serving = Vec::new();
-        for job in &work.jobs {
-            match self.check_lease(&job.spec, inv, now) {
-                Ok(()) => {
-                    served.push(job.spec.name.as_str());
-                    serving.push(self.serve(coord, job.spec.clone(), job.trigger(), inv));
-                }
-                Err(e) => refused.push(e),
-            }
-        }
-        let mut reports = join_all(serving).await;
-        let unserved: HashSet<&str> = served
-            .iter()
-            .zip(&reports)
-            .filter(|(_, r)| r.claim_failed)
-            .map(|(name, _)| *name)
-            .collect();
-        let mark = work.mark(&unserved);
-        if let Err(e) = coord.store().inner().tick_end(mark).await {
+        if let Some(e) = &report.mark_error {
             // The next tick plans a longer window, the same jobs again:
             // their records answer that the slots are taken.
             self.emit(&json!({
@@ -271,21 +261,27 @@ impl<S: StateStore + EffectLedger + TickIndex + 'static> Handler<S> {
                 "error": e.to_string(),
             }));
         }
-        reports.push(JobReport {
-            runs: Vec::new(),
-            idle: Vec::new(),
-            errors: refused,
-            claim_failed: false,
-        });
+        let work = &report.work;
         let planned = work.jobs.iter().filter(|j| j.planned.is_some()).count();
-        let summary = json!({
+        let mut summary = json!({
             "trigger": "tick",
             "window_start": format_instant(work.after),
             "window_end": format_instant(work.now),
             "planned": planned,
             "woken": work.jobs.len() - planned,
             "unknown_woken": work.unknown,
-            "mark": format_instant(mark),
+            "mark": format_instant(report.mark),
+        });
+        if let (Some((count, why)), Value::Object(map)) = (&report.left, &mut summary) {
+            map.insert("left".into(), Value::from(*count));
+            map.insert("left_because".into(), Value::from(why.as_str()));
+        }
+        let mut reports = report.served;
+        reports.push(JobReport {
+            runs: Vec::new(),
+            idle: Vec::new(),
+            errors: report.refused,
+            claim_failed: false,
         });
         Ok((reports, summary))
     }
@@ -515,6 +511,37 @@ fn more_due<S>(coord: &Coord<S>, spec: &JobSpec, now: Timestamp) -> bool {
     coord
         .known(spec.name.as_str())
         .is_some_and(|record| decide::more_due(spec, &record.value, now))
+}
+
+/// How the Lambda serves a tick: a job is admitted when its lease outlasts
+/// the invocation; admitted jobs are served at once, each with the
+/// handler's own run loop and log lines.
+struct LambdaTick<'a, S> {
+    handler: &'a Handler<S>,
+    coord: &'a Coord<S>,
+    inv: &'a Invocation,
+    now: Timestamp,
+}
+
+impl<S: StateStore + EffectLedger + TickIndex + 'static> TickServer for LambdaTick<'_, S> {
+    type Served = JobReport;
+    type Refusal = HandlerError;
+
+    fn admit(&self, job: &TickJob) -> Result<(), HandlerError> {
+        self.handler.check_lease(&job.spec, self.inv, self.now)
+    }
+
+    async fn serve(&mut self, _work: &TickWork, jobs: &[&TickJob]) -> Vec<JobReport> {
+        let serving = jobs.iter().map(|job| {
+            self.handler
+                .serve(self.coord, job.spec.clone(), job.trigger(), self.inv)
+        });
+        join_all(serving.collect()).await
+    }
+
+    fn claim_failed(served: &JobReport) -> bool {
+        served.claim_failed
+    }
 }
 
 /// The invocation's error when the tick's own store requests fail.

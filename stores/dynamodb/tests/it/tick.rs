@@ -218,8 +218,9 @@ async fn tick_requests() {
     );
     setup.counts.reset();
 
-    // A whole tick through the runtime with nothing due: three hourly
-    // jobs, the mark at their last slot, now half an hour later.
+    // A whole tick through the runtime's tick (the one the Lambda, the
+    // runner and the Worker all run) with nothing due: three hourly jobs,
+    // the mark at their last slot, now half an hour later.
     let specs: Vec<Rc<_>> = ["a", "b", "c"]
         .iter()
         .map(|n| Rc::new(job("tick-idle", n, "schedule = \"0 * * * *\"")))
