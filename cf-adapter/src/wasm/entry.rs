@@ -7,7 +7,7 @@ use std::rc::Rc;
 use std::time::Duration;
 
 use cronslot_core::coord::exec::join_all;
-use cronslot_core::coord::{JobError, format_instant};
+use cronslot_core::coord::{CoordError, JobError, format_instant};
 use cronslot_core::manifest::{JobSpec, Manifest, load_precompiled};
 use cronslot_runtime::http::{BODY_EXCERPT, HttpFailure, HttpRequest, HttpResponse};
 use cronslot_runtime::{
@@ -21,7 +21,7 @@ use worker::{
 
 use super::transport::StubTransport;
 use super::{OBJECT_BINDING, now, random_seed};
-use crate::admin::{self, AdminRequest, AdminRoute};
+use crate::admin::{self, AdminRequest};
 use crate::client::{ObjectClient, TickClient};
 use crate::dispatch::{dispatch, is_tick, tick_planned};
 use crate::run::{Line, RETRY_WITHIN_EVENT, lines, tick_lines};
@@ -372,26 +372,44 @@ impl Cronslot {
             Some(Err(reply_)) => return reply(reply_),
             Some(Ok(route)) => route,
         };
-        let client = Cronslot::client(&env)?;
-        if let AdminRoute::Trigger { job } = &route {
-            let Some(spec) = manifest.jobs.iter().find(|j| j.name == *job) else {
-                return Response::error("not found", 404);
-            };
-            let spec = Rc::new(spec.clone());
-            let owner = format!("cf:manual:{:016x}", random_seed());
-            let platform: Rc<dyn Platform> = Rc::new(WorkerPlatform {
-                clock: Rc::new(now),
-            });
-            let outcome = admin::trigger_run(&spec, &client, &owner, &self.jobs, &platform).await;
-            return reply(admin::trigger_reply(&spec, &outcome));
-        }
-        if let AdminRoute::Repair { after } = &route {
-            let page = admin::repair_page(manifest, after.as_deref(), |spec| {
-                client.repair_wake(spec.name.as_str())
-            });
-            return reply(page.await);
-        }
-        reply(admin::execute(&route, manifest, &*client, now()).await)
+        let host = WorkerHost {
+            client: Cronslot::client(&env)?,
+            jobs: &self.jobs,
+        };
+        reply(admin::dispatch(&route, manifest, &host, now()).await)
+    }
+}
+
+/// The Worker as the admin routes' host: each job's Durable Object through
+/// its client, the registered functions, and the isolate's clock.
+struct WorkerHost<'a> {
+    client: Rc<Client>,
+    jobs: &'a Jobs,
+}
+
+impl admin::AdminHost for WorkerHost<'_> {
+    type Coordinator = Client;
+
+    fn coordinator(&self) -> &Rc<Client> {
+        &self.client
+    }
+
+    fn trigger_owner(&self) -> String {
+        format!("cf:manual:{:016x}", random_seed())
+    }
+
+    fn jobs(&self) -> &Jobs {
+        self.jobs
+    }
+
+    fn platform(&self) -> Rc<dyn Platform> {
+        Rc::new(WorkerPlatform {
+            clock: Rc::new(now),
+        })
+    }
+
+    async fn repair_wake(&self, job: &str) -> Result<Option<Timestamp>, CoordError> {
+        self.client.repair_wake(job).await
     }
 }
 

@@ -25,11 +25,12 @@ use axum::extract::{Request, State};
 use axum::http::{HeaderName, HeaderValue, StatusCode};
 use axum::response::Response;
 use clap::Args;
-use cronslot_core::coord::{CasCoordinator, repair_wake};
+use cronslot_core::coord::{CasCoordinator, CoordError, repair_wake};
 use cronslot_core::manifest::Manifest;
 use cronslot_runner::{Clock, LocalPlatform, Runner, RunnerStore, Summary, init_logging};
-use cronslot_runtime::admin::{self, AdminRequest, AdminRoute, ErrorKind, Reply};
+use cronslot_runtime::admin::{self, AdminHost, AdminRequest, AdminRoute, ErrorKind, Reply};
 use cronslot_runtime::{Jobs, Platform};
+use jiff::Timestamp;
 use tokio::sync::{Semaphore, oneshot};
 
 use super::run::{log_format, log_warnings, refuse_function_jobs, run, verdict};
@@ -335,39 +336,51 @@ impl Work {
 }
 
 fn admin_route<S: RunnerStore>(server: &Server<S>, route: &AdminRoute) -> Reply {
-    let manifest = &server.manifest;
-    let coord = CasCoordinator::new(server.store.clone(), seed());
-    match route {
-        AdminRoute::Trigger { job } => {
-            let Some(spec) = manifest.job(job.as_str()) else {
-                return Reply::error(404, ErrorKind::NotFound, "no such job");
-            };
-            let spec = Rc::new(spec.clone());
-            let platform: Rc<dyn Platform> = Rc::new(LocalPlatform::new(server.clock.clone()));
-            let owner = format!("serve-{}", std::process::id());
-            let coord = Rc::new(coord);
-            let outcome = wait(admin::trigger_run(
-                &spec,
-                &coord,
-                &owner,
-                &Jobs::new(),
-                &platform,
-            ));
-            admin::trigger_reply(&spec, &outcome)
-        }
-        AdminRoute::Repair { after } => {
-            let store = &server.store;
-            wait(admin::repair_page(
-                manifest,
-                after.as_deref(),
-                |spec| async move {
-                    repair_wake(store, spec.name.as_str())
-                        .await
-                        .map_err(cronslot_core::coord::CoordError::Store)
-                },
-            ))
-        }
-        route => wait(admin::execute(route, manifest, &coord, server.clock.now())),
+    let host = ServeHost {
+        server,
+        coordinator: Rc::new(CasCoordinator::new(server.store.clone(), seed())),
+        jobs: Jobs::new(),
+    };
+    wait(admin::dispatch(
+        route,
+        &server.manifest,
+        &host,
+        server.clock.now(),
+    ))
+}
+
+/// `cronslot serve` as the admin routes' host: the store this process
+/// opened, its clock, and no Rust functions (a manual trigger runs command
+/// and http jobs).
+struct ServeHost<'a, S> {
+    server: &'a Server<S>,
+    coordinator: Rc<CasCoordinator<S>>,
+    jobs: Jobs,
+}
+
+impl<S: RunnerStore> AdminHost for ServeHost<'_, S> {
+    type Coordinator = CasCoordinator<S>;
+
+    fn coordinator(&self) -> &Rc<CasCoordinator<S>> {
+        &self.coordinator
+    }
+
+    fn trigger_owner(&self) -> String {
+        format!("serve-{}", std::process::id())
+    }
+
+    fn jobs(&self) -> &Jobs {
+        &self.jobs
+    }
+
+    fn platform(&self) -> Rc<dyn Platform> {
+        Rc::new(LocalPlatform::new(self.server.clock.clone()))
+    }
+
+    async fn repair_wake(&self, job: &str) -> Result<Option<Timestamp>, CoordError> {
+        repair_wake(&self.server.store, job)
+            .await
+            .map_err(CoordError::Store)
     }
 }
 

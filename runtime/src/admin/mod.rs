@@ -46,6 +46,7 @@ mod auth;
 mod dashboard;
 mod docs;
 mod execute;
+mod host;
 mod metrics;
 mod query;
 mod repair;
@@ -64,6 +65,7 @@ pub use docs::{
     StatusDoc, TriggerDoc, TriggerKind, UncheckedJob,
 };
 pub use execute::{execute, job_report};
+pub use host::{AdminHost, dispatch};
 pub use metrics::prometheus_text;
 pub use repair::{REPAIR_PAGE, repair_page};
 pub use route::route;

@@ -1,0 +1,71 @@
+//! One admin host: what a platform gives the admin routes, so that the
+//! route dispatch is written once. The Worker and `cronslot serve` only
+//! translate HTTP to an [`AdminRequest`](super::AdminRequest) and a
+//! [`Reply`] back; which route runs, and how, is decided here.
+
+use std::rc::Rc;
+
+use cronslot_core::coord::{CoordError, Coordinator};
+use cronslot_core::manifest::Manifest;
+use jiff::Timestamp;
+
+use super::{AdminRoute, ErrorKind, Reply, execute, repair_page, trigger_reply, trigger_run};
+use crate::{Jobs, Platform};
+
+/// What the admin routes need of the platform that serves them.
+#[allow(async_fn_in_trait)]
+pub trait AdminHost {
+    /// The coordinator over the platform's store.
+    type Coordinator: Coordinator + 'static;
+
+    /// The coordinator the routes read and act through.
+    fn coordinator(&self) -> &Rc<Self::Coordinator>;
+
+    /// The owner of a manual trigger's lease.
+    fn trigger_owner(&self) -> String;
+
+    /// The Rust functions a manual trigger may run (none for a host that
+    /// has no functions: its command and http jobs still run).
+    fn jobs(&self) -> &Jobs;
+
+    /// The platform a manual trigger's run uses (its clock, its HTTP
+    /// sender, its process runner).
+    fn platform(&self) -> Rc<dyn Platform>;
+
+    /// Gives `job`'s record the wake it lacks, if it has none (the repair
+    /// route); answers the wake.
+    async fn repair_wake(&self, job: &str) -> Result<Option<Timestamp>, CoordError>;
+}
+
+/// Serves an authorised route on `host`, judged at `now`.
+pub async fn dispatch<H: AdminHost>(
+    route: &AdminRoute,
+    manifest: &Manifest,
+    host: &H,
+    now: Timestamp,
+) -> Reply {
+    match route {
+        AdminRoute::Trigger { job } => {
+            let Some(spec) = manifest.job(job.as_str()) else {
+                return Reply::error(404, ErrorKind::NotFound, "no such job");
+            };
+            let spec = Rc::new(spec.clone());
+            let outcome = trigger_run(
+                &spec,
+                host.coordinator(),
+                &host.trigger_owner(),
+                host.jobs(),
+                &host.platform(),
+            )
+            .await;
+            trigger_reply(&spec, &outcome)
+        }
+        AdminRoute::Repair { after } => {
+            repair_page(manifest, after.as_deref(), |spec| {
+                host.repair_wake(spec.name.as_str())
+            })
+            .await
+        }
+        route => execute(route, manifest, &**host.coordinator(), now).await,
+    }
+}
