@@ -65,6 +65,7 @@ mod platform;
 mod records_seen;
 pub mod runner;
 pub mod summary;
+mod watch;
 mod worker;
 
 /// The embedded default store, the runner's default (`cronslot-sqlite`).

@@ -14,7 +14,7 @@ use tokio::sync::watch;
 
 use crate::clock::Clock;
 use crate::http::HttpClient;
-use crate::worker::{Stop, Watch};
+use crate::watch::{Stop, Watch};
 
 /// One worker's platform (or `cronslot trigger`'s).
 pub struct LocalPlatform {

@@ -52,7 +52,8 @@ use cronslot_sqlite::SqliteStore;
 
 use crate::platform::LocalPlatform;
 use crate::summary::{Summary, SummaryInput, Tally, summarize};
-use crate::worker::{RunnerStore, Shared, Stop, Watch, Worker};
+use crate::watch::{Stop, Watch};
+use crate::worker::{RunnerStore, Shared, Worker};
 
 /// The most workers one runner starts.
 pub const MAX_WORKERS: u32 = 64;

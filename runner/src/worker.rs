@@ -13,7 +13,7 @@
 
 use std::collections::HashMap;
 use std::rc::Rc;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, MutexGuard};
 use std::time::Duration;
 
 use cronslot_core::coord::{
@@ -29,10 +29,10 @@ use tokio::sync::{Notify, watch};
 use tokio::task::JoinSet;
 
 use crate::clock::{Clock, add};
-use crate::health::Health;
 use crate::log::emit_run;
 use crate::platform::LocalPlatform;
 use crate::summary::Tally;
+pub(crate) use crate::watch::{Stop, Watch};
 use cronslot_sqlite::SqliteStore;
 
 /// The coordinator every worker of the local runner uses on its default
@@ -62,17 +62,6 @@ const MIN_REAL_STORE_RETRY: Duration = Duration::from_millis(250);
 /// starts on time whatever the poll.
 const MINUTE: i64 = 60;
 
-/// What the runner asks of its workers.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Stop {
-    Running,
-    /// Claim nothing more; let the running jobs finish.
-    Graceful,
-    /// Stop the running jobs too (they are reported as transient failures,
-    /// so their slots are retried).
-    Now,
-}
-
 /// A store the runner's workers share: the state store, the effect ledger
 /// and the tick index, used from several threads at once (each worker
 /// thread runs its own current-thread tokio runtime). SQLite, PostgreSQL
@@ -84,21 +73,6 @@ pub trait RunnerStore:
 }
 
 impl<S: StateStore + EffectLedger + TickIndex + Clone + Send + Sync + 'static> RunnerStore for S {}
-
-/// What the runner, its workers and their platforms watch together: the
-/// tally of claims and runs, and the runner's health.
-pub(crate) struct Watch {
-    pub tally: Mutex<Tally>,
-    pub health: Arc<Health>,
-}
-
-impl Watch {
-    pub(crate) fn tally(&self) -> MutexGuard<'_, Tally> {
-        // The tally holds plain counters: a panic elsewhere cannot leave it
-        // half-updated in a way that matters more than losing the summary.
-        self.tally.lock().unwrap_or_else(|p| p.into_inner())
-    }
-}
 
 /// What every worker of a runner shares.
 pub(crate) struct Shared<S> {

@@ -27,14 +27,7 @@ use super::http::HttpRunner;
 use super::init::{self, InitError};
 use super::log::{self, LogSink};
 use super::observe::{FateWatcher, Fates, Observed};
-use super::platform::LambdaPlatform;
-
-/// Supplies `now`: the system clock in Lambda, a fake one in tests.
-pub type Clock = Rc<dyn Fn() -> Timestamp>;
-
-/// A run is cut this long before the invocation's deadline, so that its
-/// failure can still be written before Lambda stops the process.
-pub const RESERVE: Duration = Duration::from_secs(1);
+use super::platform::{Clock, LambdaPlatform};
 
 /// Another due slot is claimed only if the time left exceeds the longest
 /// run so far in this invocation by this much.

@@ -115,10 +115,9 @@ mod runtime;
 
 pub use cronslot_runtime::{JobError, Jobs, LocalFuture, RunContext};
 pub use error::{ErrorKind, HandlerError};
-pub use handler::{
-    CATCH_UP_MARGIN, Clock, Handler, Host, Invocation, MAX_RUNS, RESERVE, StoreFactory,
-};
+pub use handler::{CATCH_UP_MARGIN, Handler, Host, Invocation, MAX_RUNS, StoreFactory};
 pub use init::{ENDPOINT_ENV, InitError, MANIFEST_ENV, ManifestSource, TABLE_ENV, check};
 pub use observe::{FateWatcher, Fates, Observed};
+pub use platform::{Clock, RESERVE};
 #[cfg(feature = "lambda")]
 pub use runtime::{Error, run, serve};

@@ -10,8 +10,14 @@ use cronslot_runtime::http::{HttpFailure, HttpRequest, HttpResponse};
 use cronslot_runtime::{LocalFuture, Platform, PlatformDeadline};
 use jiff::{SignedDuration, Timestamp};
 
-use super::handler::{Clock, RESERVE};
 use super::http::HttpRunner;
+
+/// Supplies `now`: the system clock in Lambda, a fake one in tests.
+pub type Clock = Rc<dyn Fn() -> Timestamp>;
+
+/// A run is cut this long before the invocation's deadline, so that its
+/// failure can still be written before Lambda stops the process.
+pub const RESERVE: Duration = Duration::from_secs(1);
 
 /// The platform of the function, or of one invocation ([`LambdaPlatform::until`]).
 #[derive(Clone)]

@@ -13,8 +13,9 @@ use jiff::{SignedDuration, Timestamp};
 use lambda_runtime::{LambdaEvent, service_fn};
 use serde_json::{Value, json};
 
-use super::handler::{Handler, Host, Invocation, RESERVE};
+use super::handler::{Handler, Host, Invocation};
 use super::init::{ENDPOINT_ENV, InitError, MANIFEST_ENV, ManifestSource, TABLE_ENV};
+use super::platform::RESERVE;
 use cronslot_runtime::Jobs;
 
 use crate::dynamo::DynamoStore;
