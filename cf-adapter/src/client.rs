@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use cronslot_core::coord::{
     Claim, CoordError, Coordinator, EffectBegin, EffectFinish, EffectRecord, FailOutcome, JobState,
-    StoreError, StoreErrorKind, TickIndex, TickStart, Trigger,
+    Operator, StoreError, StoreErrorKind, TickIndex, TickStart, Trigger,
 };
 use cronslot_core::manifest::JobSpec;
 use jiff::Timestamp;
@@ -283,6 +283,59 @@ impl<T: Transport> Coordinator for ObjectClient<T> {
         }
     }
 
+    async fn begin_effect(
+        &self,
+        spec: &JobSpec,
+        key: &str,
+        owner: &str,
+        fence: u64,
+        now: Timestamp,
+        hold: Duration,
+    ) -> Result<EffectBegin, CoordError> {
+        let op = Op::BeginEffect {
+            key: key.to_string(),
+            owner: owner.to_string(),
+            fence,
+            now,
+            hold_ms: u64::try_from(hold.as_millis()).unwrap_or(u64::MAX),
+        };
+        match self.op(spec, op).await? {
+            Answer::EffectBegin(b) => Ok(b),
+            other => Err(unexpected("begin_effect", &other)),
+        }
+    }
+
+    async fn finish_effect(
+        &self,
+        key: &str,
+        fence: u64,
+        result: &str,
+        now: Timestamp,
+    ) -> Result<EffectFinish, CoordError> {
+        let op = Op::FinishEffect {
+            key: key.to_string(),
+            fence,
+            result: result.to_string(),
+            now,
+        };
+        match self.effect_op(key, op).await? {
+            Answer::EffectFinish(f) => Ok(f),
+            other => Err(unexpected("finish_effect", &other)),
+        }
+    }
+
+    async fn read_effect(&self, key: &str) -> Result<Option<EffectRecord>, CoordError> {
+        let op = Op::ReadEffect {
+            key: key.to_string(),
+        };
+        match self.effect_op(key, op).await? {
+            Answer::Effect(e) => Ok(e),
+            other => Err(unexpected("read_effect", &other)),
+        }
+    }
+}
+
+impl<T: Transport> Operator for ObjectClient<T> {
     async fn status(&self, spec: &JobSpec, now: Timestamp) -> Result<JobState, CoordError> {
         match self.op(spec, Op::Status { now }).await? {
             Answer::State(s) => Ok(*s),
@@ -333,57 +386,6 @@ impl<T: Transport> Coordinator for ObjectClient<T> {
         match self.op(spec, op).await? {
             Answer::Slots(s) => Ok(s),
             other => Err(unexpected("backfill", &other)),
-        }
-    }
-
-    async fn begin_effect(
-        &self,
-        spec: &JobSpec,
-        key: &str,
-        owner: &str,
-        fence: u64,
-        now: Timestamp,
-        hold: Duration,
-    ) -> Result<EffectBegin, CoordError> {
-        let op = Op::BeginEffect {
-            key: key.to_string(),
-            owner: owner.to_string(),
-            fence,
-            now,
-            hold_ms: u64::try_from(hold.as_millis()).unwrap_or(u64::MAX),
-        };
-        match self.op(spec, op).await? {
-            Answer::EffectBegin(b) => Ok(b),
-            other => Err(unexpected("begin_effect", &other)),
-        }
-    }
-
-    async fn finish_effect(
-        &self,
-        key: &str,
-        fence: u64,
-        result: &str,
-        now: Timestamp,
-    ) -> Result<EffectFinish, CoordError> {
-        let op = Op::FinishEffect {
-            key: key.to_string(),
-            fence,
-            result: result.to_string(),
-            now,
-        };
-        match self.effect_op(key, op).await? {
-            Answer::EffectFinish(f) => Ok(f),
-            other => Err(unexpected("finish_effect", &other)),
-        }
-    }
-
-    async fn read_effect(&self, key: &str) -> Result<Option<EffectRecord>, CoordError> {
-        let op = Op::ReadEffect {
-            key: key.to_string(),
-        };
-        match self.effect_op(key, op).await? {
-            Answer::Effect(e) => Ok(e),
-            other => Err(unexpected("read_effect", &other)),
         }
     }
 }

@@ -42,6 +42,7 @@ use crate::protocol::{Answer, ObjectReply, ObjectRequest, Op, TICK_OBJECT, WireE
 use crate::spec_text::decode_spec;
 use crate::sql::{Alarm, NoAlarm, Sql, SqlValue};
 use crate::tick_store::TickTables;
+use cronslot_core::coord::Operator;
 
 /// A wake this close ahead counts as come when its alarm fires (clocks and
 /// alarm times differ by milliseconds; the tick takes entries only when

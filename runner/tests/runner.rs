@@ -9,7 +9,8 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use cronslot_core::coord::{CasCoordinator, Coordinator};
+use cronslot_core::coord::CasCoordinator;
+use cronslot_core::coord::Operator;
 use cronslot_core::manifest::{JobSpec, parse_manifest};
 use cronslot_runner::{Clock, JobError, Jobs, LogFormat, Runner, SqliteStore, Summary};
 use jiff::{SignedDuration, Timestamp};

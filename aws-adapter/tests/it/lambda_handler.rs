@@ -10,6 +10,7 @@ use std::time::Duration;
 use cronslot_aws::lambda::{
     ErrorKind, Handler, HandlerError, Host, Invocation, JobError, Jobs, ManifestSource, check,
 };
+use cronslot_core::coord::Operator;
 use cronslot_core::coord::{CasCoordinator, Claim, Coordinator, JobState, MemoryStore, Trigger};
 use cronslot_core::manifest::{Manifest, parse_manifest};
 use jiff::{SignedDuration, Timestamp};

@@ -81,11 +81,53 @@ impl From<StoreError> for CoordError {
     }
 }
 
-/// Every operation on one job's slots. `now` always comes from the caller;
-/// a store that judges leases by its own clock
-/// ([`StateStore::get_judged`]) replaces it with that clock's reading for
-/// the operations that read the record.
-pub trait Coordinator {
+/// What an operator does to a job, and what it reads: the record brought
+/// up to now, pause and resume, redrive, backfill. Every [`Coordinator`]
+/// is one; a client that reaches only a deployment's admin routes (the
+/// CLI's for a Worker) is one without being a coordinator, so nothing
+/// stubs a run protocol it cannot serve.
+pub trait Operator {
+    /// The job's record, brought up to `now` (expired leases and late slots
+    /// given their fates) without writing it.
+    async fn status(&self, spec: &JobSpec, now: Timestamp) -> Result<JobState, CoordError>;
+
+    /// Pauses the job: slots that come due from `now` on are skipped
+    /// (reason: paused) until it is resumed.
+    async fn pause(&self, spec: &JobSpec, now: Timestamp) -> Result<(), CoordError>;
+
+    /// Resumes the job: slots that came due while it was paused stay
+    /// skipped, the next ones run.
+    async fn resume(&self, spec: &JobSpec, now: Timestamp) -> Result<(), CoordError>;
+
+    /// Sends dead letters back to run: one slot, or all.
+    async fn redrive(
+        &self,
+        spec: &JobSpec,
+        slot: Option<Timestamp>,
+        now: Timestamp,
+    ) -> Result<Vec<Timestamp>, CoordError>;
+
+    /// Queues the job's past slots in `[from, to]` to run, oldest first,
+    /// and returns them; with `dry_run`, only returns them. Slots
+    /// running, waiting or dead are left alone (see
+    /// [`decide::backfill`](super::decide::backfill)).
+    async fn backfill(
+        &self,
+        spec: &JobSpec,
+        from: Timestamp,
+        to: Timestamp,
+        now: Timestamp,
+        dry_run: bool,
+    ) -> Result<Vec<Timestamp>, CoordError>;
+}
+
+/// Every operation of the run protocol on one job's slots: claim, record,
+/// heartbeat, checkpoint, and the effect ledger; the operator's actions
+/// ([`Operator`]) come with it. `now` always comes from the caller; a
+/// store that judges leases by its own clock ([`StateStore::get_judged`])
+/// replaces it with that clock's reading for the operations that read the
+/// record.
+pub trait Coordinator: Operator {
     /// Plans and claims the next slot to run, if any.
     async fn claim(
         &self,
@@ -138,39 +180,6 @@ pub trait Coordinator {
         value: &str,
         now: Timestamp,
     ) -> Result<(), CoordError>;
-
-    /// The job's record, brought up to `now` (expired leases and late slots
-    /// given their fates) without writing it.
-    async fn status(&self, spec: &JobSpec, now: Timestamp) -> Result<JobState, CoordError>;
-
-    /// Pauses the job: slots that come due from `now` on are skipped
-    /// (reason: paused) until it is resumed.
-    async fn pause(&self, spec: &JobSpec, now: Timestamp) -> Result<(), CoordError>;
-
-    /// Resumes the job: slots that came due while it was paused stay
-    /// skipped, the next ones run.
-    async fn resume(&self, spec: &JobSpec, now: Timestamp) -> Result<(), CoordError>;
-
-    /// Sends dead letters back to run: one slot, or all.
-    async fn redrive(
-        &self,
-        spec: &JobSpec,
-        slot: Option<Timestamp>,
-        now: Timestamp,
-    ) -> Result<Vec<Timestamp>, CoordError>;
-
-    /// Queues the job's past slots in `[from, to]` to run, oldest first,
-    /// and returns them; with `dry_run`, only returns them. Slots
-    /// running, waiting or dead are left alone (see
-    /// [`decide::backfill`](super::decide::backfill)).
-    async fn backfill(
-        &self,
-        spec: &JobSpec,
-        from: Timestamp,
-        to: Timestamp,
-        now: Timestamp,
-        dry_run: bool,
-    ) -> Result<Vec<Timestamp>, CoordError>;
 
     /// Starts an effect of a run. Refused (`Superseded`) when `fence` holds
     /// no live lease of the job any more.
@@ -485,6 +494,49 @@ impl<S: StateStore + EffectLedger> Coordinator for CasCoordinator<S> {
         .await
     }
 
+    async fn begin_effect(
+        &self,
+        spec: &JobSpec,
+        key: &str,
+        owner: &str,
+        fence: u64,
+        now: Timestamp,
+        hold: Duration,
+    ) -> Result<EffectBegin, CoordError> {
+        // The store refuses effects of a superseded run: the fence must
+        // still hold a live lease of the job.
+        let (state, now) = self.read(spec, now).await?;
+        let live = state.lease_for_fence(fence).is_some_and(|l| {
+            now <= l
+                .expires_at
+                .checked_add(spec.skew_margin)
+                .unwrap_or(Timestamp::MAX)
+        });
+        if !live {
+            return Ok(EffectBegin::Superseded { fence: state.fence });
+        }
+        Ok(self
+            .store
+            .begin_effect(key, owner, fence, now, hold)
+            .await?)
+    }
+
+    async fn finish_effect(
+        &self,
+        key: &str,
+        fence: u64,
+        result: &str,
+        now: Timestamp,
+    ) -> Result<EffectFinish, CoordError> {
+        Ok(self.store.finish_effect(key, fence, result, now).await?)
+    }
+
+    async fn read_effect(&self, key: &str) -> Result<Option<EffectRecord>, CoordError> {
+        Ok(self.store.read_effect(key).await?)
+    }
+}
+
+impl<S: StateStore + EffectLedger> Operator for CasCoordinator<S> {
     async fn status(&self, spec: &JobSpec, now: Timestamp) -> Result<JobState, CoordError> {
         let (mut state, now) = self.read(spec, now).await?;
         let mut rng = self.random();
@@ -532,47 +584,6 @@ impl<S: StateStore + EffectLedger> Coordinator for CasCoordinator<S> {
             decide::backfill(spec, state, from, to, now, dry_run)
         })
         .await
-    }
-
-    async fn begin_effect(
-        &self,
-        spec: &JobSpec,
-        key: &str,
-        owner: &str,
-        fence: u64,
-        now: Timestamp,
-        hold: Duration,
-    ) -> Result<EffectBegin, CoordError> {
-        // The store refuses effects of a superseded run: the fence must
-        // still hold a live lease of the job.
-        let (state, now) = self.read(spec, now).await?;
-        let live = state.lease_for_fence(fence).is_some_and(|l| {
-            now <= l
-                .expires_at
-                .checked_add(spec.skew_margin)
-                .unwrap_or(Timestamp::MAX)
-        });
-        if !live {
-            return Ok(EffectBegin::Superseded { fence: state.fence });
-        }
-        Ok(self
-            .store
-            .begin_effect(key, owner, fence, now, hold)
-            .await?)
-    }
-
-    async fn finish_effect(
-        &self,
-        key: &str,
-        fence: u64,
-        result: &str,
-        now: Timestamp,
-    ) -> Result<EffectFinish, CoordError> {
-        Ok(self.store.finish_effect(key, fence, result, now).await?)
-    }
-
-    async fn read_effect(&self, key: &str) -> Result<Option<EffectRecord>, CoordError> {
-        Ok(self.store.read_effect(key).await?)
     }
 }
 

@@ -15,7 +15,7 @@ mod store;
 mod watched;
 
 pub use context::{EffectError, JobContext};
-pub use coordinator::{CasCoordinator, CoordError, Coordinator, MAX_CAS_ATTEMPTS};
+pub use coordinator::{CasCoordinator, CoordError, Coordinator, MAX_CAS_ATTEMPTS, Operator};
 pub use decide::{BackfillError, Claim, FailOutcome, Idle, Refusal, Trigger, TriggerError};
 pub use job_error::{JobError, JobResult};
 pub use location::{BareUserinfo, Secret, redact_url};

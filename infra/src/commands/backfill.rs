@@ -5,7 +5,7 @@
 //! refused the write; 2 bad input (instants, a range the core refuses).
 
 use clap::Args;
-use cronslot_core::coord::{CoordError, Coordinator};
+use cronslot_core::coord::CoordError;
 use cronslot_runtime::admin::BackfillDoc;
 
 use crate::cli::{Format, StoreArgs};
@@ -13,6 +13,7 @@ use crate::exit::{Failure, coord_failure};
 use crate::format::{local, slot_id, to_json, utc};
 use crate::parse::parse_rfc3339;
 use crate::store::{Records, Session, wait, with_backend};
+use cronslot_core::coord::Operator;
 
 #[derive(Debug, Args)]
 pub struct BackfillArgs {

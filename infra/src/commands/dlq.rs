@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use clap::{Args, Subcommand};
-use cronslot_core::coord::{CoordError, Coordinator, DeadLetter, SlotId};
+use cronslot_core::coord::{CoordError, DeadLetter, SlotId};
 use cronslot_core::manifest::JobSpec;
 use cronslot_runtime::admin::RedriveDoc;
 use jiff::Timestamp;
@@ -21,6 +21,7 @@ use crate::exit::{Failure, coord_failure};
 use crate::format::{ERROR_CELL_CHARS, Ts, one_line, slot_id, to_json, utc};
 use crate::parse::parse_rfc3339;
 use crate::store::{Session, wait, with_backend};
+use cronslot_core::coord::Operator;
 
 #[derive(Debug, Args)]
 pub struct DlqArgs {

@@ -6,7 +6,7 @@
 //! store failed or refused the write; 2 bad input.
 
 use clap::Args;
-use cronslot_core::coord::{CoordError, Coordinator, SkipReason};
+use cronslot_core::coord::{CoordError, SkipReason};
 use cronslot_core::health;
 use cronslot_runtime::admin::PauseDoc;
 
@@ -14,6 +14,7 @@ use crate::cli::{Format, JobArgs};
 use crate::exit::{Failure, coord_failure};
 use crate::format::{instant_text, slot_id, to_json};
 use crate::store::{Session, wait, with_backend};
+use cronslot_core::coord::Operator;
 
 /// `pause` and `resume`: the job, and how to say what changed.
 #[derive(Debug, Args)]

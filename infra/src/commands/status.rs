@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use clap::Args;
 use cronslot_core::coord::{
-    CoordError, Coordinator, DeadLetter, JobState, Lease, MissReason, Origin, SkipReason,
+    CoordError, DeadLetter, JobState, Lease, MissReason, Operator, Origin, SkipReason,
 };
 use cronslot_core::health::{self, Health};
 use cronslot_core::manifest::{Action, JobSpec, format_duration};
@@ -314,7 +314,7 @@ pub fn exec(args: StatusArgs) -> Result<(), Failure> {
     Ok(())
 }
 
-fn status_report<C: Coordinator + Records>(
+fn status_report<C: Operator + Records>(
     c: &C,
     session: &Session,
     specs: &[&JobSpec],

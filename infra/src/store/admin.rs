@@ -20,10 +20,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::time::Duration;
 
-use cronslot_core::coord::{
-    Claim, CoordError, Coordinator, EffectBegin, EffectFinish, EffectRecord, FailOutcome, JobState,
-    StoreError, StoreErrorKind, Trigger,
-};
+use cronslot_core::coord::{CoordError, JobState, Operator, StoreError, StoreErrorKind};
 use cronslot_core::manifest::JobSpec;
 use cronslot_runtime::admin::{
     BackfillDoc, ErrorDoc, ErrorKind, JobErrorDoc, JobReport, PauseDoc, RedriveDoc, RepairDoc,
@@ -388,14 +385,6 @@ impl AdminStore {
     pub fn token_env(&self) -> &str {
         &self.token_env
     }
-
-    fn unsupported(&self, what: &str) -> CoordError {
-        CoordError::Store(StoreError::other(format!(
-            "{what} is not available over the Worker's admin routes ({}): runs happen in the Worker \
-             (use `cronslot trigger` to ask it for one)",
-            self.base_url
-        )))
-    }
 }
 
 /// `localhost`, 127.0.0.0/8 or `[::1]`: this machine.
@@ -462,57 +451,7 @@ impl Records for AdminStore {
     }
 }
 
-impl Coordinator for AdminStore {
-    async fn claim(
-        &self,
-        _spec: &JobSpec,
-        _now: Timestamp,
-        _trigger: Trigger,
-        _owner: &str,
-    ) -> Result<Claim, CoordError> {
-        Err(self.unsupported("claiming a slot"))
-    }
-
-    async fn complete(
-        &self,
-        _spec: &JobSpec,
-        _fence: u64,
-        _result: Option<&str>,
-        _now: Timestamp,
-    ) -> Result<(), CoordError> {
-        Err(self.unsupported("completing a run"))
-    }
-
-    async fn fail(
-        &self,
-        _spec: &JobSpec,
-        _fence: u64,
-        _error: &str,
-        _permanent: bool,
-        _now: Timestamp,
-    ) -> Result<FailOutcome, CoordError> {
-        Err(self.unsupported("failing a run"))
-    }
-
-    async fn heartbeat(
-        &self,
-        _spec: &JobSpec,
-        _fence: u64,
-        _now: Timestamp,
-    ) -> Result<Timestamp, CoordError> {
-        Err(self.unsupported("extending a lease"))
-    }
-
-    async fn checkpoint(
-        &self,
-        _spec: &JobSpec,
-        _fence: u64,
-        _value: &str,
-        _now: Timestamp,
-    ) -> Result<(), CoordError> {
-        Err(self.unsupported("saving a checkpoint"))
-    }
-
+impl Operator for AdminStore {
     /// `GET {p}/status?job=J`: the record at the Worker's now.
     async fn status(&self, spec: &JobSpec, _now: Timestamp) -> Result<JobState, CoordError> {
         Ok(self.report(spec.name.as_str()).await?.record)
@@ -559,31 +498,5 @@ impl Coordinator for AdminStore {
         ];
         let doc: BackfillDoc = self.call(Method::POST, &route, &query).await?;
         Ok(doc.slots)
-    }
-
-    async fn begin_effect(
-        &self,
-        _spec: &JobSpec,
-        _key: &str,
-        _owner: &str,
-        _fence: u64,
-        _now: Timestamp,
-        _hold: Duration,
-    ) -> Result<EffectBegin, CoordError> {
-        Err(self.unsupported("starting an effect"))
-    }
-
-    async fn finish_effect(
-        &self,
-        _key: &str,
-        _fence: u64,
-        _result: &str,
-        _now: Timestamp,
-    ) -> Result<EffectFinish, CoordError> {
-        Err(self.unsupported("recording an effect"))
-    }
-
-    async fn read_effect(&self, _key: &str) -> Result<Option<EffectRecord>, CoordError> {
-        Err(self.unsupported("reading an effect"))
     }
 }

@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::rc::Rc;
 
+use cronslot_core::coord::Operator;
 use cronslot_core::coord::exec::block_on;
 use cronslot_core::coord::{
     CasCoordinator, Claim, CoordError, Coordinator, FailOutcome, JobError, MemoryStore, StateStore,

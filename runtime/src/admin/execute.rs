@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 
 use cronslot_core::coord::{
-    CoordError, Coordinator, JobState, MissReason, SkipReason, SlotId, StoreErrorKind,
+    CoordError, JobState, MissReason, Operator, SkipReason, SlotId, StoreErrorKind,
 };
 use cronslot_core::explain::{explain_cron, explain_dst};
 use cronslot_core::health::{self, Health};
@@ -29,7 +29,7 @@ use super::{
 /// `recorded` in the status is inferred from what `status` returns: a job
 /// without a record gets exactly the record a first tick at `now` would
 /// create, so the coordinator's `status` must honour the `now` it is given.
-pub async fn execute<C: Coordinator>(
+pub async fn execute<C: Operator>(
     route: &AdminRoute,
     manifest: &Manifest,
     coord: &C,
@@ -40,7 +40,7 @@ pub async fn execute<C: Coordinator>(
     }
 }
 
-async fn run<C: Coordinator>(
+async fn run<C: Operator>(
     route: &AdminRoute,
     manifest: &Manifest,
     coord: &C,
@@ -271,7 +271,7 @@ fn recorded(spec: &JobSpec, state: &JobState, now: Timestamp) -> bool {
     *state != JobState::new(spec.name.as_str(), &spec.spec_hash(), now, spec.paused)
 }
 
-async fn health_reply<C: Coordinator>(manifest: &Manifest, coord: &C, now: Timestamp) -> Reply {
+async fn health_reply<C: Operator>(manifest: &Manifest, coord: &C, now: Timestamp) -> Reply {
     let mut doc = HealthDoc {
         status: HealthState::Ok,
         now,
@@ -352,11 +352,7 @@ fn one<'m>(manifest: &'m Manifest, job: &JobName) -> Result<&'m JobSpec, Reply> 
     })
 }
 
-async fn status<C: Coordinator>(
-    coord: &C,
-    spec: &JobSpec,
-    now: Timestamp,
-) -> Result<JobState, Reply> {
+async fn status<C: Operator>(coord: &C, spec: &JobSpec, now: Timestamp) -> Result<JobState, Reply> {
     coord
         .status(spec, now)
         .await

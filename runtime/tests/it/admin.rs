@@ -5,6 +5,7 @@
 use std::rc::Rc;
 use std::sync::{Arc, Mutex};
 
+use cronslot_core::coord::Operator;
 use cronslot_core::coord::exec::block_on;
 use cronslot_core::coord::{
     CasCoordinator, Claim, Coordinator, FailOutcome, Idle, JobError, MemoryStore, Trigger,

@@ -5,6 +5,7 @@
 use std::rc::Rc;
 use std::time::Duration;
 
+use cronslot_core::coord::Operator;
 use cronslot_core::coord::exec::block_on;
 use cronslot_core::coord::{
     CasCoordinator, Claim, Coordinator, Fault, Lease, MemoryStore, Trigger,

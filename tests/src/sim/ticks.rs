@@ -43,8 +43,8 @@ use std::time::Duration;
 
 use cronslot_core::coord::exec::block_on;
 use cronslot_core::coord::{
-    CasCoordinator, Coordinator, JobState, MemoryStore, RandomSource, SplitMix64, StateStore,
-    StoreError, StoreErrorKind, TickIndex, TickStart,
+    CasCoordinator, JobState, MemoryStore, RandomSource, SplitMix64, StateStore, StoreError,
+    StoreErrorKind, TickIndex, TickStart,
 };
 use cronslot_core::manifest::{JobSpec, parse_manifest};
 use cronslot_runtime::{
@@ -56,6 +56,7 @@ use jiff::{SignedDuration, Timestamp};
 use super::faults::{Applied, FaultCounts, FaultPlan, FaultStore};
 use super::model::{Event, JobModel, Sched};
 use super::{SleepUntil, Trace, chance, plus, range, secs};
+use cronslot_core::coord::Operator;
 
 /// Thirty jobs whose ticks the index matters to: every minute (planned by
 /// the manifest at every tick), `*/7` (a short gap at each hour), hourly at

@@ -6,6 +6,7 @@
 //! `core/tests/it/manifest.rs`, `runtime/tests/it/admin.rs`).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use cronslot_core::coord::Operator;
 use cronslot_core::coord::exec::block_on;
 use cronslot_core::coord::{
     CasCoordinator, Claim, Coordinator, MemoryStore, Trigger, decode_state, encode_state,

@@ -17,6 +17,7 @@ use std::rc::Rc;
 use std::task::{Context, Poll, Waker};
 
 use cronslot_core::conformance::{at, job, t0};
+use cronslot_core::coord::Operator;
 use cronslot_core::coord::exec::block_on;
 use cronslot_core::coord::{
     CasCoordinator, Claim, CoordError, Coordinator, EffectLedger, Fault, Idle, JobContext, Lease,

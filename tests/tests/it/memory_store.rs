@@ -2,6 +2,7 @@
 //! what it writes, how it survives faults, and what it reads.
 
 use cronslot_core::conformance::{HOUR, at, create, job, t0};
+use cronslot_core::coord::Operator;
 use cronslot_core::coord::exec::block_on;
 use cronslot_core::coord::{
     CasCoordinator, Claim, CoordError, Coordinator, Fault, Idle, JobState, MemoryStore,

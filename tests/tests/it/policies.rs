@@ -2,6 +2,7 @@
 //! fates, active windows, and bounded catch-up over very long outages.
 
 use cronslot_core::conformance::{HOUR, at, create, job, t0};
+use cronslot_core::coord::Operator;
 use cronslot_core::coord::exec::block_on;
 use cronslot_core::coord::{
     CasCoordinator, Claim, Coordinator, FateSpan, Idle, MemoryStore, MissReason, SkipReason,

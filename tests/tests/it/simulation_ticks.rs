@@ -8,6 +8,7 @@
 
 use std::time::Instant;
 
+use cronslot_core::coord::Operator;
 use cronslot_tests::sim::slots_from_env;
 use cronslot_tests::sim::ticks::{TickSimConfig, TickSimReport, simulate_ticks};
 
@@ -182,7 +183,7 @@ fn a_stores_first_tick_leaves_no_slot_of_an_existing_record_behind() {
     use std::rc::Rc;
 
     use cronslot_core::coord::exec::block_on;
-    use cronslot_core::coord::{CasCoordinator, Coordinator, MemoryStore, TickIndex};
+    use cronslot_core::coord::{CasCoordinator, MemoryStore, TickIndex};
     use cronslot_core::manifest::parse_manifest;
     use cronslot_runtime::{Jobs, Platform, TickOptions, TickPlan, VirtualPlatform, tick};
     use jiff::Timestamp;

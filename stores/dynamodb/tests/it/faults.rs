@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 
 use aws_sdk_dynamodb::types::{AttributeValue, Put, TransactWriteItem};
 use cronslot_core::conformance::{HOUR, MIN, at, create, job, t0};
+use cronslot_core::coord::Operator;
 use cronslot_core::coord::exec::join_all;
 use cronslot_core::coord::{
     CasCoordinator, Claim, CoordError, Coordinator, EffectBegin, EffectFinish, EffectLedger, Idle,

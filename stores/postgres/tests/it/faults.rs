@@ -13,6 +13,7 @@ use cronslot_postgres::{JudgeClock, PgOptions, PgStore};
 use cronslot_tests::postgres::{Server, shared, unique};
 
 use crate::support::{block_on, fresh_url, open};
+use cronslot_core::coord::Operator;
 
 fn state(job: &str, seconds: i64) -> JobState {
     JobState::new(job, "0000000000000000", at(seconds), false)
