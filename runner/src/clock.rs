@@ -1,5 +1,5 @@
 //! The runner's clock: the real one, the real one corrected to a shared
-//! store's clock (PostgreSQL judges leases by its own), or an accelerated
+//! store's clock (PostgreSQL and Redis judge leases by their own), or an accelerated
 //! one for demos and tests.
 //!
 //! Every duration of the system (leases, heartbeats, command timeouts,

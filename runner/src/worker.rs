@@ -64,9 +64,10 @@ const MINUTE: i64 = 60;
 
 /// A store the runner's workers share: the state store, the effect ledger
 /// and the tick index, used from several threads at once (each worker
-/// thread runs its own current-thread tokio runtime). SQLite, PostgreSQL
-/// and DynamoDB are such stores; anything that implements the core's store
-/// traits and is `Clone + Send + Sync` is one.
+/// thread runs its own current-thread tokio runtime). SQLite, PostgreSQL,
+/// Redis and DynamoDB are such stores, and so is `cronslot-stores`'s
+/// `AnyStore`; anything that implements the core's store traits and is
+/// `Clone + Send + Sync` is one.
 pub trait RunnerStore:
     StateStore + EffectLedger + TickIndex + Clone + Send + Sync + 'static
 {

@@ -674,7 +674,7 @@ proptest! {
 /// Found by this file's long run (issue 7): with `catch_up = "all"`, a
 /// huge `max_catch_up` and a long `starting_deadline`, the first claim after
 /// an outage longer than the deadline walked back over every kept slot one
-/// `prev_before` at a time (`fate_late_slots` in core/src/coord/decide.rs):
+/// `prev_before` at a time (`fate_late_slots` in core/src/coord/decide/advance.rs):
 /// 52 million steps for `* * * * *` with a 100-year deadline, beyond a
 /// Worker's CPU limit, and again on every later claim. The boundary is now
 /// found by counting (`last_fated`). (The bound detects a hang.)

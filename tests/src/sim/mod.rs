@@ -25,7 +25,7 @@
 //! heartbeats); the others are cut at their lease.
 //!
 //! After every step the records, and every write the store applied, are
-//! checked against [`model`], which does not use `decide.rs`.
+//! checked against [`model`], which does not use `coord::decide`.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 pub mod faults;

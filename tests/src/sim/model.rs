@@ -1,5 +1,5 @@
 //! The independent model the simulation checks against. It knows nothing of
-//! `decide.rs`: slots are counted by arithmetic over the job's period and
+//! `coord::decide`: slots are counted by arithmetic over the job's period and
 //! offset (the simulated schedules are whole minutes in UTC, [`Sched`]), exclusivity
 //! and catch-up are checked from the claims the workers saw, fates from the
 //! records' history and dead letters, diffed after every step, and pauses,

@@ -556,7 +556,7 @@ async fn create_table_is_idempotent_and_enables_ttl() {
 }
 
 #[tokio::test(flavor = "current_thread")]
-async fn from_url_builds_a_store_or_says_what_was_expected() {
+async fn connect_builds_a_store_or_says_what_was_expected() {
     let store =
         DynamoStore::connect("dynamodb://my-table?region=eu-west-1&endpoint=http://127.0.0.1:9")
             .await
