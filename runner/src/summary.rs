@@ -21,6 +21,7 @@ use cronslot_core::coord::{
 use cronslot_core::manifest::format_duration;
 use cronslot_runtime::Outcome;
 use jiff::{SignedDuration, Timestamp};
+use serde::{Serialize, Serializer};
 
 /// Slot records older than this (clock time) are forgotten once there are
 /// many, so a runner that runs for months stays small. Only a backfill or a
@@ -186,7 +187,9 @@ impl Tally {
 }
 
 /// One job's part of the summary.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// Serialised as `cronslot run --format json` prints each job: `missed`
+/// and `skipped` hold every reason (0 when none).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct JobSummary {
     /// The job's name.
     pub job: String,
@@ -206,11 +209,39 @@ pub struct JobSummary {
     /// Runs whose outcome could not be written to the store.
     pub unrecorded: u64,
     /// Slots given the fate "missed" while the runner ran, by reason.
+    #[serde(serialize_with = "every_missed")]
     pub missed: BTreeMap<MissReason, u64>,
     /// Slots skipped while the runner ran, by reason.
+    #[serde(serialize_with = "every_skipped")]
     pub skipped: BTreeMap<SkipReason, u64>,
     /// The dead letters that appeared while the runner ran.
     pub dead_letters: Vec<DeadLetter>,
+}
+
+fn instant<S: Serializer>(t: &Timestamp, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&format_instant(*t))
+}
+
+fn every_missed<S: Serializer>(
+    missed: &BTreeMap<MissReason, u64>,
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    s.collect_map(
+        MissReason::ALL
+            .iter()
+            .map(|r| (r.as_str(), missed.get(r).copied().unwrap_or(0))),
+    )
+}
+
+fn every_skipped<S: Serializer>(
+    skipped: &BTreeMap<SkipReason, u64>,
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    s.collect_map(
+        [SkipReason::Paused, SkipReason::OutsideWindow]
+            .iter()
+            .map(|r| (r.as_str(), skipped.get(r).copied().unwrap_or(0))),
+    )
 }
 
 impl JobSummary {
@@ -225,12 +256,16 @@ impl JobSummary {
     }
 }
 
-/// What a runner did, returned when it stops (and printed by `cronslot run`).
-#[derive(Debug, Clone, PartialEq)]
+/// What a runner did, returned when it stops (and printed by `cronslot run`;
+/// serialised as `cronslot run --format json` prints it, instants in
+/// RFC 3339 UTC to the second).
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Summary {
     /// When the runner started, by its clock.
+    #[serde(serialize_with = "instant")]
     pub started_at: Timestamp,
     /// When every worker had ended, by its clock.
+    #[serde(serialize_with = "instant")]
     pub stopped_at: Timestamp,
     /// The clock's speed (1 for the real clock).
     pub speed: f64,

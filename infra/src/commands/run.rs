@@ -7,19 +7,16 @@
 //! ended normally, dead letters included (they are the jobs' failures, not
 //! the runner's); exit 1 if a slot ran more than once or a worker failed.
 
-use std::collections::BTreeMap;
 use std::time::Duration;
 
 use clap::Args;
-use cronslot_core::coord::{DeadLetter, MissReason, SkipReason};
 use cronslot_core::manifest::{Action, Manifest, parse_duration};
-use cronslot_runner::{Clock, JobSummary, LogFormat, Runner, RunnerStore, Summary, init_logging};
+use cronslot_runner::{Clock, LogFormat, Runner, RunnerStore, Summary, init_logging};
 use jiff::{SignedDuration, Timestamp};
-use serde::Serialize;
 
 use crate::cli::{self, Format, ManifestInput, StoreFlag};
 use crate::exit::Failure;
-use crate::format::{Ts, to_json};
+use crate::format::to_json;
 use crate::health;
 use crate::manifest::load_manifest;
 use crate::store::StoreTarget;
@@ -96,85 +93,9 @@ pub fn exec(args: RunArgs) -> Result<(), Failure> {
     let summary = run(runner)?;
     match args.format {
         Format::Text => print!("{summary}"),
-        Format::Json => println!("{}", to_json(&RunDoc::of(&summary))?),
+        Format::Json => println!("{}", to_json(&summary)?),
     }
     verdict(&summary)
-}
-
-/// `cronslot run --format json`: the summary as one document.
-#[derive(Serialize)]
-struct RunDoc<'a> {
-    started_at: Ts,
-    stopped_at: Ts,
-    /// The clock's speed (1 for the real clock).
-    speed: f64,
-    workers: u32,
-    /// Every job of the manifest, in manifest order.
-    jobs: Vec<JobRunDoc<'a>>,
-    duplicates_refused: u64,
-    claim_conflicts: u64,
-    store_errors: u64,
-    /// Slot ids that ran more than once: empty unless cronslot is broken.
-    slots_run_twice: &'a [String],
-    worker_failures: &'a [String],
-}
-
-#[derive(Serialize)]
-struct JobRunDoc<'a> {
-    job: &'a str,
-    slots_run: u64,
-    runs: u64,
-    succeeded: u64,
-    retries: u64,
-    dead: u64,
-    lease_lost: u64,
-    unrecorded: u64,
-    /// By reason; every reason present (0 when none).
-    missed: BTreeMap<&'static str, u64>,
-    skipped: BTreeMap<&'static str, u64>,
-    /// The dead letters that appeared while the runner ran.
-    dead_letters: &'a [DeadLetter],
-}
-
-impl<'a> RunDoc<'a> {
-    fn of(summary: &'a Summary) -> RunDoc<'a> {
-        RunDoc {
-            started_at: Ts(summary.started_at),
-            stopped_at: Ts(summary.stopped_at),
-            speed: summary.speed,
-            workers: summary.workers,
-            jobs: summary.jobs.iter().map(JobRunDoc::of).collect(),
-            duplicates_refused: summary.duplicates_refused,
-            claim_conflicts: summary.claim_conflicts,
-            store_errors: summary.store_errors,
-            slots_run_twice: &summary.slots_run_twice,
-            worker_failures: &summary.worker_failures,
-        }
-    }
-}
-
-impl<'a> JobRunDoc<'a> {
-    fn of(job: &'a JobSummary) -> JobRunDoc<'a> {
-        JobRunDoc {
-            job: &job.job,
-            slots_run: job.slots_run,
-            runs: job.runs,
-            succeeded: job.succeeded,
-            retries: job.retries,
-            dead: job.dead,
-            lease_lost: job.lease_lost,
-            unrecorded: job.unrecorded,
-            missed: MissReason::ALL
-                .iter()
-                .map(|r| (r.as_str(), job.missed.get(r).copied().unwrap_or(0)))
-                .collect(),
-            skipped: [SkipReason::Paused, SkipReason::OutsideWindow]
-                .iter()
-                .map(|r| (r.as_str(), job.skipped.get(r).copied().unwrap_or(0)))
-                .collect(),
-            dead_letters: &job.dead_letters,
-        }
-    }
 }
 
 /// A runner's exit: 1 when a slot ran more than once or a worker failed
