@@ -7,8 +7,9 @@
 
 use crate::support;
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
+use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use aws_sdk_dynamodb::types::{AttributeValue, Put, TransactWriteItem};
@@ -16,8 +17,9 @@ use cronslot_core::conformance::{HOUR, MIN, at, create, job, t0};
 use cronslot_core::coord::Operator;
 use cronslot_core::coord::exec::join_all;
 use cronslot_core::coord::{
-    CasCoordinator, Claim, CoordError, Coordinator, EffectBegin, EffectFinish, EffectLedger, Idle,
-    JobState, PutResult, StateStore, StoreErrorKind, Trigger, Versioned,
+    CasCoordinator, Claim, CoordError, Coordinator, EffectBegin, EffectFinish, EffectLedger,
+    EffectRecord, Idle, JobState, PutResult, StateStore, StoreError, StoreErrorKind, Trigger,
+    Version, Versioned,
 };
 use cronslot_core::manifest::JobSpec;
 use cronslot_dynamodb::DynamoStore;
@@ -285,12 +287,16 @@ async fn two_coordinators_racing_lose_no_slot_and_run_none_twice() {
         "race",
         "schedule = \"*/10 * * * *\"\ncatch_up = \"all\"\nmax_catch_up = 10\nstarting_deadline = \"1d\"\noverlap = \"allow\"\nmax_concurrency = 10",
     );
-    let a = CasCoordinator::new(store.clone(), 1);
-    let b = CasCoordinator::new(store.clone(), 2);
-    create(&a, &spec, t0()).await;
+    create(&CasCoordinator::new(store.clone(), 0), &spec, t0()).await;
     // Both read the same record, then both write: the second write loses
     // its condition, re-plans on the record DynamoDB returned (no read)
-    // and takes the next slot instead.
+    // and takes the next slot instead. The gate holds each of the first two
+    // reads' answers until both are in, so the race is the same however
+    // the two requests travel (on a busy machine the second could
+    // otherwise be read after the first's write, and no race happen).
+    let gate = Rc::new(Cell::new(0));
+    let a = CasCoordinator::new(ReadTogether::new(store.clone(), &gate), 1);
+    let b = CasCoordinator::new(ReadTogether::new(store.clone(), &gate), 2);
     setup.counts.reset();
     let now = at(HOUR + 1);
     let both = join_all(vec![
@@ -341,6 +347,74 @@ async fn two_coordinators_racing_lose_no_slot_and_run_none_twice() {
     let expected: Vec<Timestamp> = (1..=6).map(|i| at(i * 10 * MIN)).collect();
     assert_eq!(ran.keys().copied().collect::<Vec<_>>(), expected);
     assert!(ran.values().all(|n| *n == 1), "{ran:?}");
+}
+
+/// The store, with its first two reads (counted across every clone that
+/// shares the counter) held until both have answered: fault injection on
+/// top of the real store, to make two claims read the same record.
+struct ReadTogether {
+    inner: DynamoStore,
+    reads: Rc<Cell<u32>>,
+}
+
+impl ReadTogether {
+    fn new(inner: DynamoStore, reads: &Rc<Cell<u32>>) -> ReadTogether {
+        ReadTogether {
+            inner,
+            reads: Rc::clone(reads),
+        }
+    }
+}
+
+impl StateStore for ReadTogether {
+    async fn get(&self, job: &str) -> Result<Option<Versioned<JobState>>, StoreError> {
+        let record = self.inner.get(job).await;
+        self.reads.set(self.reads.get() + 1);
+        while self.reads.get() < 2 {
+            tokio::task::yield_now().await;
+        }
+        record
+    }
+
+    async fn put(
+        &self,
+        job: &str,
+        state: &JobState,
+        expected: Option<Version>,
+    ) -> Result<PutResult, StoreError> {
+        self.inner.put(job, state, expected).await
+    }
+
+    async fn jobs(&self) -> Result<Vec<String>, StoreError> {
+        self.inner.jobs().await
+    }
+}
+
+impl EffectLedger for ReadTogether {
+    async fn begin_effect(
+        &self,
+        key: &str,
+        owner: &str,
+        fence: u64,
+        now: Timestamp,
+        hold: Duration,
+    ) -> Result<EffectBegin, StoreError> {
+        self.inner.begin_effect(key, owner, fence, now, hold).await
+    }
+
+    async fn finish_effect(
+        &self,
+        key: &str,
+        fence: u64,
+        result: &str,
+        now: Timestamp,
+    ) -> Result<EffectFinish, StoreError> {
+        self.inner.finish_effect(key, fence, result, now).await
+    }
+
+    async fn read_effect(&self, key: &str) -> Result<Option<EffectRecord>, StoreError> {
+        self.inner.read_effect(key).await
+    }
 }
 
 /// One delivery handled like the Lambda runner does: claim; if claimed,
