@@ -1,0 +1,218 @@
+//! The job records: reading one with the server's clock, the conditional
+//! write (first write or compare-and-set on the version, with the
+//! record's wake), listing them, and [`StateStore`] over those. Apart
+//! from the effect ledger and the tick index, which share with it only
+//! the pool and the statements.
+
+use super::*;
+
+impl PgStore {
+    async fn read(
+        &self,
+        job: &str,
+    ) -> Result<(Option<Versioned<JobState>>, Timestamp), StoreError> {
+        let (shared, sql, job) = (self.shared.clone(), self.sql.clone(), job.to_string());
+        self.shared
+            .run(async move {
+                let mut conn = shared.checkout().await?;
+                let sent = Timestamp::now();
+                let (record, server) = read_state(&mut conn, &sql, &job).await?;
+                shared.offset.measured(sent, server, Timestamp::now());
+                Ok((record, server))
+            })
+            .await
+    }
+
+    async fn put_state(
+        &self,
+        job: &str,
+        state: &JobState,
+        expected: Option<Version>,
+    ) -> Result<PutResult, StoreError> {
+        if state.job != job {
+            // A caller's bug; storing it would leave a record that every
+            // later read refuses as corrupt.
+            return Err(StoreError::other(format!(
+                "PostgreSQL store {}: refusing to store the state of job {:?} as job {job:?}",
+                self.shared.shown, state.job
+            )));
+        }
+        let (shared, sql, job) = (self.shared.clone(), self.sql.clone(), job.to_string());
+        let text = encode_state(state);
+        let wake = state.wake_at.map(PgTime);
+        self.shared
+            .run(async move {
+                let mut conn = shared.checkout().await?;
+                put_state(&mut conn, &sql, &job, &text, wake, expected).await
+            })
+            .await
+    }
+
+    async fn list_jobs(&self) -> Result<Vec<String>, StoreError> {
+        let (shared, sql) = (self.shared.clone(), self.sql.clone());
+        self.shared
+            .run(async move {
+                let doing = || "listing jobs".to_string();
+                let mut conn = shared.checkout().await?;
+                let rows = conn
+                    .query(Phase::Read, false, &doing, &sql.jobs, &[])
+                    .await?;
+                rows.iter()
+                    .map(|row| conn.column::<String>(row, 0, &doing))
+                    .collect()
+            })
+            .await
+    }
+}
+
+/// The record of `job` (if any) and the server's clock, in one statement.
+async fn read_state(
+    conn: &mut Conn<'_>,
+    sql: &Sql,
+    job: &str,
+) -> Result<(Option<Versioned<JobState>>, Timestamp), StoreError> {
+    let doing = || format!("reading the state of job {job:?}");
+    let rows = conn
+        .query(Phase::Read, false, &doing, &sql.get, &[(&job, Type::TEXT)])
+        .await?;
+    let Some(row) = rows.first() else {
+        return Err(unexpected(conn, &doing));
+    };
+    let server = conn.column::<PgTime>(row, 0, &doing)?.0;
+    let record = versioned(conn, row, 1, job, &doing)?;
+    Ok((record, server))
+}
+
+/// The record in columns `first` (version) and `first + 1` (state) of
+/// `row`, when they are not null.
+fn versioned(
+    conn: &Conn<'_>,
+    row: &Row,
+    first: usize,
+    job: &str,
+    doing: &(dyn Fn() -> String + Sync),
+) -> Result<Option<Versioned<JobState>>, StoreError> {
+    let version = conn.column::<Option<i64>>(row, first, doing)?;
+    let state = conn.column::<Option<String>>(row, first + 1, doing)?;
+    let (Some(version), Some(text)) = (version, state) else {
+        return Ok(None);
+    };
+    let version = Version::try_from(version).map_err(|_| {
+        StoreError::corrupt(format!(
+            "PostgreSQL store {}: job {job:?}: version {version} is negative",
+            conn.store()
+        ))
+    })?;
+    // The decode error already names the job.
+    let value = decode_state(job, &text)
+        .map_err(|e| StoreError::corrupt(format!("PostgreSQL store {}: {e}", conn.store())))?;
+    Ok(Some(Versioned { value, version }))
+}
+
+async fn put_state(
+    conn: &mut Conn<'_>,
+    sql: &Sql,
+    job: &str,
+    text: &str,
+    wake: Option<PgTime>,
+    expected: Option<Version>,
+) -> Result<PutResult, StoreError> {
+    let doing = || format!("writing the state of job {job:?}");
+    let rows = match expected {
+        None => {
+            conn.query(
+                Phase::Write,
+                false,
+                &doing,
+                &sql.insert,
+                &[
+                    (&job, Type::TEXT),
+                    (&text, Type::TEXT),
+                    (&wake, Type::TIMESTAMPTZ),
+                ],
+            )
+            .await?
+        }
+        Some(expected) => {
+            // A version beyond bigint was never issued by this store: it
+            // cannot match, so it is a conflict.
+            let Ok(expected) = i64::try_from(expected) else {
+                let (current, _) = read_state(conn, sql, job).await?;
+                return Ok(PutResult::Conflict(current.map(Box::new)));
+            };
+            let next = expected.checked_add(1).ok_or_else(|| {
+                StoreError::other(format!(
+                    "PostgreSQL store {}: the version of job {job:?} cannot grow past {expected}",
+                    conn.store()
+                ))
+            })?;
+            conn.query(
+                Phase::Write,
+                false,
+                &doing,
+                &sql.update,
+                &[
+                    (&job, Type::TEXT),
+                    (&text, Type::TEXT),
+                    (&next, Type::INT8),
+                    (&expected, Type::INT8),
+                    (&wake, Type::TIMESTAMPTZ),
+                ],
+            )
+            .await?
+        }
+    };
+    let Some(row) = rows.first() else {
+        return Err(unexpected(conn, &doing));
+    };
+    if let Some(version) = conn.column::<Option<i64>>(row, 0, &doing)? {
+        let version = Version::try_from(version).map_err(|_| {
+            StoreError::corrupt(format!(
+                "PostgreSQL store {}: job {job:?}: version {version} is negative",
+                conn.store()
+            ))
+        })?;
+        return Ok(PutResult::Written(version));
+    }
+    let mut current = versioned(conn, row, 1, job, &doing)?;
+    // What the statement's snapshot showed may be older than what beat the
+    // write (committed while the write waited for the row): then it still
+    // looks like what the caller expected. Read the winner.
+    let stale = match (&current, expected) {
+        (None, None) => true,
+        (Some(c), Some(e)) => c.version == e,
+        _ => false,
+    };
+    if stale {
+        current = read_state(conn, sql, job).await?.0;
+    }
+    Ok(PutResult::Conflict(current.map(Box::new)))
+}
+
+impl StateStore for PgStore {
+    async fn get(&self, job: &str) -> Result<Option<Versioned<JobState>>, StoreError> {
+        Ok(self.read(job).await?.0)
+    }
+
+    async fn put(
+        &self,
+        job: &str,
+        state: &JobState,
+        expected: Option<Version>,
+    ) -> Result<PutResult, StoreError> {
+        self.put_state(job, state, expected).await
+    }
+
+    async fn jobs(&self) -> Result<Vec<String>, StoreError> {
+        self.list_jobs().await
+    }
+
+    async fn get_judged(
+        &self,
+        job: &str,
+        now: Timestamp,
+    ) -> Result<(Option<Versioned<JobState>>, Timestamp), StoreError> {
+        let (record, server) = self.read(job).await?;
+        Ok((record, self.judge.judge(server, now)))
+    }
+}

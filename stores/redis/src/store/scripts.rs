@@ -1,0 +1,112 @@
+//! The Lua scripts: each conditional write (a record, a ledger entry),
+//! the tick's start and end, and the layout check, one atomic script
+//! each. Apart so that all the Lua the store runs reads in one place;
+//! the records, the ledger and the tick index pass their keys and
+//! arguments.
+
+use super::*;
+
+/// The conditional write of a record: checks the stored version and
+/// writes the record, its version and its entry in the wake index, or
+/// answers the record that is there.
+///
+/// KEYS: the record, the wake index. ARGV: job, expected version (`''`:
+/// none may exist), new version, record text, wake (microseconds, `''`:
+/// none).
+const PUT: &str = r"
+local cur = redis.call('HMGET', KEYS[1], 'v', 's')
+local v = cur[1]
+if ARGV[2] == '' then
+  if v then return {'conflict', v, cur[2] or ''} end
+elseif v ~= ARGV[2] then
+  if v then return {'conflict', v, cur[2] or ''} end
+  return {'conflict'}
+end
+redis.call('HSET', KEYS[1], 'v', ARGV[3], 's', ARGV[4])
+if ARGV[5] == '' then
+  redis.call('ZADD', KEYS[2], '+inf', ARGV[1])
+else
+  redis.call('ZADD', KEYS[2], ARGV[5], ARGV[1])
+end
+return {'written', ARGV[3]}
+";
+
+/// The conditional write of a ledger entry: writes it and its expiry if
+/// the entry is still at the expected revision.
+///
+/// KEYS: the entry. ARGV: expected revision (`''`: none may exist), new
+/// revision, entry text, expiry in milliseconds.
+const EFFECT_PUT: &str = r"
+local rev = redis.call('HGET', KEYS[1], 'rev')
+if ARGV[1] == '' then
+  if rev then return 0 end
+elseif rev ~= ARGV[1] then
+  return 0
+end
+redis.call('HSET', KEYS[1], 'rev', ARGV[2], 'r', ARGV[3])
+redis.call('PEXPIRE', KEYS[1], ARGV[4])
+return 1
+";
+
+/// The start of a tick: the instant it plans up to (the caller's, or the
+/// server's `TIME` when `''`), the mark, and the woken jobs, earliest wake
+/// first.
+///
+/// KEYS: the tick mark, the wake index. ARGV: the caller's instant
+/// (microseconds) or `''`, the limit.
+const TICK_START: &str = r"
+local now = ARGV[1]
+if now == '' then
+  local t = redis.call('TIME')
+  now = t[1] .. string.format('%06d', tonumber(t[2]))
+end
+local mark = redis.call('GET', KEYS[1]) or ''
+local woken = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now, 'LIMIT', 0, ARGV[2])
+return {now, mark, woken}
+";
+
+/// Moves the tick mark forward, never back.
+///
+/// KEYS: the tick mark. ARGV: the new mark (microseconds).
+const TICK_END: &str = r"
+local m = redis.call('GET', KEYS[1])
+if (not m) or tonumber(m) < tonumber(ARGV[1]) then
+  redis.call('SET', KEYS[1], ARGV[1])
+  return 1
+end
+return 0
+";
+
+/// The layout version, written first when absent and creation is asked;
+/// answers the version (`''`: none) and whether it was written now.
+///
+/// KEYS: the layout key. ARGV: this layout, whether to create (`1`/`0`).
+const LAYOUT: &str = r"
+local v = redis.call('GET', KEYS[1])
+if v then return {v, '0'} end
+if ARGV[2] == '1' then
+  redis.call('SET', KEYS[1], ARGV[1])
+  return {ARGV[1], '1'}
+end
+return {'', '0'}
+";
+
+pub(super) struct Scripts {
+    pub(super) put: Script,
+    pub(super) effect_put: Script,
+    pub(super) tick_start: Script,
+    pub(super) tick_end: Script,
+    pub(super) layout: Script,
+}
+
+impl Scripts {
+    pub(super) fn new() -> Scripts {
+        Scripts {
+            put: Script::new(PUT),
+            effect_put: Script::new(EFFECT_PUT),
+            tick_start: Script::new(TICK_START),
+            tick_end: Script::new(TICK_END),
+            layout: Script::new(LAYOUT),
+        }
+    }
+}
