@@ -6,7 +6,7 @@
 //!
 //! ```no_run
 //! # use aws_sdk_dynamodb::{Client, types::AttributeValue};
-//! # use cronslot_aws::dynamo::fence_condition;
+//! # use cronslot_dynamodb::fence_condition;
 //! # async fn example(client: Client, fence: u64) -> Result<(), Box<dyn std::error::Error>> {
 //! let put = client
 //!     .put_item()
