@@ -14,6 +14,15 @@
 //! members of the role `cronslot_password`, which must give their password
 //! (scram-sha-256): [`Server::create_role`] makes either kind.
 //!
+//! The shared server ([`shared`]) is every test's at once: SQL that changes
+//! the whole server (its configuration, the superuser or the password
+//! group, the `postgres` database every test's schema lives in, other
+//! tests' connections; see [`server_wide_sql`]), and a crash, stop or
+//! restart of it, fail the test that asks, saying to start a server of its
+//! own ([`Server::start`]), because one test's change would reach every
+//! test running beside it. A role, a database or a schema of the test's
+//! own is the test's.
+//!
 //! Each server runs under a small `sh` guard holding a pipe from this
 //! process on its stdin: when the pipe closes (the [`Server`] is dropped,
 //! or the test process ends in any way, even killed, though statics are
@@ -40,16 +49,55 @@ pub struct Server {
     bin: PathBuf,
     /// Run the server's programs as `postgres` (this process is root).
     as_postgres: bool,
+    /// The test binary's shared server ([`shared`]), which no test may
+    /// change server-wide.
+    shared: bool,
     guard: Mutex<Option<Child>>,
 }
 
 static SHARED: OnceLock<Server> = OnceLock::new();
 
 /// The server this test process shares among its tests, started on first
-/// use. Tests that crash or stop a server start their own
-/// ([`Server::start`]).
+/// use. Tests that crash, stop or reconfigure a server start their own
+/// ([`Server::start`]): this one refuses it.
 pub fn shared() -> &'static Server {
-    SHARED.get_or_init(Server::start)
+    SHARED.get_or_init(|| {
+        let mut server = Server::start();
+        server.shared = true;
+        server
+    })
+}
+
+/// What in `sql` changes the whole server, if anything does: its
+/// configuration (`ALTER SYSTEM`, `pg_reload_conf`), the superuser every
+/// test connects as or the password group (`ALTER ROLE postgres`, `ALTER
+/// ROLE ALL`, `ALTER ROLE cronslot_password`, `DROP ROLE …`), the
+/// `postgres` database every test's schema lives in (`ALTER DATABASE
+/// postgres`, `DROP DATABASE postgres`), or other tests' connections
+/// (`pg_terminate_backend`: [`Server::terminate_application`] ends only a
+/// test's own). Read by words, case aside (a guard against accidents, not
+/// a parser).
+pub fn server_wide_sql(sql: &str) -> Option<String> {
+    let words: Vec<String> = sql
+        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .filter(|w| !w.is_empty())
+        .map(|w| w.to_ascii_uppercase())
+        .collect();
+    let everyones = ["POSTGRES", "ALL", "CRONSLOT_PASSWORD"];
+    words.iter().enumerate().find_map(|(i, w)| {
+        let next = |k: usize| words.get(i + k).map(String::as_str).unwrap_or("");
+        let wide = match w.as_str() {
+            "PG_RELOAD_CONF" | "PG_TERMINATE_BACKEND" => return Some(w.to_lowercase()),
+            "ALTER" | "DROP" => match next(1) {
+                "SYSTEM" => w == "ALTER",
+                "ROLE" | "USER" => everyones.contains(&next(2)),
+                "DATABASE" => next(2) == "POSTGRES",
+                _ => false,
+            },
+            _ => false,
+        };
+        wide.then(|| format!("{w} {} {}", next(1), next(2)).trim().to_string())
+    })
 }
 
 /// A name no other call in this process returns: `prefix_PID_N` (a valid
@@ -175,6 +223,7 @@ impl Server {
             dir,
             bin,
             as_postgres,
+            shared: false,
             guard: Mutex::new(None),
         };
         // The guard first, so that even a failed start is cleaned up.
@@ -434,7 +483,18 @@ impl Server {
         .map_err(|e| format!("{e}\nserver log:\n{}", self.log_tail()))
     }
 
+    /// Fails the test that asks for `what` on the shared server.
+    fn refuse_on_shared(&self, what: &str) {
+        assert!(
+            !self.shared,
+            "{what} changes the whole PostgreSQL server, and this is the test binary's shared \
+             one: every test running beside this one would see it; start a server of the test's \
+             own (cronslot_tests::postgres::Server::start)"
+        );
+    }
+
     fn pg_ctl_stop(&self, mode: &str) {
+        self.refuse_on_shared(&format!("pg_ctl stop -m {mode}"));
         let data = self.data();
         self.run(
             "pg_ctl",
@@ -455,6 +515,7 @@ impl Server {
 
     /// Starts the server again on the same port and data directory.
     pub fn restart(&self) {
+        self.refuse_on_shared("a restart");
         self.try_pg_ctl_start().unwrap_or_else(|e| panic!("{e}"));
     }
 
@@ -477,8 +538,19 @@ impl Server {
     }
 
     /// Runs `sql` in database `db` as the superuser with `psql`; the rows,
-    /// unaligned, `|` between columns, one line each.
+    /// unaligned, `|` between columns, one line each. On the shared
+    /// server, SQL that changes the whole server ([`server_wide_sql`])
+    /// fails the test instead.
     pub fn try_psql(&self, db: &str, sql: &str) -> Result<String, String> {
+        if let Some(what) = server_wide_sql(sql) {
+            self.refuse_on_shared(&what);
+        }
+        self.run_psql(db, sql)
+    }
+
+    /// [`Server::try_psql`] without the guard, for the harness's own
+    /// statements.
+    fn run_psql(&self, db: &str, sql: &str) -> Result<String, String> {
         let port = self.port.to_string();
         let mut command = Command::new(self.psql_program());
         for var in [
@@ -537,14 +609,22 @@ impl Server {
     }
 
     /// Ends every client connection to database `db` (other than the
-    /// `psql` doing it) with `pg_terminate_backend`; returns how many.
+    /// `psql` doing it) with `pg_terminate_backend`; returns how many. Not
+    /// of the shared server's `postgres` database, where every test's
+    /// schema lives.
     pub fn terminate_connections(&self, db: &str) -> u32 {
+        if db == "postgres" {
+            self.refuse_on_shared("ending every connection to the database postgres");
+        }
         let sql = format!(
             "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity \
              WHERE backend_type = 'client backend' AND pid <> pg_backend_pid() \
              AND datname = '{db}'"
         );
-        self.psql("postgres", &sql).parse().unwrap_or(0)
+        self.run_psql("postgres", &sql)
+            .unwrap_or_else(|e| panic!("{e}"))
+            .parse()
+            .unwrap_or(0)
     }
 
     /// Ends every client connection whose `application_name` is `name`
@@ -555,13 +635,19 @@ impl Server {
              WHERE backend_type = 'client backend' AND pid <> pg_backend_pid() \
              AND application_name = '{name}'"
         );
-        self.psql("postgres", &sql).parse().unwrap_or(0)
+        self.run_psql("postgres", &sql)
+            .unwrap_or_else(|e| panic!("{e}"))
+            .parse()
+            .unwrap_or(0)
     }
 
     /// Starts `psql` running `sql` in database `db` in the background (for
     /// holding a lock while a test does something else); wait for it with
     /// [`Child::wait`].
     pub fn spawn_psql(&self, db: &str, sql: &str) -> Child {
+        if let Some(what) = server_wide_sql(sql) {
+            self.refuse_on_shared(&what);
+        }
         let port = self.port.to_string();
         let mut command = Command::new(self.psql_program());
         for var in [
@@ -640,4 +726,56 @@ fn append(path: &Path, text: &str) {
         .unwrap_or_else(|e| panic!("opening {}: {e}", path.display()));
     f.write_all(text.as_bytes())
         .unwrap_or_else(|e| panic!("writing {}: {e}", path.display()));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sql_that_changes_the_whole_server_is_known() {
+        for (sql, wide) in [
+            ("ALTER SYSTEM SET fsync = on", Some("ALTER SYSTEM SET")),
+            ("SELECT pg_reload_conf()", Some("pg_reload_conf")),
+            (
+                "alter role postgres password 'x'",
+                Some("ALTER ROLE POSTGRES"),
+            ),
+            (
+                "ALTER USER ALL SET work_mem = '1MB'",
+                Some("ALTER USER ALL"),
+            ),
+            (
+                "DROP ROLE cronslot_password",
+                Some("DROP ROLE CRONSLOT_PASSWORD"),
+            ),
+            (
+                "ALTER DATABASE postgres SET statement_timeout = 1",
+                Some("ALTER DATABASE POSTGRES"),
+            ),
+            (
+                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity",
+                Some("pg_terminate_backend"),
+            ),
+            ("ALTER ROLE pw_1_2 PASSWORD 'x'", None),
+            ("ALTER ROLE postgres_like LOGIN", None),
+            ("CREATE SCHEMA t; GRANT USAGE ON SCHEMA t TO r", None),
+            ("DROP TABLE s.job_state", None),
+            ("ALTER DATABASE perm_1_2 OWNER TO r", None),
+        ] {
+            assert_eq!(server_wide_sql(sql).as_deref(), wide, "{sql}");
+        }
+    }
+
+    #[test]
+    #[should_panic(expected = "start a server of the test's own")]
+    fn the_shared_server_refuses_server_wide_sql() {
+        shared().psql("postgres", "ALTER SYSTEM SET fsync = on");
+    }
+
+    #[test]
+    #[should_panic(expected = "start a server of the test's own")]
+    fn the_shared_server_refuses_a_crash() {
+        shared().crash();
+    }
 }
