@@ -30,13 +30,13 @@
 //! removes its directory.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::io::{Read, Seek, SeekFrom};
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
+
+use crate::local_server::{free_port, make_certificates, tail};
 
 /// The group role whose members must authenticate with a password.
 pub const PASSWORD_GROUP: &str = "cronslot_password";
@@ -172,13 +172,6 @@ fn id_of(flag: &str) -> u32 {
         .expect("a numeric id")
 }
 
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("a free port")
-        .port()
-}
-
 /// Waits for the pipe on its stdin to close, then runs its arguments (the
 /// stop command) and removes `$CRONSLOT_PG_DIR`.
 const GUARD: &str = r#"while read -r _line; do :; done
@@ -310,82 +303,10 @@ impl Server {
         panic!("the test PostgreSQL server did not start: {last}");
     }
 
-    /// A CA and a server certificate for `localhost`, with `openssl`.
+    /// A CA and a server certificate for `localhost`
+    /// ([`make_certificates`]), which PostgreSQL reads as its own.
     fn make_certificates(&self) {
-        let openssl = |args: &[&str]| {
-            let out = Command::new("openssl")
-                .args(args)
-                .current_dir(&self.dir)
-                .stdin(Stdio::null())
-                .output()
-                .unwrap_or_else(|e| {
-                    panic!("running openssl (for the TLS test server): {e}; run scripts/setup")
-                });
-            assert!(
-                out.status.success(),
-                "openssl {}: {}",
-                args.join(" "),
-                String::from_utf8_lossy(&out.stderr)
-            );
-        };
-        let ec = [
-            "-newkey",
-            "ec",
-            "-pkeyopt",
-            "ec_paramgen_curve:prime256v1",
-            "-nodes",
-        ];
-        let mut ca = vec!["req", "-x509"];
-        ca.extend(ec);
-        ca.extend([
-            "-keyout",
-            "ca.key",
-            "-out",
-            "ca.pem",
-            "-days",
-            "2",
-            "-subj",
-            "/CN=cronslot test CA",
-            "-addext",
-            "basicConstraints=critical,CA:TRUE",
-            "-addext",
-            "keyUsage=critical,keyCertSign,cRLSign",
-        ]);
-        openssl(&ca);
-        let mut csr = vec!["req"];
-        csr.extend(ec);
-        csr.extend([
-            "-keyout",
-            "server.key",
-            "-out",
-            "server.csr",
-            "-subj",
-            "/CN=localhost",
-        ]);
-        openssl(&csr);
-        std::fs::write(
-            self.dir.join("server.ext"),
-            "subjectAltName=DNS:localhost\nbasicConstraints=CA:FALSE\n\
-             keyUsage=critical,digitalSignature\nextendedKeyUsage=serverAuth\n",
-        )
-        .expect("writing server.ext");
-        openssl(&[
-            "x509",
-            "-req",
-            "-in",
-            "server.csr",
-            "-CA",
-            "ca.pem",
-            "-CAkey",
-            "ca.key",
-            "-CAcreateserial",
-            "-out",
-            "server.crt",
-            "-days",
-            "2",
-            "-extfile",
-            "server.ext",
-        ]);
+        make_certificates(&self.dir);
         // PostgreSQL refuses a key others can read, or one not its own.
         use std::os::unix::fs::PermissionsExt;
         for file in ["server.key", "server.crt"] {
@@ -424,16 +345,7 @@ impl Server {
             Command::new(program)
         };
         command.args(args).current_dir(&self.dir);
-        for var in [
-            "PGPASSWORD",
-            "PGHOST",
-            "PGPORT",
-            "PGUSER",
-            "PGDATABASE",
-            "PGOPTIONS",
-        ] {
-            command.env_remove(var);
-        }
+        without_libpq_environment(&mut command);
         command
     }
 
@@ -551,22 +463,8 @@ impl Server {
     /// [`Server::try_psql`] without the guard, for the harness's own
     /// statements.
     fn run_psql(&self, db: &str, sql: &str) -> Result<String, String> {
-        let port = self.port.to_string();
-        let mut command = Command::new(self.psql_program());
-        for var in [
-            "PGPASSWORD",
-            "PGHOST",
-            "PGPORT",
-            "PGUSER",
-            "PGDATABASE",
-            "PGOPTIONS",
-        ] {
-            command.env_remove(var);
-        }
-        let output = command
-            .args(["-X", "-A", "-t", "-q", "-v", "ON_ERROR_STOP=1"])
-            .args(["-h", "127.0.0.1", "-p", &port, "-U", "postgres", "-d", db])
-            .args(["-c", sql])
+        let output = self
+            .psql_command(db, sql)
             .stdin(Stdio::null())
             .output()
             .map_err(|e| format!("running psql: {e}"))?;
@@ -648,27 +546,24 @@ impl Server {
         if let Some(what) = server_wide_sql(sql) {
             self.refuse_on_shared(&what);
         }
-        let port = self.port.to_string();
-        let mut command = Command::new(self.psql_program());
-        for var in [
-            "PGPASSWORD",
-            "PGHOST",
-            "PGPORT",
-            "PGUSER",
-            "PGDATABASE",
-            "PGOPTIONS",
-        ] {
-            command.env_remove(var);
-        }
-        command
-            .args(["-X", "-A", "-t", "-q", "-v", "ON_ERROR_STOP=1"])
-            .args(["-h", "127.0.0.1", "-p", &port, "-U", "postgres", "-d", db])
-            .args(["-c", sql])
+        self.psql_command(db, sql)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
             .expect("starting psql")
+    }
+
+    /// `psql` running `sql` in database `db` as the superuser, rows
+    /// unaligned, stopping at the first error.
+    fn psql_command(&self, db: &str, sql: &str) -> Command {
+        let mut command = Command::new(self.psql_program());
+        without_libpq_environment(&mut command);
+        command
+            .args(["-X", "-A", "-t", "-q", "-v", "ON_ERROR_STOP=1"])
+            .args(["-h", "127.0.0.1", "-p", &self.port.to_string()])
+            .args(["-U", "postgres", "-d", db, "-c", sql]);
+        command
     }
 
     fn psql_program(&self) -> PathBuf {
@@ -682,13 +577,7 @@ impl Server {
 
     /// The end of the server's log, for failure messages.
     pub fn log_tail(&self) -> String {
-        let mut text = String::new();
-        if let Ok(mut f) = std::fs::File::open(self.log_path()) {
-            let len = f.metadata().map(|m| m.len()).unwrap_or(0);
-            let _ = f.seek(SeekFrom::Start(len.saturating_sub(4000)));
-            let _ = f.read_to_string(&mut text);
-        }
-        text
+        tail(&self.log_path())
     }
 
     /// Waits until the server accepts connections again (after a
@@ -715,6 +604,21 @@ impl Drop for Server {
             drop(child.stdin.take());
             let _ = child.wait();
         }
+    }
+}
+
+/// Leaves out of `command`'s environment the variables libpq reads
+/// (a developer's PGPASSWORD or PGHOST must not change a test).
+fn without_libpq_environment(command: &mut Command) {
+    for var in [
+        "PGPASSWORD",
+        "PGHOST",
+        "PGPORT",
+        "PGUSER",
+        "PGDATABASE",
+        "PGOPTIONS",
+    ] {
+        command.env_remove(var);
     }
 }
 

@@ -172,14 +172,9 @@ pub fn eventually<T, E: fmt::Display>(limit: Duration, mut f: impl FnMut() -> Re
     }
 }
 
-/// A loopback port nothing listens on (as far as one can tell).
-pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
+/// A loopback port nothing listens on (as far as one can tell): where a
+/// server is unreachable.
+pub use crate::local_server::free_port;
 
 // ------------------------------------------------------------- secrets ----
 
