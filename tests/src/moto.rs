@@ -7,12 +7,13 @@
 //! with a message; it never skips.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::io::{Read, Seek, SeekFrom};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
+
+use crate::local_server::{free_port, tail};
 
 /// The moto server of this test binary. It is started on first use and
 /// stops when the binary exits: it runs under a small `sh` guard that kills
@@ -82,10 +83,7 @@ wait $child 2>/dev/null"#;
 
 fn start_moto() -> Moto {
     let binary = moto_binary();
-    let port = TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("a free port")
-        .port();
+    let port = free_port();
     let log_path = std::env::temp_dir().join(format!("moto-{}-{port}.log", std::process::id()));
     let log = std::fs::File::create(&log_path).expect("moto log file");
     let child = Command::new("sh")
@@ -126,14 +124,4 @@ fn start_moto() -> Moto {
         }
         std::thread::sleep(Duration::from_millis(50));
     }
-}
-
-fn tail(path: &Path) -> String {
-    let mut text = String::new();
-    if let Ok(mut f) = std::fs::File::open(path) {
-        let len = f.metadata().map(|m| m.len()).unwrap_or(0);
-        let _ = f.seek(SeekFrom::Start(len.saturating_sub(4000)));
-        let _ = f.read_to_string(&mut text);
-    }
-    text
 }

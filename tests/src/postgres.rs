@@ -14,6 +14,15 @@
 //! members of the role `cronslot_password`, which must give their password
 //! (scram-sha-256): [`Server::create_role`] makes either kind.
 //!
+//! The shared server ([`shared`]) is every test's at once: SQL that changes
+//! the whole server (its configuration, the superuser or the password
+//! group, the `postgres` database every test's schema lives in, other
+//! tests' connections; see [`server_wide_sql`]), and a crash, stop or
+//! restart of it, fail the test that asks, saying to start a server of its
+//! own ([`Server::start`]), because one test's change would reach every
+//! test running beside it. A role, a database or a schema of the test's
+//! own is the test's.
+//!
 //! Each server runs under a small `sh` guard holding a pipe from this
 //! process on its stdin: when the pipe closes (the [`Server`] is dropped,
 //! or the test process ends in any way, even killed, though statics are
@@ -21,13 +30,13 @@
 //! removes its directory.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::io::{Read, Seek, SeekFrom};
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
+
+use crate::local_server::{free_port, make_certificates, tail};
 
 /// The group role whose members must authenticate with a password.
 pub const PASSWORD_GROUP: &str = "cronslot_password";
@@ -40,16 +49,55 @@ pub struct Server {
     bin: PathBuf,
     /// Run the server's programs as `postgres` (this process is root).
     as_postgres: bool,
+    /// The test binary's shared server ([`shared`]), which no test may
+    /// change server-wide.
+    shared: bool,
     guard: Mutex<Option<Child>>,
 }
 
 static SHARED: OnceLock<Server> = OnceLock::new();
 
 /// The server this test process shares among its tests, started on first
-/// use. Tests that crash or stop a server start their own
-/// ([`Server::start`]).
+/// use. Tests that crash, stop or reconfigure a server start their own
+/// ([`Server::start`]): this one refuses it.
 pub fn shared() -> &'static Server {
-    SHARED.get_or_init(Server::start)
+    SHARED.get_or_init(|| {
+        let mut server = Server::start();
+        server.shared = true;
+        server
+    })
+}
+
+/// What in `sql` changes the whole server, if anything does: its
+/// configuration (`ALTER SYSTEM`, `pg_reload_conf`), the superuser every
+/// test connects as or the password group (`ALTER ROLE postgres`, `ALTER
+/// ROLE ALL`, `ALTER ROLE cronslot_password`, `DROP ROLE …`), the
+/// `postgres` database every test's schema lives in (`ALTER DATABASE
+/// postgres`, `DROP DATABASE postgres`), or other tests' connections
+/// (`pg_terminate_backend`: [`Server::terminate_application`] ends only a
+/// test's own). Read by words, case aside (a guard against accidents, not
+/// a parser).
+pub fn server_wide_sql(sql: &str) -> Option<String> {
+    let words: Vec<String> = sql
+        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .filter(|w| !w.is_empty())
+        .map(|w| w.to_ascii_uppercase())
+        .collect();
+    let everyones = ["POSTGRES", "ALL", "CRONSLOT_PASSWORD"];
+    words.iter().enumerate().find_map(|(i, w)| {
+        let next = |k: usize| words.get(i + k).map(String::as_str).unwrap_or("");
+        let wide = match w.as_str() {
+            "PG_RELOAD_CONF" | "PG_TERMINATE_BACKEND" => return Some(w.to_lowercase()),
+            "ALTER" | "DROP" => match next(1) {
+                "SYSTEM" => w == "ALTER",
+                "ROLE" | "USER" => everyones.contains(&next(2)),
+                "DATABASE" => next(2) == "POSTGRES",
+                _ => false,
+            },
+            _ => false,
+        };
+        wide.then(|| format!("{w} {} {}", next(1), next(2)).trim().to_string())
+    })
 }
 
 /// A name no other call in this process returns: `prefix_PID_N` (a valid
@@ -124,13 +172,6 @@ fn id_of(flag: &str) -> u32 {
         .expect("a numeric id")
 }
 
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("a free port")
-        .port()
-}
-
 /// Waits for the pipe on its stdin to close, then runs its arguments (the
 /// stop command) and removes `$CRONSLOT_PG_DIR`.
 const GUARD: &str = r#"while read -r _line; do :; done
@@ -175,6 +216,7 @@ impl Server {
             dir,
             bin,
             as_postgres,
+            shared: false,
             guard: Mutex::new(None),
         };
         // The guard first, so that even a failed start is cleaned up.
@@ -261,82 +303,10 @@ impl Server {
         panic!("the test PostgreSQL server did not start: {last}");
     }
 
-    /// A CA and a server certificate for `localhost`, with `openssl`.
+    /// A CA and a server certificate for `localhost`
+    /// ([`make_certificates`]), which PostgreSQL reads as its own.
     fn make_certificates(&self) {
-        let openssl = |args: &[&str]| {
-            let out = Command::new("openssl")
-                .args(args)
-                .current_dir(&self.dir)
-                .stdin(Stdio::null())
-                .output()
-                .unwrap_or_else(|e| {
-                    panic!("running openssl (for the TLS test server): {e}; run scripts/setup")
-                });
-            assert!(
-                out.status.success(),
-                "openssl {}: {}",
-                args.join(" "),
-                String::from_utf8_lossy(&out.stderr)
-            );
-        };
-        let ec = [
-            "-newkey",
-            "ec",
-            "-pkeyopt",
-            "ec_paramgen_curve:prime256v1",
-            "-nodes",
-        ];
-        let mut ca = vec!["req", "-x509"];
-        ca.extend(ec);
-        ca.extend([
-            "-keyout",
-            "ca.key",
-            "-out",
-            "ca.pem",
-            "-days",
-            "2",
-            "-subj",
-            "/CN=cronslot test CA",
-            "-addext",
-            "basicConstraints=critical,CA:TRUE",
-            "-addext",
-            "keyUsage=critical,keyCertSign,cRLSign",
-        ]);
-        openssl(&ca);
-        let mut csr = vec!["req"];
-        csr.extend(ec);
-        csr.extend([
-            "-keyout",
-            "server.key",
-            "-out",
-            "server.csr",
-            "-subj",
-            "/CN=localhost",
-        ]);
-        openssl(&csr);
-        std::fs::write(
-            self.dir.join("server.ext"),
-            "subjectAltName=DNS:localhost\nbasicConstraints=CA:FALSE\n\
-             keyUsage=critical,digitalSignature\nextendedKeyUsage=serverAuth\n",
-        )
-        .expect("writing server.ext");
-        openssl(&[
-            "x509",
-            "-req",
-            "-in",
-            "server.csr",
-            "-CA",
-            "ca.pem",
-            "-CAkey",
-            "ca.key",
-            "-CAcreateserial",
-            "-out",
-            "server.crt",
-            "-days",
-            "2",
-            "-extfile",
-            "server.ext",
-        ]);
+        make_certificates(&self.dir);
         // PostgreSQL refuses a key others can read, or one not its own.
         use std::os::unix::fs::PermissionsExt;
         for file in ["server.key", "server.crt"] {
@@ -375,16 +345,7 @@ impl Server {
             Command::new(program)
         };
         command.args(args).current_dir(&self.dir);
-        for var in [
-            "PGPASSWORD",
-            "PGHOST",
-            "PGPORT",
-            "PGUSER",
-            "PGDATABASE",
-            "PGOPTIONS",
-        ] {
-            command.env_remove(var);
-        }
+        without_libpq_environment(&mut command);
         command
     }
 
@@ -434,7 +395,18 @@ impl Server {
         .map_err(|e| format!("{e}\nserver log:\n{}", self.log_tail()))
     }
 
+    /// Fails the test that asks for `what` on the shared server.
+    fn refuse_on_shared(&self, what: &str) {
+        assert!(
+            !self.shared,
+            "{what} changes the whole PostgreSQL server, and this is the test binary's shared \
+             one: every test running beside this one would see it; start a server of the test's \
+             own (cronslot_tests::postgres::Server::start)"
+        );
+    }
+
     fn pg_ctl_stop(&self, mode: &str) {
+        self.refuse_on_shared(&format!("pg_ctl stop -m {mode}"));
         let data = self.data();
         self.run(
             "pg_ctl",
@@ -455,6 +427,7 @@ impl Server {
 
     /// Starts the server again on the same port and data directory.
     pub fn restart(&self) {
+        self.refuse_on_shared("a restart");
         self.try_pg_ctl_start().unwrap_or_else(|e| panic!("{e}"));
     }
 
@@ -477,24 +450,21 @@ impl Server {
     }
 
     /// Runs `sql` in database `db` as the superuser with `psql`; the rows,
-    /// unaligned, `|` between columns, one line each.
+    /// unaligned, `|` between columns, one line each. On the shared
+    /// server, SQL that changes the whole server ([`server_wide_sql`])
+    /// fails the test instead.
     pub fn try_psql(&self, db: &str, sql: &str) -> Result<String, String> {
-        let port = self.port.to_string();
-        let mut command = Command::new(self.psql_program());
-        for var in [
-            "PGPASSWORD",
-            "PGHOST",
-            "PGPORT",
-            "PGUSER",
-            "PGDATABASE",
-            "PGOPTIONS",
-        ] {
-            command.env_remove(var);
+        if let Some(what) = server_wide_sql(sql) {
+            self.refuse_on_shared(&what);
         }
-        let output = command
-            .args(["-X", "-A", "-t", "-q", "-v", "ON_ERROR_STOP=1"])
-            .args(["-h", "127.0.0.1", "-p", &port, "-U", "postgres", "-d", db])
-            .args(["-c", sql])
+        self.run_psql(db, sql)
+    }
+
+    /// [`Server::try_psql`] without the guard, for the harness's own
+    /// statements.
+    fn run_psql(&self, db: &str, sql: &str) -> Result<String, String> {
+        let output = self
+            .psql_command(db, sql)
             .stdin(Stdio::null())
             .output()
             .map_err(|e| format!("running psql: {e}"))?;
@@ -537,14 +507,22 @@ impl Server {
     }
 
     /// Ends every client connection to database `db` (other than the
-    /// `psql` doing it) with `pg_terminate_backend`; returns how many.
+    /// `psql` doing it) with `pg_terminate_backend`; returns how many. Not
+    /// of the shared server's `postgres` database, where every test's
+    /// schema lives.
     pub fn terminate_connections(&self, db: &str) -> u32 {
+        if db == "postgres" {
+            self.refuse_on_shared("ending every connection to the database postgres");
+        }
         let sql = format!(
             "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity \
              WHERE backend_type = 'client backend' AND pid <> pg_backend_pid() \
              AND datname = '{db}'"
         );
-        self.psql("postgres", &sql).parse().unwrap_or(0)
+        self.run_psql("postgres", &sql)
+            .unwrap_or_else(|e| panic!("{e}"))
+            .parse()
+            .unwrap_or(0)
     }
 
     /// Ends every client connection whose `application_name` is `name`
@@ -555,34 +533,37 @@ impl Server {
              WHERE backend_type = 'client backend' AND pid <> pg_backend_pid() \
              AND application_name = '{name}'"
         );
-        self.psql("postgres", &sql).parse().unwrap_or(0)
+        self.run_psql("postgres", &sql)
+            .unwrap_or_else(|e| panic!("{e}"))
+            .parse()
+            .unwrap_or(0)
     }
 
     /// Starts `psql` running `sql` in database `db` in the background (for
     /// holding a lock while a test does something else); wait for it with
     /// [`Child::wait`].
     pub fn spawn_psql(&self, db: &str, sql: &str) -> Child {
-        let port = self.port.to_string();
-        let mut command = Command::new(self.psql_program());
-        for var in [
-            "PGPASSWORD",
-            "PGHOST",
-            "PGPORT",
-            "PGUSER",
-            "PGDATABASE",
-            "PGOPTIONS",
-        ] {
-            command.env_remove(var);
+        if let Some(what) = server_wide_sql(sql) {
+            self.refuse_on_shared(&what);
         }
-        command
-            .args(["-X", "-A", "-t", "-q", "-v", "ON_ERROR_STOP=1"])
-            .args(["-h", "127.0.0.1", "-p", &port, "-U", "postgres", "-d", db])
-            .args(["-c", sql])
+        self.psql_command(db, sql)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
             .expect("starting psql")
+    }
+
+    /// `psql` running `sql` in database `db` as the superuser, rows
+    /// unaligned, stopping at the first error.
+    fn psql_command(&self, db: &str, sql: &str) -> Command {
+        let mut command = Command::new(self.psql_program());
+        without_libpq_environment(&mut command);
+        command
+            .args(["-X", "-A", "-t", "-q", "-v", "ON_ERROR_STOP=1"])
+            .args(["-h", "127.0.0.1", "-p", &self.port.to_string()])
+            .args(["-U", "postgres", "-d", db, "-c", sql]);
+        command
     }
 
     fn psql_program(&self) -> PathBuf {
@@ -596,13 +577,7 @@ impl Server {
 
     /// The end of the server's log, for failure messages.
     pub fn log_tail(&self) -> String {
-        let mut text = String::new();
-        if let Ok(mut f) = std::fs::File::open(self.log_path()) {
-            let len = f.metadata().map(|m| m.len()).unwrap_or(0);
-            let _ = f.seek(SeekFrom::Start(len.saturating_sub(4000)));
-            let _ = f.read_to_string(&mut text);
-        }
-        text
+        tail(&self.log_path())
     }
 
     /// Waits until the server accepts connections again (after a
@@ -632,6 +607,21 @@ impl Drop for Server {
     }
 }
 
+/// Leaves out of `command`'s environment the variables libpq reads
+/// (a developer's PGPASSWORD or PGHOST must not change a test).
+fn without_libpq_environment(command: &mut Command) {
+    for var in [
+        "PGPASSWORD",
+        "PGHOST",
+        "PGPORT",
+        "PGUSER",
+        "PGDATABASE",
+        "PGOPTIONS",
+    ] {
+        command.env_remove(var);
+    }
+}
+
 fn append(path: &Path, text: &str) {
     use std::io::Write;
     let mut f = std::fs::OpenOptions::new()
@@ -640,4 +630,56 @@ fn append(path: &Path, text: &str) {
         .unwrap_or_else(|e| panic!("opening {}: {e}", path.display()));
     f.write_all(text.as_bytes())
         .unwrap_or_else(|e| panic!("writing {}: {e}", path.display()));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sql_that_changes_the_whole_server_is_known() {
+        for (sql, wide) in [
+            ("ALTER SYSTEM SET fsync = on", Some("ALTER SYSTEM SET")),
+            ("SELECT pg_reload_conf()", Some("pg_reload_conf")),
+            (
+                "alter role postgres password 'x'",
+                Some("ALTER ROLE POSTGRES"),
+            ),
+            (
+                "ALTER USER ALL SET work_mem = '1MB'",
+                Some("ALTER USER ALL"),
+            ),
+            (
+                "DROP ROLE cronslot_password",
+                Some("DROP ROLE CRONSLOT_PASSWORD"),
+            ),
+            (
+                "ALTER DATABASE postgres SET statement_timeout = 1",
+                Some("ALTER DATABASE POSTGRES"),
+            ),
+            (
+                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity",
+                Some("pg_terminate_backend"),
+            ),
+            ("ALTER ROLE pw_1_2 PASSWORD 'x'", None),
+            ("ALTER ROLE postgres_like LOGIN", None),
+            ("CREATE SCHEMA t; GRANT USAGE ON SCHEMA t TO r", None),
+            ("DROP TABLE s.job_state", None),
+            ("ALTER DATABASE perm_1_2 OWNER TO r", None),
+        ] {
+            assert_eq!(server_wide_sql(sql).as_deref(), wide, "{sql}");
+        }
+    }
+
+    #[test]
+    #[should_panic(expected = "start a server of the test's own")]
+    fn the_shared_server_refuses_server_wide_sql() {
+        shared().psql("postgres", "ALTER SYSTEM SET fsync = on");
+    }
+
+    #[test]
+    #[should_panic(expected = "start a server of the test's own")]
+    fn the_shared_server_refuses_a_crash() {
+        shared().crash();
+    }
 }

@@ -8,6 +8,13 @@
 //! test with a message that says to run `scripts/setup`; they never skip
 //! it.
 //!
+//! The shared server ([`shared`]) is every test's at once: a command that
+//! changes the whole server (its configuration, its script cache, every
+//! key, its clients, the default user, its role; see
+//! [`server_wide_command`]) and a crash or restart of it fail the test
+//! that asks, saying to start a server of its own ([`Server::start`]),
+//! because one test's change would reach every test running beside it.
+//!
 //! Each server is watched by a small `sh` guard holding a pipe from this
 //! process on its stdin: when the pipe closes (the [`Server`] is dropped,
 //! or the test process ends in any way, even killed, though statics are
@@ -15,13 +22,13 @@
 //! removes its directory.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::io::{Read, Seek, SeekFrom};
-use std::net::TcpListener;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
+
+use crate::local_server::{free_port, make_certificates, tail};
 
 /// One private Redis server.
 pub struct Server {
@@ -33,6 +40,9 @@ pub struct Server {
     password: Option<String>,
     /// The configuration arguments it was started with.
     config: Vec<String>,
+    /// The test binary's shared server ([`shared`]), which no test may
+    /// change server-wide.
+    shared: bool,
     server: Mutex<Option<Child>>,
     guard: Mutex<Option<Child>>,
 }
@@ -41,9 +51,57 @@ static SHARED: OnceLock<Server> = OnceLock::new();
 
 /// The server this test process shares among its tests, started on first
 /// use. Tests that crash, stop or reconfigure a server start their own
-/// ([`Server::start`]).
+/// ([`Server::start`]): this one refuses it.
 pub fn shared() -> &'static Server {
-    SHARED.get_or_init(Server::start)
+    SHARED.get_or_init(|| {
+        let mut server = Server::start();
+        server.shared = true;
+        server
+    })
+}
+
+/// Why `args` (a `redis-cli` command) changes the whole server, if it
+/// does: the configuration (`CONFIG SET`), the script or function cache
+/// (`SCRIPT FLUSH`), every key (`FLUSHALL`, `FLUSHDB`, `SWAPDB`), other
+/// clients (`CLIENT KILL`, `CLIENT PAUSE`), the default user (`ACL
+/// SETUSER default`, `ACL DELUSER`, `ACL LOAD`), the server itself
+/// (`DEBUG`, `SHUTDOWN`, `MODULE`) or its role (`REPLICAOF`, `FAILOVER`).
+/// A user of the test's own (`ACL SETUSER alice`) and keys under the
+/// test's own prefix are the test's.
+pub fn server_wide_command(args: &[&str]) -> Option<String> {
+    let word = |i: usize| {
+        args.get(i)
+            .map(|a| a.to_ascii_uppercase())
+            .unwrap_or_default()
+    };
+    let (first, second) = (word(0), word(1));
+    let wide = match first.as_str() {
+        "FLUSHALL" | "FLUSHDB" | "SWAPDB" | "DEBUG" | "SHUTDOWN" | "MODULE" | "REPLICAOF"
+        | "SLAVEOF" | "FAILOVER" => true,
+        "CONFIG" => matches!(second.as_str(), "SET" | "RESETSTAT" | "REWRITE"),
+        "SCRIPT" => matches!(second.as_str(), "FLUSH" | "KILL"),
+        "FUNCTION" => matches!(
+            second.as_str(),
+            "FLUSH" | "DELETE" | "LOAD" | "RESTORE" | "KILL"
+        ),
+        "CLIENT" => matches!(second.as_str(), "KILL" | "PAUSE" | "UNPAUSE"),
+        "ACL" => match second.as_str() {
+            "SETUSER" => word(2) == "DEFAULT",
+            "DELUSER" | "LOAD" => true,
+            _ => false,
+        },
+        _ => false,
+    };
+    wide.then(|| {
+        if matches!(
+            first.as_str(),
+            "CONFIG" | "SCRIPT" | "FUNCTION" | "CLIENT" | "ACL"
+        ) {
+            format!("{first} {second}")
+        } else {
+            first.clone()
+        }
+    })
 }
 
 /// A name no other call in this process returns: `prefix-PID-N` (a valid
@@ -77,13 +135,6 @@ fn bin_dir() -> Option<PathBuf> {
     });
     assert!(found, "redis-server not found on PATH: {HOW}");
     None
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("a free port")
-        .port()
 }
 
 /// Waits for the pipe on its stdin to close, then kills the server whose
@@ -149,6 +200,7 @@ impl Server {
             bin,
             password: password.map(str::to_string),
             config,
+            shared: false,
             server: Mutex::new(None),
             guard: Mutex::new(Some(guard)),
         };
@@ -245,9 +297,24 @@ impl Server {
         format!("redis://{auth}127.0.0.1:{}/0?prefix={prefix}", self.port)
     }
 
+    /// Fails the test that asks for `what` on the shared server.
+    fn refuse_on_shared(&self, what: &str) {
+        assert!(
+            !self.shared,
+            "{what} changes the whole Redis server, and this is the test binary's shared one: \
+             every test running beside this one would see it; start a server of the test's own \
+             (cronslot_tests::redis::Server::start)"
+        );
+    }
+
     /// Runs one command with `redis-cli` (authenticated when the server
     /// has a password); its answer, trimmed (an error answer is an `Err`).
+    /// On the shared server, a command that changes the whole server
+    /// ([`server_wide_command`]) fails the test instead.
     pub fn try_cli(&self, args: &[&str]) -> Result<String, String> {
+        if let Some(command) = server_wide_command(args) {
+            self.refuse_on_shared(&command);
+        }
         let mut command = Command::new(self.program("redis-cli"));
         command
             .args(["-h", "127.0.0.1", "-p", &self.port.to_string()])
@@ -286,6 +353,7 @@ impl Server {
     /// Crashes the server: `SIGKILL`, nothing flushed beyond what
     /// `appendfsync always` already wrote.
     pub fn crash(&self) {
+        self.refuse_on_shared("a crash");
         if let Some(mut child) = self.server.lock().unwrap().take() {
             let _ = child.kill();
             let _ = child.wait();
@@ -323,6 +391,7 @@ impl Server {
 
     /// [`Server::restart`] with more configuration arguments.
     pub fn restart_with(&self, extra: &[&str]) {
+        self.refuse_on_shared("a restart");
         self.crash();
         let extra: Vec<String> = extra.iter().map(|s| s.to_string()).collect();
         self.try_spawn(&extra).unwrap_or_else(|e| panic!("{e}"));
@@ -330,93 +399,8 @@ impl Server {
 
     /// The end of the server's log, for failure messages.
     pub fn log_tail(&self) -> String {
-        let mut text = String::new();
-        if let Ok(mut f) = std::fs::File::open(self.log_path()) {
-            let len = f.metadata().map(|m| m.len()).unwrap_or(0);
-            let _ = f.seek(SeekFrom::Start(len.saturating_sub(4000)));
-            let _ = f.read_to_string(&mut text);
-        }
-        text
+        tail(&self.log_path())
     }
-}
-
-/// A CA and a server certificate for `localhost` in `dir`, with
-/// `openssl`.
-fn make_certificates(dir: &std::path::Path) {
-    let openssl = |args: &[&str]| {
-        let out = Command::new("openssl")
-            .args(args)
-            .current_dir(dir)
-            .stdin(Stdio::null())
-            .output()
-            .unwrap_or_else(|e| {
-                panic!("running openssl (for the TLS test server): {e}; run scripts/setup")
-            });
-        assert!(
-            out.status.success(),
-            "openssl {}: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&out.stderr)
-        );
-    };
-    let ec = [
-        "-newkey",
-        "ec",
-        "-pkeyopt",
-        "ec_paramgen_curve:prime256v1",
-        "-nodes",
-    ];
-    let mut ca = vec!["req", "-x509"];
-    ca.extend(ec);
-    ca.extend([
-        "-keyout",
-        "ca.key",
-        "-out",
-        "ca.pem",
-        "-days",
-        "2",
-        "-subj",
-        "/CN=cronslot test CA",
-        "-addext",
-        "basicConstraints=critical,CA:TRUE",
-        "-addext",
-        "keyUsage=critical,keyCertSign,cRLSign",
-    ]);
-    openssl(&ca);
-    let mut csr = vec!["req"];
-    csr.extend(ec);
-    csr.extend([
-        "-keyout",
-        "server.key",
-        "-out",
-        "server.csr",
-        "-subj",
-        "/CN=localhost",
-    ]);
-    openssl(&csr);
-    std::fs::write(
-        dir.join("server.ext"),
-        "subjectAltName=DNS:localhost\nbasicConstraints=CA:FALSE\n\
-         keyUsage=critical,digitalSignature\nextendedKeyUsage=serverAuth\n",
-    )
-    .expect("writing server.ext");
-    openssl(&[
-        "x509",
-        "-req",
-        "-in",
-        "server.csr",
-        "-CA",
-        "ca.pem",
-        "-CAkey",
-        "ca.key",
-        "-CAcreateserial",
-        "-out",
-        "server.crt",
-        "-days",
-        "2",
-        "-extfile",
-        "server.ext",
-    ]);
 }
 
 impl Drop for Server {
@@ -431,5 +415,53 @@ impl Drop for Server {
             drop(child.stdin.take());
             let _ = child.wait();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn commands_that_change_the_whole_server_are_known() {
+        for (args, wide) in [
+            (&["CONFIG", "SET", "maxmemory", "1"][..], Some("CONFIG SET")),
+            (
+                &["config", "set", "appendfsync", "everysec"],
+                Some("CONFIG SET"),
+            ),
+            (&["SCRIPT", "FLUSH"], Some("SCRIPT FLUSH")),
+            (&["FLUSHALL"], Some("FLUSHALL")),
+            (&["FLUSHDB", "ASYNC"], Some("FLUSHDB")),
+            (&["CLIENT", "KILL", "TYPE", "normal"], Some("CLIENT KILL")),
+            (&["CLIENT", "PAUSE", "1500", "ALL"], Some("CLIENT PAUSE")),
+            (&["ACL", "SETUSER", "default", ">pw"], Some("ACL SETUSER")),
+            (&["REPLICAOF", "127.0.0.1", "6379"], Some("REPLICAOF")),
+            (&["CONFIG", "GET", "appendfsync"], None),
+            (&["SCRIPT", "EXISTS", "abc"], None),
+            (&["CLIENT", "LIST"], None),
+            (&["ACL", "SETUSER", "alice", "on"], None),
+            (&["HSET", "{p:j}:state", "v", "1"], None),
+            (&["--scan", "--pattern", "{p:*"], None),
+        ] {
+            assert_eq!(
+                server_wide_command(args).as_deref(),
+                wide,
+                "{}",
+                args.join(" ")
+            );
+        }
+    }
+
+    #[test]
+    #[should_panic(expected = "start a server of the test's own")]
+    fn the_shared_server_refuses_a_server_wide_command() {
+        shared().cli(&["CONFIG", "SET", "maxmemory", "1"]);
+    }
+
+    #[test]
+    #[should_panic(expected = "start a server of the test's own")]
+    fn the_shared_server_refuses_a_crash() {
+        shared().crash();
     }
 }

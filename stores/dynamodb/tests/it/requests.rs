@@ -239,3 +239,25 @@ async fn a_run_costs_one_read_and_two_writes_a_duplicate_one_read() {
         println!("{line}");
     }
 }
+
+/// The same figures, step by step, as PostgreSQL and Redis count them
+/// (`cronslot_tests::server_store::request_counts_per_step`): one
+/// coordinator throughout, the ledger's own begin and finish, and the
+/// writes that lose their condition, each hand back what is there.
+#[tokio::test(flavor = "current_thread")]
+async fn request_counts_are_exact() {
+    let setup = Setup::new();
+    let store = setup.fresh_store("counts").await;
+    cronslot_tests::server_store::request_counts_per_step(&store, "req", || {
+        setup.counts.reads_writes()
+    })
+    .await;
+    let all: u64 = setup.counts.snapshot().values().sum();
+    let (reads, writes) = setup.counts.reads_writes();
+    assert_eq!(
+        all,
+        reads + writes,
+        "only reads and writes: {:?}",
+        setup.counts.snapshot()
+    );
+}

@@ -12,8 +12,7 @@ use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::operation::put_item::PutItemError;
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::types::{
-    AttributeDefinition, AttributeValue, BillingMode, KeySchemaElement, KeyType, Put,
-    ScalarAttributeType, TimeToLiveStatus, TransactWriteItem,
+    AttributeValue, BillingMode, Put, TimeToLiveStatus, TransactWriteItem,
 };
 use cronslot_core::conformance::{HOUR, at, create, job, t0};
 use cronslot_core::coord::exec::join_all;
@@ -24,79 +23,37 @@ use cronslot_core::coord::{
 };
 use cronslot_dynamodb::{DynamoStore, MAX_ITEM_BYTES, fence_condition};
 use jiff::{SignedDuration, Timestamp};
-use support::Setup;
+use support::{Setup, s};
 
 fn state(job: &str) -> JobState {
     JobState::new(job, "spec-hash", t0(), false)
-}
-
-fn s(text: &str) -> AttributeValue {
-    AttributeValue::S(text.to_string())
 }
 
 fn n(number: u64) -> AttributeValue {
     AttributeValue::N(number.to_string())
 }
 
+/// The raw item of a key of the store's table (`job#…`, `effect#…`).
 async fn raw_item(
     client: &Client,
     table: &str,
     pk: &str,
 ) -> Option<std::collections::HashMap<String, AttributeValue>> {
-    client
-        .get_item()
-        .table_name(table)
-        .key("pk", s(pk))
-        .consistent_read(true)
-        .send()
-        .await
-        .unwrap()
-        .item()
-        .cloned()
+    support::raw_item(client, table, "pk", pk).await
 }
 
 /// A table of the job's own (key `id`), as a user's destination would be.
 async fn destination_table(client: &Client) -> String {
-    let name = support::unique_table("destination");
-    client
-        .create_table()
-        .table_name(&name)
-        .attribute_definitions(
-            AttributeDefinition::builder()
-                .attribute_name("id")
-                .attribute_type(ScalarAttributeType::S)
-                .build()
-                .unwrap(),
-        )
-        .key_schema(
-            KeySchemaElement::builder()
-                .attribute_name("id")
-                .key_type(KeyType::Hash)
-                .build()
-                .unwrap(),
-        )
-        .billing_mode(BillingMode::PayPerRequest)
-        .send()
-        .await
-        .unwrap();
-    name
+    support::table_keyed_by(client, "destination", "id").await
 }
 
+/// An item of a destination table.
 async fn destination_item(
     client: &Client,
     table: &str,
     id: &str,
 ) -> Option<std::collections::HashMap<String, AttributeValue>> {
-    client
-        .get_item()
-        .table_name(table)
-        .key("id", s(id))
-        .consistent_read(true)
-        .send()
-        .await
-        .unwrap()
-        .item()
-        .cloned()
+    support::raw_item(client, table, "id", id).await
 }
 
 #[tokio::test(flavor = "current_thread")]
@@ -449,25 +406,14 @@ async fn racing_workers_never_both_acquire() {
     }
 }
 
+/// Jobs only (the ledger's entries and the tick mark share the table),
+/// in byte order, as every store lists them
+/// (`cronslot_tests::server_store::jobs_are_listed_in_byte_order`).
 #[tokio::test(flavor = "current_thread")]
 async fn jobs_lists_only_jobs_sorted() {
     let setup = Setup::new();
     let store = setup.fresh_store("jobs").await;
-    assert!(store.jobs().await.unwrap().is_empty());
-    for job in ["b-job", "a-job", "c-job"] {
-        store.put(job, &state(job), None).await.unwrap();
-        store
-            .begin_effect(
-                &format!("{job}@2026-01-05T00:00:00Z/x"),
-                "o",
-                1,
-                t0(),
-                Duration::from_secs(5),
-            )
-            .await
-            .unwrap();
-    }
-    assert_eq!(store.jobs().await.unwrap(), vec!["a-job", "b-job", "c-job"]);
+    cronslot_tests::server_store::jobs_are_listed_in_byte_order(&store).await;
 }
 
 #[tokio::test(flavor = "current_thread")]

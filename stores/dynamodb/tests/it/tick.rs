@@ -24,23 +24,12 @@ use cronslot_core::coord::{
 use cronslot_dynamodb::{DynamoStore, MARK, WAKE, WAKE_INDEX, WAKE_SHARD};
 use cronslot_runtime::{Jobs, Platform, TickOptions, TickPlan, VirtualPlatform, tick};
 use jiff::{SignedDuration, Timestamp};
-use support::{Fault, Setup};
+use support::{Fault, Setup, s};
 
-fn s(text: &str) -> AttributeValue {
-    AttributeValue::S(text.to_string())
-}
-
+/// The raw item of a key of the store's table (empty if there is none).
 async fn raw_item(client: &Client, table: &str, pk: &str) -> HashMap<String, AttributeValue> {
-    client
-        .get_item()
-        .table_name(table)
-        .key("pk", s(pk))
-        .consistent_read(true)
-        .send()
+    support::raw_item(client, table, "pk", pk)
         .await
-        .unwrap()
-        .item()
-        .cloned()
         .unwrap_or_default()
 }
 
@@ -293,29 +282,7 @@ async fn tick_end_survives_a_lost_answer() {
 #[tokio::test(flavor = "current_thread")]
 async fn create_table_adds_the_wake_index_to_an_older_table() {
     let setup = Setup::new();
-    let table = support::unique_table("tick-upgrade");
-    setup
-        .client
-        .create_table()
-        .table_name(&table)
-        .attribute_definitions(
-            AttributeDefinition::builder()
-                .attribute_name("pk")
-                .attribute_type(ScalarAttributeType::S)
-                .build()
-                .unwrap(),
-        )
-        .key_schema(
-            KeySchemaElement::builder()
-                .attribute_name("pk")
-                .key_type(KeyType::Hash)
-                .build()
-                .unwrap(),
-        )
-        .billing_mode(BillingMode::PayPerRequest)
-        .send()
-        .await
-        .unwrap();
+    let table = support::table_keyed_by(&setup.client, "tick-upgrade", "pk").await;
     let store = DynamoStore::new(setup.client.clone(), &table);
     let old = JobState::new("old", "hash", t0(), false);
     store.put("old", &old, None).await.unwrap();

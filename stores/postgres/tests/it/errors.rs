@@ -1,111 +1,47 @@
 //! Each failure the store reports: its kind, one sentence that names the
 //! store and says what to do, nothing written, and never the password
 //! (a distinctive one, looked for in every message, `Display` and `Debug`).
+//! What every server store's errors share is written once
+//! (`cronslot_tests::server_store`); here it gets PostgreSQL's URLs,
+//! codes and phrases.
 
-use cronslot_core::coord::{StateStore, StoreError, StoreErrorKind};
-use cronslot_postgres::{
-    PgOptions, PgStore, parse_postgres_location, parse_postgres_location_with_env,
-};
+use cronslot_core::coord::{StateStore, StoreErrorKind};
+use cronslot_postgres::{PgOptions, parse_postgres_location};
 use cronslot_tests::postgres::{shared, unique};
+use cronslot_tests::server_store::{self, Passwords, SECRET, assert_hidden, free_port};
 
-use crate::support::{block_on, fresh_url, open};
-
-/// The password every test here uses: it must never show.
-const SECRET: &str = "Qz7-kumquat-Secret-91";
-/// A wrong password: it must never show either.
-const WRONG: &str = "Wx3-wrong-Guess-44";
-
-fn assert_hidden(what: &str, texts: &[String]) {
-    for text in texts {
-        for secret in [SECRET, WRONG] {
-            assert!(
-                !text.contains(secret),
-                "{what}: the password shows in: {text}"
-            );
-        }
-    }
-}
-
-fn shown(e: &StoreError) -> Vec<String> {
-    let store: StoreError = e.clone();
-    vec![
-        e.to_string(),
-        format!("{e:?}"),
-        e.message().to_string(),
-        store.to_string(),
-        format!("{store:?}"),
-    ]
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
+use crate::support::{Pg, block_on, open};
 
 #[test]
 fn an_unreachable_server_is_unavailable() {
     let port = free_port();
-    let url = format!(
-        "postgres://someone:{SECRET}@127.0.0.1:{port}/db?sslmode=disable&connect_timeout=2&schema=s"
-    );
-    let e = block_on(open(&url, PgOptions::default())).unwrap_err();
-    assert_eq!(e.kind(), &StoreErrorKind::Unavailable, "{e}");
-    assert!(
-        e.message().starts_with(&format!(
+    server_store::an_unreachable_server_is_unavailable::<Pg>(
+        &format!(
+            "postgres://someone:{SECRET}@127.0.0.1:{port}/db?sslmode=disable&connect_timeout=2&schema=s"
+        ),
+        &format!(
             "PostgreSQL store postgres://someone:***@127.0.0.1:{port}/db?sslmode=disable&schema=s: connecting: "
-        )),
-        "{e}"
+        ),
     );
-    assert!(
-        e.message().contains("check that the server is running"),
-        "{e}"
-    );
-    assert_eq!(e.code(), None);
-    assert_hidden("unreachable", &shown(&e));
 }
 
+/// A role whose password is checked (scram-sha-256): the wrong one, none,
+/// and a wrong one in PGPASSWORD are refused, and never shown.
 #[test]
 fn a_wrong_password_is_refused_and_never_shown() {
     let role = unique("pw");
     shared().create_role(&role, Some(SECRET));
-    let url = format!(
-        "{}&schema=s",
-        shared().url_as(&role, Some(WRONG), "postgres")
-    );
-    let e = block_on(open(&url, PgOptions::default())).unwrap_err();
-    assert_eq!(e.kind(), &StoreErrorKind::Other, "{e}");
-    assert_eq!(e.code(), Some("28P01"), "{e}");
-    assert!(
-        e.message().contains("password authentication failed"),
-        "{e}"
-    );
-    assert!(e.message().contains("check both"), "{e}");
-    assert!(
-        e.message().contains(&format!("postgres://{role}:***@")),
-        "{e}"
-    );
-    assert_hidden("wrong password", &shown(&e));
-
-    // No password at all, where the server asks for one.
-    let url = format!("{}&schema=s", shared().url_as(&role, None, "postgres"));
-    let e = block_on(open(&url, PgOptions::default())).unwrap_err();
-    assert_eq!(e.kind(), &StoreErrorKind::Other, "{e}");
-    assert!(
-        e.message()
-            .contains("asks for a password the store does not have"),
-        "{e}"
-    );
-    assert!(e.message().contains("PGPASSWORD"), "{e}");
-    // PGPASSWORD, when the URL has no password.
-    let location =
-        parse_postgres_location_with_env(&url, |v| (v == "PGPASSWORD").then(|| WRONG.to_string()))
-            .unwrap();
-    let e = block_on(PgStore::connect_with(location, PgOptions::default())).unwrap_err();
-    assert_eq!(e.code(), Some("28P01"), "{e}");
-    assert_hidden("PGPASSWORD", &shown(&e));
+    let url = |password: Option<&str>| {
+        format!("{}&schema=s", shared().url_as(&role, password, "postgres"))
+    };
+    server_store::passwords_are_checked_and_never_shown::<Pg>(Passwords {
+        url: &url,
+        variable: "PGPASSWORD",
+        redacted: format!("postgres://{role}:***@"),
+        refused_code: Some("28P01"),
+        refused_says: &["password authentication failed"],
+        missing_code: None,
+    });
 }
 
 /// A role that may not create schemas or tables: refused with what to
@@ -125,16 +61,15 @@ fn a_role_that_may_not_create_tables() {
     };
 
     // No CREATE on the database: the schema cannot be made.
-    let e = block_on(open(&url("s"), PgOptions::default())).unwrap_err();
-    assert_eq!(e.kind(), &StoreErrorKind::Other, "{e}");
-    assert_eq!(e.code(), Some("42501"), "{e}");
-    assert!(
-        e.message().contains("permission denied for database"),
-        "{e}"
+    server_store::a_user_without_a_permission_is_told_what_to_grant::<Pg>(
+        &url("s"),
+        "42501",
+        &[
+            "permission denied for database",
+            "creating schema \"s\"",
+            "grant",
+        ],
     );
-    assert!(e.message().contains("creating schema \"s\""), "{e}");
-    assert!(e.message().contains("grant"), "{e}");
-    assert_hidden("permission denied", &shown(&e));
     assert_eq!(
         shared().psql(&db, "SELECT count(*) FROM pg_namespace WHERE nspname = 's'"),
         "0",
@@ -203,24 +138,9 @@ fn a_role_that_may_not_create_tables() {
 /// `init`, with what to do, and nothing is written.
 #[test]
 fn a_schema_from_a_newer_cronslot_is_refused_and_nothing_written() {
-    let url = fresh_url("newer");
-    let store = block_on(open(&url, PgOptions::default())).unwrap();
-    let schema = store.location().schema().to_string();
-    let state = cronslot_core::coord::JobState::new(
-        "j",
-        "0000000000000000",
-        cronslot_core::conformance::at(0),
-        false,
-    );
-    block_on(store.put("j", &state, None)).unwrap();
     let newer = cronslot_postgres::STORE_SCHEMA_VERSION + 1;
-    shared().psql(
-        "postgres",
-        &format!(
-            "INSERT INTO {schema}.schema_migrations (version, applied_by) VALUES ({newer}, 'cronslot-postgres 9.0.0')"
-        ),
-    );
-    let snapshot = || {
+    let snapshot = |store: &cronslot_postgres::PgStore| {
+        let schema = store.location().schema();
         shared().psql(
             "postgres",
             &format!(
@@ -231,17 +151,24 @@ fn a_schema_from_a_newer_cronslot_is_refused_and_nothing_written() {
             ),
         )
     };
-    let before = snapshot();
-    let e = block_on(open(&url, PgOptions::default())).unwrap_err();
-    assert_eq!(e.kind(), &StoreErrorKind::Other, "{e}");
-    assert!(
-        e.message().contains(&format!("at store version {newer}")),
-        "{e}"
-    );
-    assert!(e.message().contains("upgrade cronslot"), "{e}");
+    let (store, before) =
+        server_store::a_store_from_a_newer_cronslot_is_refused_and_nothing_written::<Pg>(
+            |store| {
+                let schema = store.location().schema();
+                shared().psql(
+                    "postgres",
+                    &format!(
+                        "INSERT INTO {schema}.schema_migrations (version, applied_by) VALUES ({newer}, 'cronslot-postgres 9.0.0')"
+                    ),
+                );
+            },
+            snapshot,
+            &[&format!("at store version {newer}"), "upgrade cronslot"],
+        );
     let e = block_on(store.init()).unwrap_err();
+    assert_eq!(e.kind(), &StoreErrorKind::Other, "{e}");
     assert!(e.message().contains("upgrade cronslot"), "{e}");
-    assert_eq!(snapshot(), before, "nothing written");
+    assert_eq!(snapshot(&store), before, "init wrote nothing");
 }
 
 /// A schema someone else's tables live in is not taken over.
@@ -278,25 +205,11 @@ fn a_missing_database() {
     assert!(e.message().contains("create it"), "{e}");
 }
 
-/// A URL that is not PostgreSQL's is refused by the parser, with the
-/// password hidden.
+/// A URL that is not PostgreSQL's is refused by the parser and by
+/// `connect`, with the password hidden; so is an unknown parameter.
 #[test]
 fn a_url_that_is_not_postgresql() {
-    for url in [
-        format!("mysql://u:{SECRET}@h/db"),
-        "sqlite:cronslot.db".to_string(),
-        format!("dynamodb://table?region=x&password={SECRET}"),
-    ] {
-        let e = parse_postgres_location(&url).unwrap_err();
-        assert!(e.message.contains("is not a PostgreSQL store"), "{e}");
-        assert_hidden(
-            "parser",
-            &[e.message.clone(), e.input.clone(), format!("{e:?}")],
-        );
-        let e = block_on(PgStore::connect(&url)).unwrap_err();
-        assert_eq!(e.kind(), &StoreErrorKind::Other);
-        assert_hidden("connect", &shown(&e));
-    }
+    server_store::a_url_of_another_store_is_refused::<Pg>("is not a PostgreSQL store");
     let e =
         parse_postgres_location(&format!("postgres://u:{SECRET}@h/db?sslmod=require")).unwrap_err();
     assert!(e.message.contains("unknown parameter \"sslmod\""), "{e}");

@@ -7,17 +7,14 @@ use std::time::{Duration, Instant};
 
 use cronslot_core::conformance::{at, job};
 use cronslot_core::coord::{
-    CasCoordinator, Claim, Coordinator, JobState, PutResult, StateStore, StoreErrorKind, Trigger,
+    CasCoordinator, Claim, Coordinator, PutResult, StateStore, StoreErrorKind, Trigger,
 };
-use cronslot_postgres::{JudgeClock, PgOptions, PgStore};
+use cronslot_postgres::{JudgeClock, PgOptions};
 use cronslot_tests::postgres::{Server, shared, unique};
+use cronslot_tests::server_store::state;
 
-use crate::support::{block_on, fresh_url, open};
+use crate::support::{Pg, block_on, fresh_url, open};
 use cronslot_core::coord::Operator;
-
-fn state(job: &str, seconds: i64) -> JobState {
-    JobState::new(job, "0000000000000000", at(seconds), false)
-}
 
 /// Runs `lock` (a statement taking a lock) in a transaction of its own
 /// `psql`, holding it for `seconds`; returns once the lock is held.
@@ -214,52 +211,13 @@ fn a_stuck_statement_times_out_as_unavailable() {
     assert_eq!(block_on(store.get("j")).unwrap().unwrap().version, 1);
 }
 
-/// A server crash (`pg_ctl stop -m immediate`): calls fail as unavailable
-/// (nothing to connect to) while it is down, and after the restart the
-/// store reconnects and finds every committed write.
+/// A server crash (`pg_ctl stop -m immediate`), on a server of its own:
+/// calls fail as unavailable (nothing to connect to) while it is down, and
+/// after the restart the store reconnects on its first call and finds
+/// every committed write (`server_store::an_acknowledged_claim_survives_a_crash`).
 #[test]
 fn a_crash_and_restart() {
     let server = Server::start();
     let url = format!("{}&schema=crash&connect_timeout=2", server.url("postgres"));
-    let store = block_on(async {
-        let location = cronslot_postgres::parse_postgres_location_with_env(&url, |_| None).unwrap();
-        PgStore::connect_with(location, PgOptions::default()).await
-    })
-    .unwrap()
-    .judge_by(JudgeClock::Caller);
-    let c = CasCoordinator::new(store.clone(), 7);
-    let spec = job("pg", "crash", "schedule = \"* * * * *\"");
-    let run = block_on(async {
-        c.claim(&spec, at(0), Trigger::Tick, "a").await.unwrap();
-        let Claim::Claimed(run) = c.claim(&spec, at(61), Trigger::Tick, "a").await.unwrap() else {
-            panic!("the slot is due");
-        };
-        c.complete(&spec, run.fence, None, at(62)).await.unwrap();
-        run
-    });
-    let name = spec.name.as_str();
-    let before = block_on(store.get(name)).unwrap().unwrap();
-
-    server.crash();
-    let e = block_on(store.get(name)).unwrap_err();
-    assert_eq!(e.kind, StoreErrorKind::Unavailable, "{e}");
-    let e = block_on(store.put(name, &before.value, Some(before.version))).unwrap_err();
-    assert!(
-        matches!(
-            e.kind,
-            StoreErrorKind::Unavailable | StoreErrorKind::Ambiguous
-        ),
-        "{e}"
-    );
-    let e = block_on(c.claim(&spec, at(121), Trigger::Tick, "a")).unwrap_err();
-    assert!(e.is_transient(), "{e}");
-
-    server.restart();
-    let after = block_on(store.get(name)).unwrap().unwrap();
-    assert_eq!(after, before, "the committed run survived the crash");
-    let Claim::Claimed(next) = block_on(c.claim(&spec, at(121), Trigger::Tick, "a")).unwrap()
-    else {
-        panic!("the next slot is due");
-    };
-    assert!(next.fence > run.fence);
+    cronslot_tests::server_store::an_acknowledged_claim_survives_a_crash::<Pg>(server, &url, true);
 }

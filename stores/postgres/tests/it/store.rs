@@ -1,280 +1,71 @@
 //! What the PostgreSQL store does beyond the conformance suite: its
 //! statement counts, the database's clock, schemas, creation under
-//! concurrency, the ledger's sweep, corrupt rows.
+//! concurrency, the ledger's sweep, corrupt rows. The tests every server
+//! store runs are written once (`cronslot_tests::server_store`); here they
+//! are given PostgreSQL's figures and its way of looking at the server.
 
 use std::sync::{Arc, Barrier};
 use std::time::Duration;
 
-use cronslot_core::conformance::{at, job};
+use cronslot_core::conformance::at;
 use cronslot_core::coord::{
-    CasCoordinator, Claim, Coordinator, EffectBegin, EffectFinish, EffectLedger, JobState, Lease,
-    Origin, PendingRun, PutResult, StateStore, StoreErrorKind, TickIndex, Trigger, encode_state,
+    EffectBegin, EffectFinish, EffectLedger, JobState, Origin, PendingRun, PutResult, StateStore,
+    StoreErrorKind, TickIndex, encode_state,
 };
-use cronslot_core::manifest::JobSpec;
 use cronslot_postgres::{JudgeClock, PgOptions, PgStore, RequestCounts};
 use cronslot_tests::postgres::{shared, unique};
-use jiff::{SignedDuration, Timestamp};
+use cronslot_tests::server_store::{self, rw};
+use jiff::SignedDuration;
 
-use crate::support::{block_on, fresh_store, fresh_url, open};
+use crate::support::{Pg, block_on, fresh_store, fresh_url, open};
 
-async fn claim<C: Coordinator>(
-    c: &C,
-    spec: &JobSpec,
-    now: Timestamp,
-    trigger: Trigger,
-    owner: &str,
-) -> Claim {
-    c.claim(spec, now, trigger, owner)
-        .await
-        .unwrap_or_else(|e| panic!("claim of {} at {now}: {e}", spec.name.as_str()))
-}
-
-fn lease(c: Claim) -> Lease {
-    match c {
-        Claim::Claimed(lease) => lease,
-        Claim::Idle(idle) => panic!("expected a claim, got idle: {idle:?}"),
-    }
-}
-
-fn idle(c: Claim) {
-    assert!(matches!(c, Claim::Idle(_)), "expected idle, got {c:?}");
-}
-
-fn rw(d: RequestCounts) -> (u64, u64) {
-    (d.reads, d.writes)
-}
-
-/// The figures of docs/performance.md: a run is one read and two
-/// conditional writes, a duplicate delivery one read and no write, a lost
-/// compare-and-set one statement, an effect's begin and finish one read
-/// and one write each (plus, through the coordinator, the read of the
-/// job's record that checks the run still holds its lease).
+/// The figures of docs/performance.md (`server_store::request_counts_per_step`):
+/// a run is one read and two conditional writes, a duplicate delivery one
+/// read and no write, a lost compare-and-set one statement, an effect's
+/// begin and finish one read and one write each (plus, through the
+/// coordinator, the read of the job's record that checks the run still
+/// holds its lease), all on one connection of the pool.
 #[test]
 fn statement_counts_are_exact() {
-    let url = fresh_url("counts");
-    let store = block_on(open(&url, PgOptions::default()))
-        .unwrap()
-        .judge_by(JudgeClock::Caller);
-    // Creating the schema: one look at the catalog, then one transaction
-    // (BEGIN, the advisory lock, a second look, CREATE SCHEMA, the
-    // migration table, migrations 1 and 2 with a row each, COMMIT), on one
-    // connection.
-    let opened = store.requests();
-    assert_eq!(
-        opened,
+    server_store::request_counts_are_exact::<Pg>(
+        // Creating the schema: one look at the catalog, then one
+        // transaction (BEGIN, the advisory lock, a second look, CREATE
+        // SCHEMA, the migration table, migrations 1 and 2 with a row each,
+        // COMMIT), on one connection.
         RequestCounts {
             reads: 0,
             writes: 0,
             setup: 11,
-            connections: 1
-        }
+            connections: 1,
+        },
+        // Opening an existing schema: the catalog and the version, two
+        // reads.
+        RequestCounts {
+            reads: 0,
+            writes: 0,
+            setup: 2,
+            connections: 1,
+        },
     );
-    // Opening an existing schema: the catalog and the version, two reads.
-    let again = block_on(open(&url, PgOptions::default())).unwrap();
-    assert_eq!(again.requests().setup, 2);
-    let a = CasCoordinator::new(store.clone(), 1);
-    let b = CasCoordinator::new(store.clone(), 2);
-    let spec = job("pg", "counted", "schedule = \"* * * * *\"\nlease = \"1m\"");
-    let name = spec.name.as_str().to_string();
-    block_on(async {
-        // Creating the record: the claim reads (nothing there) and inserts.
-        let s = store.requests();
-        idle(claim(&a, &spec, at(0), Trigger::Tick, "a").await);
-        assert_eq!(rw(store.requests().since(&s)), (1, 1), "creation");
-
-        // One full run: claim (read + write) and completion (write).
-        let s = store.requests();
-        let run = lease(claim(&a, &spec, at(61), Trigger::Tick, "a").await);
-        a.complete(&spec, run.fence, None, at(62)).await.unwrap();
-        assert_eq!(rw(store.requests().since(&s)), (1, 2), "a run");
-
-        // A duplicate delivery of the slot that ran: one read, no write.
-        let s = store.requests();
-        idle(claim(&b, &spec, at(63), Trigger::Slot(run.slot), "b").await);
-        assert_eq!(
-            rw(store.requests().since(&s)),
-            (1, 0),
-            "a duplicate after the run"
-        );
-
-        // A duplicate while the run holds its lease: one read, no write.
-        let live = lease(claim(&a, &spec, at(121), Trigger::Tick, "a").await);
-        let s = store.requests();
-        idle(claim(&b, &spec, at(122), Trigger::Tick, "b").await);
-        assert_eq!(
-            rw(store.requests().since(&s)),
-            (1, 0),
-            "a duplicate during the run"
-        );
-
-        // An effect through the coordinator: begin reads the job's record
-        // (is the lease live?) and the ledger entry, and writes the entry;
-        // finish reads and writes the entry.
-        let key = format!("{name}@{}/send", live.slot);
-        let s = store.requests();
-        let begun = a
-            .begin_effect(
-                &spec,
-                &key,
-                "a",
-                live.fence,
-                at(123),
-                Duration::from_secs(30),
-            )
-            .await
-            .unwrap();
-        assert_eq!(begun, EffectBegin::Acquired);
-        assert_eq!(rw(store.requests().since(&s)), (2, 1), "begin_effect");
-        let s = store.requests();
-        let finished = a
-            .finish_effect(&key, live.fence, "sent", at(124))
-            .await
-            .unwrap();
-        assert_eq!(finished, EffectFinish::Recorded);
-        assert_eq!(rw(store.requests().since(&s)), (1, 1), "finish_effect");
-        // The store's ledger alone: one read and one write per begin.
-        let s = store.requests();
-        let other = format!("{name}@{}/other", live.slot);
-        let begun = store
-            .begin_effect(&other, "a", live.fence, at(125), Duration::from_secs(30))
-            .await
-            .unwrap();
-        assert_eq!(begun, EffectBegin::Acquired);
-        assert_eq!(rw(store.requests().since(&s)), (1, 1), "the ledger's begin");
-        // Asking again for an effect already done: one read, no write.
-        let s = store.requests();
-        let again = store
-            .begin_effect(&key, "b", live.fence + 1, at(126), Duration::from_secs(30))
-            .await
-            .unwrap();
-        assert_eq!(
-            again,
-            EffectBegin::AlreadyDone {
-                result: "sent".into()
-            }
-        );
-        assert_eq!(
-            rw(store.requests().since(&s)),
-            (1, 0),
-            "an effect already done"
-        );
-
-        // A lost compare-and-set hands back the current record in the same
-        // statement: one write, no read.
-        let current = store.get(&name).await.unwrap().unwrap();
-        let s = store.requests();
-        let lost = store
-            .put(&name, &current.value, Some(current.version - 1))
-            .await
-            .unwrap();
-        assert_eq!(lost, PutResult::Conflict(Some(Box::new(current.clone()))));
-        assert_eq!(rw(store.requests().since(&s)), (0, 1), "a lost write");
-        // And a lost creation too.
-        let s = store.requests();
-        let lost = store.put(&name, &current.value, None).await.unwrap();
-        assert_eq!(lost, PutResult::Conflict(Some(Box::new(current))));
-        assert_eq!(rw(store.requests().since(&s)), (0, 1), "a lost creation");
-        // None of it opened a connection of its own: the pool reused one.
-        assert_eq!(store.requests().connections, 1);
-    });
 }
 
 /// Two handles whose callers' clocks are days and minutes apart agree,
-/// because the database's clock decides: a caller far behind still claims
-/// the due slot, a caller far ahead cannot take over a lease the database
-/// counts live. The same claim judged by the caller's clock would.
+/// because the database's clock decides
+/// (`server_store::the_server_clock_judges_leases`).
 #[test]
 fn the_database_clock_judges_leases() {
-    let url = fresh_url("clock");
-    let store = block_on(open(&url, PgOptions::default())).unwrap();
-    assert_eq!(store.judge_clock(), JudgeClock::Server);
-    let other = block_on(open(&url, PgOptions::default())).unwrap();
-    let spec = job(
-        "pg",
-        "clocked",
-        "schedule = \"* * * * *\"\nlease = \"1m\"\nskew_margin = \"5s\"",
-    );
-    let name = spec.name.as_str();
-    let real = Timestamp::now();
-    let minutes = |m: i64| SignedDuration::from_mins(m);
-    // Created ten minutes ago (by this machine's clock, the server's too).
-    let created = real.checked_sub(minutes(10)).unwrap();
-    let state = JobState::new(name, &spec.spec_hash(), created, false);
-    assert_eq!(
-        block_on(store.put(name, &state, None)).unwrap(),
-        PutResult::Written(1)
-    );
-    assert!(store.clock_offset().is_none(), "nothing read yet");
-
-    // Server a's clock is two days behind: by it the job does not exist
-    // yet; by the database's, the last minute's slot is due.
-    let a = CasCoordinator::new(store.clone(), 1);
-    let behind = real.checked_sub(SignedDuration::from_hours(48)).unwrap();
-    let run = lease(block_on(claim(&a, &spec, behind, Trigger::Tick, "a")));
-    assert!(
-        run.slot > real.checked_sub(minutes(2)).unwrap() && run.slot <= Timestamp::now(),
-        "the latest slot by the database's clock: {run:?} (real now {real})"
-    );
-    assert!(
-        run.claimed_at >= real.checked_sub(SignedDuration::from_secs(1)).unwrap(),
-        "claimed at the database's now: {run:?}"
-    );
-
-    // Server b's clock is five minutes ahead: by it the lease expired;
-    // by the database's it has not, so b takes nothing over.
-    let b = CasCoordinator::new(other.clone(), 2);
-    let ahead = real.checked_add(minutes(5)).unwrap();
-    idle(block_on(claim(&b, &spec, ahead, Trigger::Tick, "b")));
-
-    // Judged by b's own clock, the same claim would take the slot over.
-    let c = CasCoordinator::new(other.clone().judge_by(JudgeClock::Caller), 3);
-    let taken = lease(block_on(claim(&c, &spec, ahead, Trigger::Tick, "c")));
-    assert!(taken.fence > run.fence, "{taken:?} after {run:?}");
-
-    // This machine is the server's: the measured offset is about zero.
-    for store in [&store, &other] {
-        let offset = store.clock_offset().expect("measured on the last read");
-        assert!(
-            offset.abs() < SignedDuration::from_millis(500),
-            "clock offset {offset:?}"
-        );
-    }
+    server_store::the_server_clock_judges_leases::<Pg>();
 }
 
-/// Two schemas in one database are two stores that never see each other.
+/// Two schemas in one database are two stores that never see each other,
+/// each with its own tables.
 #[test]
 fn schemas_isolate_deployments() {
     let db = shared().fresh_database("iso");
     let url = |schema: &str| format!("{}&schema={schema}", shared().url(&db));
     let a = block_on(open(&url("team_a"), PgOptions::default())).unwrap();
     let b = block_on(open(&url("team_b"), PgOptions::default())).unwrap();
-    let t = at(0);
-    let state = |job: &str| JobState::new(job, "0000000000000000", t, false);
-    block_on(async {
-        assert_eq!(
-            a.put("j", &state("j"), None).await.unwrap(),
-            PutResult::Written(1)
-        );
-        assert_eq!(b.get("j").await.unwrap(), None);
-        assert!(b.jobs().await.unwrap().is_empty());
-        assert_eq!(
-            b.put("j", &state("j"), None).await.unwrap(),
-            PutResult::Written(1)
-        );
-        let again = a.get("j").await.unwrap().unwrap();
-        assert_eq!(again.version, 1, "b's write is not a's");
-        assert_eq!(
-            a.put("j", &again.value, Some(1)).await.unwrap(),
-            PutResult::Written(2)
-        );
-        assert_eq!(a.jobs().await.unwrap(), vec!["j".to_string()]);
-        assert!(
-            b.begin_effect("j@x/e", "w", 1, t, Duration::from_secs(9))
-                .await
-                .is_ok()
-        );
-        assert_eq!(a.read_effect("j@x/e").await.unwrap(), None);
-    });
+    block_on(server_store::locations_isolate_deployments(&a, &b));
     let tables = shared().psql(
         &db,
         "SELECT string_agg(table_schema || '.' || table_name, ',' ORDER BY table_schema, table_name) \
@@ -338,25 +129,22 @@ fn concurrent_first_use_creates_the_schema_once() {
 }
 
 /// Without creation allowed, opening a missing schema fails and creates
-/// nothing; `init` then creates it.
+/// nothing; opening with creation (or `init`) then creates it.
 #[test]
 fn opening_without_creation_needs_an_existing_schema() {
-    let url = fresh_url("nocreate");
-    let e = block_on(open(&url, PgOptions::default().create(false))).unwrap_err();
-    assert_eq!(e.kind(), &StoreErrorKind::Other);
-    assert!(e.message().contains("holds no cronslot tables"), "{e}");
-    let schema = url.rsplit_once("schema=").unwrap().1;
-    assert_eq!(
-        shared().psql(
-            "postgres",
-            &format!("SELECT count(*) FROM pg_namespace WHERE nspname = '{schema}'")
-        ),
-        "0"
+    let (created, found) = server_store::opening_without_creation_needs_an_existing_store::<Pg>(
+        "holds no cronslot tables",
+        |url| {
+            let schema = url.rsplit_once("schema=").unwrap().1;
+            shared().psql(
+                "postgres",
+                &format!("SELECT count(*) FROM pg_namespace WHERE nspname = '{schema}'"),
+            ) == "1"
+        },
     );
-    let store = block_on(open(&url, PgOptions::default())).unwrap();
-    assert!(!store.opened().already_there());
-    let again = block_on(open(&url, PgOptions::default().create(false))).unwrap();
-    assert!(again.opened().already_there());
+    assert!(!created.opened().already_there());
+    assert!(created.opened().created_schema());
+    assert!(found.opened().already_there());
 }
 
 /// One sweep deletes at most its limit; holds that lapsed go first, done
@@ -498,50 +286,21 @@ fn undecodable_rows_are_corrupt() {
 }
 
 /// Jobs are listed in the order of Rust's strings (bytes), as every store
-/// lists them.
+/// lists them (`server_store::jobs_are_listed_in_byte_order`).
 #[test]
 fn jobs_are_listed_in_byte_order() {
-    let store = fresh_store("order");
-    let names = ["b", "a", "B", "é", "a-1", "a_1"];
-    block_on(async {
-        for name in names {
-            let state = JobState::new(name, "0000000000000000", at(0), false);
-            store.put(name, &state, None).await.unwrap();
-        }
-        let mut expected: Vec<String> = names.iter().map(|s| s.to_string()).collect();
-        expected.sort();
-        assert_eq!(store.jobs().await.unwrap(), expected);
-    });
+    block_on(server_store::jobs_are_listed_in_byte_order(&fresh_store(
+        "order",
+    )));
 }
 
 /// Clones share one pool and one background thread; calls from many
-/// threads, each with a runtime of its own that ends, keep working.
+/// threads, each with a runtime of its own that ends, keep working, and
+/// the pool stays within its bound.
 #[test]
 fn clones_work_from_any_thread_and_runtime() {
     let store = fresh_store("threads");
-    let threads: Vec<_> = (0..8)
-        .map(|i| {
-            let store = store.clone();
-            std::thread::spawn(move || {
-                let job = unique("t");
-                let state = JobState::new(&job, "0000000000000000", at(i), false);
-                // A runtime per call: it ends before the next one starts.
-                for version in 0..5u64 {
-                    let expected = (version > 0).then_some(version);
-                    let written = block_on(store.put(&job, &state, expected)).unwrap();
-                    assert_eq!(written, PutResult::Written(version + 1));
-                }
-                // And no runtime at all: the core's spinning executor.
-                cronslot_core::coord::exec::block_on(store.get(&job))
-                    .unwrap()
-                    .unwrap()
-                    .version
-            })
-        })
-        .collect();
-    for t in threads {
-        assert_eq!(t.join().unwrap(), 5);
-    }
+    server_store::clones_work_from_any_thread_and_runtime(&store);
     assert!(store.requests().connections <= cronslot_postgres::DEFAULT_MAX_CONNECTIONS as u64);
 }
 

@@ -1,20 +1,45 @@
-//! What the tests share: stores on the shared server, each in a fresh
-//! schema, and a runtime to drive them.
+//! What the tests share: the store's [`Harness`] for the shared server
+//! tests (`cronslot_tests::server_store`), stores on the shared server,
+//! each in a fresh schema, and a runtime to drive them.
 
-use std::future::Future;
-
-use cronslot_core::coord::CasCoordinator;
-use cronslot_postgres::{JudgeClock, PgOptions, PgStore, parse_postgres_location_with_env};
+use cronslot_core::coord::{CasCoordinator, LocationError, StoreError};
+use cronslot_postgres::{
+    PgLocation, PgOptions, PgStore, RequestCounts, parse_postgres_location_with_env,
+};
 use cronslot_tests::postgres::{shared, unique};
+use cronslot_tests::server_store::{self, Harness};
 
-/// Runs `f` on a fresh current-thread runtime (the store's work happens on
-/// its own thread; this one only waits).
-pub fn block_on<F: Future>(f: F) -> F::Output {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("a runtime")
-        .block_on(f)
+pub use cronslot_tests::server_store::block_on;
+
+/// PostgreSQL, for the tests every server store runs.
+pub struct Pg;
+
+impl Harness for Pg {
+    type Store = PgStore;
+    const NS: &'static str = "pg";
+
+    fn fresh_url(tag: &str) -> String {
+        fresh_url(tag)
+    }
+
+    fn parse_with_env(
+        url: &str,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<PgLocation, LocationError> {
+        parse_postgres_location_with_env(url, env)
+    }
+
+    async fn connect(url: &str) -> Result<PgStore, StoreError> {
+        PgStore::connect(url).await
+    }
+
+    fn requests(store: &PgStore) -> RequestCounts {
+        store.requests()
+    }
+
+    fn judge_by(store: PgStore, judge: cronslot_postgres::JudgeClock) -> PgStore {
+        store.judge_by(judge)
+    }
 }
 
 /// The URL of a new schema on the shared server's `postgres` database.
@@ -22,12 +47,9 @@ pub fn fresh_url(tag: &str) -> String {
     format!("{}&schema={}", shared().url("postgres"), unique(tag))
 }
 
-/// Opens `url`, reading no environment variable (PGPASSWORD and the like
-/// must not change a test).
-pub async fn open(
-    url: &str,
-    options: PgOptions,
-) -> Result<PgStore, cronslot_core::coord::StoreError> {
+/// Opens `url` with the store's own options, reading no environment
+/// variable (PGPASSWORD and the like must not change a test).
+pub async fn open(url: &str, options: PgOptions) -> Result<PgStore, StoreError> {
     let location = parse_postgres_location_with_env(url, |_| None)
         .unwrap_or_else(|e| panic!("test URL {url}: {e}"));
     PgStore::connect_with(location, options).await
@@ -36,9 +58,7 @@ pub async fn open(
 /// A store in a new schema on the shared server, judging by the caller's
 /// clock (virtual time).
 pub fn fresh_store(tag: &str) -> PgStore {
-    block_on(open(&fresh_url(tag), PgOptions::default()))
-        .expect("opening a fresh store")
-        .judge_by(JudgeClock::Caller)
+    server_store::fresh_store::<Pg>(tag)
 }
 
 /// The conformance suite's coordinator: a fresh schema per test.

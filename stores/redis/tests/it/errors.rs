@@ -1,93 +1,47 @@
 //! Each failure the store reports: its kind, one sentence that names the
 //! store and says what to do, and never the password (a distinctive one,
-//! looked for in every message, `Display` and `Debug`).
+//! looked for in every message, `Display` and `Debug`). What every server
+//! store's errors share is written once (`cronslot_tests::server_store`);
+//! here it gets Redis's URLs, codes and phrases.
 
-use cronslot_core::coord::{StateStore, StoreError, StoreErrorKind};
-use cronslot_redis::{RedisOptions, RedisStore, parse_redis_location_with_env};
+use cronslot_core::coord::{StateStore, StoreErrorKind};
+use cronslot_redis::RedisOptions;
 use cronslot_tests::redis::{Server, unique};
+use cronslot_tests::server_store::{
+    self, Passwords, SECRET, WRONG, assert_hidden, free_port, shown,
+};
 
-use crate::support::{block_on, open};
-
-/// The password every test here uses: it must never show.
-const SECRET: &str = "Qz7-kumquat-Secret-91";
-/// A wrong password: it must never show either.
-const WRONG: &str = "Wx3-wrong-Guess-44";
-
-fn assert_hidden(what: &str, texts: &[String]) {
-    for text in texts {
-        for secret in [SECRET, WRONG] {
-            assert!(
-                !text.contains(secret),
-                "{what}: the password shows in: {text}"
-            );
-        }
-    }
-}
-
-fn shown(e: &StoreError) -> Vec<String> {
-    let store: StoreError = e.clone();
-    vec![
-        e.to_string(),
-        format!("{e:?}"),
-        e.message().to_string(),
-        store.to_string(),
-        format!("{store:?}"),
-    ]
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
+use crate::support::{Redis, block_on, open};
 
 #[test]
 fn an_unreachable_server_is_unavailable() {
     let port = free_port();
-    let url = format!("redis://:{SECRET}@127.0.0.1:{port}/0?prefix=p&connect_timeout=2");
-    let e = block_on(open(&url, RedisOptions::default())).unwrap_err();
-    assert_eq!(e.kind(), &StoreErrorKind::Unavailable, "{e}");
-    assert!(
-        e.message().starts_with(&format!(
-            "Redis store redis://:***@127.0.0.1:{port}/0?prefix=p: connecting: "
-        )),
-        "{e}"
+    server_store::an_unreachable_server_is_unavailable::<Redis>(
+        &format!("redis://:{SECRET}@127.0.0.1:{port}/0?prefix=p&connect_timeout=2"),
+        &format!("Redis store redis://:***@127.0.0.1:{port}/0?prefix=p: connecting: "),
     );
-    assert!(
-        e.message().contains("check that the server is running"),
-        "{e}"
-    );
-    assert_hidden("unreachable", &shown(&e));
 }
 
-/// A server with a password: the wrong one, none, and an ACL user's wrong
-/// one are refused as `Other` with what to check, and never shown; the
-/// right one opens the store, whose `Debug` hides it too.
+/// A server with a password (of its own: `requirepass` is the whole
+/// server's): the wrong one, none, a wrong one in REDISCLI_AUTH, and an ACL
+/// user's wrong one are refused as `Other` with what to check, and never
+/// shown; the right one opens the store, whose `Debug` hides it too.
 #[test]
 fn passwords_are_checked_and_never_shown() {
     let server = Server::start_with(Some(SECRET), &[]);
     let url = |auth: &str| format!("redis://{auth}127.0.0.1:{}/0?prefix=pw", server.port);
-
-    let e = block_on(open(&url(&format!(":{WRONG}@")), RedisOptions::default())).unwrap_err();
-    assert_eq!(e.kind(), &StoreErrorKind::Other, "{e}");
-    assert!(e.message().contains("check both"), "{e}");
-    assert!(e.message().contains("redis://:***@127.0.0.1"), "{e}");
-    assert_hidden("wrong password", &shown(&e));
-
-    let e = block_on(open(&url(""), RedisOptions::default())).unwrap_err();
-    assert_eq!(e.kind(), &StoreErrorKind::Other, "{e}");
-    assert_eq!(e.code(), Some("NOAUTH"), "{e}");
-    assert!(e.message().contains("REDISCLI_AUTH"), "{e}");
-
-    // REDISCLI_AUTH, when the URL has no password.
-    let location =
-        parse_redis_location_with_env(&url(""), |v| (v == "REDISCLI_AUTH").then(|| WRONG.into()))
-            .unwrap();
-    let e = block_on(RedisStore::connect_with(location, RedisOptions::default())).unwrap_err();
-    assert!(e.message().contains("check both"), "{e}");
-    assert_hidden("REDISCLI_AUTH", &shown(&e));
+    let with = |password: Option<&str>| match password {
+        Some(password) => url(&format!(":{password}@")),
+        None => url(""),
+    };
+    server_store::passwords_are_checked_and_never_shown::<Redis>(Passwords {
+        url: &with,
+        variable: "REDISCLI_AUTH",
+        redacted: "redis://:***@127.0.0.1".to_string(),
+        refused_code: None,
+        refused_says: &["the server's ACL"],
+        missing_code: Some("NOAUTH"),
+    });
 
     // An ACL user.
     server.cli(&[
@@ -140,11 +94,11 @@ fn a_user_without_permissions_is_told_what_to_grant() {
         "redis://{user}:{SECRET}@127.0.0.1:{}/0?prefix=perm",
         server.port
     );
-    let e = block_on(open(&url, RedisOptions::default())).unwrap_err();
-    assert_eq!(e.kind(), &StoreErrorKind::Other, "{e}");
-    assert_eq!(e.code(), Some("NOPERM"), "{e}");
-    assert!(e.message().contains("lacks a permission"), "{e}");
-    assert_hidden("NOPERM", &shown(&e));
+    server_store::a_user_without_a_permission_is_told_what_to_grant::<Redis>(
+        &url,
+        "NOPERM",
+        &["lacks a permission", "EVALSHA"],
+    );
     assert_eq!(
         server.cli(&["EXISTS", "{perm}:layout"]),
         "0",
@@ -160,6 +114,13 @@ fn a_database_out_of_range_is_refused() {
     let e = block_on(open(&url, RedisOptions::default())).unwrap_err();
     assert_eq!(e.kind(), &StoreErrorKind::Other, "{e}");
     assert!(e.message().contains("connecting"), "{e}");
+}
+
+/// A URL that is not Redis's is refused by the parser and by `connect`,
+/// with the password hidden.
+#[test]
+fn a_url_that_is_not_redis() {
+    server_store::a_url_of_another_store_is_refused::<Redis>("not a Redis store");
 }
 
 /// A full server under `maxmemory-policy noeviction` refuses writes with

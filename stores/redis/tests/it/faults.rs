@@ -6,81 +6,24 @@
 
 use std::time::{Duration, Instant};
 
-use cronslot_core::conformance::{at, job};
-use cronslot_core::coord::{
-    CasCoordinator, Claim, Coordinator, JobState, PutResult, StateStore, StoreErrorKind, Trigger,
-};
-use cronslot_redis::{JudgeClock, RedisOptions, RedisStore, parse_redis_location_with_env};
+use cronslot_core::coord::{PutResult, StateStore, StoreErrorKind};
+use cronslot_redis::{RedisOptions, RedisStore, parse_redis_location_with_env};
 use cronslot_tests::redis::Server;
+use cronslot_tests::server_store::{self, eventually, state};
 
-use crate::support::{block_on, open};
+use crate::support::{Redis, block_on, open};
 
-fn state(job: &str, seconds: i64) -> JobState {
-    JobState::new(job, "0000000000000000", at(seconds), false)
-}
-
-/// Retries `f` until it succeeds, at most `limit` (the first operations
-/// after a restart find the old connection gone).
-fn eventually<T, E: std::fmt::Display>(limit: Duration, mut f: impl FnMut() -> Result<T, E>) -> T {
-    let start = Instant::now();
-    loop {
-        match f() {
-            Ok(v) => return v,
-            Err(e) if start.elapsed() < limit => {
-                eprintln!("retrying: {e}");
-                std::thread::sleep(Duration::from_millis(50));
-            }
-            Err(e) => panic!("still failing after {limit:?}: {e}"),
-        }
-    }
-}
-
-/// With AOF and `appendfsync always`, a claim the server acknowledged
-/// survives `SIGKILL`: after the restart the lease is there, a second
-/// claimer is refused the slot (it would run twice otherwise), and the
-/// store reconnects by itself.
+/// With AOF and `appendfsync always`, on a server of its own, a claim
+/// the server acknowledged survives `SIGKILL`: after the restart the lease
+/// is there, a second claimer is refused the slot (it would run twice
+/// otherwise), and the store reconnects by itself within seconds (the
+/// first calls may find the old connection gone)
+/// (`server_store::an_acknowledged_claim_survives_a_crash`).
 #[test]
 fn an_acknowledged_claim_survives_a_crash() {
     let server = Server::start();
-    let store = block_on(open(&server.url("crash"), RedisOptions::default()))
-        .unwrap()
-        .judge_by(JudgeClock::Caller);
-    let spec = job(
-        "redis",
-        "crashy",
-        "schedule = \"* * * * *\"\nlease = \"5m\"",
-    );
-    let a = CasCoordinator::new(store.clone(), 1);
-    let run = block_on(async {
-        match a.claim(&spec, at(0), Trigger::Tick, "a").await.unwrap() {
-            Claim::Idle(_) => {}
-            other => panic!("creation claimed: {other:?}"),
-        }
-        match a.claim(&spec, at(61), Trigger::Tick, "a").await.unwrap() {
-            Claim::Claimed(lease) => lease,
-            other => panic!("expected a claim: {other:?}"),
-        }
-    });
-
-    server.crash();
-    // While it is down: unavailable (or, for a write whose connection
-    // broke, ambiguous), never a wrong answer.
-    let e = block_on(store.get(spec.name.as_str())).unwrap_err();
-    assert_eq!(e.kind, StoreErrorKind::Unavailable, "{e}");
-    server.restart();
-
-    let b = CasCoordinator::new(store.clone(), 2);
-    let again = eventually(Duration::from_secs(10), || {
-        block_on(b.claim(&spec, at(62), Trigger::Slot(run.slot), "b"))
-    });
-    assert!(
-        matches!(again, Claim::Idle(_)),
-        "the slot was claimed before the crash; after it: {again:?}"
-    );
-    let current = block_on(store.get(spec.name.as_str())).unwrap().unwrap();
-    assert_eq!(current.value.fence, run.fence, "the fence survived");
-    assert_eq!(current.value.leases.len(), 1, "the lease survived");
-    block_on(a.complete(&spec, run.fence, None, at(63))).unwrap();
+    let url = server.url("crash");
+    server_store::an_acknowledged_claim_survives_a_crash::<Redis>(server, &url, false);
 }
 
 /// A connection the server kills (`CLIENT KILL`) is replaced on the next

@@ -1,202 +1,68 @@
 //! What the Redis store does beyond the conformance suite: its request
 //! counts, the server's clock, prefixes and hash tags, the wake index, the
 //! scripts after a `SCRIPT FLUSH`, expiring ledger entries, the layout
-//! key, corrupt keys.
+//! key, corrupt keys. The tests every server store runs are written once
+//! (`cronslot_tests::server_store`); here they are given Redis's figures
+//! and its way of looking at the server.
 
 use std::time::Duration;
 
-use cronslot_core::conformance::{at, job};
+use cronslot_core::conformance::at;
 use cronslot_core::coord::{
-    CasCoordinator, Claim, Coordinator, EffectBegin, EffectFinish, EffectLedger, JobState, Lease,
-    PutResult, StateStore, StoreErrorKind, TickIndex, Trigger,
+    EffectBegin, EffectFinish, EffectLedger, PutResult, StateStore, StoreErrorKind, TickIndex,
 };
-use cronslot_core::manifest::JobSpec;
 use cronslot_redis::{JudgeClock, RedisOptions, RedisStore, RequestCounts};
 use cronslot_tests::redis::{Server, shared, unique};
-use jiff::{SignedDuration, Timestamp};
+use cronslot_tests::server_store::{self, state};
+use jiff::Timestamp;
 
-use crate::support::{block_on, fresh_store, fresh_url, open};
+use crate::support::{Redis, block_on, fresh_store, fresh_url, open};
 
-async fn claim<C: Coordinator>(
-    c: &C,
-    spec: &JobSpec,
-    now: Timestamp,
-    trigger: Trigger,
-    owner: &str,
-) -> Claim {
-    c.claim(spec, now, trigger, owner)
-        .await
-        .unwrap_or_else(|e| panic!("claim of {} at {now}: {e}", spec.name.as_str()))
+/// Every key under `prefix` on the shared server, in order, with what it
+/// holds: all of a store there is to see.
+fn dump(prefix: &str) -> String {
+    let cli = |args: &[&str]| shared().cli(args);
+    let keys = cli(&["KEYS", &format!("*{prefix}*")]);
+    let mut keys: Vec<&str> = keys.lines().collect();
+    keys.sort();
+    keys.iter()
+        .map(|key| {
+            let held = match cli(&["TYPE", key]).as_str() {
+                "hash" => cli(&["HGETALL", key]),
+                "zset" => cli(&["ZRANGE", key, "0", "-1", "WITHSCORES"]),
+                "string" => cli(&["GET", key]),
+                other => panic!("{key}: a key of type {other}"),
+            };
+            format!("{key} = {held}")
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
-fn lease(c: Claim) -> Lease {
-    match c {
-        Claim::Claimed(lease) => lease,
-        Claim::Idle(idle) => panic!("expected a claim, got idle: {idle:?}"),
-    }
-}
-
-fn idle(c: Claim) {
-    assert!(matches!(c, Claim::Idle(_)), "expected idle, got {c:?}");
-}
-
-fn rw(d: RequestCounts) -> (u64, u64) {
-    (d.reads, d.writes)
-}
-
-fn state(job: &str, seconds: i64) -> JobState {
-    JobState::new(job, "0000000000000000", at(seconds), false)
-}
-
-/// A run is one read and two scripts, a duplicate delivery one read, a
+/// The figures of docs/performance.md (`server_store::request_counts_per_step`):
+/// a run is one read and two scripts, a duplicate delivery one read, a
 /// lost compare-and-set one script (which hands back the winner), an
 /// effect's begin and finish one read and one script each; everything on
 /// one connection.
 #[test]
 fn request_counts_are_exact() {
-    let store = fresh_store("counts");
-    assert_eq!(
-        store.requests(),
-        RequestCounts {
-            reads: 0,
-            writes: 0,
-            setup: 1,
-            connections: 1
-        },
-        "opening: one script that checks (and writes) the layout"
-    );
-    let a = CasCoordinator::new(store.clone(), 1);
-    let b = CasCoordinator::new(store.clone(), 2);
-    let spec = job(
-        "redis",
-        "counted",
-        "schedule = \"* * * * *\"\nlease = \"1m\"",
-    );
-    let name = spec.name.as_str().to_string();
-    block_on(async {
-        let s = store.requests();
-        idle(claim(&a, &spec, at(0), Trigger::Tick, "a").await);
-        assert_eq!(rw(store.requests().since(&s)), (1, 1), "creation");
-
-        let s = store.requests();
-        let run = lease(claim(&a, &spec, at(61), Trigger::Tick, "a").await);
-        a.complete(&spec, run.fence, None, at(62)).await.unwrap();
-        assert_eq!(rw(store.requests().since(&s)), (1, 2), "a run");
-
-        let s = store.requests();
-        idle(claim(&b, &spec, at(63), Trigger::Slot(run.slot), "b").await);
-        assert_eq!(rw(store.requests().since(&s)), (1, 0), "a duplicate");
-
-        let live = lease(claim(&a, &spec, at(121), Trigger::Tick, "a").await);
-        let key = format!("{name}@{}/send", live.slot);
-        let s = store.requests();
-        let begun = store
-            .begin_effect(&key, "a", live.fence, at(123), Duration::from_secs(30))
-            .await
-            .unwrap();
-        assert_eq!(begun, EffectBegin::Acquired);
-        assert_eq!(rw(store.requests().since(&s)), (1, 1), "the ledger's begin");
-        let s = store.requests();
-        let finished = store
-            .finish_effect(&key, live.fence, "sent", at(124))
-            .await
-            .unwrap();
-        assert_eq!(finished, EffectFinish::Recorded);
-        assert_eq!(rw(store.requests().since(&s)), (1, 1), "finish");
-        let s = store.requests();
-        let again = store
-            .begin_effect(&key, "b", live.fence + 1, at(126), Duration::from_secs(30))
-            .await
-            .unwrap();
-        assert_eq!(
-            again,
-            EffectBegin::AlreadyDone {
-                result: "sent".into()
-            }
-        );
-        assert_eq!(rw(store.requests().since(&s)), (1, 0), "already done");
-
-        let current = store.get(&name).await.unwrap().unwrap();
-        let s = store.requests();
-        let lost = store
-            .put(&name, &current.value, Some(current.version - 1))
-            .await
-            .unwrap();
-        assert_eq!(lost, PutResult::Conflict(Some(Box::new(current.clone()))));
-        assert_eq!(rw(store.requests().since(&s)), (0, 1), "a lost write");
-        let s = store.requests();
-        let lost = store.put(&name, &current.value, None).await.unwrap();
-        assert_eq!(lost, PutResult::Conflict(Some(Box::new(current))));
-        assert_eq!(rw(store.requests().since(&s)), (0, 1), "a lost creation");
-        let s = store.requests();
-        let missing = store.put("nobody", &state("nobody", 0), Some(3)).await;
-        assert_eq!(missing.unwrap(), PutResult::Conflict(None));
-        assert_eq!(rw(store.requests().since(&s)), (0, 1), "no record");
-    });
-    assert_eq!(store.requests().connections, 1, "one connection throughout");
+    // Opening: one script that checks (and writes) the layout, whether
+    // the store is new or there.
+    let opening = RequestCounts {
+        reads: 0,
+        writes: 0,
+        setup: 1,
+        connections: 1,
+    };
+    server_store::request_counts_are_exact::<Redis>(opening, opening);
 }
 
 /// Two handles whose callers' clocks are days and minutes apart agree,
-/// because the server's `TIME` decides: a caller far behind still claims
-/// the due slot, a caller far ahead cannot take over a lease the server
-/// counts live. The same claim judged by the caller's clock would.
+/// because the server's `TIME` decides
+/// (`server_store::the_server_clock_judges_leases`).
 #[test]
 fn the_server_clock_judges_leases() {
-    let url = fresh_url("clock");
-    let store = block_on(open(&url, RedisOptions::default())).unwrap();
-    assert_eq!(store.judge_clock(), JudgeClock::Server);
-    let other = block_on(open(&url, RedisOptions::default())).unwrap();
-    let spec = job(
-        "redis",
-        "clocked",
-        "schedule = \"* * * * *\"\nlease = \"1m\"\nskew_margin = \"5s\"",
-    );
-    let name = spec.name.as_str();
-    let real = Timestamp::now();
-    let minutes = SignedDuration::from_mins;
-    let created = real.checked_sub(minutes(10)).unwrap();
-    let fresh = JobState::new(name, &spec.spec_hash(), created, false);
-    assert_eq!(
-        block_on(store.put(name, &fresh, None)).unwrap(),
-        PutResult::Written(1)
-    );
-    assert!(store.clock_offset().is_none(), "nothing read yet");
-
-    let a = CasCoordinator::new(store.clone(), 1);
-    let behind = real.checked_sub(SignedDuration::from_hours(48)).unwrap();
-    let run = lease(block_on(claim(&a, &spec, behind, Trigger::Tick, "a")));
-    assert!(
-        run.slot > real.checked_sub(minutes(2)).unwrap() && run.slot <= Timestamp::now(),
-        "the latest slot by the server's clock: {run:?} (real now {real})"
-    );
-    assert!(
-        run.claimed_at >= real.checked_sub(SignedDuration::from_secs(1)).unwrap(),
-        "claimed at the server's now: {run:?}"
-    );
-
-    let b = CasCoordinator::new(other.clone(), 2);
-    let ahead = real.checked_add(minutes(5)).unwrap();
-    idle(block_on(claim(&b, &spec, ahead, Trigger::Tick, "b")));
-
-    let c = CasCoordinator::new(other.clone().judge_by(JudgeClock::Caller), 3);
-    let taken = lease(block_on(claim(&c, &spec, ahead, Trigger::Tick, "c")));
-    assert!(taken.fence > run.fence, "{taken:?} after {run:?}");
-
-    for store in [&store, &other] {
-        let offset = store.clock_offset().expect("measured on the last read");
-        assert!(
-            offset.abs() < SignedDuration::from_millis(500),
-            "clock offset {offset:?}"
-        );
-    }
-
-    // A tick judged by the server plans up to the server's now.
-    let start = block_on(store.tick_start(behind, 10)).unwrap();
-    assert!(
-        start.now >= real && start.now <= Timestamp::now(),
-        "tick_start answers the server's instant: {}",
-        start.now
-    );
+    server_store::the_server_clock_judges_leases::<Redis>();
 }
 
 /// Two prefixes are two stores that never see each other; a job's keys
@@ -206,6 +72,8 @@ fn prefixes_isolate_deployments_and_keys_carry_hash_tags() {
     let (p, q) = (unique("iso-p"), unique("iso-q"));
     let sp = block_on(open(&shared().url(&p), RedisOptions::default())).unwrap();
     let sq = block_on(open(&shared().url(&q), RedisOptions::default())).unwrap();
+    block_on(server_store::locations_isolate_deployments(&sp, &sq));
+
     let mut s = state("same", 0);
     s.wake_at = Some(at(90));
     assert_eq!(
@@ -213,8 +81,11 @@ fn prefixes_isolate_deployments_and_keys_carry_hash_tags() {
         PutResult::Written(1)
     );
     assert_eq!(block_on(sq.get("same")).unwrap(), None);
-    assert_eq!(block_on(sq.jobs()).unwrap(), Vec::<String>::new());
-    assert_eq!(block_on(sp.jobs()).unwrap(), vec!["same".to_string()]);
+    assert_eq!(block_on(sq.jobs()).unwrap(), vec!["j".to_string()]);
+    assert_eq!(
+        block_on(sp.jobs()).unwrap(),
+        vec!["j".to_string(), "same".to_string()]
+    );
 
     let cli = |args: &[&str]| shared().cli(args);
     assert_eq!(cli(&["TYPE", &format!("{{{p}:same}}:state")]), "hash");
@@ -224,16 +95,29 @@ fn prefixes_isolate_deployments_and_keys_carry_hash_tags() {
     // The score is the wake in microseconds since the epoch.
     let micros = at(90).as_microsecond().to_string();
     assert_eq!(cli(&["ZSCORE", &format!("{{{p}}}:wakes"), "same"]), micros);
-    // Every key of the store is under its prefix.
-    let keys = cli(&["KEYS", &format!("*{p}*")]);
-    let mut keys: Vec<&str> = keys.lines().collect();
-    keys.sort();
+    // Every key of the store is under its prefix; the effect is q's.
+    let keys = |prefix: &str| {
+        let keys = cli(&["KEYS", &format!("*{prefix}*")]);
+        let mut keys: Vec<String> = keys.lines().map(str::to_string).collect();
+        keys.sort();
+        keys
+    };
     assert_eq!(
-        keys,
+        keys(&p),
         vec![
+            format!("{{{p}:j}}:state"),
             format!("{{{p}:same}}:state"),
             format!("{{{p}}}:layout"),
             format!("{{{p}}}:wakes"),
+        ]
+    );
+    assert_eq!(
+        keys(&q),
+        vec![
+            format!("{{{q}:j}}:effect:j@x/e"),
+            format!("{{{q}:j}}:state"),
+            format!("{{{q}}}:layout"),
+            format!("{{{q}}}:wakes"),
         ]
     );
 }
@@ -403,33 +287,42 @@ fn ledger_entries_expire_after_the_retention() {
     });
 }
 
-/// Opening without creation needs a store under the prefix; a layout from
-/// a newer cronslot, or a layout key holding something else, is refused
-/// with nothing written.
+/// Opening without creation needs a store under the prefix (its layout
+/// key); opening with creation writes it.
+#[test]
+fn opening_without_creation_needs_an_existing_store() {
+    server_store::opening_without_creation_needs_an_existing_store::<Redis>(
+        "no store under this prefix",
+        |url| {
+            let prefix = url.rsplit_once("prefix=").unwrap().1;
+            shared().cli(&["EXISTS", &format!("{{{prefix}}}:layout")]) == "1"
+        },
+    );
+}
+
+/// A layout from a newer cronslot is refused, with nothing written.
+#[test]
+fn a_layout_from_a_newer_cronslot_is_refused_and_nothing_written() {
+    server_store::a_store_from_a_newer_cronslot_is_refused_and_nothing_written::<Redis>(
+        |store| {
+            let prefix = store.location().prefix();
+            shared().cli(&["SET", &format!("{{{prefix}}}:layout"), "99"]);
+        },
+        |store| dump(store.location().prefix()),
+        &["layout 99, written by a newer cronslot", "upgrade cronslot"],
+    );
+}
+
+/// A layout key holding something else than a layout is another
+/// program's: refused as corrupt.
 #[test]
 fn the_layout_key_guards_the_prefix() {
-    let url = fresh_url("layout");
-    let e = block_on(open(&url, RedisOptions::default().create(false))).unwrap_err();
-    assert_eq!(e.kind(), &StoreErrorKind::Other, "{e}");
-    assert!(e.message().contains("no store under this prefix"), "{e}");
-    block_on(open(&url, RedisOptions::default())).unwrap();
-    block_on(open(&url, RedisOptions::default().create(false))).unwrap();
-
-    let prefix = unique("newer");
-    shared().cli(&["SET", &format!("{{{prefix}}}:layout"), "99"]);
-    let e = block_on(open(&shared().url(&prefix), RedisOptions::default())).unwrap_err();
-    assert_eq!(e.kind(), &StoreErrorKind::Other, "{e}");
-    assert!(
-        e.message()
-            .contains("layout 99, written by a newer cronslot"),
-        "{e}"
-    );
-
     let prefix = unique("foreign");
     shared().cli(&["SET", &format!("{{{prefix}}}:layout"), "hello"]);
     let e = block_on(open(&shared().url(&prefix), RedisOptions::default())).unwrap_err();
     assert_eq!(e.kind(), &StoreErrorKind::Corrupt, "{e}");
     assert!(e.message().contains("another program"), "{e}");
+    assert_eq!(dump(&prefix), format!("{{{prefix}}}:layout = hello"));
 }
 
 /// Keys that do not hold what the store wrote are reported as corrupt,
@@ -479,54 +372,20 @@ fn undecodable_keys_are_corrupt() {
     });
 }
 
-/// Jobs are listed in byte order, whatever their wakes.
+/// Jobs are listed in byte order, whatever their wakes
+/// (`server_store::jobs_are_listed_in_byte_order`).
 #[test]
 fn jobs_are_listed_in_byte_order() {
-    let store = fresh_store("order");
-    block_on(async {
-        for (name, wake) in [
-            ("b", Some(1)),
-            ("a-2", None),
-            ("a", Some(2)),
-            ("c", Some(0)),
-        ] {
-            let mut s = state(name, 0);
-            s.wake_at = wake.map(at);
-            store.put(name, &s, None).await.unwrap();
-        }
-        assert_eq!(store.jobs().await.unwrap(), vec!["a", "a-2", "b", "c"]);
-    });
+    block_on(server_store::jobs_are_listed_in_byte_order(&fresh_store(
+        "order",
+    )));
 }
 
 /// Clones work from any thread and any runtime (or none): the store's
 /// work runs on its own thread.
 #[test]
 fn clones_work_from_any_thread_and_runtime() {
-    let store = fresh_store("threads");
-    let handles: Vec<_> = (0..4)
-        .map(|i| {
-            let store = store.clone();
-            std::thread::spawn(move || {
-                let name = format!("t{i}");
-                let s = state(&name, 0);
-                let written = if i % 2 == 0 {
-                    cronslot_core::coord::exec::block_on(store.put(&name, &s, None))
-                } else {
-                    tokio::runtime::Builder::new_multi_thread()
-                        .worker_threads(1)
-                        .enable_all()
-                        .build()
-                        .unwrap()
-                        .block_on(store.put(&name, &s, None))
-                };
-                assert_eq!(written.unwrap(), PutResult::Written(1));
-            })
-        })
-        .collect();
-    for h in handles {
-        h.join().unwrap();
-    }
-    assert_eq!(block_on(store.jobs()).unwrap().len(), 4);
+    server_store::clones_work_from_any_thread_and_runtime(&fresh_store("threads"));
 }
 
 #[test]

@@ -8,13 +8,17 @@
 //! as it would DynamoDB's.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::config::{BehaviorVersion, Credentials, Region};
+use aws_sdk_dynamodb::types::{
+    AttributeDefinition, AttributeValue, BillingMode, KeySchemaElement, KeyType,
+    ScalarAttributeType,
+};
 use aws_smithy_runtime_api::box_error::BoxError;
 use aws_smithy_runtime_api::client::http::{
     HttpClient, HttpConnector, HttpConnectorFuture, HttpConnectorSettings, SharedHttpClient,
@@ -391,6 +395,62 @@ pub fn unique_table(label: &str) -> String {
         std::process::id(),
         NEXT.fetch_add(1, Ordering::Relaxed)
     )
+}
+
+// --------------------------------------------------------- raw items ----
+
+/// A string attribute.
+pub fn s(text: &str) -> AttributeValue {
+    AttributeValue::S(text.to_string())
+}
+
+/// An item read straight from `table` (consistently), where its key
+/// attribute `key` is `value`: what the store wrote, as DynamoDB holds it.
+pub async fn raw_item(
+    client: &Client,
+    table: &str,
+    key: &str,
+    value: &str,
+) -> Option<HashMap<String, AttributeValue>> {
+    client
+        .get_item()
+        .table_name(table)
+        .key(key, s(value))
+        .consistent_read(true)
+        .send()
+        .await
+        .unwrap()
+        .item()
+        .cloned()
+}
+
+/// A new table named after `label`, keyed by the string attribute `key`
+/// alone, without index or TTL (a user's own table, or one an older
+/// cronslot made); answers its name.
+pub async fn table_keyed_by(client: &Client, label: &str, key: &str) -> String {
+    let name = unique_table(label);
+    client
+        .create_table()
+        .table_name(&name)
+        .attribute_definitions(
+            AttributeDefinition::builder()
+                .attribute_name(key)
+                .attribute_type(ScalarAttributeType::S)
+                .build()
+                .unwrap(),
+        )
+        .key_schema(
+            KeySchemaElement::builder()
+                .attribute_name(key)
+                .key_type(KeyType::Hash)
+                .build()
+                .unwrap(),
+        )
+        .billing_mode(BillingMode::PayPerRequest)
+        .send()
+        .await
+        .unwrap();
+    name
 }
 
 // ------------------------------------------------------------ runtime ----
