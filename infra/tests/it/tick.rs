@@ -2,7 +2,7 @@
 //! init`, and what `run` and `tick` share: the store from CRONSLOT_STORE,
 //! the secrets a command never inherits, the health probes, SIGTERM.
 //! On SQLite here; the same commands on PostgreSQL and Redis are in `fleet`
-//! (run by `fleet_pg` and `fleet_redis`).
+//! (run by `store_postgres` and `store_redis`).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};

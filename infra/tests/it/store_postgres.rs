@@ -1,13 +1,16 @@
-//! The server-store tests of [`crate::fleet`] on a real PostgreSQL server
-//! (issue 13, docs/reliability.md "A fleet on PostgreSQL"): the crash is
-//! `pg_ctl stop -m immediate` (the restart recovers from the write-ahead
-//! log), the cut `pg_terminate_backend` of every connection.
+//! The `cronslot` command on a real PostgreSQL server: the fleet of
+//! [`crate::fleet`] (issue 13, docs/reliability.md "A fleet on
+//! PostgreSQL"; the crash is `pg_ctl stop -m immediate`, the restart
+//! recovers from the write-ahead log, the cut is `pg_terminate_backend` of
+//! every connection), the store commands of [`crate::server_cmds`], and
+//! the errors.
 
 use std::time::Duration;
 
 use cronslot_tests::postgres::Server;
 
-use crate::fleet::{self, CliStore, FleetStore};
+use crate::fleet::{self, FleetStore};
+use crate::server_cmds::{self, CliStore};
 
 /// A database of a server.
 struct Pg<'s> {
@@ -101,7 +104,11 @@ fn init_tick_and_the_store_commands_work_on_postgres() {
     let db = server.fresh_database("cli");
     let url = format!("{}&schema=ops", server.url(&db));
     let pg = Pg { server, db };
-    fleet::init_tick_and_the_store_commands_work(&pg, &url, &fleet::scratch("pg", "cli"));
+    server_cmds::init_tick_and_the_store_commands_work(
+        &pg,
+        &url,
+        &server_cmds::scratch("pg", "cli"),
+    );
 }
 
 /// Bad input on PostgreSQL: a wrong password, a closed port and a bad
@@ -113,7 +120,7 @@ fn postgres_errors_name_the_store_and_never_the_password() {
     let secret = "Sw0rdfish-9f3e";
     let user = cronslot_tests::postgres::unique("wrongpw");
     server.create_role(&user, Some("the-right-one"));
-    let closed = fleet::closed_port();
+    let closed = server_cmds::closed_port();
     let cases = [
         (server.url_as(&user, Some(secret), &db), 2, "password"),
         (
@@ -127,8 +134,8 @@ fn postgres_errors_name_the_store_and_never_the_password() {
             "sslmode",
         ),
     ];
-    fleet::errors_name_the_store_and_never_the_password(
-        &fleet::scratch("pg", "errors"),
+    server_cmds::errors_name_the_store_and_never_the_password(
+        &server_cmds::scratch("pg", "errors"),
         secret,
         &cases,
     );
