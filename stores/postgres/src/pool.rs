@@ -7,12 +7,11 @@
 //! from the list; one that failed mid-statement or timed out is dropped
 //! instead of returned.
 
-use std::future::Future;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use cronslot_core::coord::StoreErrorKind;
-use cronslot_store_kit::{ClockOffset, Counters, Driver, RequestCounts, seconds};
+use cronslot_store_kit::{ClockOffset, Counters, Driver, seconds};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_postgres::types::{FromSql, ToSql, Type};
 use tokio_postgres::{Client, NoTls, Row};
@@ -29,11 +28,13 @@ pub(crate) struct Shared {
     pub(crate) shown: String,
     config: tokio_postgres::Config,
     tls: Tls,
-    driver: Driver,
+    /// The store's background thread: every request runs there
+    /// (`driver.run`), whatever executor the caller is on.
+    pub(crate) driver: Driver,
     idle: Mutex<Vec<Client>>,
     permits: Arc<Semaphore>,
     max_connections: usize,
-    counts: Counters,
+    pub(crate) counts: Counters,
     pub(crate) offset: ClockOffset,
 }
 
@@ -102,20 +103,6 @@ impl Shared {
             counts: Counters::default(),
             offset: ClockOffset::default(),
         })
-    }
-
-    /// Runs `task` on the store's runtime and waits for its answer, from
-    /// whatever executor the caller is on.
-    pub(crate) async fn run<T, F>(self: &Arc<Self>, task: F) -> Result<T, StoreError>
-    where
-        T: Send + 'static,
-        F: Future<Output = Result<T, StoreError>> + Send + 'static,
-    {
-        self.driver.run(task).await
-    }
-
-    pub(crate) fn requests(&self) -> RequestCounts {
-        self.counts.snapshot()
     }
 
     /// How long the client waits for a statement's answer: the server's

@@ -127,7 +127,7 @@ impl PgStore {
                 ensure(&mut conn, &schema, create).await
             }
         };
-        let opened = shared.run(task).await?;
+        let opened = shared.driver.run(task).await?;
         Ok(PgStore {
             sql: Arc::new(Sql::new(shared.location.schema())),
             shared,
@@ -166,6 +166,7 @@ impl PgStore {
     pub async fn init(&self) -> Result<InitReport, StoreError> {
         let shared = self.shared.clone();
         self.shared
+            .driver
             .run(async move {
                 let schema = shared.location.schema().to_string();
                 let mut conn = shared.checkout().await?;
@@ -177,7 +178,7 @@ impl PgStore {
     /// Requests (statements) sent so far by this store and its clones, by
     /// kind.
     pub fn requests(&self) -> RequestCounts {
-        self.shared.requests()
+        self.shared.counts.snapshot()
     }
 
     /// How far the database server's clock is ahead of this machine's

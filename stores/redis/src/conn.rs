@@ -6,10 +6,7 @@
 //! A connection that failed (its stream ended, or a command timed out, so
 //! its state is unknown) is dropped; the next operation opens a new one.
 
-use std::future::Future;
-use std::sync::Arc;
-
-use cronslot_store_kit::{ClockOffset, Counters, Driver, RequestCounts, seconds};
+use cronslot_store_kit::{ClockOffset, Counters, Driver, seconds};
 use redis::aio::MultiplexedConnection;
 use redis::{
     AsyncConnectionConfig, Client, ConnectionAddr, ConnectionInfo, RedisConnectionInfo, RedisResult,
@@ -25,11 +22,13 @@ pub(crate) struct Shared {
     /// The location as shown in messages (redacted).
     pub(crate) shown: String,
     client: Client,
-    driver: Driver,
+    /// The store's background thread: every request runs there
+    /// (`driver.run`), whatever executor the caller is on.
+    pub(crate) driver: Driver,
     /// The open connection and its number (so that a failure drops only
     /// the connection it happened on). Only locked on the store's thread.
     current: tokio::sync::Mutex<Option<(u64, MultiplexedConnection)>>,
-    counts: Counters,
+    pub(crate) counts: Counters,
     pub(crate) offset: ClockOffset,
 }
 
@@ -98,20 +97,6 @@ impl Shared {
             counts: Counters::default(),
             offset: ClockOffset::default(),
         })
-    }
-
-    /// Runs `task` on the store's runtime and waits for its answer, from
-    /// whatever executor the caller is on.
-    pub(crate) async fn run<T, F>(self: &Arc<Self>, task: F) -> Result<T, StoreError>
-    where
-        T: Send + 'static,
-        F: Future<Output = Result<T, StoreError>> + Send + 'static,
-    {
-        self.driver.run(task).await
-    }
-
-    pub(crate) fn requests(&self) -> RequestCounts {
-        self.counts.snapshot()
     }
 
     fn secret(&self) -> Option<&str> {

@@ -126,6 +126,7 @@ impl RedisStore {
         };
         let answer = shared
             .clone()
+            .driver
             .run(async move {
                 let doing = || "reading the server's persistence settings".to_string();
                 shared

@@ -156,7 +156,7 @@ impl RedisStore {
     /// Requests (commands, pipelines, scripts) sent so far by this store
     /// and its clones, by kind.
     pub fn requests(&self) -> RequestCounts {
-        self.shared.requests()
+        self.shared.counts.snapshot()
     }
 
     /// How far the Redis server's clock is ahead of this machine's
@@ -176,6 +176,7 @@ impl RedisStore {
             self.keys.layout(),
         );
         self.shared
+            .driver
             .run(async move {
                 let doing = || "checking the store's layout".to_string();
                 let layout_key = &key;

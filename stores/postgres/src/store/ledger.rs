@@ -25,6 +25,7 @@ impl PgStore {
         }
         let (shared, sql) = (self.shared.clone(), self.sql.clone());
         self.shared
+            .driver
             .run(async move {
                 let doing = || "sweeping the effect ledger".to_string();
                 let mut conn = shared.checkout().await?;
@@ -79,7 +80,7 @@ impl PgStore {
         let (shared, sql, key) = (self.shared.clone(), self.sql.clone(), key.to_string());
         let retention = self.retention;
         self.shared
-            .run(async move {
+            .driver.run(async move {
                 let shown = shared.shown.clone();
                 let mut entry = PgEffect {
                     conn: shared.checkout().await?,
@@ -285,6 +286,7 @@ impl EffectLedger for PgStore {
     async fn read_effect(&self, key: &str) -> Result<Option<EffectRecord>, StoreError> {
         let (shared, sql, key) = (self.shared.clone(), self.sql.clone(), key.to_string());
         self.shared
+            .driver
             .run(async move {
                 let mut conn = shared.checkout().await?;
                 Ok(read_effect(&mut conn, &sql, &key).await?.map(|(_, r)| r))

@@ -13,6 +13,7 @@ impl PgStore {
     ) -> Result<(Option<Versioned<JobState>>, Timestamp), StoreError> {
         let (shared, sql, job) = (self.shared.clone(), self.sql.clone(), job.to_string());
         self.shared
+            .driver
             .run(async move {
                 let mut conn = shared.checkout().await?;
                 let sent = Timestamp::now();
@@ -41,6 +42,7 @@ impl PgStore {
         let text = encode_state(state);
         let wake = state.wake_at.map(PgTime);
         self.shared
+            .driver
             .run(async move {
                 let mut conn = shared.checkout().await?;
                 put_state(&mut conn, &sql, &job, &text, wake, expected).await
@@ -51,6 +53,7 @@ impl PgStore {
     async fn list_jobs(&self) -> Result<Vec<String>, StoreError> {
         let (shared, sql) = (self.shared.clone(), self.sql.clone());
         self.shared
+            .driver
             .run(async move {
                 let doing = || "listing jobs".to_string();
                 let mut conn = shared.checkout().await?;

@@ -15,6 +15,7 @@ impl PgStore {
         };
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         self.shared
+            .driver
             .run(async move {
                 let doing = || "reading the tick mark and the woken jobs".to_string();
                 let mut conn = shared.checkout().await?;
@@ -43,6 +44,7 @@ impl PgStore {
     async fn end_tick(&self, mark: Timestamp) -> Result<(), StoreError> {
         let (shared, sql) = (self.shared.clone(), self.sql.clone());
         self.shared
+            .driver
             .run(async move {
                 let doing = || "moving the tick mark".to_string();
                 let mut conn = shared.checkout().await?;

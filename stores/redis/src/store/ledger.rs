@@ -29,6 +29,7 @@ impl RedisStore {
         let retention = self.retention;
         let replicas = Replicas::of(self.location());
         self.shared
+            .driver
             .run(async move {
                 let mut entry = RedisEffect {
                     shared: &shared,
@@ -230,6 +231,7 @@ impl EffectLedger for RedisStore {
         let (shared, redis_key, key) =
             (self.shared.clone(), self.keys.effect(key), key.to_string());
         self.shared
+            .driver
             .run(async move {
                 Ok(read_effect(&shared, &redis_key, &key)
                     .await?

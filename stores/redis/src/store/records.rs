@@ -15,6 +15,7 @@ impl RedisStore {
     ) -> Result<(Option<Versioned<JobState>>, Timestamp), StoreError> {
         let (shared, key, job) = (self.shared.clone(), self.keys.state(job), job.to_string());
         self.shared
+            .driver
             .run(async move {
                 let doing = || format!("reading the state of job {job:?}");
                 let sent = Timestamp::now();
@@ -93,6 +94,7 @@ impl RedisStore {
         let expected = expected.map(|e| e.to_string()).unwrap_or_default();
         let replicas = Replicas::of(self.location());
         self.shared
+            .driver
             .run(async move {
                 let doing = || format!("writing the state of job {job:?}");
                 let (answer, acked): (Vec<String>, Option<u32>) = shared
@@ -145,6 +147,7 @@ impl RedisStore {
     async fn list_jobs(&self) -> Result<Vec<String>, StoreError> {
         let (shared, wakes) = (self.shared.clone(), self.keys.wakes());
         self.shared
+            .driver
             .run(async move {
                 let doing = || "listing jobs".to_string();
                 let mut jobs: Vec<String> = shared

@@ -16,6 +16,7 @@ impl RedisStore {
         };
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         self.shared
+            .driver
             .run(async move {
                 let doing = || "reading the tick mark and the woken jobs".to_string();
                 let (now, mark, woken): (String, String, Vec<String>) = shared
@@ -64,6 +65,7 @@ impl RedisStore {
         // not plan.
         let mark = micros(mark);
         self.shared
+            .driver
             .run(async move {
                 let doing = || "moving the tick mark".to_string();
                 let _: i64 = shared
