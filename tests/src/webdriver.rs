@@ -290,7 +290,14 @@ fn wire(port: u16, method: &str, path: &str, body: Option<&Value>) -> Result<Val
     let mut raw = Vec::new();
     let mut buf = [0u8; 16384];
     loop {
-        let n = stream.read(&mut buf).map_err(|e| e.to_string())?;
+        // A signal to this process (the fleet tests beside it stop and
+        // continue their runners; children end) interrupts a blocking
+        // read: read again, as `read_to_end` would.
+        let n = match stream.read(&mut buf) {
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e.to_string()),
+        };
         raw.extend_from_slice(&buf[..n]);
         if let Some(payload) = complete(&raw)? {
             return serde_json::from_str(&payload).map_err(|e| format!("{e}: {payload}"));
