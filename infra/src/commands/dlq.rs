@@ -6,19 +6,17 @@
 //! redrive); 1 nothing could be redriven, or the store failed; 2 bad input
 //! (a `--slot` that is not a dead letter of the job).
 
-use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use clap::{Args, Subcommand};
-use cronslot_core::coord::{CoordError, DeadLetter, SlotId};
+use cronslot_core::coord::{CoordError, SlotId};
 use cronslot_core::manifest::JobSpec;
-use cronslot_runtime::admin::RedriveDoc;
+use cronslot_runtime::admin::{DlqDoc, RedriveDoc};
 use jiff::Timestamp;
-use serde::Serialize;
 
 use crate::cli::{Format, StoreArgs};
 use crate::exit::{Failure, coord_failure};
-use crate::format::{ERROR_CELL_CHARS, Ts, one_line, slot_id, to_json, utc};
+use crate::format::{ERROR_CELL_CHARS, one_line, slot_id, to_json, utc};
 use crate::parse::parse_rfc3339;
 use crate::store::{Session, wait, with_backend};
 use cronslot_core::coord::Operator;
@@ -69,88 +67,30 @@ pub fn exec(args: DlqArgs) -> Result<(), Failure> {
     }
 }
 
-/// A dead letter in JSON: in `dlq list` and in `status` (its newest).
-#[derive(Serialize)]
-pub struct DeadView {
-    pub slot: Ts,
-    pub slot_id: String,
-    pub attempts: u32,
-    pub fence: u64,
-    pub died_at: Ts,
-    pub last_error: String,
-}
-
-pub fn dead_view(spec: &JobSpec, d: &DeadLetter) -> DeadView {
-    DeadView {
-        slot: Ts(d.slot),
-        slot_id: slot_id(spec, d.slot),
-        attempts: d.attempts,
-        fence: d.fence,
-        died_at: Ts(d.died_at),
-        last_error: d.last_error.clone(),
-    }
-}
-
-/// One dead letter in `cronslot dlq list --format json`:
-/// `{"dead_letters":[{"job","slot","slot_id","attempts","fence","died_at","last_error"}],
-///   "dropped":{"job":N}}` — sorted by job then slot; `dropped` counts, per
-/// job, dead letters that fell off the capped list (jobs with none omitted).
-#[derive(Serialize)]
-struct DlqReport {
-    now: Ts,
-    store: String,
-    dead_letters: Vec<DlqEntry>,
-    dropped: BTreeMap<String, u64>,
-}
-
-#[derive(Serialize)]
-struct DlqEntry {
-    job: String,
-    #[serde(flatten)]
-    letter: DeadView,
-}
-
+/// `cronslot dlq list --format json` prints the admin route's document
+/// ([`DlqDoc`]) with the store's name.
 fn dlq_list(args: &StoreArgs, job: Option<&str>, format: Format) -> Result<(), Failure> {
     let session = Session::open(args, job)?;
     let specs = session.jobs(job)?;
-    let mut report = DlqReport {
-        now: Ts(session.now),
-        store: session.store.clone(),
-        dead_letters: Vec::new(),
-        dropped: BTreeMap::new(),
-    };
+    let mut doc = DlqDoc::new(session.now, Some(session.store.clone()));
     for spec in &specs {
         let name = spec.name.as_str();
         let state = with_backend!(&session.backend, c => wait(c.status(spec, session.now)))
             .map_err(|e| coord_failure(&session.store, "reading", name, &e))?;
-        let mut dead: Vec<&DeadLetter> = state.dead.iter().collect();
-        dead.sort_by_key(|d| d.slot);
-        report
-            .dead_letters
-            .extend(dead.into_iter().map(|d| DlqEntry {
-                job: name.to_string(),
-                letter: dead_view(spec, d),
-            }));
-        if state.counters.dead_dropped > 0 {
-            report
-                .dropped
-                .insert(name.to_string(), state.counters.dead_dropped);
-        }
+        doc.add_job(spec, state);
     }
-    report
-        .dead_letters
-        .sort_by(|a, b| (&a.job, a.letter.slot.0).cmp(&(&b.job, b.letter.slot.0)));
+    doc.sort();
     match format {
-        Format::Json => println!("{}", to_json(&report)?),
-        Format::Text => print!("{}", dlq_text(&report)),
+        Format::Json => println!("{}", to_json(&doc)?),
+        Format::Text => print!("{}", dlq_text(&doc, &session.store)),
     }
     Ok(())
 }
 
-fn dlq_text(report: &DlqReport) -> String {
+fn dlq_text(report: &DlqDoc, store: &str) -> String {
     let mut out = String::new();
     if report.dead_letters.is_empty() {
-        let _ = writeln!(out, "no dead letters in store {}", report.store);
+        let _ = writeln!(out, "no dead letters in store {store}");
     } else {
         let rows: Vec<[String; 6]> = report
             .dead_letters
@@ -158,10 +98,10 @@ fn dlq_text(report: &DlqReport) -> String {
             .map(|e| {
                 [
                     e.job.clone(),
-                    utc(e.letter.slot.0),
+                    utc(e.letter.slot),
                     e.letter.attempts.to_string(),
                     e.letter.fence.to_string(),
-                    utc(e.letter.died_at.0),
+                    utc(e.letter.died_at),
                     one_line(&e.letter.last_error, ERROR_CELL_CHARS),
                 ]
             })

@@ -1,6 +1,10 @@
 //! `cronslot status`: each job's health, last success, next slot, live
 //! leases, fence, counts and newest dead letters, as text or JSON.
 //!
+//! The JSON is the status document of the admin routes and the dashboard
+//! ([`StatusDoc`]), with the store's name and the records the manifest no
+//! longer has: one schema wherever the status is read.
+//!
 //! Status only reads: it exits 0 whatever the jobs' health (scripts read
 //! the JSON `stale` field); 1 when the store fails; 2 on bad input, such as
 //! a store that does not exist yet.
@@ -10,19 +14,16 @@ use std::fmt::Write as _;
 use std::time::Duration;
 
 use clap::Args;
-use cronslot_core::coord::{
-    CoordError, DeadLetter, JobState, Lease, MissReason, Operator, Origin, SkipReason,
-};
-use cronslot_core::health::{self, Health};
-use cronslot_core::manifest::{Action, JobSpec, format_duration};
+use cronslot_core::coord::{CoordError, DeadLetter, Operator, Origin};
+use cronslot_core::health::Health;
+use cronslot_core::manifest::{JobSpec, format_duration};
+use cronslot_runtime::admin::{JobReport, StatusDoc, job_report};
 use jiff::Timestamp;
-use serde::Serialize;
 
-use super::dlq::{DeadView, dead_view};
 use crate::cli::{Format, StoreArgs};
 use crate::exit::{Failure, coord_failure};
 use crate::format::{
-    ERROR_CELL_CHARS, Ts, approx, instant_text, one_line, relative, slot_id, to_json, utc,
+    ERROR_CELL_CHARS, approx, instant_text, one_line, relative, slot_id, to_json, utc,
 };
 use crate::store::{Records, Session, wait, with_backend};
 
@@ -40,286 +41,24 @@ pub struct StatusArgs {
 /// Dead letters `status` lists per job (newest first); `dlq list` shows all.
 const STATUS_DEAD_LETTERS: usize = 3;
 
-fn origin_str(origin: Origin) -> &'static str {
-    match origin {
-        Origin::Schedule => "schedule",
-        Origin::Backfill => "backfill",
-        Origin::Manual => "manual",
-        Origin::Redrive => "redrive",
-    }
-}
-
-fn action_str(action: &Action) -> &'static str {
-    match action {
-        Action::Function => "function",
-        Action::Command { .. } => "command",
-        Action::Http { .. } => "http",
-    }
-}
-
-/// `cronslot status --format json` prints one object:
-///
-/// ```text
-/// {
-///   "now": "2026-03-08T07:00:42Z",        // the instant the status is computed at
-///   "store": "sqlite:cronslot.db",
-///   "jobs": [ {                            // manifest order (or the --job one)
-///     "job": "heartbeat",
-///     "schedule": "* * * * *", "timezone": "UTC",
-///     "action": "command",                 // command | http | function
-///     "recorded": true,                    // false: no record in the store yet ("no runs yet")
-///     "paused": false,
-///     "health": "ok",                      // ok | stale | never_succeeded | paused | no_bound
-///     "stale": false,
-///     "stale_after_seconds": 1020,         // the bound (stale_after, or derived); null: none
-///     "stale_at": "2026-03-08T07:17:01Z",  // when it is (was) stale without a success; null: never
-///     "last_success": null | { "slot", "slot_id", "attempt", "fence", "owner",
-///                              "started_at", "finished_at", "age_seconds" },
-///     "next_slot": "2026-03-08T07:01:00Z", // next slot after now (null: none left)
-///     "due": null | { "oldest": "…Z", "count": 1 },  // due slots no runner has claimed yet
-///     "late_since": null | "…Z",           // nothing has claimed a slot since this one came due
-///                                          // (a minute and the skew margin ago): the dashboard's "late"
-///     "fence": 12, "cursor": "…Z",
-///     "created_at": "…Z" | null,           // null when not recorded
-///     "leases":  [ { "owner", "slot", "slot_id", "fence", "attempt", "origin",
-///                    "claimed_at", "expires_at" } ],
-///     "pending": [ { "slot", "slot_id", "attempt", "not_before", "origin", "last_error" } ],
-///     "counts": { "runs", "succeeded", "failed", "dead", "dead_dropped", "redriven", "backfilled",
-///                 "missed":  { "catch_up", "clock_change", "downtime", "dst", "overlap" },
-///                 "skipped": { "outside_window", "paused" } },
-///     "dead_letters": { "count": 1, "dropped": 0,
-///                       "newest": [ { "slot", "slot_id", "attempts", "fence", "died_at", "last_error" } ] },
-///     "schedule_change": null | { "at", "from_hash", "to_hash" }
-///   } ],
-///   "not_in_manifest": [ "old-job" ]       // jobs with a record the manifest no longer has
-/// }
-/// ```
-///
-/// Field names are stable; instants are RFC 3339 UTC strings; `origin` is
-/// `schedule | backfill | manual | redrive`; every reason key is always
-/// present (0 when none).
-#[derive(Serialize)]
-struct StatusReport {
-    now: Ts,
-    store: String,
-    jobs: Vec<JobStatus>,
-    not_in_manifest: Vec<String>,
-}
-
-#[derive(Serialize)]
-struct JobStatus {
-    job: String,
-    schedule: String,
-    timezone: String,
-    action: &'static str,
-    recorded: bool,
-    paused: bool,
-    health: Health,
-    stale: bool,
-    stale_after_seconds: Option<u64>,
-    stale_at: Option<Ts>,
-    last_success: Option<SuccessView>,
-    next_slot: Option<Ts>,
-    due: Option<DueView>,
-    late_since: Option<Ts>,
-    fence: u64,
-    cursor: Ts,
-    created_at: Option<Ts>,
-    leases: Vec<LeaseView>,
-    pending: Vec<PendingView>,
-    counts: CountsView,
-    dead_letters: DeadSummary,
-    schedule_change: Option<ChangeView>,
-}
-
-#[derive(Serialize)]
-struct SuccessView {
-    slot: Ts,
-    slot_id: String,
-    attempt: u32,
-    fence: u64,
-    owner: String,
-    started_at: Ts,
-    finished_at: Ts,
-    age_seconds: i64,
-}
-
-#[derive(Serialize)]
-struct DueView {
-    oldest: Ts,
-    count: u64,
-}
-
-#[derive(Serialize)]
-struct LeaseView {
-    owner: String,
-    slot: Ts,
-    slot_id: String,
-    fence: u64,
-    attempt: u32,
-    origin: &'static str,
-    claimed_at: Ts,
-    expires_at: Ts,
-}
-
-#[derive(Serialize)]
-struct PendingView {
-    slot: Ts,
-    slot_id: String,
-    attempt: u32,
-    not_before: Ts,
-    origin: &'static str,
-    last_error: Option<String>,
-}
-
-#[derive(Serialize)]
-struct CountsView {
-    runs: u64,
-    succeeded: u64,
-    failed: u64,
-    dead: u64,
-    dead_dropped: u64,
-    redriven: u64,
-    backfilled: u64,
-    missed: BTreeMap<&'static str, u64>,
-    skipped: BTreeMap<&'static str, u64>,
-}
-
-#[derive(Serialize)]
-struct DeadSummary {
-    /// Dead letters held now (redrive removes them).
-    count: usize,
-    /// Dropped from the capped list (still counted in `counts.dead`).
-    dropped: u64,
-    newest: Vec<DeadView>,
-}
-
-#[derive(Serialize)]
-struct ChangeView {
-    at: Ts,
-    from_hash: String,
-    to_hash: String,
-}
-
-fn lease_view(spec: &JobSpec, l: &Lease) -> LeaseView {
-    LeaseView {
-        owner: l.owner.clone(),
-        slot: Ts(l.slot),
-        slot_id: slot_id(spec, l.slot),
-        fence: l.fence,
-        attempt: l.attempt,
-        origin: origin_str(l.origin),
-        claimed_at: Ts(l.claimed_at),
-        expires_at: Ts(l.expires_at),
-    }
-}
-
-fn job_status(spec: &JobSpec, state: &JobState, recorded: bool, now: Timestamp) -> JobStatus {
-    // The same rule as the Worker's health route and stale gauge.
-    let verdict = health::assess(spec, state, now);
-    let (health, bound, stale_at) = (verdict.health, verdict.bound, verdict.stale_at);
-    let due = spec
-        .schedule
-        .next_after(state.cursor)
-        .filter(|s| *s <= now && spec.in_window(*s) && !state.paused)
-        .map(|oldest| DueView {
-            oldest: Ts(oldest),
-            count: spec.schedule.count_between(state.cursor, now).max(1),
-        });
-    let mut dead: Vec<&DeadLetter> = state.dead.iter().collect();
-    dead.sort_by_key(|d| std::cmp::Reverse((d.died_at, d.slot)));
-    let c = &state.counters;
-    JobStatus {
-        job: spec.name.as_str().to_string(),
-        schedule: spec.schedule_text.clone(),
-        timezone: spec.timezone.clone(),
-        action: action_str(&spec.action),
-        recorded,
-        paused: state.paused,
-        health,
-        stale: health == Health::Stale,
-        stale_after_seconds: bound.map(|b| b.as_secs()),
-        stale_at: stale_at.map(Ts),
-        last_success: state.last_success.as_ref().map(|r| SuccessView {
-            slot: Ts(r.slot),
-            slot_id: slot_id(spec, r.slot),
-            attempt: r.attempt,
-            fence: r.fence,
-            owner: r.owner.clone(),
-            started_at: Ts(r.started_at),
-            finished_at: Ts(r.finished_at),
-            age_seconds: now.duration_since(r.finished_at).as_secs(),
-        }),
-        next_slot: health::next_slot(spec, now).map(Ts),
-        due,
-        late_since: health::late_since(spec, state, now).map(Ts),
-        fence: state.fence,
-        cursor: Ts(state.cursor),
-        created_at: recorded.then_some(Ts(state.created_at)),
-        leases: state.leases.iter().map(|l| lease_view(spec, l)).collect(),
-        pending: state
-            .pending
-            .iter()
-            .map(|p| PendingView {
-                slot: Ts(p.slot),
-                slot_id: slot_id(spec, p.slot),
-                attempt: p.attempt,
-                not_before: Ts(p.not_before),
-                origin: origin_str(p.origin),
-                last_error: p.last_error.clone(),
-            })
-            .collect(),
-        counts: CountsView {
-            runs: c.runs,
-            succeeded: c.succeeded,
-            failed: c.failed,
-            dead: c.dead,
-            dead_dropped: c.dead_dropped,
-            redriven: c.redriven,
-            backfilled: c.backfilled,
-            missed: MissReason::ALL
-                .iter()
-                .map(|r| (r.as_str(), c.missed.get(r).copied().unwrap_or(0)))
-                .collect(),
-            skipped: [SkipReason::Paused, SkipReason::OutsideWindow]
-                .iter()
-                .map(|r| (r.as_str(), c.skipped.get(r).copied().unwrap_or(0)))
-                .collect(),
-        },
-        dead_letters: DeadSummary {
-            count: state.dead.len(),
-            dropped: c.dead_dropped,
-            newest: dead
-                .into_iter()
-                .take(STATUS_DEAD_LETTERS)
-                .map(|d| dead_view(spec, d))
-                .collect(),
-        },
-        schedule_change: state.last_schedule_change.as_ref().map(|ch| ChangeView {
-            at: Ts(ch.at),
-            from_hash: ch.from_hash.clone(),
-            to_hash: ch.to_hash.clone(),
-        }),
-    }
-}
-
 pub fn exec(args: StatusArgs) -> Result<(), Failure> {
     let session = Session::open(&args.store, args.job.as_deref())?;
     let specs = session.jobs(args.job.as_deref())?;
-    let report = with_backend!(&session.backend, c => status_report(c, &session, &specs, args.job.is_none()))?;
+    let doc =
+        with_backend!(&session.backend, c => status_doc(c, &session, &specs, args.job.is_none()))?;
     match args.format {
-        Format::Json => println!("{}", to_json(&report)?),
-        Format::Text => print!("{}", status_text(&report, &specs, session.now)),
+        Format::Json => println!("{}", to_json(&doc)?),
+        Format::Text => print!("{}", status_text(&doc, &session.store, &specs)),
     }
     Ok(())
 }
 
-fn status_report<C: Operator + Records>(
+fn status_doc<C: Operator + Records>(
     c: &C,
     session: &Session,
     specs: &[&JobSpec],
     all: bool,
-) -> Result<StatusReport, Failure> {
+) -> Result<StatusDoc, Failure> {
     let now = session.now;
     let mut jobs = Vec::with_capacity(specs.len());
     for spec in specs {
@@ -327,10 +66,10 @@ fn status_report<C: Operator + Records>(
         let fail = |e: CoordError| coord_failure(&session.store, "reading", name, &e);
         let recorded = wait(c.record(name)).map_err(fail)?.is_some();
         let state = wait(c.status(spec, now)).map_err(fail)?;
-        jobs.push(job_status(spec, &state, recorded, now));
+        jobs.push(job_report(spec, state, Some(recorded), now));
     }
     let not_in_manifest = if all {
-        wait(c.recorded_jobs())
+        let listed = wait(c.recorded_jobs())
             .map_err(|e| {
                 Failure::problem(format!(
                     "error: listing jobs in store {}: {e}",
@@ -339,39 +78,41 @@ fn status_report<C: Operator + Records>(
             })?
             .into_iter()
             .filter(|j| session.manifest.job(j).is_none())
-            .collect()
+            .collect();
+        Some(listed)
     } else {
-        Vec::new()
+        None
     };
-    Ok(StatusReport {
-        now: Ts(now),
-        store: session.store.clone(),
+    Ok(StatusDoc {
+        now,
+        store: Some(session.store.clone()),
         jobs,
         not_in_manifest,
     })
 }
 
-fn status_text(report: &StatusReport, specs: &[&JobSpec], now: Timestamp) -> String {
+fn status_text(doc: &StatusDoc, store: &str, specs: &[&JobSpec]) -> String {
+    let now = doc.now;
     let mut out = String::new();
-    let _ = writeln!(out, "store {}  at {}", report.store, utc(now));
-    if report.jobs.is_empty() {
+    let _ = writeln!(out, "store {store}  at {}", utc(now));
+    if doc.jobs.is_empty() {
         let _ = writeln!(out, "\nthe manifest defines no jobs");
     }
-    for (s, spec) in report.jobs.iter().zip(specs) {
+    for (s, spec) in doc.jobs.iter().zip(specs) {
         job_text(&mut out, s, spec, now);
     }
-    if !report.not_in_manifest.is_empty() {
+    if let Some(gone) = doc.not_in_manifest.as_ref().filter(|g| !g.is_empty()) {
         let _ = writeln!(
             out,
             "\nrecords of jobs not in the manifest (left alone): {}",
-            report.not_in_manifest.join(", ")
+            gone.join(", ")
         );
     }
     out
 }
 
 /// Renders a count map as "downtime 2, catch_up 1", or "none".
-fn reasons(map: &BTreeMap<&'static str, u64>) -> String {
+fn reasons(map: &BTreeMap<String, u64>) -> String {
     let parts: Vec<String> = map
         .iter()
         .filter(|(_, n)| **n > 0)
@@ -385,8 +126,9 @@ fn reasons(map: &BTreeMap<&'static str, u64>) -> String {
     }
 }
 
-fn job_text(out: &mut String, s: &JobStatus, spec: &JobSpec, now: Timestamp) {
+fn job_text(out: &mut String, s: &JobReport, spec: &JobSpec, now: Timestamp) {
     let zone = spec.schedule.zone();
+    let r = &s.record;
     let _ = writeln!(
         out,
         "\n{}  {} ({})  {} job{}",
@@ -403,26 +145,26 @@ fn job_text(out: &mut String, s: &JobStatus, spec: &JobSpec, now: Timestamp) {
         .stale_after_seconds
         .map(|b| format_duration(Duration::from_secs(b)))
         .unwrap_or_default();
-    let stale_at = s.stale_at.map(|t| utc(t.0)).unwrap_or_default();
+    let stale_at = s.stale_at.map(utc).unwrap_or_default();
     let health = match s.health {
         Health::Ok => format!("ok (stale after {bound} without a success: at {stale_at})"),
-        Health::Stale => match &s.last_success {
-            Some(l) => format!(
+        Health::Stale => match s.last_success {
+            Some(finished) => format!(
                 "STALE: no success for {} (bound {bound})",
-                approx(now.duration_since(l.finished_at.0))
+                approx(now.duration_since(finished))
             ),
             None => format!(
                 "STALE: never succeeded, and its first slot plus {bound} passed at {stale_at}"
             ),
         },
         Health::NeverSucceeded => {
-            let what = if s.counts.runs == 0 {
+            let what = if s.runs == 0 {
                 "never ran".to_string()
             } else {
-                format!("never succeeded ({} runs failed)", s.counts.failed)
+                format!("never succeeded ({} runs failed)", s.failed)
             };
             match s.stale_at {
-                Some(at) => format!("{what} (stale at {} without a success)", utc(at.0)),
+                Some(at) => format!("{what} (stale at {} without a success)", utc(at)),
                 None => what,
             }
         }
@@ -432,15 +174,15 @@ fn job_text(out: &mut String, s: &JobStatus, spec: &JobSpec, now: Timestamp) {
         other => other.as_str().to_string(),
     };
     line(out, "health", &health);
-    match &s.last_success {
+    match &r.last_success {
         Some(l) => line(
             out,
             "last success",
             &format!(
                 "{} finished {} ({}), attempt {}, fence {}",
-                l.slot_id,
-                utc(l.finished_at.0),
-                relative(now, l.finished_at.0),
+                slot_id(spec, l.slot),
+                utc(l.finished_at),
+                relative(now, l.finished_at),
                 l.attempt,
                 l.fence
             ),
@@ -450,7 +192,7 @@ fn job_text(out: &mut String, s: &JobStatus, spec: &JobSpec, now: Timestamp) {
             "last success",
             "no runs yet (no record in this store: no runner has planned this job)",
         ),
-        None if s.counts.runs == 0 => line(out, "last success", "no runs yet"),
+        None if s.runs == 0 => line(out, "last success", "no runs yet"),
         None => line(out, "last success", "none"),
     }
     let next = match s.next_slot {
@@ -460,11 +202,7 @@ fn job_text(out: &mut String, s: &JobStatus, spec: &JobSpec, now: Timestamp) {
             } else {
                 ""
             };
-            format!(
-                "{} ({}){paused}",
-                instant_text(t.0, zone),
-                relative(now, t.0)
-            )
+            format!("{} ({}){paused}", instant_text(t, zone), relative(now, t))
         }
         None => "none (the schedule has no slot left in its active window)".to_string(),
     };
@@ -480,40 +218,40 @@ fn job_text(out: &mut String, s: &JobStatus, spec: &JobSpec, now: Timestamp) {
             "due",
             &format!(
                 "{}{more}: not claimed yet (does a runner serve this store?)",
-                slot_id(spec, d.oldest.0)
+                slot_id(spec, d.oldest)
             ),
         );
     }
-    if let Some(since) = &s.late_since {
+    if let Some(since) = s.late_since {
         line(
             out,
             "late",
             &format!(
                 "LATE: nothing has claimed a slot since {} came due ({})",
-                slot_id(spec, since.0),
-                relative(now, since.0)
+                slot_id(spec, since),
+                relative(now, since)
             ),
         );
     }
     line(out, "fence", &s.fence.to_string());
-    if s.leases.is_empty() {
+    if r.leases.is_empty() {
         line(out, "live leases", "none");
     } else {
-        line(out, "live leases", &s.leases.len().to_string());
-        for l in &s.leases {
+        line(out, "live leases", &r.leases.len().to_string());
+        for l in &r.leases {
             let _ = writeln!(
                 out,
                 "    {}  owner {}  fence {}  attempt {}  expires {} ({})",
-                l.slot_id,
+                slot_id(spec, l.slot),
                 l.owner,
                 l.fence,
                 l.attempt,
-                utc(l.expires_at.0),
-                relative(now, l.expires_at.0)
+                utc(l.expires_at),
+                relative(now, l.expires_at)
             );
         }
     }
-    if s.pending.is_empty() {
+    if r.pending.is_empty() {
         line(out, "pending", "none");
     } else {
         line(
@@ -521,13 +259,14 @@ fn job_text(out: &mut String, s: &JobStatus, spec: &JobSpec, now: Timestamp) {
             "pending",
             &format!(
                 "{} (retries, backfills and redrives waiting for a runner)",
-                s.pending.len()
+                r.pending.len()
             ),
         );
-        for p in &s.pending {
+        for p in &r.pending {
             let why = match p.origin {
-                "schedule" | "manual" => "retry",
-                other => other,
+                Origin::Schedule | Origin::Manual => "retry",
+                Origin::Backfill => "backfill",
+                Origin::Redrive => "redrive",
             };
             let error = p
                 .last_error
@@ -537,64 +276,67 @@ fn job_text(out: &mut String, s: &JobStatus, spec: &JobSpec, now: Timestamp) {
             let _ = writeln!(
                 out,
                 "    {}  {why}, attempt {}  not before {}{error}",
-                p.slot_id,
+                slot_id(spec, p.slot),
                 p.attempt,
-                utc(p.not_before.0),
+                utc(p.not_before),
             );
         }
     }
-    let k = &s.counts;
+    let k = &r.counters;
     line(
         out,
         "runs",
         &format!(
             "{} ({} succeeded, {} failed), {} dead, {} redriven, {} backfilled",
-            k.runs, k.succeeded, k.failed, k.dead, k.redriven, k.backfilled
+            s.runs, s.succeeded, s.failed, k.dead, k.redriven, k.backfilled
         ),
     );
-    line(out, "missed", &reasons(&k.missed));
-    line(out, "skipped", &reasons(&k.skipped));
-    let dropped = if s.dead_letters.dropped > 0 {
-        format!(
-            " ({} older ones dropped from the list)",
-            s.dead_letters.dropped
-        )
+    line(out, "missed", &reasons(&s.missed));
+    line(out, "skipped", &reasons(&s.skipped));
+    let dropped = if k.dead_dropped > 0 {
+        format!(" ({} older ones dropped from the list)", k.dead_dropped)
     } else {
         String::new()
     };
-    if s.dead_letters.count == 0 {
+    if s.dead_letters == 0 {
         line(out, "dead letters", &format!("none{dropped}"));
     } else {
-        let shown = s.dead_letters.newest.len();
-        let which = if shown < s.dead_letters.count {
-            format!(", newest {shown} (all: cronslot dlq list --job {})", s.job)
+        let mut newest: Vec<&DeadLetter> = r.dead.iter().collect();
+        newest.sort_by_key(|d| std::cmp::Reverse((d.died_at, d.slot)));
+        newest.truncate(STATUS_DEAD_LETTERS);
+        let which = if newest.len() < s.dead_letters {
+            format!(
+                ", newest {} (all: cronslot dlq list --job {})",
+                newest.len(),
+                s.job
+            )
         } else {
             String::new()
         };
         line(
             out,
             "dead letters",
-            &format!("{}{which}{dropped}", s.dead_letters.count),
+            &format!("{}{which}{dropped}", s.dead_letters),
         );
-        for d in &s.dead_letters.newest {
+        for d in newest {
             let _ = writeln!(
                 out,
                 "    {}  attempts {}  fence {}  died {}  error: {}",
-                d.slot_id,
+                slot_id(spec, d.slot),
                 d.attempts,
                 d.fence,
-                utc(d.died_at.0),
+                utc(d.died_at),
                 one_line(&d.last_error, ERROR_CELL_CHARS)
             );
         }
     }
-    if let Some(ch) = &s.schedule_change {
+    if let Some(ch) = &r.last_schedule_change {
         line(
             out,
             "schedule",
             &format!(
                 "changed {} (spec {} -> {}); slots after the cursor follow the new one",
-                utc(ch.at.0),
+                utc(ch.at),
                 short_hash(&ch.from_hash),
                 short_hash(&ch.to_hash)
             ),

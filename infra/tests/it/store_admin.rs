@@ -327,7 +327,7 @@ fn status_reads_the_workers_records() {
     assert_eq!(every["job"], "every");
     assert_eq!(every["recorded"], true);
     assert_eq!(every["fence"], 1);
-    assert_eq!(every["last_success"]["slot"], slot.to_string());
+    assert_eq!(every["last_success_slot"], slot.to_string());
     assert_eq!(every["health"], "ok");
     assert_eq!(jobs[1]["recorded"], false);
     assert_eq!(v["not_in_manifest"], serde_json::json!([]));

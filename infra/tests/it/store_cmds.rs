@@ -180,10 +180,12 @@ fn status_json_has_the_documented_shape() {
     assert_eq!(v["not_in_manifest"], serde_json::json!([]));
 
     let b = job(&v, "broken");
+    // The admin route's document: the same keys wherever it is read.
     for key in [
         "job",
         "schedule",
         "timezone",
+        "explanation",
         "action",
         "recorded",
         "paused",
@@ -192,17 +194,20 @@ fn status_json_has_the_documented_shape() {
         "stale_after_seconds",
         "stale_at",
         "last_success",
+        "last_success_slot",
         "next_slot",
-        "due",
         "late_since",
+        "due",
+        "live_leases",
         "fence",
-        "cursor",
-        "created_at",
-        "leases",
         "pending",
-        "counts",
+        "runs",
+        "succeeded",
+        "failed",
+        "missed",
+        "skipped",
         "dead_letters",
-        "schedule_change",
+        "record",
     ] {
         assert!(b.get(key).is_some(), "missing {key} in {b}");
     }
@@ -215,30 +220,27 @@ fn status_json_has_the_documented_shape() {
     assert_eq!(b["stale_after_seconds"], 8 * 60);
     assert_eq!(b["health"], "stale");
     assert_eq!(b["stale"], true);
-    let last = &b["last_success"];
+    assert_eq!(b["last_success_slot"], utc(ok_slot));
+    let record = &b["record"];
+    let last = &record["last_success"];
     assert_eq!(last["slot"], utc(ok_slot));
-    assert_eq!(
-        last["slot_id"],
-        format!("broken@{}", last["slot"].as_str().unwrap())
-    );
     assert_eq!(last["owner"], "w1");
     assert_eq!(last["fence"], 1);
-    assert!(last["age_seconds"].as_i64().unwrap() >= 28 * 60);
-    let counts = &b["counts"];
-    assert_eq!(counts["runs"], 2);
-    assert_eq!(counts["succeeded"], 1);
-    assert_eq!(counts["failed"], 1);
-    assert_eq!(counts["dead"], 1);
-    let missed = counts["missed"].as_object().unwrap();
+    assert_eq!(b["last_success"], last["finished_at"]);
+    assert_eq!(b["runs"], 2);
+    assert_eq!(b["succeeded"], 1);
+    assert_eq!(b["failed"], 1);
+    assert_eq!(record["counters"]["dead"], 1);
+    let missed = b["missed"].as_object().unwrap();
     let keys: Vec<&str> = missed.keys().map(String::as_str).collect();
     assert_eq!(
         keys,
         ["catch_up", "clock_change", "downtime", "dst", "overlap"]
     );
     assert!(missed["downtime"].as_u64().unwrap() > 20, "{missed:?}");
-    assert_eq!(counts["skipped"]["paused"], 0);
-    assert_eq!(b["dead_letters"]["count"], 1);
-    let letter = &b["dead_letters"]["newest"][0];
+    assert_eq!(b["skipped"]["paused"], 0);
+    assert_eq!(b["dead_letters"], 1);
+    let letter = &record["dead"][0];
     assert_eq!(letter["slot"], utc(dead_slot));
     assert_eq!(letter["attempts"], 1);
     assert_eq!(letter["fence"], 2);
@@ -252,13 +254,14 @@ fn status_json_has_the_documented_shape() {
         late > dead_slot && late <= b["due"]["oldest"].as_str().unwrap().parse().unwrap(),
         "{b}"
     );
-    assert_eq!(b["leases"], serde_json::json!([]));
+    assert_eq!(b["live_leases"], 0);
+    assert_eq!(record["leases"], serde_json::json!([]));
 
     // A job without a record: "no runs yet", with its next slot.
     let r = job(&v, "report");
     assert_eq!(r["recorded"], false);
-    assert_eq!(r["created_at"], Value::Null);
     assert_eq!(r["last_success"], Value::Null);
+    assert_eq!(r["record"]["fence"], 0);
     assert_eq!(r["health"], "never_succeeded");
     assert_eq!(r["late_since"], Value::Null);
     assert_eq!(r["timezone"], "America/New_York");
@@ -486,9 +489,9 @@ fn dlq_lists_the_dead_letter_and_redrive_moves_it_to_pending() {
         &["status", "--job", "broken", "--format", "json"],
     ));
     let b = job(&v, "broken");
-    assert_eq!(b["dead_letters"]["count"], 0);
-    assert_eq!(b["counts"]["redriven"], 1);
-    let pending = b["pending"].as_array().unwrap();
+    assert_eq!(b["dead_letters"], 0);
+    assert_eq!(b["record"]["counters"]["redriven"], 1);
+    let pending = b["record"]["pending"].as_array().unwrap();
     assert_eq!(pending.len(), 1, "{b}");
     assert_eq!(pending[0]["slot"], utc(dead));
     assert_eq!(pending[0]["origin"], "redrive");
@@ -548,7 +551,10 @@ fn backfill_dry_run_changes_nothing_and_the_real_one_queues() {
     );
     assert_eq!(out.matches("hourly@").count(), 5, "{out}");
     let v = json(&cronslot(&dir, &["status", "--format", "json"]));
-    assert_eq!(job(&v, "hourly")["pending"], serde_json::json!([]));
+    assert_eq!(
+        job(&v, "hourly")["record"]["pending"],
+        serde_json::json!([])
+    );
     // As JSON: the admin route's backfill document.
     let v = json(&cronslot(
         &dir,
@@ -577,10 +583,10 @@ fn backfill_dry_run_changes_nothing_and_the_real_one_queues() {
     );
     let v = json(&cronslot(&dir, &["status", "--format", "json"]));
     let h = job(&v, "hourly");
-    let pending = h["pending"].as_array().unwrap();
+    let pending = h["record"]["pending"].as_array().unwrap();
     assert_eq!(pending.len(), 5, "{h}");
     assert!(pending.iter().all(|p| p["origin"] == "backfill"));
-    assert_eq!(h["counts"]["backfilled"], 5);
+    assert_eq!(h["record"]["counters"]["backfilled"], 5);
 
     // Again: they are waiting now, so nothing more is queued.
     let o = cronslot(&dir, &["backfill", "hourly", "--from", &from, "--to", &to]);
@@ -677,8 +683,8 @@ env = {{ GREETING = "hello" }}
 
     let v = json(&cronslot(&dir, &["status", "--format", "json"]));
     let w = job(&v, "writer");
-    assert_eq!(w["last_success"]["slot"], utc(slot));
-    assert_eq!(w["counts"]["runs"], 1);
+    assert_eq!(w["last_success_slot"], utc(slot));
+    assert_eq!(w["runs"], 1);
     assert_eq!(w["health"], "ok");
 }
 
@@ -839,9 +845,9 @@ fn trigger_kills_a_command_at_its_timeout_and_schedules_a_retry() {
     );
     assert!(stderr(&o).contains("attempt 2 is due at"), "{}", stderr(&o));
     let v = json(&cronslot(&dir, &["status", "--format", "json"]));
-    let pending = &job(&v, "slow")["pending"];
+    let pending = &job(&v, "slow")["record"]["pending"];
     assert_eq!(pending[0]["attempt"], 2, "{v}");
-    assert_eq!(job(&v, "slow")["counts"]["failed"], 1);
+    assert_eq!(job(&v, "slow")["failed"], 1);
 }
 
 #[test]
@@ -862,13 +868,16 @@ fn a_live_lease_shows_in_status_and_blocks_a_trigger() {
     };
 
     let v = json(&cronslot(&dir, &["status", "--format", "json"]));
-    let leases = job(&v, "busy")["leases"].as_array().unwrap().clone();
+    let leases = job(&v, "busy")["record"]["leases"]
+        .as_array()
+        .unwrap()
+        .clone();
     assert_eq!(leases.len(), 1, "{v}");
     assert_eq!(leases[0]["owner"], "worker-7");
     assert_eq!(leases[0]["fence"], lease.fence);
     assert_eq!(leases[0]["attempt"], 1);
     assert_eq!(leases[0]["slot"], utc(lease.slot));
-    assert_eq!(leases[0]["expires_at"], utc(lease.expires_at));
+    assert_eq!(leases[0]["expires_at"], lease.expires_at.to_string());
     let text = stdout(&cronslot(&dir, &["status"]));
     assert!(text.contains("live leases   1"), "{text}");
     assert!(text.contains("owner worker-7"), "{text}");

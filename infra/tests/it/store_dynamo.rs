@@ -106,7 +106,7 @@ fn status_dlq_and_redrive_work_on_dynamodb() {
     );
     let v: serde_json::Value = serde_json::from_slice(&status.stdout).expect("json");
     assert_eq!(v["jobs"][0]["job"], "export");
-    assert_eq!(v["jobs"][0]["counts"]["dead"], 1);
+    assert_eq!(v["jobs"][0]["record"]["counters"]["dead"], 1);
 
     let list = cronslot(&dir, &["dlq", "list", "--store", &url]);
     assert_eq!(list.status.code(), Some(0));
@@ -121,8 +121,11 @@ fn status_dlq_and_redrive_work_on_dynamodb() {
     );
     let status = cronslot(&dir, &["status", "--store", &url, "--format", "json"]);
     let v: serde_json::Value = serde_json::from_slice(&status.stdout).expect("json");
-    assert_eq!(v["jobs"][0]["pending"].as_array().map(Vec::len), Some(1));
-    assert_eq!(v["jobs"][0]["counts"]["redriven"], 1);
+    assert_eq!(
+        v["jobs"][0]["record"]["pending"].as_array().map(Vec::len),
+        Some(1)
+    );
+    assert_eq!(v["jobs"][0]["record"]["counters"]["redriven"], 1);
 
     let bad = cronslot(&dir, &["status", "--store", "dynamodb://"]);
     assert_eq!(bad.status.code(), Some(2));

@@ -198,7 +198,7 @@ command = ["sh", "-c", "echo nope >&2; exit 75"]
     );
     let status: serde_json::Value = serde_json::from_slice(&status.stdout).expect("status JSON");
     assert_eq!(
-        status["jobs"][0]["dead_letters"]["count"], 1,
+        status["jobs"][0]["dead_letters"], 1,
         "the second failure dead-lettered the slot: {status}"
     );
 }

@@ -10,15 +10,26 @@ use cronslot_core::health::Health;
 use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
 
-/// `GET {p}/status`: every job of the manifest (or the `job` one), in
-/// manifest order.
+/// The status document: `GET {p}/status` on the Worker and `cronslot
+/// serve`, `cronslot status --format json`, and what the dashboard draws.
+/// Every job of the manifest (or the `job` one), in manifest order.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StatusDoc {
-    /// The instant the status was computed at (the Worker's clock).
+    /// The instant the status was computed at (the clock of whoever
+    /// computed it: the Worker, `serve`, the CLI).
     #[serde(with = "cronslot_core::instant::text")]
     pub now: Timestamp,
+    /// The store the records were read from, as `--store` names it (no
+    /// password). Absent from the admin route: its caller knows.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub store: Option<String>,
     /// One report per job.
     pub jobs: Vec<JobReport>,
+    /// Jobs the store has a record of that the manifest no longer defines
+    /// (left alone). Absent when that was not looked for: the admin route,
+    /// and `cronslot status --job`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_in_manifest: Option<Vec<String>>,
 }
 
 /// One job in [`StatusDoc`]: a summary, and the record it is computed from.
@@ -38,6 +49,9 @@ pub struct JobReport {
     /// America/New_York"), as `cronslot explain` writes it.
     #[serde(default)]
     pub explanation: String,
+    /// What the job runs: `command | http | function`.
+    #[serde(default)]
+    pub action: String,
     /// False when the store has no record of the job yet (no tick has
     /// planned it); `record` is then the record a first tick would create.
     pub recorded: bool,
@@ -69,6 +83,10 @@ pub struct JobReport {
     /// (`cronslot_core::health::late_since`).
     #[serde(default, with = "cronslot_core::instant::text::option")]
     pub late_since: Option<Timestamp>,
+    /// Slots due and not claimed yet (the oldest, and how many up to
+    /// `now`); `null`: none, or the job is paused.
+    #[serde(default)]
+    pub due: Option<Due>,
     /// Runs holding a lease now.
     pub live_leases: usize,
     /// The highest fence issued.
@@ -89,7 +107,21 @@ pub struct JobReport {
     pub dead_letters: usize,
     /// The record as the coordinator's `status` returns it: brought up to
     /// `now` (expired leases and late slots given their fates), not written.
+    /// The details the summary counts are here: `leases`, `pending`, `dead`
+    /// (oldest first), `last_success` (the whole run), `counters` (dead,
+    /// redriven, backfilled), `cursor`, `created_at`,
+    /// `last_schedule_change`.
     pub record: JobState,
+}
+
+/// Due slots no run has claimed yet, in [`JobReport`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Due {
+    /// The oldest.
+    #[serde(with = "cronslot_core::instant::text")]
+    pub oldest: Timestamp,
+    /// How many slots are due, the oldest included (at least 1).
+    pub count: u64,
 }
 
 /// `GET {p}/health`: 200 with `status: "ok"`, or 503 with the stale jobs
@@ -157,12 +189,16 @@ pub struct JobErrorDoc {
     pub message: String,
 }
 
-/// `GET {p}/dlq`: dead letters sorted by job, then slot.
+/// `GET {p}/dlq` and `cronslot dlq list --format json`: dead letters
+/// sorted by job, then slot.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DlqDoc {
-    /// The instant the list was read at (the Worker's clock).
+    /// The instant the list was read at (the Worker's clock, or the CLI's).
     #[serde(with = "cronslot_core::instant::text")]
     pub now: Timestamp,
+    /// The store, as in [`StatusDoc::store`]; absent from the admin route.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub store: Option<String>,
     /// The dead letters held now.
     pub dead_letters: Vec<DlqEntry>,
     /// Per job, dead letters dropped from the capped list (jobs with none

@@ -7,13 +7,13 @@ use cronslot_core::coord::{
 };
 use cronslot_core::explain::{explain_cron, explain_dst};
 use cronslot_core::health::{self, Health};
-use cronslot_core::manifest::{JobName, JobSpec, Manifest};
+use cronslot_core::manifest::{Action, JobName, JobSpec, Manifest};
 use cronslot_core::schedule::SlotKind;
 use jiff::Timestamp;
 
 use super::metrics::prometheus_text;
 use super::{
-    AdminRoute, BackfillDoc, DlqDoc, DlqEntry, ErrorDoc, ErrorKind, HealthDoc, HealthState,
+    AdminRoute, BackfillDoc, DlqDoc, DlqEntry, Due, ErrorDoc, ErrorKind, HealthDoc, HealthState,
     JobErrorDoc, JobReport, NextDoc, NextSlot, PROMETHEUS, PauseDoc, RedriveDoc, Reply, StaleJob,
     StatusDoc, StatusFormat, UncheckedJob,
 };
@@ -53,9 +53,14 @@ async fn run<C: Operator>(
             let mut jobs = Vec::with_capacity(specs.len());
             for spec in specs {
                 let state = status(coord, spec, now).await?;
-                jobs.push(job_report(spec, state, now));
+                jobs.push(job_report(spec, state, None, now));
             }
-            let doc = StatusDoc { now, jobs };
+            let doc = StatusDoc {
+                now,
+                store: None,
+                jobs,
+                not_in_manifest: None,
+            };
             Ok(match format {
                 StatusFormat::Json => Reply::json(200, &doc),
                 StatusFormat::Prometheus => Reply {
@@ -68,28 +73,11 @@ async fn run<C: Operator>(
         }
         AdminRoute::Dlq { job } => {
             let specs = select(manifest, job.as_ref())?;
-            let mut doc = DlqDoc {
-                now,
-                dead_letters: Vec::new(),
-                dropped: BTreeMap::new(),
-            };
+            let mut doc = DlqDoc::new(now, None);
             for spec in specs {
-                let state = status(coord, spec, now).await?;
-                let name = spec.name.as_str();
-                // In slot order once all are in (below).
-                doc.dead_letters
-                    .extend(state.dead.into_iter().map(|letter| DlqEntry {
-                        job: name.to_string(),
-                        slot_id: SlotId::new(&spec.name, letter.slot).to_string(),
-                        letter,
-                    }));
-                if state.counters.dead_dropped > 0 {
-                    doc.dropped
-                        .insert(name.to_string(), state.counters.dead_dropped);
-                }
+                doc.add_job(spec, status(coord, spec, now).await?);
             }
-            doc.dead_letters
-                .sort_by(|a, b| (&a.job, a.letter.slot).cmp(&(&b.job, b.letter.slot)));
+            doc.sort();
             Ok(Reply::json(200, &doc))
         }
         AdminRoute::Redrive { job, slot } => {
@@ -213,17 +201,73 @@ fn next_doc(spec: &JobSpec, now: Timestamp, count: usize) -> NextDoc {
     }
 }
 
-/// The summary of one job from its record (as `Coordinator::status`
-/// returns it at `now`).
-pub fn job_report(spec: &JobSpec, state: JobState, now: Timestamp) -> JobReport {
+impl DlqDoc {
+    /// A list without letters yet, read at `now` from `store` (as
+    /// [`StatusDoc::store`] names it).
+    pub fn new(now: Timestamp, store: Option<String>) -> DlqDoc {
+        DlqDoc {
+            now,
+            store,
+            dead_letters: Vec::new(),
+            dropped: BTreeMap::new(),
+        }
+    }
+
+    /// Adds the dead letters of one job's record (as `Operator::status`
+    /// returns it). [`sort`](DlqDoc::sort) once all are in.
+    pub fn add_job(&mut self, spec: &JobSpec, state: JobState) {
+        let name = spec.name.as_str();
+        self.dead_letters
+            .extend(state.dead.into_iter().map(|letter| DlqEntry {
+                job: name.to_string(),
+                slot_id: SlotId::new(&spec.name, letter.slot).to_string(),
+                letter,
+            }));
+        if state.counters.dead_dropped > 0 {
+            self.dropped
+                .insert(name.to_string(), state.counters.dead_dropped);
+        }
+    }
+
+    /// Puts the letters in the document's order: by job, then slot.
+    pub fn sort(&mut self) {
+        self.dead_letters
+            .sort_by(|a, b| (&a.job, a.letter.slot).cmp(&(&b.job, b.letter.slot)));
+    }
+}
+
+/// The summary of one job from its record (as `Operator::status` returns
+/// it at `now`). `recorded` says whether the store holds a record of the
+/// job; `None` infers it from `state` (see [`execute`]), for a caller that
+/// cannot ask.
+pub fn job_report(
+    spec: &JobSpec,
+    state: JobState,
+    recorded: Option<bool>,
+    now: Timestamp,
+) -> JobReport {
     let verdict = health::assess(spec, &state, now);
     let c = &state.counters;
+    let due = spec
+        .schedule
+        .next_after(state.cursor)
+        .filter(|s| *s <= now && spec.in_window(*s) && !state.paused)
+        .map(|oldest| Due {
+            oldest,
+            count: spec.schedule.count_between(state.cursor, now).max(1),
+        });
     JobReport {
         job: spec.name.as_str().to_string(),
         schedule: spec.schedule_text.clone(),
         timezone: spec.timezone.clone(),
         explanation: explain_cron(spec.schedule.cron()),
-        recorded: recorded(spec, &state, now),
+        action: match spec.action {
+            Action::Function => "function",
+            Action::Command { .. } => "command",
+            Action::Http { .. } => "http",
+        }
+        .to_string(),
+        recorded: recorded.unwrap_or_else(|| inferred_recorded(spec, &state, now)),
         paused: state.paused,
         health: verdict.health,
         stale: verdict.is_stale(),
@@ -233,6 +277,7 @@ pub fn job_report(spec: &JobSpec, state: JobState, now: Timestamp) -> JobReport 
         last_success_slot: state.last_success.as_ref().map(|r| r.slot),
         next_slot: health::next_slot(spec, now),
         late_since: health::late_since(spec, &state, now),
+        due,
         live_leases: state.leases.len(),
         fence: state.fence,
         pending: state.pending.len(),
@@ -267,7 +312,7 @@ fn by_reason<'a>(counts: impl Iterator<Item = (&'a str, u64)>) -> BTreeMap<Strin
 /// A job without a record gets, from `status`, exactly the record a first
 /// tick at `now` would create; any stored record differs from it (it was
 /// created before `now`, or has run, or moved its cursor).
-fn recorded(spec: &JobSpec, state: &JobState, now: Timestamp) -> bool {
+fn inferred_recorded(spec: &JobSpec, state: &JobState, now: Timestamp) -> bool {
     *state != JobState::new(spec.name.as_str(), &spec.spec_hash(), now, spec.paused)
 }
 
@@ -292,7 +337,7 @@ async fn health_reply<C: Operator>(manifest: &Manifest, coord: &C, now: Timestam
                 continue;
             }
         };
-        if !recorded(spec, &state, now) {
+        if !inferred_recorded(spec, &state, now) {
             doc.unchecked.push(UncheckedJob {
                 job,
                 reason: "not_recorded".to_string(),

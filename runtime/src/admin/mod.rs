@@ -60,7 +60,7 @@ use serde::Serialize;
 pub use auth::{ADMIN, BearerSecret, TICK, TICK_SECRET, authorize_bearer, token_matches};
 pub use dashboard::{Asset, CONTENT_SECURITY_POLICY, CSS, HTML, JAVASCRIPT};
 pub use docs::{
-    BackfillDoc, DlqDoc, DlqEntry, ErrorDoc, ErrorKind, HealthDoc, HealthState, JobErrorDoc,
+    BackfillDoc, DlqDoc, DlqEntry, Due, ErrorDoc, ErrorKind, HealthDoc, HealthState, JobErrorDoc,
     JobReport, NextDoc, NextSlot, PauseDoc, RedriveDoc, RepairDoc, RepairedJob, StaleJob,
     StatusDoc, TriggerDoc, TriggerKind, UncheckedJob,
 };
