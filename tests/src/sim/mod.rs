@@ -26,10 +26,13 @@
 //!
 //! After every step the records, and every write the store applied, are
 //! checked against [`model`], which does not use `coord::decide`.
+//! [`stores`] runs the simulation on any store with the checks every store
+//! gets.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 pub mod faults;
 pub mod model;
+pub mod stores;
 pub mod ticks;
 
 use std::cell::{Cell, RefCell};

@@ -1,7 +1,7 @@
 //! The cross-crate tests, one module per subject, linked into one test
 //! binary (a binary per file would link the dependencies, the AWS SDK among
 //! them, once per file). One module alone:
-//! `cargo test -p cronslot-tests --test it -- simulation::`.
+//! `cargo test -p cronslot-tests --test it -- simulation_stores::`.
 //!
 //! The tests on moto share the binary's one moto server, each with a table
 //! of its own; the PostgreSQL simulation runs on the binary's private
@@ -16,9 +16,6 @@ mod crash_points;
 mod examples;
 mod memory_store;
 mod policies;
-mod simulation;
-mod simulation_postgres;
-mod simulation_redis;
 mod simulation_stores;
 mod simulation_ticks;
 mod tick_costs;
