@@ -53,6 +53,7 @@ pub mod instant;
 pub mod json;
 pub mod manifest;
 pub mod schedule;
+pub mod schedules;
 pub mod translate;
 
 pub use cron::{Civil, CronError, CronExpr, Dialect, Field};
