@@ -73,7 +73,7 @@ pub fn format_took(d: Duration) -> String {
 
 /// `job@2026-03-08T07:00:00Z`.
 pub fn slot_id(spec: &JobSpec, slot: Timestamp) -> String {
-    SlotId::new(&spec.name, slot).to_string()
+    SlotId::new(spec, slot).to_string()
 }
 
 /// One line, at most `max` characters: control characters become spaces.

@@ -313,7 +313,7 @@ impl<S: RunnerStore> Worker<S> {
                 expected.remove(&index);
             }
             if !got_due {
-                tracing::debug!(job, slot = %SlotId::new(&spec.name, slot), owner = %self.owner,
+                tracing::debug!(job, slot = %SlotId::new(spec, slot), owner = %self.owner,
                     "the slot went to another claimer");
                 self.shared.tally().lost(job, slot, &self.owner);
             }
@@ -362,7 +362,7 @@ impl<S: RunnerStore> Worker<S> {
             tracing::error!(job, slot = %slot, owner = %self.owner, fence = lease.fence,
                 "slot claimed while it is running or after it succeeded: it runs more than once");
         }
-        tracing::debug!(job, slot = %SlotId::new(&spec.name, lease.slot), owner = %self.owner,
+        tracing::debug!(job, slot = %SlotId::new(spec, lease.slot), owner = %self.owner,
             fence = lease.fence, attempt = lease.attempt, "claimed");
         runs.spawn_local(Rc::clone(self).run_lease(Rc::clone(spec), lease));
     }

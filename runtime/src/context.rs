@@ -136,7 +136,7 @@ impl RunContext {
 
     /// `job@2026-03-08T07:00:00Z`: the same for every attempt of the slot.
     pub fn slot_id(&self) -> SlotId {
-        SlotId::new(&self.inner.spec.name, self.inner.lease.slot)
+        SlotId::new(&self.inner.spec, self.inner.lease.slot)
     }
 
     /// The slot id as text: pass it to every API that takes an

@@ -19,7 +19,7 @@
 
 use std::time::Duration;
 
-use cronslot_core::coord::format_instant;
+use cronslot_core::coord::{SlotId, format_instant};
 use cronslot_core::manifest::{Action, HttpMethod, JobSpec, format_duration};
 use jiff::Timestamp;
 
@@ -92,7 +92,7 @@ pub fn plan(spec: &JobSpec, ctx: &RunContext) -> Option<HttpRequest> {
 /// a platform's client can build it (URL, header names and values).
 pub fn plan_sample(spec: &JobSpec) -> Option<HttpRequest> {
     let slot = Timestamp::UNIX_EPOCH;
-    let key = format!("{}@{}", spec.name.as_str(), format_instant(slot));
+    let key = SlotId::new(spec, slot).to_string();
     plan_for(spec, &key, 1, 1, slot)
 }
 

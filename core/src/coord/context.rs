@@ -104,7 +104,7 @@ impl<'a, C: Coordinator> JobContext<'a, C> {
 
     /// The slot this run is for.
     pub fn slot_id(&self) -> SlotId {
-        SlotId::new(&self.spec.name, self.lease.slot)
+        SlotId::new(self.spec, self.lease.slot)
     }
 
     /// The same for every attempt of this slot: pass it to every API that

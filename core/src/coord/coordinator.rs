@@ -294,7 +294,8 @@ impl<S: StateStore> CasCoordinator<S> {
     where
         CoordError: From<E>,
     {
-        let job = spec.name.as_str();
+        let name = spec.record_name();
+        let job = name.as_ref();
         let remembered = if fresh {
             None
         } else {
@@ -387,7 +388,8 @@ impl<S: StateStore> CasCoordinator<S> {
         spec: &JobSpec,
         now: Timestamp,
     ) -> Result<(JobState, Timestamp), CoordError> {
-        let job = spec.name.as_str();
+        let name = spec.record_name();
+        let job = name.as_ref();
         let (read, now) = self.store.get_judged(job, now).await?;
         let state = match read {
             Some(Versioned { value, .. }) => value,
@@ -651,6 +653,60 @@ mod tests {
 
     fn at(s: &str) -> Timestamp {
         s.parse().expect("valid instant")
+    }
+
+    /// One schedule of a dynamic job (a spec with a key) keeps its record
+    /// under `job/key`, beside the job's own and apart from the job's other
+    /// schedules, and its slots are named `job/key@instant`.
+    #[test]
+    fn a_schedule_has_a_record_and_slot_ids_of_its_own() {
+        use crate::coord::{JobContext, StateStore};
+        use crate::schedules::ScheduleKey;
+        let job = parse_manifest(
+            "[[job]]\nname = \"invoice\"\nschedule = \"*/10 * * * *\"\ncommand = [\"true\"]\n",
+            "t.toml",
+        )
+        .expect("valid")
+        .jobs
+        .remove(0);
+        let keyed = |key: &str| JobSpec {
+            key: Some(ScheduleKey::new(key).expect("key")),
+            ..job.clone()
+        };
+        let (a, b) = (keyed("tenant:1"), keyed("tenant:2"));
+        assert_eq!(a.record_name(), "invoice/tenant:1");
+        let c = CasCoordinator::new(MemoryStore::new(), 1);
+        let created = at("2030-01-01T00:00:00Z");
+        let due = at("2030-01-01T00:10:01Z");
+        for spec in [&job, &a, &b] {
+            assert!(matches!(
+                block_on(c.claim(spec, created, Trigger::Tick, "w")),
+                Ok(Claim::Idle(_))
+            ));
+        }
+        let lease = match block_on(c.claim(&a, due, Trigger::Tick, "w")) {
+            Ok(Claim::Claimed(lease)) => lease,
+            other => panic!("the schedule's slot is due: {other:?}"),
+        };
+        let clock = || due;
+        let ctx = JobContext::new(&c, &a, lease.clone(), &clock);
+        assert_eq!(ctx.job(), "invoice", "the job's name, for the job's code");
+        assert_eq!(
+            ctx.idempotency_key(),
+            "invoice/tenant:1@2030-01-01T00:10:00Z"
+        );
+        let store = c.store();
+        assert_eq!(
+            block_on(store.jobs()).expect("lists"),
+            ["invoice", "invoice/tenant:1", "invoice/tenant:2"]
+        );
+        let record = block_on(store.get("invoice/tenant:1")).expect("reads").expect("held");
+        assert_eq!(record.value.job, "invoice/tenant:1");
+        assert_eq!(record.value.leases.len(), 1);
+        for other in ["invoice", "invoice/tenant:2"] {
+            let record = block_on(store.get(other)).expect("reads").expect("held");
+            assert!(record.value.leases.is_empty(), "{other} ran nothing");
+        }
     }
 
     /// Two servers whose clocks disagree by minutes judge a lease by the

@@ -7,11 +7,13 @@ use std::str::FromStr;
 use jiff::Timestamp;
 
 use crate::instant::parse_instant;
-use crate::manifest::{JobName, validate_job_name};
+use crate::manifest::{JobSpec, validate_job_name};
+use crate::schedules::ScheduleKey;
 
 /// The identity of one slot: a job's name and the slot's scheduled instant.
 ///
-/// It displays as `job@2026-03-08T07:00:00Z` (see [`format_instant`]) and
+/// It displays as `job@2026-03-08T07:00:00Z` (see [`format_instant`]), or
+/// `job/key@2026-03-08T07:00:00Z` for a schedule of a dynamic job, and
 /// parses back from that text. It is the same for every attempt of the slot,
 /// which makes it the idempotency key a run hands to the APIs it calls.
 ///
@@ -31,15 +33,16 @@ pub struct SlotId {
 }
 
 impl SlotId {
-    /// The slot of `job` at `at`.
-    pub fn new(job: &JobName, at: Timestamp) -> SlotId {
+    /// The slot of the job (or the schedule) `spec` is of, at `at`.
+    pub fn new(spec: &JobSpec, at: Timestamp) -> SlotId {
         SlotId {
-            job: job.as_str().to_string(),
+            job: spec.record_name().into_owned(),
             at,
         }
     }
 
-    /// The job's name.
+    /// The job's name, or `job/key` for a schedule of a dynamic job (its
+    /// [record name](JobSpec::record_name)).
     pub fn job(&self) -> &str {
         &self.job
     }
@@ -94,7 +97,14 @@ impl FromStr for SlotId {
                 "{s:?} is not a slot id (write job@2026-03-08T07:00:00Z)"
             ))
         })?;
-        validate_job_name(job).map_err(|e| SlotIdError(format!("{s:?}: {e}")))?;
+        match job.split_once('/') {
+            None => validate_job_name(job).map(drop).map_err(|e| e.to_string()),
+            Some((name, key)) => validate_job_name(name)
+                .map(drop)
+                .map_err(|e| e.to_string())
+                .and_then(|()| ScheduleKey::new(key).map(drop).map_err(|e| e.to_string())),
+        }
+        .map_err(|e| SlotIdError(format!("{s:?}: {e}")))?;
         let at = parse_instant(at).map_err(|e| SlotIdError(format!("{s:?}: {e}")))?;
         Ok(SlotId {
             job: job.to_string(),
@@ -112,6 +122,18 @@ mod tests {
         let id: SlotId = "daily-report@2026-03-08T07:00:00Z".parse().expect("valid");
         assert_eq!(id.job(), "daily-report");
         assert_eq!(id.to_string(), "daily-report@2026-03-08T07:00:00Z");
+        let id: SlotId = "invoice/tenant:42@2026-03-08T07:00:00Z"
+            .parse()
+            .expect("a schedule's slot");
+        assert_eq!(id.job(), "invoice/tenant:42");
+        assert_eq!(id.to_string(), "invoice/tenant:42@2026-03-08T07:00:00Z");
+        for bad in [
+            "Invoice/t@2026-03-08T07:00:00Z",
+            "invoice/t/u@2026-03-08T07:00:00Z",
+            "invoice/@2026-03-08T07:00:00Z",
+        ] {
+            assert!(bad.parse::<SlotId>().is_err(), "{bad}");
+        }
     }
 
     #[test]

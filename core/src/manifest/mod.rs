@@ -34,6 +34,7 @@ mod table;
 #[cfg(feature = "toml")]
 mod validate;
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::time::Duration;
@@ -42,6 +43,7 @@ use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
 
 use crate::schedule::{DstPolicy, Schedule};
+use crate::schedules::ScheduleKey;
 
 pub use diagnostic::{Diagnostic, ManifestErrors, Severity};
 pub use duration::{DurationError, MAX_DURATION, format_duration, parse_duration};
@@ -433,9 +435,23 @@ pub struct JobSpec {
     pub history: HistoryLimits,
     /// What runs for a slot.
     pub action: Action,
+    /// The schedule this spec is of, when the job is `dynamic` and its
+    /// schedules are data ([`crate::schedules`]); `None` for a job whose
+    /// schedule the manifest writes.
+    pub key: Option<ScheduleKey>,
 }
 
 impl JobSpec {
+    /// The name of the job's record in the store, and the job part of its
+    /// slot ids and effect keys: the job's name, or `job/key` for one
+    /// schedule of a dynamic job ([`crate::schedules::record_name`]).
+    pub fn record_name(&self) -> Cow<'_, str> {
+        match &self.key {
+            None => Cow::Borrowed(self.name.as_str()),
+            Some(key) => Cow::Owned(crate::schedules::record_name(&self.name, key)),
+        }
+    }
+
     /// The DST policy of the job's schedule (`dst_gap`, `dst_overlap`).
     pub fn dst_policy(&self) -> DstPolicy {
         self.schedule.policy()

@@ -326,6 +326,7 @@ pub(super) fn resolve_job(
         stale_after: p.stale_after.value,
         history: p.history(),
         action,
+        key: None,
     };
     job_warnings(sink, job, &p, &spec, offsets);
     Some(spec)

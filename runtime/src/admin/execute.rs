@@ -220,7 +220,7 @@ impl DlqDoc {
         self.dead_letters
             .extend(state.dead.into_iter().map(|letter| DlqEntry {
                 job: name.to_string(),
-                slot_id: SlotId::new(&spec.name, letter.slot).to_string(),
+                slot_id: SlotId::new(spec, letter.slot).to_string(),
                 letter,
             }));
         if state.counters.dead_dropped > 0 {

@@ -154,7 +154,7 @@ pub fn trigger_doc(spec: &JobSpec, outcome: &TriggerOutcome) -> TriggerDoc {
     };
     let with_lease = |doc: &mut TriggerDoc, lease: &Lease| {
         doc.slot = Some(lease.slot);
-        doc.slot_id = Some(SlotId::new(&spec.name, lease.slot).to_string());
+        doc.slot_id = Some(SlotId::new(spec, lease.slot).to_string());
         doc.attempt = Some(lease.attempt);
         doc.fence = Some(lease.fence);
     };
@@ -178,7 +178,7 @@ pub fn trigger_doc(spec: &JobSpec, outcome: &TriggerOutcome) -> TriggerDoc {
             with_lease(&mut doc, lease);
             doc.message = format!(
                 "{} succeeded (attempt {}, fence {})",
-                SlotId::new(&spec.name, lease.slot),
+                SlotId::new(spec, lease.slot),
                 lease.attempt,
                 lease.fence
             );
@@ -200,7 +200,7 @@ pub fn trigger_doc(spec: &JobSpec, outcome: &TriggerOutcome) -> TriggerDoc {
             };
             doc.message = format!(
                 "{} failed ({kind}): {error}; {next}",
-                SlotId::new(&spec.name, lease.slot)
+                SlotId::new(spec, lease.slot)
             );
             doc.error = Some(error.clone());
             doc.permanent = Some(*permanent);
@@ -217,7 +217,7 @@ pub fn trigger_doc(spec: &JobSpec, outcome: &TriggerOutcome) -> TriggerDoc {
             let how = if *succeeded { "succeeded" } else { "failed" };
             doc.message = format!(
                 "{} {how}, but its outcome could not be recorded: {error}",
-                SlotId::new(&spec.name, lease.slot)
+                SlotId::new(spec, lease.slot)
             );
             doc.error = Some(error.clone());
         }
@@ -234,7 +234,7 @@ fn store_status(spec: &JobSpec, e: &CoordError) -> u16 {
 
 fn idle_text(spec: &JobSpec, idle: &Idle) -> String {
     let job = spec.name.as_str();
-    let id = |slot| SlotId::new(&spec.name, slot);
+    let id = |slot| SlotId::new(spec, slot);
     match idle {
         Idle::Paused => format!("job {job} is paused; nothing ran (resume it first)"),
         Idle::Busy { live } => format!(

@@ -297,6 +297,7 @@ impl JobDoc<'_> {
             stale_after: p.stale_after,
             history: p.history,
             action: action?,
+            key: None,
         })
     }
 }
