@@ -16,6 +16,7 @@ pub fn encode_spec(spec: &JobSpec) -> String {
     let manifest = Manifest {
         defaults: Defaults::default(),
         jobs: vec![spec.clone()],
+        templates: Vec::new(),
         warnings: Vec::new(),
     };
     manifest.to_precompiled(spec.name.as_str())

@@ -29,6 +29,16 @@ pub fn precompile_manifest(manifest: &str) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    if let Some(t) = parsed.templates.first() {
+        // The precompiled form (what a Worker or a Lambda embeds) does not
+        // carry dynamic jobs yet: refuse rather than drop one silently.
+        eprintln!(
+            "error: {manifest}: job {:?} is dynamic, and a precompiled manifest (a Worker's \
+             or a Lambda's) cannot hold dynamic jobs yet",
+            t.name.as_str()
+        );
+        return ExitCode::FAILURE;
+    }
     for warning in &parsed.warnings {
         println!(
             "cargo::warning={manifest}:{}:{}: {}",

@@ -700,7 +700,9 @@ mod tests {
             block_on(store.jobs()).expect("lists"),
             ["invoice", "invoice/tenant:1", "invoice/tenant:2"]
         );
-        let record = block_on(store.get("invoice/tenant:1")).expect("reads").expect("held");
+        let record = block_on(store.get("invoice/tenant:1"))
+            .expect("reads")
+            .expect("held");
         assert_eq!(record.value.job, "invoice/tenant:1");
         assert_eq!(record.value.leases.len(), 1);
         for other in ["invoice", "invoice/tenant:2"] {

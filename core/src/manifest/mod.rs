@@ -31,6 +31,7 @@ mod resolve;
 mod rules;
 #[cfg(feature = "toml")]
 mod table;
+mod template;
 #[cfg(feature = "toml")]
 mod validate;
 
@@ -52,6 +53,7 @@ pub use name::{JobName, JobNameError, JobNameErrorKind, validate_job_name};
 pub use precompiled::{
     PRECOMPILED_FORMAT, PRECOMPILED_VERSION, PrecompiledError, load_precompiled,
 };
+pub use template::JobTemplate;
 
 /// Built-in defaults (docs/design.md §5) and limits: what a manifest key
 /// set neither on the job nor in `[defaults]` gets, and the bounds values
@@ -495,8 +497,11 @@ impl JobSpec {
 pub struct Manifest {
     /// `[defaults]`, resolved against the built-in defaults.
     pub defaults: Defaults,
-    /// In file order.
+    /// In file order: the jobs whose schedule the manifest writes.
     pub jobs: Vec<JobSpec>,
+    /// In file order: the dynamic jobs (`dynamic = true`), whose schedules
+    /// are data.
+    pub templates: Vec<JobTemplate>,
     /// Things that are valid but probably not what was meant.
     pub warnings: Vec<Diagnostic>,
 }
@@ -505,6 +510,11 @@ impl Manifest {
     /// The job named `name`, if there is one.
     pub fn job(&self, name: &str) -> Option<&JobSpec> {
         self.jobs.iter().find(|j| j.name.as_str() == name)
+    }
+
+    /// The dynamic job named `name`, if there is one.
+    pub fn template(&self, name: &str) -> Option<&JobTemplate> {
+        self.templates.iter().find(|t| t.name.as_str() == name)
     }
 }
 

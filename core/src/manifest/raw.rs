@@ -25,9 +25,10 @@ use super::{CatchUp, Delivery, Trigger};
 use crate::schedule::{DstGap, DstOverlap};
 
 /// Every key a `[defaults]` or `[[job]]` table may have.
-pub(super) const KEYS: [&str; 24] = [
+pub(super) const KEYS: [&str; 25] = [
     "name",
     "schedule",
+    "dynamic",
     "timezone",
     "trigger",
     "lease",
@@ -53,8 +54,8 @@ pub(super) const KEYS: [&str; 24] = [
 ];
 
 /// Keys that describe one job and so cannot be defaults.
-pub(super) const JOB_ONLY_KEYS: [&str; 7] = [
-    "name", "schedule", "start_at", "end_at", "command", "http", "env",
+pub(super) const JOB_ONLY_KEYS: [&str; 8] = [
+    "name", "schedule", "dynamic", "start_at", "end_at", "command", "http", "env",
 ];
 
 /// One `[defaults]` or `[[job]]` table. Both share this shape so a job-only
@@ -64,6 +65,8 @@ pub(super) const JOB_ONLY_KEYS: [&str; 7] = [
 pub(super) struct RawTable {
     pub name: Option<Spanned<String>>,
     pub schedule: Option<Spanned<String>>,
+    /// `true`: the job's schedules are data, and it has no `schedule`.
+    pub dynamic: Option<Spanned<bool>>,
     pub timezone: Option<Spanned<String>>,
     pub trigger: Option<Spanned<Trigger>>,
     pub lease: Option<Spanned<DurationValue>>,
@@ -99,6 +102,7 @@ impl RawTable {
         };
         add("name", self.name.as_ref().map(Spanned::span));
         add("schedule", self.schedule.as_ref().map(Spanned::span));
+        add("dynamic", self.dynamic.as_ref().map(Spanned::span));
         add("timezone", self.timezone.as_ref().map(Spanned::span));
         add("trigger", self.trigger.as_ref().map(Spanned::span));
         add("lease", self.lease.as_ref().map(Spanned::span));
@@ -466,7 +470,7 @@ mod tests {
     /// [`KEYS`] names every field of [`RawTable`], in its order.
     #[test]
     fn keys_are_the_fields_of_a_table() {
-        let text = "name = \"a\"\nschedule = \"* * * * *\"\ntimezone = \"UTC\"\ntrigger = \"tick\"\nlease = \"2m\"\nstarting_deadline = \"1m\"\ncatch_up = \"all\"\nmax_catch_up = 2\noverlap = \"allow\"\nmax_concurrency = 2\nretry = { max_attempts = 1 }\ndelivery = \"at_most_once\"\ndst_gap = \"skip\"\ndst_overlap = \"twice\"\nskew_margin = \"1s\"\npaused = true\nstart_at = \"2026-01-01T00:00:00Z\"\nend_at = \"2027-01-01T00:00:00Z\"\nstale_after = \"1h\"\nhistory = { failed = 1 }\ntimeout = \"1m\"\ncommand = [\"true\"]\nhttp = { url = \"https://example.com\" }\nenv = { A = \"b\" }\n";
+        let text = "name = \"a\"\nschedule = \"* * * * *\"\ndynamic = false\ntimezone = \"UTC\"\ntrigger = \"tick\"\nlease = \"2m\"\nstarting_deadline = \"1m\"\ncatch_up = \"all\"\nmax_catch_up = 2\noverlap = \"allow\"\nmax_concurrency = 2\nretry = { max_attempts = 1 }\ndelivery = \"at_most_once\"\ndst_gap = \"skip\"\ndst_overlap = \"twice\"\nskew_margin = \"1s\"\npaused = true\nstart_at = \"2026-01-01T00:00:00Z\"\nend_at = \"2027-01-01T00:00:00Z\"\nstale_after = \"1h\"\nhistory = { failed = 1 }\ntimeout = \"1m\"\ncommand = [\"true\"]\nhttp = { url = \"https://example.com\" }\nenv = { A = \"b\" }\n";
         let table = DeTable::parse(text).expect("toml");
         let outcome = deserialize_table(&Spanned::new(table.span(), table.get_ref()), "[[job]]");
         assert!(outcome.problems.is_empty(), "{:?}", outcome.problems);

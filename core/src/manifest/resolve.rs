@@ -19,8 +19,8 @@ use super::rules::{
 };
 use super::table::Checked;
 use super::{
-    Action, CatchUp, Defaults, Delivery, HistoryLimits, JobSpec, Overlap, RetryPolicy, Trigger,
-    defaults, gaps,
+    Action, CatchUp, Defaults, Delivery, HistoryLimits, JobSpec, JobTemplate, Overlap, RetryPolicy,
+    Trigger, defaults, gaps,
 };
 use crate::schedule::{DstGap, DstOverlap, DstPolicy, Schedule, Zone};
 
@@ -273,6 +273,12 @@ pub(super) fn resolve_defaults(sink: &mut Sink<'_>, table: &Checked) -> Defaults
     }
 }
 
+/// A `[[job]]` resolved: a job with its schedule, or a dynamic job.
+pub(super) enum Resolved {
+    Job(JobSpec),
+    Template(JobTemplate),
+}
+
 /// Resolves one job; `None` when it has errors. `offsets` is the
 /// manifest's cache for its warnings.
 pub(super) fn resolve_job(
@@ -280,7 +286,7 @@ pub(super) fn resolve_job(
     job: &Checked,
     defaults: &Checked,
     offsets: &mut ZoneOffsets,
-) -> Option<JobSpec> {
+) -> Option<Resolved> {
     let before = sink.errors.len();
     let p = Policies::resolve(&Layers {
         here: job,
@@ -302,6 +308,27 @@ pub(super) fn resolve_job(
         return None;
     }
     let name = job.name.as_ref()?;
+    if job.is_dynamic() {
+        return Some(Resolved::Template(JobTemplate {
+            name: name.get_ref().clone(),
+            trigger: p.trigger.value,
+            lease: p.lease.value,
+            starting_deadline: p.starting_deadline.value,
+            catch_up: p.catch_up.value,
+            max_catch_up: p.max_catch_up.value,
+            overlap: p.overlap(),
+            retry: p.retry(),
+            delivery: p.delivery.value,
+            dst: p.dst(),
+            skew_margin: p.skew_margin.value,
+            paused: p.paused.value,
+            start_at: start_at.map(|s| s.get_ref().0),
+            end_at: end_at.map(|e| e.get_ref().0),
+            stale_after: p.stale_after.value,
+            history: p.history(),
+            action: action?,
+        }));
+    }
     let cron = job.cron.clone()?;
     let schedule_text = job.raw.schedule.as_ref()?.get_ref().clone();
     let action = action?;
@@ -329,7 +356,7 @@ pub(super) fn resolve_job(
         key: None,
     };
     job_warnings(sink, job, &p, &spec, offsets);
-    Some(spec)
+    Some(Resolved::Job(spec))
 }
 
 /// A job with neither `command` nor `http` (not even a bad one) runs a

@@ -87,6 +87,12 @@ pub(super) struct Checked {
 }
 
 impl Checked {
+    /// Whether the table says `dynamic = true`: a template whose schedules
+    /// are data.
+    pub(super) fn is_dynamic(&self) -> bool {
+        self.raw.dynamic.as_ref().is_some_and(|d| *d.get_ref())
+    }
+
     pub(super) fn empty() -> Checked {
         Checked {
             raw: RawTable::default(),
@@ -226,6 +232,17 @@ fn check_name(sink: &mut Sink<'_>, c: &mut Checked) {
 }
 
 fn check_schedule(sink: &mut Sink<'_>, c: &mut Checked) {
+    if c.is_dynamic() {
+        if let Some(schedule) = &c.raw.schedule {
+            sink.error(
+                schedule.span(),
+                "a dynamic job has no schedule: its schedules are data, each written at run \
+                 time by the application; remove schedule, or dynamic = true",
+            );
+            c.poison("schedule");
+        }
+        return;
+    }
     let Some(schedule) = &c.raw.schedule else {
         if !c.poisoned.contains("schedule") {
             sink.error(

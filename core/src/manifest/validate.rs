@@ -12,7 +12,7 @@ use super::chunks::{Chunk, chunks};
 use super::diagnostic::{ManifestErrors, Sink};
 use super::gaps::ZoneOffsets;
 use super::raw;
-use super::resolve::{resolve_defaults, resolve_job};
+use super::resolve::{Resolved, resolve_defaults, resolve_job};
 use super::table::{Checked, Level, Zones, check_table};
 use super::{JobSpec, Manifest};
 
@@ -71,6 +71,7 @@ pub(super) fn parse(text: &str, file: &str) -> Result<Manifest, ManifestErrors> 
     let mut specs = Vec::with_capacity(pieces.len());
     let mut spec_names = Vec::with_capacity(pieces.len());
     let mut others = Vec::new();
+    let mut templates = Vec::new();
     let mut job_key_seen = false;
     for piece in &pieces {
         let Some(root) = parse_piece(&mut sink, text, piece, &mut syntax_failed) else {
@@ -86,9 +87,13 @@ pub(super) fn parse(text: &str, file: &str) -> Result<Manifest, ManifestErrors> 
                 resolve_job(&mut sink, &job, &defaults, &mut offsets),
                 name_at,
             ) {
-                (Some(spec), Some(at)) => {
+                (Some(Resolved::Job(spec)), Some(at)) => {
                     specs.push(spec);
                     spec_names.push(at);
+                }
+                (Some(Resolved::Template(template)), Some(at)) => {
+                    others.push((template.name.as_str().to_string(), at));
+                    templates.push(template);
                 }
                 (None, Some(at)) => {
                     if let Some(name) = &job.name {
@@ -113,6 +118,7 @@ pub(super) fn parse(text: &str, file: &str) -> Result<Manifest, ManifestErrors> 
         Ok(Manifest {
             defaults: resolved_defaults,
             jobs: specs,
+            templates,
             warnings,
         })
     } else {

@@ -9,6 +9,7 @@ mod croner_npm;
 mod differential;
 mod dst;
 mod due;
+mod dynamic;
 mod fuzz_dialects;
 mod wake;
 // These two read manifests from TOML text (`parse_manifest`).

@@ -209,6 +209,7 @@ pub fn load_precompiled(json: &str) -> Result<Manifest, PrecompiledError> {
         Some(defaults) => Ok(Manifest {
             defaults,
             jobs,
+            templates: Vec::new(),
             warnings,
         }),
         // Not reached: a defaults table that does not resolve reports a
