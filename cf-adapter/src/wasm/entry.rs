@@ -408,6 +408,13 @@ impl admin::AdminHost for WorkerHost<'_> {
         })
     }
 
+    /// Not carried: it would not fit the Worker's size budget
+    /// (docs/performance.md, "Worker size"); the route answers 404 saying
+    /// where the document is.
+    fn openapi(&self) -> Option<&'static str> {
+        None
+    }
+
     async fn repair_wake(&self, job: &str) -> Result<Option<Timestamp>, CoordError> {
         self.client.repair_wake(job).await
     }

@@ -243,15 +243,18 @@ async fn respond<S: RunnerStore>(
         query: query.as_deref(),
         authorization: authorization.as_deref(),
     };
-    let work = if path.trim_end_matches('/') == TICK_PATH {
-        if method != "POST" && method != "GET" {
+    let below = path
+        .trim_end_matches('/')
+        .strip_prefix(admin::DEFAULT_PREFIX);
+    let work = if below == Some(admin::TICK_PATH) {
+        if !admin::TICK_METHODS.contains(&method.as_str()) {
             return reply(
                 Reply::error(
                     405,
                     ErrorKind::MethodNotAllowed,
                     "the tick route takes POST (or GET, for schedulers that only send GET)",
                 )
-                .with_header("Allow", "GET, POST"),
+                .with_header("Allow", admin::TICK_METHODS.join(", ")),
             );
         }
         if let Err(refused) = admin::authorize_bearer(
@@ -316,9 +319,6 @@ async fn respond<S: RunnerStore>(
     }
 }
 
-/// The tick route's path.
-const TICK_PATH: &str = "/cronslot/tick";
-
 /// What a request asks for, once it is authorised.
 enum Work {
     Tick,
@@ -349,6 +349,11 @@ fn admin_route<S: RunnerStore>(server: &Server<S>, route: &AdminRoute) -> Reply 
     ))
 }
 
+/// The OpenAPI document of the admin routes and the tick, served at
+/// `/cronslot/openapi.json`: `docs/openapi.json` (the crate's
+/// `openapi.json` links to it, so the package carries it).
+const OPENAPI: &str = include_str!("../../openapi.json");
+
 /// `cronslot serve` as the admin routes' host: the store this process
 /// opened, its clock, and no Rust functions (a manual trigger runs command
 /// and http jobs).
@@ -375,6 +380,10 @@ impl<S: RunnerStore> AdminHost for ServeHost<'_, S> {
 
     fn platform(&self) -> Rc<dyn Platform> {
         Rc::new(LocalPlatform::new(self.server.clock.clone()))
+    }
+
+    fn openapi(&self) -> Option<&'static str> {
+        Some(OPENAPI)
     }
 
     async fn repair_wake(&self, job: &str) -> Result<Option<Timestamp>, CoordError> {

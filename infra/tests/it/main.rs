@@ -12,6 +12,7 @@ mod cli;
 mod dashboard;
 mod fleet;
 mod new;
+mod openapi;
 mod render;
 mod run;
 mod serve;

@@ -21,8 +21,9 @@ use super::{
 /// Runs every route but [`AdminRoute::Trigger`] (the Worker runs the job
 /// itself: [`trigger_run`](super::trigger_run), then
 /// [`trigger_reply`](super::trigger_reply)) and [`AdminRoute::Repair`]
-/// (the Worker asks its objects: [`repair_page`](super::repair_page));
-/// given either, this answers 500 and touches nothing. `now` is the Worker's clock; every job of the
+/// (the Worker asks its objects: [`repair_page`](super::repair_page)) and
+/// [`AdminRoute::OpenApi`] (the host's document, served by
+/// [`dispatch`](super::dispatch)); given any of them, this answers 500 and touches nothing. `now` is the Worker's clock; every job of the
 /// route must be in `manifest` (a route from [`route`](super::route) over
 /// the same manifest always is; otherwise 404).
 ///
@@ -156,6 +157,11 @@ async fn run<C: Operator>(
             500,
             ErrorKind::Internal,
             "the repair was not run: the Worker repairs its objects itself (admin::repair_page)",
+        )),
+        AdminRoute::OpenApi => Err(Reply::error(
+            500,
+            ErrorKind::Internal,
+            "the OpenAPI document is the host's to serve (admin::dispatch, AdminHost::openapi)",
         )),
     }
 }

@@ -9,7 +9,7 @@ use cronslot_core::coord::{CoordError, Coordinator};
 use cronslot_core::manifest::Manifest;
 use jiff::Timestamp;
 
-use super::{AdminRoute, ErrorKind, Reply, execute, repair_page, trigger_reply, trigger_run};
+use super::{AdminRoute, ErrorKind, JSON, Reply, execute, repair_page, trigger_reply, trigger_run};
 use crate::{Jobs, Platform};
 
 /// What the admin routes need of the platform that serves them.
@@ -31,6 +31,12 @@ pub trait AdminHost {
     /// The platform a manual trigger's run uses (its clock, its HTTP
     /// sender, its process runner).
     fn platform(&self) -> Rc<dyn Platform>;
+
+    /// The OpenAPI document of the admin routes, `GET {p}/openapi.json`
+    /// (`docs/openapi.json` in the repository), if this host carries it;
+    /// `None`: the route answers 404 saying where the document is (the
+    /// Worker, whose size budget it does not fit; docs/performance.md).
+    fn openapi(&self) -> Option<&'static str>;
 
     /// Gives `job`'s record the wake it lacks, if it has none (the repair
     /// route); answers the wake.
@@ -66,6 +72,21 @@ pub async fn dispatch<H: AdminHost>(
             })
             .await
         }
+        AdminRoute::OpenApi => match host.openapi() {
+            Some(document) => Reply {
+                status: 200,
+                content_type: JSON,
+                headers: vec![("Cache-Control".to_string(), "no-cache".to_string())],
+                body: document.to_string(),
+            },
+            None => Reply::error(
+                404,
+                ErrorKind::NotFound,
+                "this host does not carry the OpenAPI document of its routes: `cronslot serve` \
+                 serves it at /cronslot/openapi.json, and cronslot's repository keeps it as \
+                 docs/openapi.json",
+            ),
+        },
         route => execute(route, manifest, &**host.coordinator(), now).await,
     }
 }

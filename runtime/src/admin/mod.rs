@@ -12,6 +12,8 @@
 //!
 //! | method | path | query | reply |
 //! |---|---|---|---|
+//! | GET | `{p}/` | — | 200 the dashboard's page ([`HTML`]; also `dashboard.js`, `dashboard.css`; no token needed) |
+//! | GET | `{p}/openapi.json` | — | 200 the OpenAPI document, when the host has it ([`AdminHost::openapi`]), else 404 (no token needed) |
 //! | GET | `{p}/health` | — | 200 / 503 [`HealthDoc`] (no token needed) |
 //! | GET | `{p}/status` | `job` | 200 [`StatusDoc`] |
 //! | GET | `{p}/metrics` | `job` | 200 Prometheus text ([`PROMETHEUS`]) |
@@ -22,6 +24,10 @@
 //! | POST | `{p}/jobs/{job}/backfill` | `from`, `to`, `dry_run` | 200 [`BackfillDoc`] |
 //! | POST | `{p}/jobs/{job}/trigger` | — | [`TriggerDoc`] (see [`trigger_reply`]) |
 //! | POST | `{p}/repair` | `after` | 200 [`RepairDoc`] (see [`repair_page`]) |
+//!
+//! [`ROUTES`] lists them for programs; `docs/openapi.json` in the
+//! repository describes each (parameters, bodies, every status), and
+//! `cronslot serve` serves it at `{p}/openapi.json`.
 //!
 //! Instants (`slot`, `from`, `to`) are RFC 3339 (`2026-03-08T07:00:00Z`);
 //! `slot` may also be a slot id of the job (`job@2026-03-08T07:00:00Z`).
@@ -68,7 +74,7 @@ pub use execute::{execute, job_report};
 pub use host::{AdminHost, dispatch};
 pub use metrics::prometheus_text;
 pub use repair::{REPAIR_PAGE, repair_page};
-pub use route::route;
+pub use route::{ROUTES, route};
 pub use trigger::{TriggerOutcome, trigger_doc, trigger_outcome, trigger_reply, trigger_run};
 
 /// Where the routes live unless the Worker says otherwise.
@@ -79,6 +85,14 @@ pub const DEFAULT_NEXT: usize = 10;
 
 /// The most slots `GET {p}/jobs/{job}/next` lists.
 pub const MAX_NEXT: usize = 50;
+
+/// The tick route that `cronslot serve` adds beside [`ROUTES`] (a Worker
+/// ticks on its Cron Triggers instead): its path below the prefix.
+pub const TICK_PATH: &str = "/tick";
+
+/// The methods the tick route takes (`GET` for schedulers that send
+/// nothing else).
+pub const TICK_METHODS: &[&str] = &["GET", "POST"];
 
 /// The Worker secret holding the admin token.
 pub const TOKEN_SECRET: &str = "CRONSLOT_ADMIN_TOKEN";
@@ -252,6 +266,10 @@ pub enum AdminRoute {
         /// How many slots (1..=[`MAX_NEXT`]).
         count: usize,
     },
+    /// `GET {p}/openapi.json`: the OpenAPI document of these routes, which
+    /// [`dispatch`] asks the host for ([`AdminHost::openapi`]). No token:
+    /// it describes the routes and holds no data.
+    OpenApi,
     /// `GET {p}/` and its assets: the dashboard. No token: the page holds
     /// no data (it asks for the token and sends it with each request to
     /// the data routes).
@@ -269,7 +287,10 @@ impl AdminRoute {
     /// The job the route is about, if it names one.
     pub fn job(&self) -> Option<&JobName> {
         match self {
-            AdminRoute::Health | AdminRoute::Repair { .. } | AdminRoute::Dashboard(_) => None,
+            AdminRoute::Health
+            | AdminRoute::Repair { .. }
+            | AdminRoute::Dashboard(_)
+            | AdminRoute::OpenApi => None,
             AdminRoute::Status { job, .. } | AdminRoute::Dlq { job } => job.as_ref(),
             AdminRoute::Redrive { job, .. }
             | AdminRoute::Pause { job }
@@ -277,6 +298,33 @@ impl AdminRoute {
             | AdminRoute::Backfill { job, .. }
             | AdminRoute::Next { job, .. }
             | AdminRoute::Trigger { job } => Some(job),
+        }
+    }
+
+    /// The route's entry in [`ROUTES`]: its method and path template.
+    pub fn template(&self) -> (&'static str, &'static str) {
+        match self {
+            AdminRoute::Dashboard(Asset::Page { .. }) => ("GET", "/"),
+            AdminRoute::Dashboard(Asset::Script) => ("GET", "/dashboard.js"),
+            AdminRoute::Dashboard(Asset::Style) => ("GET", "/dashboard.css"),
+            AdminRoute::OpenApi => ("GET", "/openapi.json"),
+            AdminRoute::Health => ("GET", "/health"),
+            AdminRoute::Status {
+                format: StatusFormat::Json,
+                ..
+            } => ("GET", "/status"),
+            AdminRoute::Status {
+                format: StatusFormat::Prometheus,
+                ..
+            } => ("GET", "/metrics"),
+            AdminRoute::Dlq { .. } => ("GET", "/dlq"),
+            AdminRoute::Next { .. } => ("GET", "/jobs/{job}/next"),
+            AdminRoute::Redrive { .. } => ("POST", "/jobs/{job}/redrive"),
+            AdminRoute::Pause { .. } => ("POST", "/jobs/{job}/pause"),
+            AdminRoute::Resume { .. } => ("POST", "/jobs/{job}/resume"),
+            AdminRoute::Backfill { .. } => ("POST", "/jobs/{job}/backfill"),
+            AdminRoute::Trigger { .. } => ("POST", "/jobs/{job}/trigger"),
+            AdminRoute::Repair { .. } => ("POST", "/repair"),
         }
     }
 }

@@ -65,10 +65,35 @@ pub fn route(
     Some(recognise(manifest, req, &segments, query, token, &base))
 }
 
+/// Every route the router knows, as `(method, path template)` with the
+/// path below the prefix (`{job}` stands for a job's name): what
+/// `docs/openapi.json` describes, in its order. The router's tests check
+/// this list against [`route`] both ways (each entry routes to itself, and
+/// every [`AdminRoute`] names an entry through
+/// [`AdminRoute::template`]), so a route cannot be added without it; the
+/// CLI's tests check it against the document.
+pub const ROUTES: &[(&str, &str)] = &[
+    ("GET", "/"),
+    ("GET", "/dashboard.js"),
+    ("GET", "/dashboard.css"),
+    ("GET", "/openapi.json"),
+    ("GET", "/health"),
+    ("GET", "/status"),
+    ("GET", "/metrics"),
+    ("GET", "/dlq"),
+    ("GET", "/jobs/{job}/next"),
+    ("POST", "/jobs/{job}/redrive"),
+    ("POST", "/jobs/{job}/pause"),
+    ("POST", "/jobs/{job}/resume"),
+    ("POST", "/jobs/{job}/backfill"),
+    ("POST", "/jobs/{job}/trigger"),
+    ("POST", "/repair"),
+];
+
 /// The routes' paths, for 404 messages.
-const ROUTES: &str = "GET / (the dashboard), GET health, GET status, GET metrics, GET dlq, \
-                      GET jobs/{job}/next, POST jobs/{job}/redrive|pause|resume|backfill|trigger, \
-                      POST repair";
+const ROUTE_LIST: &str = "GET / (the dashboard), GET openapi.json, GET health, GET status, \
+                          GET metrics, GET dlq, GET jobs/{job}/next, \
+                          POST jobs/{job}/redrive|pause|resume|backfill|trigger, POST repair";
 
 fn recognise(
     manifest: &Manifest,
@@ -82,6 +107,12 @@ fn recognise(
         allow(req.method, "GET")?;
         parse_query(query, &[])?;
         return Ok(AdminRoute::Health);
+    }
+    if segments == ["openapi.json"] {
+        // The document describes the routes and holds no data: served
+        // without a token, as client generators fetch it.
+        allow(req.method, "GET")?;
+        return Ok(AdminRoute::OpenApi);
     }
     if let Some(asset) = Asset::named(segments, base) {
         // The dashboard's files hold no data: served without a token.
@@ -216,7 +247,7 @@ fn not_found_route(segments: &[&str]) -> Reply {
     Reply::error(
         404,
         ErrorKind::NotFound,
-        format!("no admin route {path:?}; the routes are: {ROUTES}"),
+        format!("no admin route {path:?}; the routes are: {ROUTE_LIST}"),
     )
 }
 
@@ -319,5 +350,160 @@ fn bool_param(parameter: &str, text: &str) -> Result<bool, Reply> {
                 printable(other)
             ),
         )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+
+    use cronslot_core::manifest::parse_manifest;
+
+    use super::*;
+
+    const TOKEN: &str = "t0ken";
+
+    fn manifest() -> Manifest {
+        parse_manifest(
+            "[[job]]\nname = \"report\"\nschedule = \"* * * * *\"\n",
+            "cronslot.toml",
+        )
+        .expect("manifest")
+    }
+
+    fn ask(
+        m: &Manifest,
+        method: &str,
+        path: &str,
+        query: Option<&str>,
+    ) -> Result<AdminRoute, Reply> {
+        let req = AdminRequest {
+            method,
+            path,
+            query,
+            authorization: Some("Bearer t0ken"),
+        };
+        route("/cronslot", m, &req, Some(TOKEN)).expect("under the prefix")
+    }
+
+    /// Each entry of [`ROUTES`] is a route of its own, with its method
+    /// alone (every other method is 405).
+    #[test]
+    fn every_listed_route_routes_to_itself() {
+        let m = manifest();
+        let mut listed = BTreeSet::new();
+        for &(method, template) in ROUTES {
+            assert!(
+                listed.insert((method, template)),
+                "{method} {template} listed twice"
+            );
+            let path = format!("/cronslot{}", template.replace("{job}", "report"));
+            let query = (template == "/jobs/{job}/backfill")
+                .then_some("from=2026-03-08T11:00:00Z&to=2026-03-08T11:05:00Z");
+            let got = ask(&m, method, &path, query)
+                .unwrap_or_else(|r| panic!("{method} {template}: {} {}", r.status, r.body));
+            assert_eq!(got.template(), (method, template), "{got:?}");
+            for other in ["GET", "POST", "PUT", "DELETE", "PATCH"] {
+                if other != method {
+                    let refused = ask(&m, other, &path, query).expect_err("another method");
+                    assert_eq!(refused.status, 405, "{other} {template}: {}", refused.body);
+                    assert_eq!(refused.header("allow"), Some(method));
+                }
+            }
+        }
+    }
+
+    /// Every route the router can answer is in [`ROUTES`]: one value of
+    /// each variant (the `match` has no wildcard, so a new variant does
+    /// not compile until it is listed here, and a new variant's template
+    /// must then be listed in `ROUTES`).
+    #[test]
+    fn every_route_is_listed() {
+        let job = || JobName::new("report").expect("a name");
+        let at = Timestamp::UNIX_EPOCH;
+        let every = [
+            AdminRoute::Dashboard(Asset::Page {
+                base: "/cronslot".into(),
+            }),
+            AdminRoute::Dashboard(Asset::Script),
+            AdminRoute::Dashboard(Asset::Style),
+            AdminRoute::OpenApi,
+            AdminRoute::Health,
+            AdminRoute::Status {
+                job: None,
+                format: StatusFormat::Json,
+            },
+            AdminRoute::Status {
+                job: None,
+                format: StatusFormat::Prometheus,
+            },
+            AdminRoute::Dlq { job: None },
+            AdminRoute::Next {
+                job: job(),
+                count: 1,
+            },
+            AdminRoute::Redrive {
+                job: job(),
+                slot: None,
+            },
+            AdminRoute::Pause { job: job() },
+            AdminRoute::Resume { job: job() },
+            AdminRoute::Backfill {
+                job: job(),
+                from: at,
+                to: at,
+                dry_run: false,
+            },
+            AdminRoute::Trigger { job: job() },
+            AdminRoute::Repair { after: None },
+        ];
+        let mut templates = BTreeSet::new();
+        for r in &every {
+            match r {
+                AdminRoute::Dashboard(Asset::Page { .. } | Asset::Script | Asset::Style)
+                | AdminRoute::OpenApi
+                | AdminRoute::Health
+                | AdminRoute::Status { .. }
+                | AdminRoute::Dlq { .. }
+                | AdminRoute::Next { .. }
+                | AdminRoute::Redrive { .. }
+                | AdminRoute::Pause { .. }
+                | AdminRoute::Resume { .. }
+                | AdminRoute::Backfill { .. }
+                | AdminRoute::Trigger { .. }
+                | AdminRoute::Repair { .. } => {}
+            }
+            assert!(ROUTES.contains(&r.template()), "{r:?} is not in ROUTES");
+            templates.insert(r.template());
+        }
+        let listed: BTreeSet<_> = ROUTES.iter().copied().collect();
+        assert_eq!(templates, listed);
+    }
+
+    /// The document needs no token; the data routes do.
+    #[test]
+    fn the_document_is_open() {
+        let m = manifest();
+        let req = AdminRequest {
+            method: "GET",
+            path: "/cronslot/openapi.json",
+            query: None,
+            authorization: None,
+        };
+        assert_eq!(
+            route("/cronslot", &m, &req, None),
+            Some(Ok(AdminRoute::OpenApi))
+        );
+        let req = AdminRequest {
+            path: "/cronslot/status",
+            ..req
+        };
+        assert_eq!(
+            route("/cronslot", &m, &req, Some(TOKEN))
+                .expect("ours")
+                .expect_err("no token")
+                .status,
+            401
+        );
     }
 }
