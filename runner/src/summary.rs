@@ -547,6 +547,7 @@ mod tests {
             checkpoint: None,
             origin,
             retry_until: None,
+            version: None,
         }
     }
 

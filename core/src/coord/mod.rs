@@ -24,8 +24,8 @@ pub use rng::{RandomSource, SplitMix64};
 pub use slot::{SlotId, SlotIdError, format_instant};
 pub use state::{
     Counters, DeadLetter, DecodeError, FateSpan, JobState, Lease, MAX_FATE_SPANS, MAX_RECORD_BYTES,
-    MissReason, Origin, PendingRun, RunOutcome, RunRecord, SCHEMA_VERSION, ScheduleChange,
-    SkipReason, decode_state, encode_state,
+    MissReason, Origin, PendingRun, PinnedVersion, RunOutcome, RunRecord, SCHEMA_VERSION,
+    ScheduleChange, ScheduleData, SkipReason, decode_state, encode_state,
 };
 pub use store::{
     EffectBegin, EffectFinish, EffectLedger, EffectRecord, EffectState, LocationError, PutResult,

@@ -11,7 +11,10 @@ use std::fmt;
 use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
 
+use serde_json::value::RawValue;
+
 use crate::schedule::GapCause;
+use crate::schedules::ScheduleSpec;
 
 /// The layout version written by this build. Records of older versions are
 /// migrated on read (see [`decode_state`]); newer ones are refused.
@@ -95,6 +98,9 @@ pub enum SkipReason {
     Paused,
     /// Before `start_at` or at/after `end_at`.
     OutsideWindow,
+    /// The slot's schedule (of a dynamic job) was deleted before the slot
+    /// was claimed.
+    Deleted,
 }
 
 impl SkipReason {
@@ -104,6 +110,7 @@ impl SkipReason {
         match self {
             SkipReason::Paused => "paused",
             SkipReason::OutsideWindow => "outside_window",
+            SkipReason::Deleted => "deleted",
         }
     }
 }
@@ -159,6 +166,11 @@ pub struct Lease {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[serde(with = "crate::instant::text::option")]
     pub retry_until: Option<Timestamp>,
+    /// The version of the schedule (of a dynamic job) the slot belongs to,
+    /// when it is not the one in force ([`ScheduleData::pinned`]); `None`:
+    /// the one in force, or a static job.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<u64>,
 }
 
 /// A slot waiting for another attempt.
@@ -189,6 +201,9 @@ pub struct PendingRun {
     /// How the run came to be.
     #[serde(default)]
     pub origin: Origin,
+    /// As [`Lease::version`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<u64>,
 }
 
 /// A slot whose retries are exhausted or whose error was permanent.
@@ -469,6 +484,63 @@ pub struct JobState {
     /// the totals.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub fates: Vec<FateSpan>,
+    /// What a schedule of a dynamic job is (its spec and version); `None`
+    /// for a static job, whose schedule the manifest writes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schedule: Option<ScheduleData>,
+}
+
+/// The data of one schedule of a dynamic job, kept in its record so that a
+/// change and the slots it decides about are one conditional write.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ScheduleData {
+    /// 1 when created; one more at every change, a delete and a re-create
+    /// included, so that a version from before a delete never matches.
+    pub version: u64,
+    /// The spec in force; `None` once deleted (the record is then a
+    /// tombstone: it keeps the version and the fence for a re-create).
+    pub spec: Option<ScheduleSpec>,
+    /// When the version in force was written, by the store's clock.
+    #[serde(with = "crate::instant::text")]
+    pub changed_at: Timestamp,
+    /// The payloads of earlier versions that a lease or a waiting run still
+    /// belongs to: a slot runs with the payload of the version in force at
+    /// its instant. Dropped once nothing refers to them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pinned: Vec<PinnedVersion>,
+}
+
+/// An earlier version's payload, kept for the runs that belong to it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PinnedVersion {
+    /// The version.
+    pub version: u64,
+    /// Its payload (JSON text as it was sent); `None`: it had none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub payload: Option<Box<RawValue>>,
+}
+
+impl PartialEq for PinnedVersion {
+    fn eq(&self, other: &PinnedVersion) -> bool {
+        self.version == other.version
+            && self.payload.as_ref().map(|p| p.get()) == other.payload.as_ref().map(|p| p.get())
+    }
+}
+
+impl Eq for PinnedVersion {}
+
+impl ScheduleData {
+    /// The payload of `version` (the one in force when `None`).
+    pub fn payload(&self, version: Option<u64>) -> Option<&RawValue> {
+        match version {
+            None => self.spec.as_ref()?.payload.as_deref(),
+            Some(v) => self
+                .pinned
+                .iter()
+                .find(|p| p.version == v)
+                .and_then(|p| p.payload.as_deref()),
+        }
+    }
 }
 
 /// Fate spans a record keeps ([`JobState::fates`]).
@@ -516,6 +588,7 @@ impl JobState {
             last_schedule_change: None,
             wake_at: None,
             fates: Vec::new(),
+            schedule: None,
         }
     }
 

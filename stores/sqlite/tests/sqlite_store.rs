@@ -581,6 +581,7 @@ fn a_schema_1_store_is_migrated_on_open() {
                 last_error: Some("\"leases\":[{ in an error".into()),
                 checkpoint: None,
                 origin: Origin::Schedule,
+                version: None,
             });
             conn.execute(
                 "INSERT INTO job_state VALUES (?1, 1, ?2, '2026-01-05T00:00:00Z')",

@@ -609,7 +609,7 @@ async fn run_one<S: StateStore + EffectLedger + 'static>(
     };
     sh.events.borrow_mut().push(Event::Claimed {
         job,
-        lease: lease.clone(),
+        lease: Box::new(lease.clone()),
         effective_now,
         sched,
     });

@@ -95,7 +95,7 @@ pub enum Event {
     /// of the spec the claimer used.
     Claimed {
         job: usize,
-        lease: Lease,
+        lease: Box<Lease>,
         effective_now: Timestamp,
         sched: Sched,
     },
@@ -1039,6 +1039,7 @@ mod tests {
             checkpoint: None,
             origin,
             retry_until: None,
+            version: None,
         }
     }
 

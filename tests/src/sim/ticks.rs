@@ -1183,7 +1183,7 @@ pub fn simulate_ticks(cfg: &TickSimConfig) -> TickSimReport {
                     last_claim[j] = Some(lease.claimed_at);
                     claimed.push(Event::Claimed {
                         job: j,
-                        lease: lease.clone(),
+                        lease: Box::new(lease.clone()),
                         effective_now: lease.claimed_at,
                         sched: scheds[j],
                     });

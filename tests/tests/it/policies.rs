@@ -344,6 +344,7 @@ fn an_oversized_record_sheds_then_pauses_instead_of_failing_to_write() {
             last_error: Some("e".repeat(1000)),
             checkpoint: Some("c".repeat(4000)),
             origin: cronslot_core::coord::Origin::Backfill,
+            version: None,
         });
     }
     assert!(fit_record(&mut state));
@@ -363,6 +364,7 @@ fn an_oversized_record_sheds_then_pauses_instead_of_failing_to_write() {
             checkpoint: Some("c".repeat(100)),
             origin: cronslot_core::coord::Origin::Schedule,
             retry_until: None,
+            version: None,
         });
     }
     fit_record(&mut state);

@@ -61,6 +61,7 @@ pub fn claim(
                         last_error: None,
                         checkpoint: None,
                         origin: Origin::Manual,
+                        version: None,
                     });
                 }
                 Some(Idle::RetryLater { .. }) | None => {}
@@ -71,7 +72,11 @@ pub fn claim(
     }
 
     advance(spec, state, effective_now, rng, trigger == Trigger::Manual);
-    if state.paused {
+    // A paused schedule still runs the slots that belong to a version
+    // before the pause (docs/semantics.md, "Changes never drop or double a
+    // slot"): they came due while that version was in force.
+    let paused = state.paused;
+    if paused && !state.pending.iter().any(|p| p.version.is_some()) {
         return Ok(Claim::Idle(Idle::Paused));
     }
 
@@ -80,20 +85,25 @@ pub fn claim(
         .pending
         .iter()
         .enumerate()
+        .filter(|(_, p)| !paused || p.version.is_some())
         .filter(|(_, p)| p.not_before <= effective_now || (manual && Some(p.slot) == wanted))
         .min_by_key(|(_, p)| p.slot)
         .map(|(i, p)| (i, p.slot));
     let fresh = spec
         .schedule
         .next_after(state.cursor)
-        .filter(|s| *s <= effective_now && spec.in_window(*s));
+        .filter(|s| !paused && *s <= effective_now && spec.in_window(*s));
     let pick_retry = match (retry, fresh) {
         (Some((_, r)), Some(f)) => r <= f,
         (Some(_), None) => true,
         (None, _) => false,
     };
     if retry.is_none() && fresh.is_none() {
-        return Ok(Claim::Idle(nothing_due(spec, state)));
+        return Ok(Claim::Idle(if paused {
+            Idle::Paused
+        } else {
+            nothing_due(spec, state)
+        }));
     }
 
     let live = state.leases.len();
@@ -109,7 +119,7 @@ pub fn claim(
     state.fence += 1;
     state.counters.runs += 1;
     let fence = state.fence;
-    let lease_for = |slot, attempt, checkpoint, origin, retry_until| Lease {
+    let lease_for = |slot, attempt, checkpoint, origin, retry_until, version| Lease {
         owner: owner.to_string(),
         slot,
         fence,
@@ -119,11 +129,19 @@ pub fn claim(
         checkpoint,
         origin,
         retry_until,
+        version,
     };
     let lease = match (pick_retry, retry, fresh) {
         (true, Some((index, _)), _) => {
             let p = state.pending.remove(index);
-            lease_for(p.slot, p.attempt, p.checkpoint, p.origin, p.retry_until)
+            lease_for(
+                p.slot,
+                p.attempt,
+                p.checkpoint,
+                p.origin,
+                p.retry_until,
+                p.version,
+            )
         }
         (_, _, Some(slot)) => {
             move_cursor(spec, state, slot);
@@ -137,7 +155,7 @@ pub fn claim(
             } else {
                 Origin::Schedule
             };
-            lease_for(slot, 1, None, origin, retry_until)
+            lease_for(slot, 1, None, origin, retry_until, None)
         }
         _ => return Ok(Claim::Idle(nothing_due(spec, state))),
     };

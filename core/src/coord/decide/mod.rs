@@ -12,7 +12,8 @@
 //! The transitions are split by what starts them: `advance.rs` brings a
 //! record up to now (every other transition starts with it), `claim.rs`
 //! hands out a slot, `outcome.rs` takes what a run reports, `operator.rs`
-//! serves an operator's requests, `wake.rs` says when a record next needs
+//! serves an operator's requests, `schedule.rs` writes a dynamic job's
+//! schedules, `wake.rs` says when a record next needs
 //! a claim, and `record.rs` keeps the record itself in bounds. The answers
 //! they give are here.
 
@@ -21,6 +22,7 @@ mod claim;
 mod operator;
 mod outcome;
 mod record;
+mod schedule;
 #[cfg(all(test, feature = "toml"))]
 mod tests;
 mod wake;
@@ -38,6 +40,7 @@ pub use claim::claim;
 pub use operator::{BackfillError, backfill, pause, redrive, resume};
 pub use outcome::{checkpoint, complete, fail, heartbeat};
 pub use record::{creation_instant, fit_record};
+pub use schedule::{Precondition, ScheduleRefusal, ScheduleWrite, delete_schedule, put_schedule};
 pub use wake::{carry_wake, migrated_wake, more_due, next_wake};
 
 /// Most slots one backfill may queue (pending runs live in the state record).

@@ -34,6 +34,7 @@ pub fn redrive(state: &mut JobState, slot: Option<Timestamp>, now: Timestamp) ->
             last_error: Some(d.last_error),
             checkpoint: d.checkpoint,
             origin: Origin::Redrive,
+            version: None,
         });
     }
     state.dead.sort_by_key(|d| d.slot);
@@ -148,6 +149,7 @@ pub fn backfill(
                 last_error: None,
                 checkpoint: None,
                 origin: Origin::Backfill,
+                version: None,
             });
         }
         state.counters.backfilled += slots.len() as u64;

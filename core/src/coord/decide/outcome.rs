@@ -80,6 +80,17 @@ pub(super) fn retry_or_bury(
         );
         FailOutcome::Dead
     };
+    if state
+        .schedule
+        .as_ref()
+        .is_some_and(|schedule| schedule.spec.is_none())
+    {
+        // A delete starts no slot after it, retries included.
+        return bury_now(
+            state,
+            format!("{error} (its schedule was deleted: not retried)"),
+        );
+    }
     if spec.delivery == Delivery::AtMostOnce {
         return bury_now(
             state,
@@ -125,6 +136,7 @@ pub(super) fn retry_or_bury(
         last_error: Some(error),
         checkpoint: lease.checkpoint.clone(),
         origin: lease.origin,
+        version: lease.version,
     });
     FailOutcome::RetryAt(not_before)
 }

@@ -24,7 +24,11 @@ pub fn creation_instant(now: Timestamp, trigger: Trigger) -> Timestamp {
 /// If it still does not fit, the job is paused with a reason for `status` to
 /// report: a store never fails to write a record because it grew.
 /// Returns whether anything was shed.
+///
+/// First, a dynamic job's schedule forgets the payloads of earlier
+/// versions that no lease or waiting run belongs to any more.
 pub fn fit_record(state: &mut JobState) -> bool {
+    super::schedule::forget_finished_versions(state);
     let mut size = encode_state(state).len();
     if size <= MAX_RECORD_BYTES {
         return false;

@@ -22,7 +22,9 @@ pub fn migrated_wake(state: &JobState) -> Option<Timestamp> {
     let waiting = state
         .pending
         .iter()
-        .filter(|_| !state.paused)
+        // Paused, only the runs of a version before the pause wait (they
+        // run: `claim`).
+        .filter(|p| !state.paused || p.version.is_some())
         .map(|p| p.not_before);
     leases.chain(waiting).min()
 }
@@ -59,7 +61,9 @@ pub fn next_wake(spec: &JobSpec, state: &JobState, now: Timestamp) -> Option<Tim
     let waiting = state
         .pending
         .iter()
-        .filter(|_| !state.paused)
+        // Paused, only the runs of a version before the pause wait (they
+        // run: `claim`).
+        .filter(|p| !state.paused || p.version.is_some())
         .map(|p| p.not_before);
     let held_back = spec
         .schedule

@@ -297,6 +297,7 @@ async fn create_table_adds_the_wake_index_to_an_older_table() {
         last_error: None,
         checkpoint: None,
         origin: Origin::Schedule,
+        version: None,
     });
     store.put("retrying", &retrying, None).await.unwrap();
     // Before the upgrade, the tick's query names a missing index.

@@ -383,6 +383,7 @@ fn a_version_1_schema_is_migrated() {
         last_error: None,
         checkpoint: None,
         origin: Origin::Schedule,
+        version: None,
     });
     shared().psql(
         "postgres",
