@@ -33,6 +33,7 @@ mod failures;
 mod leases;
 mod operator;
 mod overlap;
+mod schedules;
 mod schema;
 mod tick;
 
@@ -57,6 +58,10 @@ pub use operator::{
     schedule_change_keeps_cursor,
 };
 pub use overlap::{overlap_allow, overlap_forbid, overlap_replace};
+pub use schedules::{
+    a_schedule_runs_and_a_recreate_fences_out_old_runs,
+    concurrent_upserts_of_one_spec_end_at_version_1, versions_preconditions_and_tombstones,
+};
 pub use schema::{schema_1_record, schema_1_record_loads};
 pub use tick::tick_index_contract;
 
@@ -238,6 +243,7 @@ mod tests {
         ("leases", include_str!("conformance/leases.rs")),
         ("operator", include_str!("conformance/operator.rs")),
         ("overlap", include_str!("conformance/overlap.rs")),
+        ("schedules", include_str!("conformance/schedules.rs")),
         ("schema", include_str!("conformance/schema.rs")),
         ("tick", include_str!("conformance/tick.rs")),
     ];

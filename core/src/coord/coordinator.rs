@@ -251,7 +251,7 @@ impl<S> CasCoordinator<S> {
         self.conflicts.get()
     }
 
-    fn remember(&self, job: &str, record: Option<&Versioned<JobState>>) {
+    pub(super) fn remember(&self, job: &str, record: Option<&Versioned<JobState>>) {
         let mut known = self.known.borrow_mut();
         match record {
             Some(v) => {
@@ -268,7 +268,12 @@ impl<S> CasCoordinator<S> {
         &self.store
     }
 
-    fn random(&self) -> SplitMix64 {
+    /// Counts one conditional write lost to another writer.
+    pub(super) fn count_conflict(&self) {
+        self.conflicts.set(self.conflicts.get() + 1);
+    }
+
+    pub(super) fn random(&self) -> SplitMix64 {
         // A fresh generator per operation, drawn from the coordinator's: the
         // borrow never spans an await.
         let seed = self.rng.borrow_mut().next_u64();
@@ -350,7 +355,7 @@ impl<S: StateStore> CasCoordinator<S> {
                     return Ok(out);
                 }
                 PutResult::Conflict(now_stored) => {
-                    self.conflicts.set(self.conflicts.get() + 1);
+                    self.count_conflict();
                     current = now_stored.map(|b| *b);
                     self.remember(job, current.as_ref());
                 }
@@ -363,7 +368,7 @@ impl<S: StateStore> CasCoordinator<S> {
 
     /// A write whose outcome is unknown is resolved by reading back, never by
     /// assuming: if the stored record is what we wrote, it was applied.
-    async fn put_resolving_ambiguity(
+    pub(super) async fn put_resolving_ambiguity(
         &self,
         job: &str,
         next: &JobState,

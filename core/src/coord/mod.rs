@@ -9,6 +9,7 @@ mod job_error;
 pub mod location;
 mod memory;
 mod rng;
+mod schedules;
 mod slot;
 mod state;
 mod store;
@@ -21,6 +22,7 @@ pub use job_error::{JobError, JobResult};
 pub use location::{BareUserinfo, Secret, redact_url};
 pub use memory::{Fault, MemoryStore};
 pub use rng::{RandomSource, SplitMix64};
+pub use schedules::{ScheduleError, ScheduleRecord, Schedules};
 pub use slot::{SlotId, SlotIdError, format_instant};
 pub use state::{
     Counters, DeadLetter, DecodeError, FateSpan, JobState, Lease, MAX_FATE_SPANS, MAX_RECORD_BYTES,

@@ -8,3 +8,15 @@ cronslot_core::conformance_suite!(
     cronslot_core::coord::exec::block_on,
     "mem"
 );
+
+/// Schedules as data, on the same yielding store: the eight concurrent
+/// upserts really interleave.
+mod schedules {
+    use cronslot_core::coord::{CasCoordinator, MemoryStore};
+
+    cronslot_core::schedules_suite!(
+        CasCoordinator::new(MemoryStore::yielding(), 7),
+        cronslot_core::coord::exec::block_on,
+        "mem"
+    );
+}

@@ -1,0 +1,203 @@
+//! The conformance of schedules as data ([`Schedules`]): what every store
+//! that keeps a dynamic job's schedules must do, written once. A store runs
+//! it with [`schedules_suite!`](crate::schedules_suite).
+
+use crate::coord::decide::{Precondition, ScheduleRefusal, ScheduleWrite};
+use crate::coord::exec::join_all;
+use crate::coord::{Claim, Coordinator, ScheduleError, Schedules, Trigger};
+use crate::manifest::{JobTemplate, parse_manifest};
+use crate::schedules::{ScheduleKey, ScheduleSpec};
+
+use super::{HOUR, MIN, at};
+
+/// Every test of this part of the suite, named once (as
+/// [`conformance_tests!`](crate::conformance_tests) names the rest).
+#[macro_export]
+macro_rules! schedule_tests {
+    ([$($callback:tt)*] $($args:tt)*) => {
+        $($callback)*! {
+            $($args)*;
+            concurrent_upserts_of_one_spec_end_at_version_1,
+            versions_preconditions_and_tombstones,
+            a_schedule_runs_and_a_recreate_fences_out_old_runs,
+        }
+    };
+}
+
+/// Declares one `#[test]` per test of [`schedule_tests!`](crate::schedule_tests),
+/// as [`conformance_suite!`](crate::conformance_suite) does for the rest.
+#[macro_export]
+macro_rules! schedules_suite {
+    ($make:expr, $block_on:path, $ns:literal) => {
+        $crate::schedule_tests!([$crate::schedules_suite] @each $make, $block_on, $ns);
+    };
+    (@each $make:expr, $block_on:path, $ns:literal; $($name:ident),* $(,)?) => {
+        $(
+            #[test]
+            fn $name() {
+                let coordinator = $make;
+                $block_on($crate::conformance::$name(
+                    &coordinator,
+                    concat!($ns, "-", stringify!($name)),
+                ));
+            }
+        )*
+    };
+}
+
+/// A dynamic job named `ns` (the namespace is unique per test and short
+/// enough to be a job name).
+fn template(ns: &str) -> JobTemplate {
+    let text = format!(
+        "[[job]]\nname = \"{ns}\"\ndynamic = true\ncommand = [\"true\"]\nlease = \"2m\"\ntimeout = \"1m\"\n"
+    );
+    parse_manifest(&text, "conformance.toml")
+        .unwrap_or_else(|e| panic!("conformance manifest is invalid:\n{e}"))
+        .templates
+        .remove(0)
+}
+
+fn key(text: &str) -> ScheduleKey {
+    ScheduleKey::new(text).expect("key")
+}
+
+fn spec(json: &str) -> ScheduleSpec {
+    ScheduleSpec::from_json(json).expect("spec")
+}
+
+/// Eight clients upsert the same spec at once, as the instances of a
+/// service do at start-up: one schedule, at version 1; one write created it
+/// and the others found it unchanged.
+pub async fn concurrent_upserts_of_one_spec_end_at_version_1<C: Schedules>(c: &C, ns: &str) {
+    let t = template(ns);
+    let k = key("tenant-1");
+    let body = r#"{"cron":"0 9 * * *","timezone":"Europe/Berlin","payload":{"plan":"pro"}}"#;
+    let writes = (0..8).map(|_| c.put_schedule(&t, &k, spec(body), Precondition::None, at(0)));
+    let results = join_all(writes.collect()).await;
+    let created = results
+        .iter()
+        .filter(|r| matches!(r, Ok(ScheduleWrite::Created { version: 1 })))
+        .count();
+    let unchanged = results
+        .iter()
+        .filter(|r| matches!(r, Ok(ScheduleWrite::Unchanged { version: 1 })))
+        .count();
+    assert_eq!((created, unchanged), (1, 7), "{results:?}");
+    let read = c.schedule(&t, &k).await.expect("reads").expect("held");
+    assert_eq!(read.data.version, 1);
+    assert_eq!(read.data.spec, Some(spec(body)));
+}
+
+/// Full replace, versions, `If-Match`, `If-None-Match`, a delete's
+/// tombstone, and a re-create that continues the version.
+pub async fn versions_preconditions_and_tombstones<C: Schedules>(c: &C, ns: &str) {
+    let t = template(ns);
+    let k = key("tenant-2");
+    let put = |json: &'static str, p: Precondition| c.put_schedule(&t, &k, spec(json), p, at(MIN));
+    let v1 = r#"{"cron":"0 9 * * *","labels":{"plan":"pro"}}"#;
+    assert_eq!(
+        put(v1, Precondition::Version(1)).await,
+        Err(ScheduleError::Refused(ScheduleRefusal::VersionMismatch {
+            current: None
+        })),
+        "If-Match on no schedule"
+    );
+    assert_eq!(
+        put(v1, Precondition::Absent).await,
+        Ok(ScheduleWrite::Created { version: 1 })
+    );
+    assert_eq!(
+        put(v1, Precondition::Absent).await,
+        Err(ScheduleError::Refused(ScheduleRefusal::Exists {
+            version: 1
+        }))
+    );
+    // A field not sent is not kept: the labels go.
+    let v2 = r#"{"cron":"0 9 * * *"}"#;
+    assert_eq!(
+        put(v2, Precondition::Version(1)).await,
+        Ok(ScheduleWrite::Changed { version: 2 })
+    );
+    let read = c.schedule(&t, &k).await.expect("reads").expect("held");
+    assert!(read.data.spec.expect("live").labels.is_empty());
+    assert_eq!(
+        put(v1, Precondition::Version(1)).await,
+        Err(ScheduleError::Refused(ScheduleRefusal::VersionMismatch {
+            current: Some(2)
+        })),
+        "a stale If-Match writes nothing"
+    );
+    assert_eq!(
+        c.delete_schedule(&t, &k, Precondition::Version(1), at(2 * MIN))
+            .await,
+        Err(ScheduleError::Refused(ScheduleRefusal::VersionMismatch {
+            current: Some(2)
+        }))
+    );
+    assert_eq!(
+        c.delete_schedule(&t, &k, Precondition::Version(2), at(2 * MIN))
+            .await,
+        Ok(ScheduleWrite::Deleted { version: 3 })
+    );
+    let tombstone = c.schedule(&t, &k).await.expect("reads").expect("kept");
+    assert_eq!((tombstone.data.version, tombstone.data.spec), (3, None));
+    assert_eq!(
+        c.delete_schedule(&t, &k, Precondition::None, at(3 * MIN))
+            .await,
+        Err(ScheduleError::Refused(ScheduleRefusal::NotFound))
+    );
+    assert_eq!(
+        put(v2, Precondition::Version(2)).await,
+        Err(ScheduleError::Refused(ScheduleRefusal::VersionMismatch {
+            current: None
+        })),
+        "a version from before the delete never matches"
+    );
+    assert_eq!(
+        put(v2, Precondition::Absent).await,
+        Ok(ScheduleWrite::Created { version: 4 })
+    );
+}
+
+/// A schedule's slot is claimed and run like a job's, under `job/key`; a
+/// delete and a re-create fence out a run claimed before them.
+pub async fn a_schedule_runs_and_a_recreate_fences_out_old_runs<C: Schedules + Coordinator>(
+    c: &C,
+    ns: &str,
+) {
+    let t = template(ns);
+    let k = key("tenant-3");
+    let hourly = spec(r#"{"cron":"0 * * * *","payload":[1,2]}"#);
+    c.put_schedule(&t, &k, hourly.clone(), Precondition::None, at(0))
+        .await
+        .expect("creates");
+    let s = t.for_schedule(&k, &hourly).expect("runs");
+    let first = match c.claim(&s, at(HOUR + 1), Trigger::Tick, "a").await {
+        Ok(Claim::Claimed(lease)) => lease,
+        other => panic!("the schedule's slot is due: {other:?}"),
+    };
+    assert_eq!(first.slot, at(HOUR));
+    let read = c.schedule(&t, &k).await.expect("reads").expect("held");
+    assert_eq!(read.record.job, format!("{ns}/tenant-3"));
+    assert_eq!(read.record.leases.len(), 1);
+    c.delete_schedule(&t, &k, Precondition::None, at(HOUR + 2))
+        .await
+        .expect("deletes");
+    c.put_schedule(&t, &k, hourly.clone(), Precondition::None, at(HOUR + 3))
+        .await
+        .expect("re-creates");
+    assert!(
+        c.complete(&s, first.fence, None, at(HOUR + 4))
+            .await
+            .is_err(),
+        "a run claimed before the delete cannot complete after the re-create"
+    );
+    let next = match c.claim(&s, at(2 * HOUR + 1), Trigger::Tick, "b").await {
+        Ok(Claim::Claimed(lease)) => lease,
+        other => panic!("the re-created schedule runs: {other:?}"),
+    };
+    assert!(next.fence > first.fence, "fences go on across the delete");
+    c.complete(&s, next.fence, None, at(2 * HOUR + 2))
+        .await
+        .expect("completes");
+}
