@@ -22,11 +22,14 @@ use std::future::Future;
 use std::time::{Duration, Instant};
 
 use cronslot_core::conformance::{at, job};
+use cronslot_core::coord::Schedules;
+use cronslot_core::coord::decide::{Precondition, ScheduleWrite};
 use cronslot_core::coord::{
     CasCoordinator, Claim, Coordinator, EffectBegin, EffectFinish, EffectLedger, JobState, Lease,
     LocationError, PutResult, StateStore, StoreError, StoreErrorKind, TickIndex, Trigger,
 };
-use cronslot_core::manifest::JobSpec;
+use cronslot_core::manifest::{JobSpec, parse_manifest};
+use cronslot_core::schedules::{ScheduleKey, ScheduleSpec};
 use cronslot_store_kit::{JudgeClock, OpenOptions, RequestCounts, UrlStore};
 use jiff::{SignedDuration, Timestamp};
 
@@ -331,6 +334,80 @@ where
     assert_eq!(missing, PutResult::Conflict(None));
     assert_eq!(since(s), (0, 1), "no record");
     assert_eq!(store.get("nobody").await.unwrap(), None);
+
+    schedule_request_counts(store, ns, &counted).await;
+}
+
+/// What writing a dynamic job's schedules costs (issue 26): creating one,
+/// one read and one write; upserting the same spec again, one read and no
+/// write; a change, one read and one write; a run of a schedule, as a
+/// job's (one read, two writes); a delete, one read and one write.
+async fn schedule_request_counts<S>(store: &S, ns: &str, counted: &impl Fn() -> (u64, u64))
+where
+    S: StateStore + EffectLedger + Clone,
+{
+    let since = |s: (u64, u64)| {
+        let now = counted();
+        (now.0 - s.0, now.1 - s.1)
+    };
+    let text = format!(
+        "[[job]]\nname = \"{ns}-tenants\"\ndynamic = true\ncommand = [\"true\"]\nlease = \"1m\"\n"
+    );
+    let template = parse_manifest(&text, "counts.toml")
+        .unwrap()
+        .templates
+        .remove(0);
+    let key = ScheduleKey::new("tenant-1").unwrap();
+    let spec = |json: &str| ScheduleSpec::from_json(json).unwrap();
+    let c = CasCoordinator::new(store.clone(), 3);
+    let hourly = r#"{"cron":"0 * * * *","payload":{"plan":"pro"}}"#;
+
+    let s = counted();
+    let w = c
+        .put_schedule(&template, &key, spec(hourly), Precondition::None, at(0))
+        .await
+        .unwrap();
+    assert_eq!(w, ScheduleWrite::Created { version: 1 });
+    assert_eq!(since(s), (1, 1), "creating a schedule");
+
+    let s = counted();
+    let w = c
+        .put_schedule(&template, &key, spec(hourly), Precondition::None, at(1))
+        .await
+        .unwrap();
+    assert_eq!(w, ScheduleWrite::Unchanged { version: 1 });
+    assert_eq!(since(s), (1, 0), "an unchanged upsert");
+
+    let changed = r#"{"cron":"30 * * * *","payload":{"plan":"pro"}}"#;
+    let s = counted();
+    let w = c
+        .put_schedule(
+            &template,
+            &key,
+            spec(changed),
+            Precondition::Version(1),
+            at(2),
+        )
+        .await
+        .unwrap();
+    assert_eq!(w, ScheduleWrite::Changed { version: 2 });
+    assert_eq!(since(s), (1, 1), "a change");
+
+    let runs = template.for_schedule(&key, &spec(changed)).unwrap();
+    let s = counted();
+    let run = lease(claim(&c, &runs, at(30 * 60 + 1), Trigger::Tick, "a").await);
+    c.complete(&runs, run.fence, None, at(30 * 60 + 2))
+        .await
+        .unwrap();
+    assert_eq!(since(s), (1, 2), "a run of a schedule");
+
+    let s = counted();
+    let w = c
+        .delete_schedule(&template, &key, Precondition::None, at(30 * 60 + 3))
+        .await
+        .unwrap();
+    assert_eq!(w, ScheduleWrite::Deleted { version: 3 });
+    assert_eq!(since(s), (1, 1), "a delete");
 }
 
 /// [`request_counts_per_step`] on a fresh store of the shared server,
