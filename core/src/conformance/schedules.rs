@@ -85,7 +85,7 @@ pub async fn concurrent_upserts_of_one_spec_end_at_version_1<C: Schedules>(c: &C
     assert_eq!((created, unchanged), (1, 7), "{results:?}");
     let read = c.schedule(&t, &k).await.expect("reads").expect("held");
     assert_eq!(read.data.version, 1);
-    assert_eq!(read.data.spec, Some(spec(body)));
+    assert_eq!(read.data.spec(), Ok(Some(spec(body))));
 }
 
 /// Full replace, versions, `If-Match`, `If-None-Match`, a delete's
@@ -119,7 +119,7 @@ pub async fn versions_preconditions_and_tombstones<C: Schedules>(c: &C, ns: &str
         Ok(ScheduleWrite::Changed { version: 2 })
     );
     let read = c.schedule(&t, &k).await.expect("reads").expect("held");
-    assert!(read.data.spec.expect("live").labels.is_empty());
+    assert!(read.data.spec().unwrap().expect("live").labels.is_empty());
     assert_eq!(
         put(v1, Precondition::Version(1)).await,
         Err(ScheduleError::Refused(ScheduleRefusal::VersionMismatch {
@@ -140,7 +140,10 @@ pub async fn versions_preconditions_and_tombstones<C: Schedules>(c: &C, ns: &str
         Ok(ScheduleWrite::Deleted { version: 3 })
     );
     let tombstone = c.schedule(&t, &k).await.expect("reads").expect("kept");
-    assert_eq!((tombstone.data.version, tombstone.data.spec), (3, None));
+    assert_eq!(
+        (tombstone.data.version, tombstone.data.spec_json),
+        (3, None)
+    );
     assert_eq!(
         c.delete_schedule(&t, &k, Precondition::None, at(3 * MIN))
             .await,

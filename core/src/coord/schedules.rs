@@ -131,10 +131,16 @@ impl<S: StateStore> CasCoordinator<S> {
                 return Ok(write);
             };
             decide::fit_record(&mut next);
-            next.wake_at = match next.schedule.as_ref().and_then(|d| d.spec.as_ref()) {
+            let in_force = match &next.schedule {
+                Some(data) => data
+                    .spec()
+                    .map_err(|p| ScheduleError::Refused(ScheduleRefusal::Spec(p)))?,
+                None => None,
+            };
+            next.wake_at = match in_force {
                 Some(spec) => {
                     let in_force = template
-                        .for_schedule(key, spec)
+                        .for_schedule(key, &spec)
                         .map_err(|p| ScheduleError::Refused(ScheduleRefusal::Spec(p)))?;
                     decide::next_wake(&in_force, &next, now)
                 }

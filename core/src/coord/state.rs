@@ -11,10 +11,8 @@ use std::fmt;
 use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
 
-use serde_json::value::RawValue;
-
 use crate::schedule::GapCause;
-use crate::schedules::ScheduleSpec;
+use crate::schedules::{ScheduleSpec, SpecProblem};
 
 /// The layout version written by this build. Records of older versions are
 /// migrated on read (see [`decode_state`]); newer ones are refused.
@@ -492,14 +490,19 @@ pub struct JobState {
 
 /// The data of one schedule of a dynamic job, kept in its record so that a
 /// change and the slots it decides about are one conditional write.
+///
+/// The spec is kept as the JSON a `PUT` of it sends
+/// ([`ScheduleSpec::to_json`]), read only where schedules are served: a
+/// process that only runs jobs (a Worker) pays nothing to carry it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ScheduleData {
     /// 1 when created; one more at every change, a delete and a re-create
     /// included, so that a version from before a delete never matches.
     pub version: u64,
-    /// The spec in force; `None` once deleted (the record is then a
-    /// tombstone: it keeps the version and the fence for a re-create).
-    pub spec: Option<ScheduleSpec>,
+    /// The spec in force, as JSON; `None` once deleted (the record is then
+    /// a tombstone: it keeps the version and the fence for a re-create).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spec_json: Option<String>,
     /// When the version in force was written, by the store's clock.
     #[serde(with = "crate::instant::text")]
     pub changed_at: Timestamp,
@@ -511,34 +514,61 @@ pub struct ScheduleData {
 }
 
 /// An earlier version's payload, kept for the runs that belong to it.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PinnedVersion {
     /// The version.
     pub version: u64,
-    /// Its payload (JSON text as it was sent); `None`: it had none.
+    /// Its payload, JSON text as it was sent; `None`: it had none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub payload: Option<Box<RawValue>>,
+    pub payload: Option<String>,
 }
-
-impl PartialEq for PinnedVersion {
-    fn eq(&self, other: &PinnedVersion) -> bool {
-        self.version == other.version
-            && self.payload.as_ref().map(|p| p.get()) == other.payload.as_ref().map(|p| p.get())
-    }
-}
-
-impl Eq for PinnedVersion {}
 
 impl ScheduleData {
-    /// The payload of `version` (the one in force when `None`).
-    pub fn payload(&self, version: Option<u64>) -> Option<&RawValue> {
+    /// Data of `version` with `spec` in force, written at `at`.
+    pub fn live(version: u64, spec: &ScheduleSpec, at: Timestamp) -> ScheduleData {
+        ScheduleData {
+            version,
+            spec_json: Some(spec.to_json()),
+            changed_at: at,
+            pinned: Vec::new(),
+        }
+    }
+
+    /// Whether the schedule exists (is not a tombstone).
+    pub fn is_live(&self) -> bool {
+        self.spec_json.is_some()
+    }
+
+    /// The spec in force (`None`: deleted), read with the checks of a
+    /// `PUT`: a stored spec that no longer passes them (its zone left the
+    /// tz database) is an error naming the record's field.
+    pub fn spec(&self) -> Result<Option<ScheduleSpec>, SpecProblem> {
+        let Some(text) = &self.spec_json else {
+            return Ok(None);
+        };
+        ScheduleSpec::from_json(text).map(Some).map_err(|problems| {
+            let text: Vec<String> = problems.iter().map(ToString::to_string).collect();
+            SpecProblem {
+                field: "spec_json".to_string(),
+                message: format!("the stored spec no longer reads: {}", text.join("; ")),
+            }
+        })
+    }
+
+    /// The payload (JSON text) of `version`, the one in force when `None`.
+    pub fn payload(&self, version: Option<u64>) -> Option<String> {
         match version {
-            None => self.spec.as_ref()?.payload.as_deref(),
+            None => self
+                .spec()
+                .ok()
+                .flatten()?
+                .payload
+                .map(|p| p.get().to_string()),
             Some(v) => self
                 .pinned
                 .iter()
                 .find(|p| p.version == v)
-                .and_then(|p| p.payload.as_deref()),
+                .and_then(|p| p.payload.clone()),
         }
     }
 }

@@ -44,7 +44,7 @@ fn fire() -> Timestamp {
 /// The spec the record's version in force runs with.
 fn in_force(t: &JobTemplate, state: &JobState) -> JobSpec {
     let data = state.schedule.as_ref().expect("a schedule's record");
-    t.for_schedule(&key(), data.spec.as_ref().expect("live"))
+    t.for_schedule(&key(), &data.spec().expect("reads").expect("live"))
         .expect("runs")
 }
 
@@ -95,7 +95,7 @@ fn run_ticks(
     let mut ran = Vec::new();
     let mut now = from;
     while now <= until {
-        if state.schedule.as_ref().is_some_and(|d| d.spec.is_some()) {
+        if state.schedule.as_ref().is_some_and(|d| d.is_live()) {
             let spec = in_force(t, state);
             while let Ok(Claim::Claimed(lease)) =
                 decide::claim(&spec, state, now, Trigger::Tick, "w", &mut rng)
@@ -103,8 +103,7 @@ fn run_ticks(
                 let payload = state
                     .schedule
                     .as_ref()
-                    .and_then(|d| d.payload(lease.version))
-                    .map(|p| p.get().to_string());
+                    .and_then(|d| d.payload(lease.version));
                 ran.push((lease.slot, payload));
                 decide::complete(&spec, state, lease.fence, None, now).expect("completes");
                 decide::fit_record(state);
@@ -275,9 +274,9 @@ fn a_run_in_flight_at_a_delete_finishes_but_is_not_retried() {
     )
     .expect("deletes");
     let data = s.schedule.as_ref().expect("tombstone");
-    assert_eq!(data.spec, None);
+    assert_eq!(data.spec_json, None);
     assert_eq!(
-        data.payload(Some(1)).map(|p| p.get()),
+        data.payload(Some(1)).as_deref(),
         Some("\"p\""),
         "the run in flight keeps its payload"
     );

@@ -83,7 +83,7 @@ pub(super) fn retry_or_bury(
     if state
         .schedule
         .as_ref()
-        .is_some_and(|schedule| schedule.spec.is_none())
+        .is_some_and(|schedule| !schedule.is_live())
     {
         // A delete starts no slot after it, retries included.
         return bury_now(

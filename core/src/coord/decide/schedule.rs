@@ -100,7 +100,7 @@ pub fn put_schedule(
     let live = current
         .as_ref()
         .and_then(|s| s.schedule.as_ref())
-        .filter(|d| d.spec.is_some())
+        .filter(|d| d.is_live())
         .map(|d| d.version);
     match precondition {
         Precondition::None => {}
@@ -116,12 +116,7 @@ pub fn put_schedule(
     }
     let Some(mut state) = current else {
         let mut state = JobState::new(&new.record_name(), &new.spec_hash(), now, new.paused);
-        state.schedule = Some(ScheduleData {
-            version: 1,
-            spec: Some(spec),
-            changed_at: now,
-            pinned: Vec::new(),
-        });
+        state.schedule = Some(ScheduleData::live(1, &spec, now));
         return Ok((ScheduleWrite::Created { version: 1 }, Some(state)));
     };
     let Some(data) = state.schedule.take() else {
@@ -133,7 +128,7 @@ pub fn put_schedule(
         }));
     };
     let version = data.version + 1;
-    let Some(old_spec) = data.spec.clone() else {
+    let Some(old_spec) = data.spec().map_err(ScheduleRefusal::Spec)? else {
         // A re-create over a tombstone: the version and the fence go on, so
         // neither a version nor a run from before the delete is taken for
         // one of the new schedule. Leases still held are superseded.
@@ -143,12 +138,7 @@ pub fn put_schedule(
         state.cursor = state.cursor.max(now);
         state.paused = new.paused;
         state.paused_reason = None;
-        state.schedule = Some(ScheduleData {
-            version,
-            spec: Some(spec),
-            changed_at: now,
-            pinned: Vec::new(),
-        });
+        state.schedule = Some(ScheduleData::live(version, &spec, now));
         return Ok((ScheduleWrite::Created { version }, Some(state)));
     };
     if old_spec == spec {
@@ -168,7 +158,7 @@ pub fn put_schedule(
     if pinned {
         kept.push(PinnedVersion {
             version: data.version,
-            payload: old_spec.payload,
+            payload: old_spec.payload.map(|p| p.get().to_string()),
         });
     }
     let to_hash = new.spec_hash();
@@ -180,12 +170,9 @@ pub fn put_schedule(
         });
     }
     state.paused = new.paused;
-    state.schedule = Some(ScheduleData {
-        version,
-        spec: Some(spec),
-        changed_at: now,
-        pinned: still_referenced(&state, kept),
-    });
+    let mut data = ScheduleData::live(version, &spec, now);
+    data.pinned = still_referenced(&state, kept);
+    state.schedule = Some(data);
     Ok((ScheduleWrite::Changed { version }, Some(state)))
 }
 
@@ -205,7 +192,7 @@ pub fn delete_schedule(
     let Some(data) = state.schedule.take() else {
         return Err(ScheduleRefusal::NotFound);
     };
-    let Some(old_spec) = data.spec.clone() else {
+    let Some(old_spec) = data.spec().map_err(ScheduleRefusal::Spec)? else {
         return Err(ScheduleRefusal::NotFound);
     };
     match precondition {
@@ -236,12 +223,12 @@ pub fn delete_schedule(
         }
         kept.push(PinnedVersion {
             version: data.version,
-            payload: old_spec.payload,
+            payload: old_spec.payload.map(|p| p.get().to_string()),
         });
     }
     state.schedule = Some(ScheduleData {
         version,
-        spec: None,
+        spec_json: None,
         changed_at: now,
         pinned: Vec::new(),
     });
