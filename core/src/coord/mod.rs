@@ -9,6 +9,7 @@ mod job_error;
 pub mod location;
 mod memory;
 mod rng;
+#[cfg(feature = "schedules")]
 mod schedules;
 mod slot;
 mod state;
@@ -22,13 +23,16 @@ pub use job_error::{JobError, JobResult};
 pub use location::{BareUserinfo, Secret, redact_url};
 pub use memory::{Fault, MemoryStore};
 pub use rng::{RandomSource, SplitMix64};
+#[cfg(feature = "schedules")]
 pub use schedules::{ScheduleError, ScheduleRecord, Schedules};
 pub use slot::{SlotId, SlotIdError, format_instant};
 pub use state::{
     Counters, DeadLetter, DecodeError, FateSpan, JobState, Lease, MAX_FATE_SPANS, MAX_RECORD_BYTES,
-    MissReason, Origin, PendingRun, PinnedVersion, RunOutcome, RunRecord, SCHEMA_VERSION,
-    ScheduleChange, ScheduleData, SkipReason, decode_state, encode_state,
+    MissReason, Origin, PendingRun, RunOutcome, RunRecord, SCHEMA_VERSION, ScheduleChange,
+    SkipReason, decode_state, encode_state,
 };
+#[cfg(feature = "schedules")]
+pub use state::{PinnedVersion, ScheduleData};
 pub use store::{
     EffectBegin, EffectFinish, EffectLedger, EffectRecord, EffectState, LocationError, PutResult,
     StateStore, StoreError, StoreErrorKind, TickIndex, TickStart, Version, Versioned, decide_begin,

@@ -12,7 +12,6 @@ use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
 
 use crate::schedule::GapCause;
-use crate::schedules::{ScheduleSpec, SpecProblem};
 
 /// The layout version written by this build. Records of older versions are
 /// migrated on read (see [`decode_state`]); newer ones are refused.
@@ -484,91 +483,104 @@ pub struct JobState {
     pub fates: Vec<FateSpan>,
     /// What a schedule of a dynamic job is (its spec and version); `None`
     /// for a static job, whose schedule the manifest writes.
+    #[cfg(feature = "schedules")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub schedule: Option<ScheduleData>,
 }
 
-/// The data of one schedule of a dynamic job, kept in its record so that a
-/// change and the slots it decides about are one conditional write.
-///
-/// The spec is kept as the JSON a `PUT` of it sends
-/// ([`ScheduleSpec::to_json`]), read only where schedules are served: a
-/// process that only runs jobs (a Worker) pays nothing to carry it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ScheduleData {
-    /// 1 when created; one more at every change, a delete and a re-create
-    /// included, so that a version from before a delete never matches.
-    pub version: u64,
-    /// The spec in force, as JSON; `None` once deleted (the record is then
-    /// a tombstone: it keeps the version and the fence for a re-create).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub spec_json: Option<String>,
-    /// When the version in force was written, by the store's clock.
-    #[serde(with = "crate::instant::text")]
-    pub changed_at: Timestamp,
-    /// The payloads of earlier versions that a lease or a waiting run still
-    /// belongs to: a slot runs with the payload of the version in force at
-    /// its instant. Dropped once nothing refers to them.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub pinned: Vec<PinnedVersion>,
-}
+#[cfg(feature = "schedules")]
+pub use schedule_data::{PinnedVersion, ScheduleData};
 
-/// An earlier version's payload, kept for the runs that belong to it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PinnedVersion {
-    /// The version.
-    pub version: u64,
-    /// Its payload, JSON text as it was sent; `None`: it had none.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub payload: Option<String>,
-}
+/// A schedule's data in its record (feature `schedules`).
+#[cfg(feature = "schedules")]
+mod schedule_data {
+    use jiff::Timestamp;
+    use serde::{Deserialize, Serialize};
 
-impl ScheduleData {
-    /// Data of `version` with `spec` in force, written at `at`.
-    pub fn live(version: u64, spec: &ScheduleSpec, at: Timestamp) -> ScheduleData {
-        ScheduleData {
-            version,
-            spec_json: Some(spec.to_json()),
-            changed_at: at,
-            pinned: Vec::new(),
-        }
+    use crate::schedules::{ScheduleSpec, SpecProblem};
+
+    /// The data of one schedule of a dynamic job, kept in its record so that a
+    /// change and the slots it decides about are one conditional write.
+    ///
+    /// The spec is kept as the JSON a `PUT` of it sends
+    /// ([`ScheduleSpec::to_json`]), read only where schedules are served: a
+    /// process that only runs jobs (a Worker) pays nothing to carry it.
+    #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+    pub struct ScheduleData {
+        /// 1 when created; one more at every change, a delete and a re-create
+        /// included, so that a version from before a delete never matches.
+        pub version: u64,
+        /// The spec in force, as JSON; `None` once deleted (the record is then
+        /// a tombstone: it keeps the version and the fence for a re-create).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub spec_json: Option<String>,
+        /// When the version in force was written, by the store's clock.
+        #[serde(with = "crate::instant::text")]
+        pub changed_at: Timestamp,
+        /// The payloads of earlier versions that a lease or a waiting run still
+        /// belongs to: a slot runs with the payload of the version in force at
+        /// its instant. Dropped once nothing refers to them.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        pub pinned: Vec<PinnedVersion>,
     }
 
-    /// Whether the schedule exists (is not a tombstone).
-    pub fn is_live(&self) -> bool {
-        self.spec_json.is_some()
+    /// An earlier version's payload, kept for the runs that belong to it.
+    #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+    pub struct PinnedVersion {
+        /// The version.
+        pub version: u64,
+        /// Its payload, JSON text as it was sent; `None`: it had none.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub payload: Option<String>,
     }
 
-    /// The spec in force (`None`: deleted), read with the checks of a
-    /// `PUT`: a stored spec that no longer passes them (its zone left the
-    /// tz database) is an error naming the record's field.
-    pub fn spec(&self) -> Result<Option<ScheduleSpec>, SpecProblem> {
-        let Some(text) = &self.spec_json else {
-            return Ok(None);
-        };
-        ScheduleSpec::from_json(text).map(Some).map_err(|problems| {
-            let text: Vec<String> = problems.iter().map(ToString::to_string).collect();
-            SpecProblem {
-                field: "spec_json".to_string(),
-                message: format!("the stored spec no longer reads: {}", text.join("; ")),
+    impl ScheduleData {
+        /// Data of `version` with `spec` in force, written at `at`.
+        pub fn live(version: u64, spec: &ScheduleSpec, at: Timestamp) -> ScheduleData {
+            ScheduleData {
+                version,
+                spec_json: Some(spec.to_json()),
+                changed_at: at,
+                pinned: Vec::new(),
             }
-        })
-    }
+        }
 
-    /// The payload (JSON text) of `version`, the one in force when `None`.
-    pub fn payload(&self, version: Option<u64>) -> Option<String> {
-        match version {
-            None => self
-                .spec()
-                .ok()
-                .flatten()?
-                .payload
-                .map(|p| p.get().to_string()),
-            Some(v) => self
-                .pinned
-                .iter()
-                .find(|p| p.version == v)
-                .and_then(|p| p.payload.clone()),
+        /// Whether the schedule exists (is not a tombstone).
+        pub fn is_live(&self) -> bool {
+            self.spec_json.is_some()
+        }
+
+        /// The spec in force (`None`: deleted), read with the checks of a
+        /// `PUT`: a stored spec that no longer passes them (its zone left the
+        /// tz database) is an error naming the record's field.
+        pub fn spec(&self) -> Result<Option<ScheduleSpec>, SpecProblem> {
+            let Some(text) = &self.spec_json else {
+                return Ok(None);
+            };
+            ScheduleSpec::from_json(text).map(Some).map_err(|problems| {
+                let text: Vec<String> = problems.iter().map(ToString::to_string).collect();
+                SpecProblem {
+                    field: "spec_json".to_string(),
+                    message: format!("the stored spec no longer reads: {}", text.join("; ")),
+                }
+            })
+        }
+
+        /// The payload (JSON text) of `version`, the one in force when `None`.
+        pub fn payload(&self, version: Option<u64>) -> Option<String> {
+            match version {
+                None => self
+                    .spec()
+                    .ok()
+                    .flatten()?
+                    .payload
+                    .map(|p| p.get().to_string()),
+                Some(v) => self
+                    .pinned
+                    .iter()
+                    .find(|p| p.version == v)
+                    .and_then(|p| p.payload.clone()),
+            }
         }
     }
 }
@@ -618,6 +630,7 @@ impl JobState {
             last_schedule_change: None,
             wake_at: None,
             fates: Vec::new(),
+            #[cfg(feature = "schedules")]
             schedule: None,
         }
     }

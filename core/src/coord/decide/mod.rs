@@ -22,6 +22,7 @@ mod claim;
 mod operator;
 mod outcome;
 mod record;
+#[cfg(feature = "schedules")]
 mod schedule;
 #[cfg(all(test, feature = "toml"))]
 mod tests;
@@ -40,6 +41,7 @@ pub use claim::claim;
 pub use operator::{BackfillError, backfill, pause, redrive, resume};
 pub use outcome::{checkpoint, complete, fail, heartbeat};
 pub use record::{creation_instant, fit_record};
+#[cfg(feature = "schedules")]
 pub use schedule::{Precondition, ScheduleRefusal, ScheduleWrite, delete_schedule, put_schedule};
 pub use wake::{carry_wake, migrated_wake, more_due, next_wake};
 

@@ -80,6 +80,7 @@ pub(super) fn retry_or_bury(
         );
         FailOutcome::Dead
     };
+    #[cfg(feature = "schedules")]
     if state
         .schedule
         .as_ref()

@@ -28,6 +28,7 @@ pub fn creation_instant(now: Timestamp, trigger: Trigger) -> Timestamp {
 /// First, a dynamic job's schedule forgets the payloads of earlier
 /// versions that no lease or waiting run belongs to any more.
 pub fn fit_record(state: &mut JobState) -> bool {
+    #[cfg(feature = "schedules")]
     super::schedule::forget_finished_versions(state);
     let mut size = encode_state(state).len();
     if size <= MAX_RECORD_BYTES {
