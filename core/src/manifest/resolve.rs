@@ -18,6 +18,7 @@ use super::rules::{
     Across, Origin, OverlapMode, Setting, catch_up_warning, check_across, window_problem,
 };
 use super::table::Checked;
+use super::template::Timing;
 use super::{
     Action, CatchUp, Defaults, Delivery, HistoryLimits, JobSpec, JobTemplate, Overlap, RetryPolicy,
     Trigger, defaults, gaps,
@@ -308,36 +309,8 @@ pub(super) fn resolve_job(
         return None;
     }
     let name = job.name.as_ref()?;
-    if job.is_dynamic() {
-        return Some(Resolved::Template(JobTemplate {
-            name: name.get_ref().clone(),
-            trigger: p.trigger.value,
-            lease: p.lease.value,
-            starting_deadline: p.starting_deadline.value,
-            catch_up: p.catch_up.value,
-            max_catch_up: p.max_catch_up.value,
-            overlap: p.overlap(),
-            retry: p.retry(),
-            delivery: p.delivery.value,
-            dst: p.dst(),
-            skew_margin: p.skew_margin.value,
-            paused: p.paused.value,
-            start_at: start_at.map(|s| s.get_ref().0),
-            end_at: end_at.map(|e| e.get_ref().0),
-            stale_after: p.stale_after.value,
-            history: p.history(),
-            action: action?,
-        }));
-    }
-    let cron = job.cron.clone()?;
-    let schedule_text = job.raw.schedule.as_ref()?.get_ref().clone();
-    let action = action?;
-    let zone = p.zone.value.clone();
-    let spec = JobSpec {
+    let policies = JobTemplate {
         name: name.get_ref().clone(),
-        schedule: Schedule::new(cron, zone.clone(), p.dst()),
-        schedule_text,
-        timezone: zone.name().to_string(),
         trigger: p.trigger.value,
         lease: p.lease.value,
         starting_deadline: p.starting_deadline.value,
@@ -346,15 +319,31 @@ pub(super) fn resolve_job(
         overlap: p.overlap(),
         retry: p.retry(),
         delivery: p.delivery.value,
+        dst: p.dst(),
         skew_margin: p.skew_margin.value,
         paused: p.paused.value,
         start_at: start_at.map(|s| s.get_ref().0),
         end_at: end_at.map(|e| e.get_ref().0),
         stale_after: p.stale_after.value,
         history: p.history(),
-        action,
-        key: None,
+        action: action?,
     };
+    if job.is_dynamic() {
+        return Some(Resolved::Template(policies));
+    }
+    let cron = job.cron.clone()?;
+    let schedule_text = job.raw.schedule.as_ref()?.get_ref().clone();
+    let zone = p.zone.value.clone();
+    let (start_at, end_at, paused) = (policies.start_at, policies.end_at, policies.paused);
+    let spec = policies.into_spec(Timing {
+        schedule: Schedule::new(cron, zone.clone(), p.dst()),
+        schedule_text,
+        timezone: zone.name().to_string(),
+        start_at,
+        end_at,
+        paused,
+        key: None,
+    });
     job_warnings(sink, job, &p, &spec, offsets);
     Some(Resolved::Job(spec))
 }

@@ -110,11 +110,25 @@ impl JobTemplate {
                 )
             }
         };
-        Ok(JobSpec {
-            name: self.name.clone(),
+        Ok(self.clone().into_spec(Timing {
             schedule,
             schedule_text,
             timezone,
+            start_at: latest(self.start_at, start),
+            end_at: earliest(self.end_at, end),
+            paused: self.paused || spec.paused,
+            key: Some(key.clone()),
+        }))
+    }
+
+    /// The spec of a job with these policies and `timing` (the template's
+    /// own window and pause are not looked at: `timing` has the final ones).
+    pub(super) fn into_spec(self, timing: Timing) -> JobSpec {
+        JobSpec {
+            name: self.name,
+            schedule: timing.schedule,
+            schedule_text: timing.schedule_text,
+            timezone: timing.timezone,
             trigger: self.trigger,
             lease: self.lease,
             starting_deadline: self.starting_deadline,
@@ -124,15 +138,27 @@ impl JobTemplate {
             retry: self.retry,
             delivery: self.delivery,
             skew_margin: self.skew_margin,
-            paused: self.paused || spec.paused,
-            start_at: latest(self.start_at, start),
-            end_at: earliest(self.end_at, end),
+            paused: timing.paused,
+            start_at: timing.start_at,
+            end_at: timing.end_at,
             stale_after: self.stale_after,
             history: self.history,
-            action: self.action.clone(),
-            key: Some(key.clone()),
-        })
+            action: self.action,
+            key: timing.key,
+        }
     }
+}
+
+/// What a [`JobSpec`] has beyond its template's policies: when its slots
+/// are, and which schedule it is of.
+pub(super) struct Timing {
+    pub schedule: Schedule,
+    pub schedule_text: String,
+    pub timezone: String,
+    pub start_at: Option<Timestamp>,
+    pub end_at: Option<Timestamp>,
+    pub paused: bool,
+    pub key: Option<ScheduleKey>,
 }
 
 /// `M H D MON *` of `at` in UTC: every year at that minute (the window
