@@ -329,6 +329,13 @@ pub(super) fn resolve_job(
         action: action?,
     };
     if job.is_dynamic() {
+        // Said until the runners serve schedules (issue 26), so that a
+        // dynamic job is never silently left alone.
+        sink.warning(
+            job.at(job.key_span("dynamic")),
+            "dynamic jobs are not run yet by this version of cronslot: the runners, ticks \
+             and admin routes do not serve their schedules",
+        );
         return Some(Resolved::Template(policies));
     }
     let cron = job.cron.clone()?;
