@@ -25,23 +25,11 @@ macro_rules! schedule_tests {
 }
 
 /// Declares one `#[test]` per test of [`schedule_tests!`](crate::schedule_tests),
-/// as [`conformance_suite!`](crate::conformance_suite) does for the rest.
+/// with the per-test arm of [`conformance_suite!`](crate::conformance_suite).
 #[macro_export]
 macro_rules! schedules_suite {
     ($make:expr, $block_on:path, $ns:literal) => {
-        $crate::schedule_tests!([$crate::schedules_suite] @each $make, $block_on, $ns);
-    };
-    (@each $make:expr, $block_on:path, $ns:literal; $($name:ident),* $(,)?) => {
-        $(
-            #[test]
-            fn $name() {
-                let coordinator = $make;
-                $block_on($crate::conformance::$name(
-                    &coordinator,
-                    concat!($ns, "-", stringify!($name)),
-                ));
-            }
-        )*
+        $crate::schedule_tests!([$crate::conformance_suite] @each $make, $block_on, $ns);
     };
 }
 

@@ -226,16 +226,13 @@ pub fn delete_schedule(
             payload: old_spec.payload.map(|p| p.get().to_string()),
         });
     }
+    let pinned = still_referenced(&state, kept);
     state.schedule = Some(ScheduleData {
         version,
         spec_json: None,
         changed_at: now,
-        pinned: Vec::new(),
+        pinned,
     });
-    let pinned = still_referenced(&state, kept);
-    if let Some(d) = state.schedule.as_mut() {
-        d.pinned = pinned;
-    }
     Ok((ScheduleWrite::Deleted { version }, state))
 }
 
