@@ -181,6 +181,23 @@ fn unexpected(op: &str, answer: &Answer) -> CoordError {
     )))
 }
 
+/// The Worker serves no schedules of dynamic jobs yet: a precompiled
+/// manifest has no dynamic jobs (the build refuses them), so its tick
+/// plan has no templates and never asks.
+impl<T: Transport> cronslot_runtime::ScheduleSource for ObjectClient<T> {
+    async fn schedule_spec(
+        &self,
+        template: &cronslot_core::manifest::JobTemplate,
+        key: &cronslot_core::schedules::ScheduleKey,
+        _now: Timestamp,
+    ) -> Result<Option<JobSpec>, String> {
+        Err(format!(
+            "{}/{key}: the Worker serves no schedules of dynamic jobs yet",
+            template.name
+        ))
+    }
+}
+
 impl<T: Transport> Coordinator for ObjectClient<T> {
     async fn claim(
         &self,

@@ -43,7 +43,9 @@ impl Failure {
 pub fn coord_failure(store: &str, doing: &str, job: &str, e: &CoordError) -> Failure {
     let message = format!("error: {doing} job {job:?} in store {store}: {e}");
     match e {
-        CoordError::Backfill(_) | CoordError::Trigger(_) => Failure::bad_input(message),
+        CoordError::Backfill(_) | CoordError::Trigger(_) | CoordError::NoSchedule { .. } => {
+            Failure::bad_input(message)
+        }
         CoordError::Store(_) | CoordError::Refused(_) | CoordError::Contention { .. } => {
             Failure::problem(message)
         }

@@ -43,17 +43,16 @@ impl HttpClient {
             let method = Method::from_bytes(request.method.as_str().as_bytes())
                 .map_err(|e| permanent(format!("method {}: {e}", request.method)))?;
             let headers = headers(&request.headers)?;
-            let mut response = client
-                .request(method, &request.url)
-                .headers(headers)
-                .send()
-                .await
-                .map_err(|e| HttpFailure {
-                    // The URL or a header is unusable: the next attempt is
-                    // no better.
-                    permanent: e.is_builder(),
-                    message: chain(&e),
-                })?;
+            let mut outgoing = client.request(method, &request.url).headers(headers);
+            if let Some(body) = request.body {
+                outgoing = outgoing.body(body);
+            }
+            let mut response = outgoing.send().await.map_err(|e| HttpFailure {
+                // The URL or a header is unusable: the next attempt is
+                // no better.
+                permanent: e.is_builder(),
+                message: chain(&e),
+            })?;
             let status = response.status().as_u16();
             let mut body = Vec::new();
             if !response.status().is_success() {

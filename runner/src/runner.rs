@@ -40,7 +40,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use cronslot_core::coord::{JobState, format_instant};
-use cronslot_core::manifest::{Action, JobSpec};
+use cronslot_core::manifest::{Action, JobSpec, JobTemplate};
 use jiff::Timestamp;
 use tokio::sync::{mpsc, watch};
 
@@ -108,6 +108,7 @@ enum Until {
 pub struct Runner<S: RunnerStore = SqliteStore> {
     store: S,
     specs: Vec<JobSpec>,
+    templates: Vec<JobTemplate>,
     clock: Clock,
     jobs: Jobs,
     workers: u32,
@@ -127,6 +128,7 @@ impl<S: RunnerStore> Runner<S> {
         Runner {
             store,
             specs,
+            templates: Vec::new(),
             clock,
             jobs: Jobs::new(),
             workers: 1,
@@ -137,6 +139,16 @@ impl<S: RunnerStore> Runner<S> {
             stop: Arc::new(watch::channel(Stop::Running).0),
             health: Arc::new(Health::new(1)),
         }
+    }
+
+    /// The manifest's dynamic jobs ([`Manifest::templates`]): the runner
+    /// serves the schedules the store holds for them, each found through
+    /// its wake like any due record.
+    ///
+    /// [`Manifest::templates`]: cronslot_core::manifest::Manifest
+    pub fn with_templates(mut self, templates: Vec<JobTemplate>) -> Runner<S> {
+        self.templates = templates;
+        self
     }
 
     /// The Rust functions of the manifest's function jobs.
@@ -208,10 +220,14 @@ impl<S: RunnerStore> Runner<S> {
     /// fail permanently (the CLI, which has no Rust functions, refuses to
     /// start on them).
     pub fn unrunnable(&self) -> Vec<String> {
-        self.specs
-            .iter()
-            .filter(|s| s.action == Action::Function && !self.jobs.contains(s.name.as_str()))
-            .map(|s| s.name.as_str().to_string())
+        let specs = self.specs.iter().map(|s| (&s.name, &s.action));
+        let templates = self.templates.iter().map(|t| (&t.name, &t.action));
+        specs
+            .chain(templates)
+            .filter(|(name, action)| {
+                **action == Action::Function && !self.jobs.contains(name.as_str())
+            })
+            .map(|(name, _)| name.as_str().to_string())
             .collect()
     }
 
@@ -244,6 +260,7 @@ impl<S: RunnerStore> Runner<S> {
         });
         let shared = Arc::new(Shared {
             specs: self.specs,
+            templates: self.templates,
             jobs: self.jobs,
             clock: self.clock.clone(),
             store: store.clone(),

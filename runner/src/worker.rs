@@ -20,9 +20,10 @@ use cronslot_core::coord::{
     CasCoordinator, Claim, Coordinator, EffectLedger, Idle, Lease, SlotId, StateStore, TickIndex,
     Trigger, decide, format_instant,
 };
-use cronslot_core::manifest::JobSpec;
+use cronslot_core::manifest::{JobSpec, JobTemplate};
 use cronslot_runtime::{
-    Jobs, Platform, TickJob, TickPlan, TickServer, TickWork, run_lease, tick_with,
+    Jobs, Platform, TickJob, TickPlan, TickServer, TickWork, WokenSchedule, resolve_with,
+    run_lease, tick_with,
 };
 use jiff::Timestamp;
 use tokio::sync::{Notify, watch};
@@ -78,6 +79,8 @@ impl<S: StateStore + EffectLedger + TickIndex + Clone + Send + Sync + 'static> R
 /// What every worker of a runner shares.
 pub(crate) struct Shared<S> {
     pub specs: Vec<JobSpec>,
+    /// The dynamic jobs, whose schedules the store holds.
+    pub templates: Vec<JobTemplate>,
     pub jobs: Jobs,
     pub clock: Clock,
     pub store: S,
@@ -127,7 +130,8 @@ impl<S: RunnerStore> Worker<S> {
             coordinator: Rc::new(CasCoordinator::new(shared.store.clone(), seed)),
             plan: TickPlan::new(shared.specs.iter().cloned().map(Rc::new).collect(), |_| {
                 true
-            }),
+            })
+            .with_templates(shared.templates.iter().cloned().map(Rc::new).collect()),
             shared,
             platform: Rc::new(platform),
             wake: Notify::new(),
@@ -150,7 +154,7 @@ impl<S: RunnerStore> Worker<S> {
         let mut runs = JoinSet::new();
         // Per job: the next slot the coordinator told us of, to notice when
         // another worker takes it.
-        let mut expected: HashMap<usize, Timestamp> = HashMap::new();
+        let mut expected: HashMap<String, Timestamp> = HashMap::new();
         let mut stop = self.stop.clone();
         let mut stop_open = true;
         let health = &self.shared.watch.health;
@@ -209,7 +213,7 @@ impl<S: RunnerStore> Worker<S> {
     async fn tick(
         self: &Rc<Self>,
         runs: &mut JoinSet<()>,
-        expected: &mut HashMap<usize, Timestamp>,
+        expected: &mut HashMap<String, Timestamp>,
     ) -> Option<Timestamp> {
         let platform = LocalPlatform::new(self.clock().clone());
         let mut server = RunnerTick {
@@ -248,17 +252,18 @@ impl<S: RunnerStore> Worker<S> {
     /// whether a claim failed on the store.
     async fn claim_due(
         self: &Rc<Self>,
-        index: usize,
         tick_job: &TickJob,
         runs: &mut JoinSet<()>,
-        expected: &mut HashMap<usize, Timestamp>,
+        expected: &mut HashMap<String, Timestamp>,
     ) -> (Option<Timestamp>, bool) {
         let spec = &tick_job.spec;
-        let job = spec.name.as_str();
+        // The record's name: a schedule's (`job/key`) is not its job's.
+        let record_name = spec.record_name();
+        let job = record_name.as_ref();
         let mut trigger = tick_job.trigger();
         let mut failed = false;
         let now = self.clock().now();
-        let due = expected.get(&index).copied().filter(|s| *s <= now);
+        let due = expected.get(job).copied().filter(|s| *s <= now);
         let mut got_due = false;
         let mut wake = None;
         for _ in 0..MAX_CLAIMS_PER_ROUND {
@@ -290,7 +295,7 @@ impl<S: RunnerStore> Worker<S> {
                 }
                 Ok(Claim::Idle(idle)) => {
                     self.shared.watch.health.store_ok();
-                    wake = self.note_idle(index, spec, idle, expected);
+                    wake = self.note_idle(job, idle, expected);
                     break;
                 }
                 Err(e) => {
@@ -309,8 +314,8 @@ impl<S: RunnerStore> Worker<S> {
             }
         }
         if let Some(slot) = due {
-            if expected.get(&index) == Some(&slot) {
-                expected.remove(&index);
+            if expected.get(job) == Some(&slot) {
+                expected.remove(job);
             }
             if !got_due {
                 tracing::debug!(job, slot = %SlotId::new(spec, slot), owner = %self.owner,
@@ -323,10 +328,9 @@ impl<S: RunnerStore> Worker<S> {
 
     fn note_idle(
         &self,
-        index: usize,
-        spec: &JobSpec,
+        job: &str,
         idle: Idle,
-        expected: &mut HashMap<usize, Timestamp>,
+        expected: &mut HashMap<String, Timestamp>,
     ) -> Option<Timestamp> {
         match idle {
             Idle::NothingDue {
@@ -334,7 +338,7 @@ impl<S: RunnerStore> Worker<S> {
                 next_retry,
             } => {
                 if let Some(slot) = next_slot {
-                    expected.insert(index, slot);
+                    expected.insert(job.to_string(), slot);
                 }
                 match (next_slot, next_retry) {
                     (Some(a), Some(b)) => Some(a.min(b)),
@@ -344,8 +348,7 @@ impl<S: RunnerStore> Worker<S> {
             Idle::RetryLater { not_before, .. } => Some(not_before),
             Idle::InProgress { .. } | Idle::AlreadyResolved { .. } => {
                 self.shared.tally().refused();
-                tracing::debug!(job = spec.name.as_str(), owner = %self.owner,
-                    "duplicate refused: {idle:?}");
+                tracing::debug!(job, owner = %self.owner, "duplicate refused: {idle:?}");
                 None
             }
             // Another run holds the job, it is paused, or (dedicated
@@ -357,7 +360,8 @@ impl<S: RunnerStore> Worker<S> {
     }
 
     fn start_run(self: &Rc<Self>, spec: &Rc<JobSpec>, lease: Lease, runs: &mut JoinSet<()>) {
-        let job = spec.name.as_str();
+        let record_name = spec.record_name();
+        let job = record_name.as_ref();
         if let Some(slot) = self.shared.tally().claimed(job, &lease) {
             tracing::error!(job, slot = %slot, owner = %self.owner, fence = lease.fence,
                 "slot claimed while it is running or after it succeeded: it runs more than once");
@@ -379,16 +383,17 @@ impl<S: RunnerStore> Worker<S> {
         )
         .await;
         emit_run(&report);
+        let record_name = spec.record_name();
         let twice =
             self.shared
                 .tally()
-                .finished(spec.name.as_str(), &lease, report.outcome, report.ended);
+                .finished(&record_name, &lease, report.outcome, report.ended);
         if let Some(slot) = twice {
             tracing::error!(slot = %slot, owner = %self.owner, "slot succeeded twice");
         }
         let wake = self
             .coordinator
-            .known(spec.name.as_str())
+            .known(&record_name)
             .and_then(|record| record.value.wake_at);
         if let Some(t) = wake {
             self.soonest
@@ -425,7 +430,7 @@ fn warn_ahead_once(mark: Timestamp, now: Timestamp) {
 struct RunnerTick<'a, S: RunnerStore> {
     worker: &'a Rc<Worker<S>>,
     runs: &'a mut JoinSet<()>,
-    expected: &'a mut HashMap<usize, Timestamp>,
+    expected: &'a mut HashMap<String, Timestamp>,
 }
 
 impl<S: RunnerStore> TickServer for RunnerTick<'_, S> {
@@ -448,19 +453,24 @@ impl<S: RunnerStore> TickServer for RunnerTick<'_, S> {
         }
         let mut answers = Vec::with_capacity(jobs.len());
         for job in jobs {
-            let Some(index) = worker.plan.position(job.spec.name.as_str()) else {
-                answers.push((None, false));
-                continue;
-            };
             if let Some(slot) = job.planned {
-                self.expected.insert(index, slot);
+                self.expected
+                    .insert(job.spec.record_name().into_owned(), slot);
             }
-            answers.push(worker.claim_due(index, job, self.runs, self.expected).await);
+            answers.push(worker.claim_due(job, self.runs, self.expected).await);
         }
         answers
     }
 
     fn claim_failed(served: &(Option<Timestamp>, bool)) -> bool {
         served.1
+    }
+
+    async fn resolve(
+        &self,
+        woken: &WokenSchedule,
+        now: Timestamp,
+    ) -> Result<Option<Rc<JobSpec>>, String> {
+        resolve_with(&*self.worker.coordinator, woken, now).await
     }
 }

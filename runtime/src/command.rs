@@ -6,7 +6,9 @@
 //! process gets the manifest's environment, then cronslot's variables
 //! (which the manifest cannot override): `CRONSLOT_JOB`, `CRONSLOT_SLOT`,
 //! `CRONSLOT_IDEMPOTENCY_KEY`, `CRONSLOT_FENCE`, `CRONSLOT_ATTEMPT`,
-//! `CRONSLOT_SCHEDULED_AT`.
+//! `CRONSLOT_SCHEDULED_AT`; for a slot of a dynamic job's schedule also
+//! `CRONSLOT_KEY` and `CRONSLOT_PAYLOAD` (the JSON its version carries,
+//! `null` without one).
 //!
 //! Starting the process is the platform's
 //! ([`Platform::run_command`](crate::Platform::run_command)); only the
@@ -44,14 +46,24 @@ pub struct CommandRequest {
 
 /// The variables that identify a run to its process.
 pub fn identity(ctx: &RunContext) -> Vec<(&'static str, String)> {
-    vec![
+    let mut vars = vec![
         ("CRONSLOT_JOB", ctx.job().to_string()),
         ("CRONSLOT_SLOT", ctx.slot_id().to_string()),
         ("CRONSLOT_IDEMPOTENCY_KEY", ctx.idempotency_key()),
         ("CRONSLOT_FENCE", ctx.fence().to_string()),
         ("CRONSLOT_ATTEMPT", ctx.attempt().to_string()),
         ("CRONSLOT_SCHEDULED_AT", format_instant(ctx.scheduled_at())),
-    ]
+    ];
+    if let Some(key) = ctx.key() {
+        // A schedule's slot: its key, and its version's payload (`null`
+        // without one, so that a process can always parse it).
+        vars.push(("CRONSLOT_KEY", key.to_string()));
+        vars.push((
+            "CRONSLOT_PAYLOAD",
+            ctx.payload().unwrap_or("null").to_string(),
+        ));
+    }
+    vars
 }
 
 /// The process of `spec`'s `command` action for the run in `ctx`; `None`

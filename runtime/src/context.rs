@@ -134,6 +134,21 @@ impl RunContext {
         &self.inner.spec
     }
 
+    /// The key of the schedule the slot is of, for a dynamic job's
+    /// schedule (`job/key@…` slots); `None` for a job the manifest
+    /// schedules.
+    pub fn key(&self) -> Option<&str> {
+        self.inner.spec.key.as_ref().map(|k| k.as_str())
+    }
+
+    /// The payload (JSON text, as the schedule's write sent it) of the
+    /// schedule's version the slot belongs to: the version in force at the
+    /// slot's instant, even if the schedule changed since. `None` without
+    /// a payload, and for a job the manifest schedules.
+    pub fn payload(&self) -> Option<&str> {
+        self.inner.spec.payload_for(self.inner.lease.version)
+    }
+
     /// `job@2026-03-08T07:00:00Z`: the same for every attempt of the slot.
     pub fn slot_id(&self) -> SlotId {
         SlotId::new(&self.inner.spec, self.inner.lease.slot)

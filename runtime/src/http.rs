@@ -15,7 +15,9 @@
 //! `Cronslot-Scheduled-At`, so the receiver can drop a retry of work it
 //! already did and refuse a superseded run, and `User-Agent:
 //! cronslot/<version>`. An empty POST, PUT or PATCH says `Content-Length:
-//! 0`, or some servers wait for a body.
+//! 0`, or some servers wait for a body. A slot of a dynamic job's schedule
+//! also carries `Cronslot-Key: <key>` and a JSON body with the payload of
+//! the schedule's version ([`schedule_body`]), whatever the method.
 
 use std::time::Duration;
 
@@ -33,12 +35,13 @@ pub const BODY_EXCERPT: usize = 300;
 pub const USER_AGENT: &str = concat!("cronslot/", env!("CARGO_PKG_VERSION"));
 
 /// The headers cronslot sets, which the manifest's cannot override.
-pub const CRONSLOT_HEADERS: [&str; 5] = [
+pub const CRONSLOT_HEADERS: [&str; 6] = [
     "Idempotency-Key",
     "Cronslot-Fence",
     "Cronslot-Attempt",
     "Cronslot-Scheduled-At",
     "User-Agent",
+    "Cronslot-Key",
 ];
 
 /// One request of one run, ready to send.
@@ -53,6 +56,10 @@ pub struct HttpRequest {
     pub headers: Vec<(String, String)>,
     /// Bounds the whole exchange, response body included.
     pub timeout: Duration,
+    /// The body: for a run of a dynamic job's schedule, the JSON document
+    /// [`schedule_body`] (`Content-Type: application/json`); none for a
+    /// job the manifest schedules.
+    pub body: Option<String>,
 }
 
 /// What came back.
@@ -78,13 +85,53 @@ pub struct HttpFailure {
 /// The request of `spec`'s `http` action for the run in `ctx`; `None` if
 /// the job is not an http job.
 pub fn plan(spec: &JobSpec, ctx: &RunContext) -> Option<HttpRequest> {
-    plan_for(
+    let mut request = plan_for(
         spec,
         &ctx.idempotency_key(),
         ctx.fence(),
         ctx.attempt(),
         ctx.scheduled_at(),
+    )?;
+    if let Some(key) = ctx.key() {
+        let body = schedule_body(ctx.job(), key, &ctx.idempotency_key(), ctx.payload());
+        with_schedule(&mut request, key, body);
+    }
+    Some(request)
+}
+
+/// The body of a request for a slot of a dynamic job's schedule:
+/// `{"job": …, "key": …, "slot": …, "payload": …}`, the payload as the
+/// schedule's write sent it (`null` without one).
+pub fn schedule_body(job: &str, key: &str, slot: &str, payload: Option<&str>) -> String {
+    let text = |s: &str| serde_json::Value::from(s).to_string();
+    format!(
+        "{{\"job\":{},\"key\":{},\"slot\":{},\"payload\":{}}}",
+        text(job),
+        text(key),
+        text(slot),
+        payload.unwrap_or("null")
     )
+}
+
+/// Adds the schedule's key header and JSON body to a planned request,
+/// replacing a manifest's `Content-Type` and `Content-Length`: the body is
+/// cronslot's.
+fn with_schedule(request: &mut HttpRequest, key: &str, body: String) {
+    request.headers.retain(|(name, _)| {
+        !["content-type", "content-length", "cronslot-key"]
+            .iter()
+            .any(|n| name.eq_ignore_ascii_case(n))
+    });
+    request
+        .headers
+        .push(("Cronslot-Key".to_string(), key.to_string()));
+    request
+        .headers
+        .push(("Content-Type".to_string(), "application/json".to_string()));
+    request
+        .headers
+        .push(("Content-Length".to_string(), body.len().to_string()));
+    request.body = Some(body);
 }
 
 /// The request a run of `spec` would send, with a sample identity (fence
@@ -140,6 +187,7 @@ fn plan_for(
         url: url.clone(),
         headers: all,
         timeout: *timeout,
+        body: None,
     })
 }
 
@@ -220,6 +268,7 @@ mod tests {
             url: "https://example.com/hook".into(),
             headers: Vec::new(),
             timeout: Duration::from_secs(30),
+            body: None,
         }
     }
 

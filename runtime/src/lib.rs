@@ -63,7 +63,7 @@ pub use run::{
     run_lease, serve,
 };
 pub use tick::{
-    MAX_WOKEN_PER_TICK, TickJob, TickOptions, TickPlan, TickReport, TickServer, TickWork, tick,
-    tick_with,
+    MAX_WOKEN_PER_TICK, ScheduleSource, TickJob, TickOptions, TickPlan, TickReport, TickServer,
+    TickWork, WokenSchedule, resolve_with, tick, tick_with,
 };
 pub use virtual_platform::VirtualPlatform;

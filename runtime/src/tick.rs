@@ -18,7 +18,8 @@ use std::time::Duration;
 use cronslot_core::coord::exec::join_all;
 use cronslot_core::coord::{Coordinator, StoreError, TickIndex, TickStart, Trigger};
 use cronslot_core::due::DuePlanner;
-use cronslot_core::manifest::JobSpec;
+use cronslot_core::manifest::{JobSpec, JobTemplate};
+use cronslot_core::schedules::{ScheduleKey, split_record_name};
 use jiff::{SignedDuration, Timestamp};
 
 use crate::run::{MoreDue, ServeOptions, Served, serve};
@@ -37,6 +38,9 @@ const START_MARGIN: SignedDuration = SignedDuration::from_secs(5);
 pub struct TickPlan {
     specs: Vec<Rc<JobSpec>>,
     planner: DuePlanner,
+    /// The dynamic jobs: the wake index names their schedules' records
+    /// (`job/key`), whose specs are read from the store.
+    templates: Vec<Rc<JobTemplate>>,
 }
 
 /// On a store's first tick (no mark yet) the window reaches back this far:
@@ -81,11 +85,26 @@ pub struct TickWork {
     pub after: Timestamp,
     /// The window's end, the instant the store judges by.
     pub now: Timestamp,
-    /// The jobs to serve: planned ones by slot, then woken ones by wake.
+    /// The jobs to serve: planned ones by slot, then woken ones by wake,
+    /// then (once [`tick_with`] has read their specs) woken schedules.
     pub jobs: Vec<TickJob>,
+    /// The schedules of dynamic jobs the wake index named, by wake: their
+    /// specs are in their records, which [`TickServer::resolve`] reads.
+    pub schedules: Vec<WokenSchedule>,
     /// Jobs the wake index named that this manifest does not have (another
     /// manifest's, or removed): left alone.
     pub unknown: Vec<String>,
+}
+
+/// A schedule of a dynamic job that the wake index named.
+#[derive(Debug, Clone)]
+pub struct WokenSchedule {
+    /// Its job.
+    pub template: Rc<JobTemplate>,
+    /// Its key.
+    pub key: ScheduleKey,
+    /// Its record's name, `job/key`, as the index named it.
+    pub name: String,
 }
 
 impl TickWork {
@@ -95,7 +114,7 @@ impl TickWork {
     pub fn mark(&self, unserved: &HashSet<&str>) -> Timestamp {
         self.jobs
             .iter()
-            .filter(|j| unserved.contains(j.spec.name.as_str()))
+            .filter(|j| unserved.contains(j.spec.record_name().as_ref()))
             .filter_map(|j| j.planned)
             .min()
             .map_or(self.now, |slot| {
@@ -111,7 +130,35 @@ impl TickPlan {
     /// `planned` accepts, and the wake index may name any of them.
     pub fn new(specs: Vec<Rc<JobSpec>>, planned: impl Fn(&JobSpec) -> bool) -> TickPlan {
         let planner = DuePlanner::new(&specs, planned);
-        TickPlan { specs, planner }
+        TickPlan {
+            specs,
+            planner,
+            templates: Vec::new(),
+        }
+    }
+
+    /// The plan with the dynamic jobs `templates`, whose schedules the wake
+    /// index names.
+    pub fn with_templates(mut self, templates: Vec<Rc<JobTemplate>>) -> TickPlan {
+        self.templates = templates;
+        self
+    }
+
+    /// The dynamic jobs of the plan.
+    pub fn templates(&self) -> &[Rc<JobTemplate>] {
+        &self.templates
+    }
+
+    /// The schedule a record name of the wake index names, when it is one
+    /// of a dynamic job of the plan.
+    fn woken_schedule(&self, name: &str) -> Option<WokenSchedule> {
+        let (job, key) = split_record_name(name)?;
+        let template = self.templates.iter().find(|t| t.name == job)?;
+        Some(WokenSchedule {
+            template: Rc::clone(template),
+            key,
+            name: name.to_string(),
+        })
     }
 
     /// The jobs of the plan.
@@ -166,6 +213,7 @@ impl TickPlan {
                 });
             }
         }
+        let mut schedules = Vec::new();
         for name in &start.woken {
             match self.planner.position(name) {
                 Some(i) if seen.insert(i) => jobs.push(TickJob {
@@ -174,7 +222,10 @@ impl TickPlan {
                     from_slot: false,
                 }),
                 Some(_) => {}
-                None => unknown.push(name.clone()),
+                None => match self.woken_schedule(name) {
+                    Some(woken) => schedules.push(woken),
+                    None => unknown.push(name.clone()),
+                },
             }
         }
         TickWork {
@@ -182,6 +233,7 @@ impl TickPlan {
             after,
             now: start.now,
             jobs,
+            schedules,
             unknown,
         }
     }
@@ -225,6 +277,77 @@ pub trait TickServer {
     /// Whether a job's claim failed on the store before it ran anything:
     /// the job holds the mark, so the next tick plans it again.
     fn claim_failed(served: &Self::Served) -> bool;
+
+    /// The spec a woken schedule's slots run with now, read from its
+    /// record (its claim then starts from that read:
+    /// [`Schedules::schedule_for_claim`]); `None` when it is deleted or
+    /// gone. A platform that serves no schedules refuses: the schedule
+    /// keeps its wake.
+    ///
+    /// [`Schedules::schedule_for_claim`]: cronslot_core::coord::Schedules
+    async fn resolve(
+        &self,
+        woken: &WokenSchedule,
+        now: Timestamp,
+    ) -> Result<Option<Rc<JobSpec>>, String> {
+        let _ = now;
+        Err(format!(
+            "{}: this platform does not serve the schedules of dynamic jobs",
+            woken.name
+        ))
+    }
+}
+
+/// Where a tick reads a woken schedule's spec: a coordinator over a store
+/// that keeps schedules (feature `schedules`).
+#[allow(async_fn_in_trait)]
+pub trait ScheduleSource {
+    /// As [`TickServer::resolve`].
+    async fn schedule_spec(
+        &self,
+        template: &JobTemplate,
+        key: &ScheduleKey,
+        now: Timestamp,
+    ) -> Result<Option<JobSpec>, String>;
+}
+
+impl<S: cronslot_core::coord::StateStore> ScheduleSource
+    for cronslot_core::coord::CasCoordinator<S>
+{
+    async fn schedule_spec(
+        &self,
+        template: &JobTemplate,
+        key: &ScheduleKey,
+        now: Timestamp,
+    ) -> Result<Option<JobSpec>, String> {
+        #[cfg(feature = "schedules")]
+        {
+            use cronslot_core::coord::Schedules;
+            self.schedule_for_claim(template, key, now)
+                .await
+                .map_err(|e| e.to_string())
+        }
+        #[cfg(not(feature = "schedules"))]
+        {
+            let _ = (template, now);
+            Err(format!(
+                "{}/{key}: this build serves no schedules (feature `schedules`)",
+                template.name
+            ))
+        }
+    }
+}
+
+/// [`TickServer::resolve`] through a [`ScheduleSource`].
+pub async fn resolve_with<C: ScheduleSource>(
+    source: &C,
+    woken: &WokenSchedule,
+    now: Timestamp,
+) -> Result<Option<Rc<JobSpec>>, String> {
+    source
+        .schedule_spec(&woken.template, &woken.key, now)
+        .await
+        .map(|spec| spec.map(Rc::new))
 }
 
 /// What one tick did.
@@ -238,6 +361,10 @@ pub struct TickReport<S = Served, R = std::convert::Infallible> {
     pub served: Vec<S>,
     /// The jobs the platform refused, with why (they do not hold the mark).
     pub refused: Vec<R>,
+    /// Woken schedules this tick did not serve, with why (their read
+    /// failed, or the bound on jobs left no room): they keep their wakes,
+    /// so a next tick reads them again.
+    pub unresolved: Vec<(String, String)>,
     /// The mark the tick wrote.
     pub mark: Timestamp,
     /// Why the mark could not be written (the next tick plans a longer
@@ -263,7 +390,7 @@ pub async fn tick<C, I>(
     options: &TickOptions<'_>,
 ) -> Result<TickReport, StoreError>
 where
-    C: Coordinator + 'static,
+    C: Coordinator + ScheduleSource + 'static,
     I: TickIndex,
 {
     let mut server = ServeAtOnce {
@@ -284,7 +411,7 @@ struct ServeAtOnce<'a, C> {
     options: &'a TickOptions<'a>,
 }
 
-impl<C: Coordinator + 'static> TickServer for ServeAtOnce<'_, C> {
+impl<C: Coordinator + ScheduleSource + 'static> TickServer for ServeAtOnce<'_, C> {
     type Served = Served;
     type Refusal = std::convert::Infallible;
 
@@ -308,6 +435,14 @@ impl<C: Coordinator + 'static> TickServer for ServeAtOnce<'_, C> {
 
     fn claim_failed(served: &Served) -> bool {
         served.claim_error.is_some() && served.runs.is_empty()
+    }
+
+    async fn resolve(
+        &self,
+        woken: &WokenSchedule,
+        now: Timestamp,
+    ) -> Result<Option<Rc<JobSpec>>, String> {
+        resolve_with(&**self.coordinator, woken, now).await
     }
 }
 
@@ -333,7 +468,8 @@ where
     T: TickServer,
 {
     let start = index.tick_start(platform.now(), MAX_WOKEN_PER_TICK).await?;
-    let work = plan.work(&start);
+    let mut work = plan.work(&start);
+    let unresolved = resolve_schedules(&mut work, max_jobs, platform.now(), server).await;
     let too_late = platform
         .deadline()
         .is_some_and(|d| d.cut_runs_at.duration_since(platform.now()) < START_MARGIN);
@@ -364,17 +500,24 @@ where
     };
     let mut served = server.serve(&work, serving).await;
     served.truncate(serving.len());
-    let mut unserved: HashSet<&str> = admitted
+    // By record name: a schedule's (`job/key`) is not its job's.
+    let mut unserved: HashSet<String> = admitted
         .iter()
         .skip(served.len())
-        .map(|j| j.spec.name.as_str())
+        .map(|j| j.spec.record_name().into_owned())
         .collect();
     for (job, s) in admitted.iter().zip(&served) {
         if T::claim_failed(s) {
-            unserved.insert(job.spec.name.as_str());
+            unserved.insert(job.spec.record_name().into_owned());
         }
     }
-    let failed = unserved.len().saturating_sub(admitted.len() - served.len());
+    for (name, _) in &unresolved {
+        unserved.insert(name.clone());
+    }
+    let failed = unserved
+        .len()
+        .saturating_sub(admitted.len() - served.len())
+        .saturating_sub(unresolved.len());
     if failed > 0 && left.is_none() {
         left = Some((
             failed,
@@ -395,9 +538,10 @@ where
         .woken
         .iter()
         .map(String::as_str)
-        .filter(|name| unserved.contains(name))
+        .filter(|name| unserved.contains(*name))
         .collect();
     let kept = index.leave(&planned_left, &woken_left);
+    let unserved: HashSet<&str> = unserved.iter().map(String::as_str).collect();
     let mark = if kept {
         work.mark(&HashSet::new())
     } else {
@@ -408,8 +552,48 @@ where
         work,
         served,
         refused,
+        unresolved,
         mark,
         mark_error,
         left,
     })
+}
+
+/// Reads the specs of the schedules the wake index named, all at once
+/// (within what `max_jobs` leaves after the manifest's jobs), and adds the
+/// live ones to the work, in wake order. A deleted schedule has no wake
+/// and is not named; one whose read failed is returned, with why.
+async fn resolve_schedules<T: TickServer>(
+    work: &mut TickWork,
+    max_jobs: Option<usize>,
+    now: Timestamp,
+    server: &T,
+) -> Vec<(String, String)> {
+    let room = max_jobs
+        .unwrap_or(usize::MAX)
+        .saturating_sub(work.jobs.len())
+        .min(work.schedules.len());
+    let reads = work.schedules[..room]
+        .iter()
+        .map(|woken| server.resolve(woken, now))
+        .collect();
+    let mut unresolved = Vec::new();
+    for (woken, read) in work.schedules.iter().zip(join_all(reads).await) {
+        match read {
+            Ok(Some(spec)) => work.jobs.push(TickJob {
+                spec,
+                planned: None,
+                from_slot: false,
+            }),
+            Ok(None) => {}
+            Err(why) => unresolved.push((woken.name.clone(), why)),
+        }
+    }
+    for woken in &work.schedules[room..] {
+        unresolved.push((
+            woken.name.clone(),
+            "the tick's bound on jobs left no room: the next tick serves it".into(),
+        ));
+    }
+    unresolved
 }

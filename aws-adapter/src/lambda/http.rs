@@ -104,7 +104,11 @@ pub fn validate(spec: &JobSpec) -> Result<(), String> {
 
 /// The runtime's request as the SDK connector's.
 fn build_request(request: &HttpRequest) -> Result<SdkRequest, String> {
-    let mut sdk = SdkRequest::new(SdkBody::empty());
+    let body = match &request.body {
+        Some(body) => SdkBody::from(body.as_str()),
+        None => SdkBody::empty(),
+    };
+    let mut sdk = SdkRequest::new(body);
     sdk.set_method(request.method.as_str())
         .map_err(|e| format!("method {}: {}", request.method, chain(&e)))?;
     sdk.set_uri(request.url.as_str())

@@ -489,6 +489,9 @@ async fn send(request: HttpRequest) -> Result<HttpResponse, HttpFailure> {
     init.with_method(Method::from(request.method.as_str().to_string()))
         .with_headers(headers)
         .with_redirect(RequestRedirect::Manual);
+    if let Some(body) = &request.body {
+        init.with_body(Some(wasm_bindgen::JsValue::from_str(body)));
+    }
     let outgoing = Request::new_with_init(&request.url, &init)
         .map_err(|e| permanent(format!("request to {}", request.url), e))?;
     let mut response = Fetch::Request(outgoing)

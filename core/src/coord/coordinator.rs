@@ -40,6 +40,13 @@ pub enum CoordError {
         /// The conditional writes tried ([`MAX_CAS_ATTEMPTS`]).
         attempts: u32,
     },
+    /// The spec is of a schedule of a dynamic job, and the schedule has no
+    /// record: it was never created (a delete leaves a tombstone). Nothing
+    /// was written: only a schedule's write creates its record.
+    NoSchedule {
+        /// The record's name, `job/key`.
+        name: String,
+    },
 }
 
 impl CoordError {
@@ -69,6 +76,7 @@ impl fmt::Display for CoordError {
                 f,
                 "gave up after {attempts} conflicting writes: too many workers on one job"
             ),
+            CoordError::NoSchedule { name } => write!(f, "no schedule {name:?}"),
         }
     }
 }
@@ -224,6 +232,11 @@ pub struct CasCoordinator<S> {
     store: S,
     rng: RefCell<SplitMix64>,
     known: RefCell<HashMap<String, Versioned<JobState>>>,
+    /// Records just read for the claim that follows (a schedule's, read for
+    /// its spec): that claim starts from the remembered record instead of
+    /// reading again. With the instant the store judged the read by and the
+    /// caller's instant then.
+    primed: RefCell<HashMap<String, (Timestamp, Timestamp)>>,
     conflicts: Cell<u64>,
 }
 
@@ -234,6 +247,7 @@ impl<S> CasCoordinator<S> {
             store,
             rng: RefCell::new(SplitMix64::new(seed)),
             known: RefCell::new(HashMap::new()),
+            primed: RefCell::new(HashMap::new()),
             conflicts: Cell::new(0),
         }
     }
@@ -261,6 +275,25 @@ impl<S> CasCoordinator<S> {
                 known.remove(job);
             }
         }
+    }
+
+    /// Marks the remembered record of `job`, just read at `judged` (the
+    /// store's instant; `caller` the caller's), as the read of the next
+    /// claim of the job: that claim costs no read of its own.
+    pub(super) fn prime(&self, job: &str, judged: Timestamp, caller: Timestamp) {
+        self.primed
+            .borrow_mut()
+            .insert(job.to_string(), (judged, caller));
+    }
+
+    /// The primed record of `job` with the instant to judge it by at the
+    /// caller's `now` (the store's reading moved on by the caller's time
+    /// since), once.
+    fn take_primed(&self, job: &str, now: Timestamp) -> Option<(Versioned<JobState>, Timestamp)> {
+        let (judged, caller) = self.primed.borrow_mut().remove(job)?;
+        let record = self.known.borrow().get(job).cloned()?;
+        let since = now.duration_since(caller).max(jiff::SignedDuration::ZERO);
+        Some((record, judged.checked_add(since).unwrap_or(judged)))
     }
 
     /// The store, for what the coordinator does not offer.
@@ -301,14 +334,16 @@ impl<S: StateStore> CasCoordinator<S> {
     {
         let name = spec.record_name();
         let job = name.as_ref();
+        let primed = self.take_primed(job, now);
         let remembered = if fresh {
             None
         } else {
             self.known.borrow().get(job).cloned()
         };
-        let (mut current, now) = match remembered {
-            Some(v) => (Some(v), now),
-            None => {
+        let (mut current, now) = match (primed, remembered) {
+            (Some((v, judged)), _) => (Some(v), judged),
+            (None, Some(v)) => (Some(v), now),
+            (None, None) => {
                 let (read, judged) = self.store.get_judged(job, now).await?;
                 self.remember(job, read.as_ref());
                 (read, judged)
@@ -317,6 +352,11 @@ impl<S: StateStore> CasCoordinator<S> {
         for _ in 0..MAX_CAS_ATTEMPTS {
             let (mut next, expected) = match &current {
                 Some(v) => (v.value.clone(), Some(v.version)),
+                None if spec.key.is_some() => {
+                    return Err(CoordError::NoSchedule {
+                        name: job.to_string(),
+                    });
+                }
                 None => (
                     JobState::new(job, &spec.spec_hash(), created(now), spec.paused),
                     None,
@@ -660,60 +700,81 @@ mod tests {
         s.parse().expect("valid instant")
     }
 
-    /// One schedule of a dynamic job (a spec with a key) keeps its record
-    /// under `job/key`, beside the job's own and apart from the job's other
-    /// schedules, and its slots are named `job/key@instant`.
+    /// One schedule of a dynamic job keeps its record under `job/key`,
+    /// apart from the job's other schedules, and its slots are named
+    /// `job/key@instant`. Only a schedule's write creates its record: a
+    /// claim of a schedule never created writes nothing.
+    #[cfg(feature = "schedules")]
     #[test]
     fn a_schedule_has_a_record_and_slot_ids_of_its_own() {
-        use crate::coord::{JobContext, StateStore};
-        use crate::schedules::ScheduleKey;
-        let job = parse_manifest(
-            "[[job]]\nname = \"invoice\"\nschedule = \"*/10 * * * *\"\ncommand = [\"true\"]\n",
+        use crate::coord::decide::Precondition;
+        use crate::coord::{JobContext, Schedules, StateStore};
+        use crate::schedules::{ScheduleKey, ScheduleSpec};
+        let template = parse_manifest(
+            "[[job]]\nname = \"invoice\"\ndynamic = true\ncommand = [\"true\"]\n",
             "t.toml",
         )
         .expect("valid")
-        .jobs
+        .templates
         .remove(0);
-        let keyed = |key: &str| JobSpec {
-            key: Some(ScheduleKey::new(key).expect("key")),
-            ..job.clone()
-        };
-        let (a, b) = (keyed("tenant:1"), keyed("tenant:2"));
-        assert_eq!(a.record_name(), "invoice/tenant:1");
         let c = CasCoordinator::new(MemoryStore::new(), 1);
         let created = at("2030-01-01T00:00:00Z");
         let due = at("2030-01-01T00:10:01Z");
-        for spec in [&job, &a, &b] {
-            assert!(matches!(
-                block_on(c.claim(spec, created, Trigger::Tick, "w")),
-                Ok(Claim::Idle(_))
-            ));
+        let every_ten = ScheduleSpec::from_json(r#"{"cron": "*/10 * * * *", "payload": {"n": 1}}"#)
+            .expect("valid");
+        let (a, b) = (
+            ScheduleKey::new("tenant:1").expect("key"),
+            ScheduleKey::new("tenant:2").expect("key"),
+        );
+        for key in [&a, &b] {
+            block_on(c.put_schedule(
+                &template,
+                key,
+                every_ten.clone(),
+                Precondition::None,
+                created,
+            ))
+            .expect("created");
         }
-        let lease = match block_on(c.claim(&a, due, Trigger::Tick, "w")) {
+        let spec = block_on(c.schedule_for_claim(&template, &a, due))
+            .expect("reads")
+            .expect("live");
+        assert_eq!(spec.record_name(), "invoice/tenant:1");
+        assert_eq!(spec.schedule_version, Some(1));
+        assert_eq!(spec.payload.as_deref(), Some(r#"{"n": 1}"#));
+        let lease = match block_on(c.claim(&spec, due, Trigger::Tick, "w")) {
             Ok(Claim::Claimed(lease)) => lease,
             other => panic!("the schedule's slot is due: {other:?}"),
         };
         let clock = || due;
-        let ctx = JobContext::new(&c, &a, lease.clone(), &clock);
+        let ctx = JobContext::new(&c, &spec, lease.clone(), &clock);
         assert_eq!(ctx.job(), "invoice", "the job's name, for the job's code");
         assert_eq!(
             ctx.idempotency_key(),
             "invoice/tenant:1@2030-01-01T00:10:00Z"
         );
+        let never = template
+            .for_schedule(&ScheduleKey::new("tenant:3").expect("key"), &every_ten)
+            .expect("runs");
+        assert_eq!(
+            block_on(c.claim(&never, due, Trigger::Tick, "w")),
+            Err(CoordError::NoSchedule {
+                name: "invoice/tenant:3".into()
+            })
+        );
         let store = c.store();
         assert_eq!(
             block_on(store.jobs()).expect("lists"),
-            ["invoice", "invoice/tenant:1", "invoice/tenant:2"]
+            ["invoice/tenant:1", "invoice/tenant:2"]
         );
         let record = block_on(store.get("invoice/tenant:1"))
             .expect("reads")
             .expect("held");
-        assert_eq!(record.value.job, "invoice/tenant:1");
         assert_eq!(record.value.leases.len(), 1);
-        for other in ["invoice", "invoice/tenant:2"] {
-            let record = block_on(store.get(other)).expect("reads").expect("held");
-            assert!(record.value.leases.is_empty(), "{other} ran nothing");
-        }
+        let other = block_on(store.get("invoice/tenant:2"))
+            .expect("reads")
+            .expect("held");
+        assert!(other.value.leases.is_empty(), "tenant:2 ran nothing");
     }
 
     /// Two servers whose clocks disagree by minutes judge a lease by the

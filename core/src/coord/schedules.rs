@@ -17,8 +17,9 @@ use jiff::Timestamp;
 use super::coordinator::{CasCoordinator, CoordError, MAX_CAS_ATTEMPTS};
 use super::decide::{self, Precondition, ScheduleRefusal, ScheduleWrite};
 use super::state::{JobState, ScheduleData};
+
 use super::store::{PutResult, StateStore, Versioned};
-use crate::manifest::JobTemplate;
+use crate::manifest::{JobSpec, JobTemplate};
 use crate::schedules::{ScheduleKey, ScheduleSpec, record_name};
 
 /// Why a schedule operation did not happen.
@@ -97,6 +98,18 @@ pub trait Schedules {
         precondition: Precondition,
         now: Timestamp,
     ) -> Result<ScheduleWrite, ScheduleError>;
+
+    /// The spec the schedule's slots run with now
+    /// ([`ScheduleData::job_spec`]), read for the claim that follows: that
+    /// claim of the schedule starts from this read, so a tick's run of a
+    /// schedule costs one read and two writes, as a static job's does.
+    /// `None`: no such schedule, or a tombstone.
+    async fn schedule_for_claim(
+        &self,
+        template: &JobTemplate,
+        key: &ScheduleKey,
+        now: Timestamp,
+    ) -> Result<Option<JobSpec>, ScheduleError>;
 
     /// The schedule's record as stored (a tombstone included), or `None`.
     async fn schedule(
@@ -198,6 +211,27 @@ impl<S: StateStore> Schedules for CasCoordinator<S> {
                 .map(|(write, state)| (write, Some(state)))
         })
         .await
+    }
+
+    async fn schedule_for_claim(
+        &self,
+        template: &JobTemplate,
+        key: &ScheduleKey,
+        now: Timestamp,
+    ) -> Result<Option<JobSpec>, ScheduleError> {
+        let name = record_name(&template.name, key);
+        let (read, judged) = self.store().get_judged(&name, now).await?;
+        self.remember(&name, read.as_ref());
+        let Some(data) = read.as_ref().and_then(|v| v.value.schedule.as_ref()) else {
+            return Ok(None);
+        };
+        let spec = data
+            .job_spec(template, key)
+            .map_err(|p| ScheduleError::Refused(ScheduleRefusal::Spec(p)))?;
+        if spec.is_some() {
+            self.prime(&name, judged, now);
+        }
+        Ok(spec)
     }
 
     async fn schedule(

@@ -497,7 +497,8 @@ mod schedule_data {
     use jiff::Timestamp;
     use serde::{Deserialize, Serialize};
 
-    use crate::schedules::{ScheduleSpec, SpecProblem};
+    use crate::manifest::{JobSpec, JobTemplate};
+    use crate::schedules::{ScheduleKey, ScheduleSpec, SpecProblem};
 
     /// The data of one schedule of a dynamic job, kept in its record so that a
     /// change and the slots it decides about are one conditional write.
@@ -564,6 +565,29 @@ mod schedule_data {
                     message: format!("the stored spec no longer reads: {}", text.join("; ")),
                 }
             })
+        }
+
+        /// The spec the schedule `key` of `template` runs its slots with now:
+        /// the version in force, its timing and its payload
+        /// ([`JobTemplate::for_schedule`], with
+        /// [`JobSpec::schedule_version`] set so that a claim with it after
+        /// another change starts nothing). `None` for a tombstone.
+        pub fn job_spec(
+            &self,
+            template: &JobTemplate,
+            key: &ScheduleKey,
+        ) -> Result<Option<JobSpec>, SpecProblem> {
+            let Some(spec) = self.spec()? else {
+                return Ok(None);
+            };
+            let mut job = template.for_schedule(key, &spec)?;
+            job.schedule_version = Some(self.version);
+            job.earlier_payloads = self
+                .pinned
+                .iter()
+                .map(|p| (p.version, p.payload.as_deref().map(std::sync::Arc::from)))
+                .collect();
+            Ok(Some(job))
         }
 
         /// The payload (JSON text) of `version`, the one in force when `None`.

@@ -441,6 +441,18 @@ pub struct JobSpec {
     /// schedules are data ([`crate::schedules`]); `None` for a job whose
     /// schedule the manifest writes.
     pub key: Option<ScheduleKey>,
+    /// With `key`: the version of the schedule this spec was read at
+    /// ([`ScheduleData::job_spec`](crate::coord::ScheduleData)). A claim
+    /// with a spec of another version than the record's starts nothing
+    /// ([`Idle::ScheduleChanged`](crate::coord::decide::Idle)): the spec is
+    /// read again. `None`: not checked (a spec built from a template alone).
+    pub schedule_version: Option<u64>,
+    /// With `key`: the payload (JSON text) of the schedule's version, which
+    /// a run of a slot of that version receives.
+    pub payload: Option<std::sync::Arc<str>>,
+    /// With `key`: the payloads of earlier versions that runs still belong
+    /// to (a slot due before a change runs with the payload of its time).
+    pub earlier_payloads: Vec<(u64, Option<std::sync::Arc<str>>)>,
 }
 
 impl JobSpec {
@@ -451,6 +463,21 @@ impl JobSpec {
         match &self.key {
             None => Cow::Borrowed(self.name.as_str()),
             Some(key) => Cow::Owned(crate::schedules::record_name(&self.name, key)),
+        }
+    }
+
+    /// The payload a run of a lease of `version` receives
+    /// ([`Lease::version`](crate::coord::Lease): `None` is the version in
+    /// force).
+    pub fn payload_for(&self, version: Option<u64>) -> Option<&str> {
+        match version {
+            None => self.payload.as_deref(),
+            Some(v) if Some(v) == self.schedule_version => self.payload.as_deref(),
+            Some(v) => self
+                .earlier_payloads
+                .iter()
+                .find(|(earlier, _)| *earlier == v)
+                .and_then(|(_, p)| p.as_deref()),
         }
     }
 

@@ -329,12 +329,13 @@ pub(super) fn resolve_job(
         action: action?,
     };
     if job.is_dynamic() {
-        // Said until the runners serve schedules (issue 26), so that a
-        // dynamic job is never silently left alone.
+        // Said until every platform serves schedules, so that a dynamic
+        // job is never silently left alone where it is deployed.
         sink.warning(
             job.at(job.key_span("dynamic")),
-            "dynamic jobs are not run yet by this version of cronslot: the runners, ticks \
-             and admin routes do not serve their schedules",
+            "dynamic jobs run on cronslot's runner only (`cronslot run`, `tick`, `serve`, and \
+             Rust services built on cronslot-runner): Lambda and Workers do not run their \
+             schedules yet",
         );
         return Some(Resolved::Template(policies));
     }
@@ -350,6 +351,7 @@ pub(super) fn resolve_job(
         end_at,
         paused,
         key: None,
+        payload: None,
     });
     job_warnings(sink, job, &p, &spec, offsets);
     Some(Resolved::Job(spec))

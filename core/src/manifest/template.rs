@@ -118,6 +118,7 @@ impl JobTemplate {
             end_at: earliest(self.end_at, end),
             paused: self.paused || spec.paused,
             key: Some(key.clone()),
+            payload: spec.payload.as_ref().map(|p| std::sync::Arc::from(p.get())),
         }))
     }
 
@@ -145,6 +146,9 @@ impl JobTemplate {
             history: self.history,
             action: self.action,
             key: timing.key,
+            schedule_version: None,
+            payload: timing.payload,
+            earlier_payloads: Vec::new(),
         }
     }
 }
@@ -159,6 +163,7 @@ pub(super) struct Timing {
     pub end_at: Option<Timestamp>,
     pub paused: bool,
     pub key: Option<ScheduleKey>,
+    pub payload: Option<std::sync::Arc<str>>,
 }
 
 /// `M H D MON *` of `at` in UTC: every year at that minute (the window

@@ -48,7 +48,10 @@ fn a_dynamic_job_is_a_template_beside_the_jobs() {
     let warning = m
         .warnings
         .iter()
-        .find(|w| w.message.contains("dynamic jobs are not run yet"))
+        .find(|w| {
+            w.message
+                .contains("dynamic jobs run on cronslot's runner only")
+        })
         .expect("a dynamic job is never silently left alone");
     assert_eq!(
         (warning.line, warning.source_line.as_str()),

@@ -61,6 +61,7 @@ fn run(args: Args) -> Result<ExitCode, String> {
     let store =
         SqliteStore::open(&args.store).map_err(|e| format!("--store {}: {e}", args.store))?;
     let mut runner = Runner::new(store, manifest.jobs, clock)
+        .with_templates(manifest.templates)
         .with_jobs(example_jobs::jobs())
         .workers(args.workers)
         .handle_ctrl_c(true);

@@ -80,6 +80,7 @@ pub fn exec(args: RunArgs) -> Result<(), Failure> {
     warn_durability(&store);
     sweep_in_background(&store);
     let mut runner = Runner::new(store, manifest.jobs, clock)
+        .with_templates(manifest.templates)
         .workers(args.workers)
         .handle_ctrl_c(true);
     match until {

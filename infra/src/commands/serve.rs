@@ -110,6 +110,7 @@ pub fn exec(args: ServeArgs) -> Result<(), Failure> {
             server.manifest.jobs.clone(),
             server.clock.clone(),
         )
+        .with_templates(server.manifest.templates.clone())
         .workers(args.workers)
         .handle_ctrl_c(true);
         spawn_server(listener, Arc::clone(&server))?;
@@ -410,6 +411,7 @@ fn tick<S: RunnerStore>(server: &Server<S>) -> Reply {
         server.manifest.jobs.clone(),
         server.clock.clone(),
     )
+    .with_templates(server.manifest.templates.clone())
     .single_pass();
     let summary: Summary = match runner.run() {
         Ok(s) => s,

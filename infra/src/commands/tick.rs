@@ -54,6 +54,7 @@ pub fn exec(args: TickArgs) -> Result<(), Failure> {
     let (store, clock) = target.open_for_jobs(&clock)?;
     sweep_once(&store, clock.now());
     let summary = run(Runner::new(store, manifest.jobs, clock)
+        .with_templates(manifest.templates)
         .single_pass()
         .handle_ctrl_c(true))?;
     match args.format {

@@ -5,4 +5,5 @@
 
 mod admin;
 mod run_loop;
+mod schedules;
 mod tick;

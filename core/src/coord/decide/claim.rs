@@ -11,6 +11,29 @@ use crate::coord::rng::RandomSource;
 use crate::coord::state::{JobState, Lease, MissReason, Origin, PendingRun, RunOutcome, RunRecord};
 use crate::manifest::{JobSpec, Overlap};
 
+/// Why a schedule's spec may not claim: it was read at another version than
+/// the record's, or the schedule is deleted. A claim with it would plan the
+/// slots of a schedule no longer in force.
+fn not_in_force(spec: &JobSpec, state: &JobState) -> Option<Idle> {
+    spec.key.as_ref()?;
+    #[cfg(feature = "schedules")]
+    {
+        let Some(data) = &state.schedule else {
+            return Some(Idle::ScheduleChanged { current: None });
+        };
+        let stale = spec.schedule_version.is_some_and(|v| v != data.version);
+        (stale || !data.is_live()).then_some(Idle::ScheduleChanged {
+            current: Some(data.version),
+        })
+    }
+    #[cfg(not(feature = "schedules"))]
+    {
+        // A build without schedules has no record that could hold one.
+        let _ = state;
+        Some(Idle::ScheduleChanged { current: None })
+    }
+}
+
 /// Claims the next slot to run, if the policies allow one.
 pub fn claim(
     spec: &JobSpec,
@@ -20,6 +43,9 @@ pub fn claim(
     owner: &str,
     rng: &mut dyn RandomSource,
 ) -> Result<Claim, TriggerError> {
+    if let Some(idle) = not_in_force(spec, state) {
+        return Ok(Claim::Idle(idle));
+    }
     let mut effective_now = now;
     let mut wanted: Option<Timestamp> = None;
     match trigger {

@@ -116,6 +116,15 @@ pub enum Idle {
         #[serde(with = "crate::instant::text")]
         slot: Timestamp,
     },
+    /// The claim's spec is of another version of the schedule than the one
+    /// in force (a change or a delete landed after it was read): nothing
+    /// started. Read the schedule again; its record's wake already names
+    /// what the new version has due.
+    ScheduleChanged {
+        /// The version in force (a tombstone's, once deleted); `None`: the
+        /// schedule has no record.
+        current: Option<u64>,
+    },
 }
 
 /// A trigger that cannot be honoured at all (not a transient condition).

@@ -54,6 +54,9 @@ pub fn migrated_wake(state: &JobState) -> Option<Timestamp> {
 /// another server's tick, its clock that far ahead, may have planned past
 /// it already.
 pub fn next_wake(spec: &JobSpec, state: &JobState, now: Timestamp) -> Option<Timestamp> {
+    if spec.key.is_some() {
+        return schedule_wake(spec, state);
+    }
     let expiries = state
         .leases
         .iter()
@@ -77,6 +80,42 @@ pub fn next_wake(spec: &JobSpec, state: &JobState, now: Timestamp) -> Option<Tim
         .filter(|s| spec.in_window(*s))
         .is_some_and(|s| s <= wake);
     (!planned_first).then_some(wake)
+}
+
+/// The wake of a schedule's record (a dynamic job's, `job/key`): no
+/// manifest plans its slots, so its next slot is its wake too, and a tick
+/// finds it through the index alone. The earliest of a live lease's expiry
+/// (past the skew margin), a waiting run's `not_before` and the next slot
+/// after the cursor inside the window (none while paused). A tombstone
+/// starts nothing and has none: a run still in flight finishes without
+/// a tick.
+fn schedule_wake(spec: &JobSpec, state: &JobState) -> Option<Timestamp> {
+    #[cfg(feature = "schedules")]
+    if !state.schedule.as_ref().is_some_and(|d| d.is_live()) {
+        return None;
+    }
+    let expiries = state
+        .leases
+        .iter()
+        .map(|l| add(add(l.expires_at, spec.skew_margin), WAKE_AFTER_EXPIRY));
+    let waiting = state
+        .pending
+        .iter()
+        .filter(|p| !state.paused || p.version.is_some())
+        .map(|p| p.not_before);
+    let from = match spec.start_at {
+        Some(start) => state.cursor.max(
+            start
+                .checked_sub(jiff::SignedDuration::from_nanos(1))
+                .unwrap_or(start),
+        ),
+        None => state.cursor,
+    };
+    let next = spec
+        .schedule
+        .next_after(from)
+        .filter(|s| !state.paused && spec.end_at.is_none_or(|e| *s < e));
+    expiries.chain(waiting).chain(next).min()
 }
 
 /// The wake to write, given the one stored (`stored`) and the one

@@ -298,6 +298,9 @@ impl JobDoc<'_> {
             history: p.history,
             action: action?,
             key: None,
+            schedule_version: None,
+            payload: None,
+            earlier_payloads: Vec::new(),
         })
     }
 }
