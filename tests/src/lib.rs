@@ -12,6 +12,7 @@ pub mod moto;
 pub mod postgres;
 pub mod redis;
 pub mod scale;
+pub mod schedule_counts;
 pub mod server_store;
 pub mod sim;
 pub mod sim_backends;

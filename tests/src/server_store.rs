@@ -410,6 +410,29 @@ where
     assert_eq!(since(s), (1, 1), "a delete");
 }
 
+/// [`schedule_counts::tick_costs_follow_due_work`] with `n` schedules on a
+/// fresh store of the shared server: a tick with 10 due among them costs
+/// 32 requests, one with nothing due 2.
+///
+/// [`schedule_counts::tick_costs_follow_due_work`]: crate::schedule_counts::tick_costs_follow_due_work
+pub fn tick_costs_among_schedules<H: Harness>(n: usize) {
+    let store = block_on(open::<H>(
+        &H::fresh_url("schedule_ticks"),
+        OpenOptions::default().judge(JudgeClock::Caller),
+    ))
+    .unwrap();
+    let counter = store.clone();
+    block_on(crate::schedule_counts::tick_costs_follow_due_work(
+        &store,
+        H::NS,
+        n,
+        move || {
+            let (reads, writes) = rw(H::requests(&counter));
+            reads + writes
+        },
+    ));
+}
+
 /// [`request_counts_per_step`] on a fresh store of the shared server,
 /// with what opening it costs: `opening` creating it, `reopening` opening
 /// it again; and all of it on one connection.

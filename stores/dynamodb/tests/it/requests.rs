@@ -261,3 +261,19 @@ async fn request_counts_are_exact() {
         setup.counts.snapshot()
     );
 }
+
+/// A tick among schedules of a dynamic job costs what is due: with 10 due,
+/// 32 requests (the mark's read and write, each due record's read, each
+/// run's claim and completion); with nothing due, 2. The index finds them,
+/// so the figure is the same with 100,000 (moto is too slow to load those
+/// in a test: `cronslot_tests::schedule_counts`).
+#[tokio::test(flavor = "current_thread")]
+async fn a_tick_among_schedules_costs_what_is_due() {
+    let setup = Setup::new();
+    let store = setup.fresh_store("schedule-ticks").await;
+    cronslot_tests::schedule_counts::tick_costs_follow_due_work(&store, "req", 500, || {
+        let (reads, writes) = setup.counts.reads_writes();
+        reads + writes
+    })
+    .await;
+}

@@ -57,6 +57,13 @@ fn request_counts_are_exact() {
     server_store::request_counts_are_exact::<Redis>(opening, opening);
 }
 
+/// A tick among 10,000 schedules of a dynamic job, 10 due, costs 32
+/// requests; with nothing due, 2 (`server_store::tick_costs_among_schedules`).
+#[test]
+fn a_tick_among_schedules_costs_what_is_due() {
+    server_store::tick_costs_among_schedules::<Redis>(10_000);
+}
+
 /// Two handles whose callers' clocks are days and minutes apart agree,
 /// because the server's `TIME` decides
 /// (`server_store::the_server_clock_judges_leases`).

@@ -1,0 +1,133 @@
+//! What a tick costs among many schedules of a dynamic job (issue 26,
+//! "cost follows due work"), written once for every store: the wake index
+//! names only the due schedules' records, so a tick with 10 due slots
+//! among `n` schedules costs the mark's read and write, one read of each
+//! due schedule (its claim starts from it) and each run's two writes: 32
+//! requests (statements on SQL stores), whatever `n`. A tick with nothing
+//! due costs the mark's two.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::rc::Rc;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use cronslot_core::coord::decide::{self, Precondition, ScheduleWrite};
+use cronslot_core::coord::exec::join_all;
+use cronslot_core::coord::{CasCoordinator, EffectLedger, Schedules, StateStore, TickIndex};
+use cronslot_core::manifest::{JobSpec, parse_manifest};
+use cronslot_core::schedules::{ScheduleKey, ScheduleSpec};
+use cronslot_runtime::{Jobs, Platform, TickOptions, TickPlan, VirtualPlatform, tick};
+use jiff::Timestamp;
+
+/// Schedules written at once while loading (a store's client pipelines
+/// them where it can).
+const LOAD_BATCH: usize = 256;
+
+/// How many of the schedules are due in the tick measured.
+pub const DUE: usize = 10;
+
+/// The most requests a tick with [`DUE`] due slots may cost (the issue's
+/// bound); the exact figure is asserted too.
+pub const DUE_TICK_BOUND: u64 = 40;
+
+/// Creates `n` schedules of the dynamic job `{ns}-many` ([`DUE`] of them
+/// due at 10:00, the rest daily at 03:00), ticks before 10:00 (nothing
+/// due) and after it (the due ones), and checks what each tick cost by
+/// `counted` (requests so far) and that each due schedule ran
+/// exactly once. `n` must be at least [`DUE`].
+pub async fn tick_costs_follow_due_work<S>(store: &S, ns: &str, n: usize, counted: impl Fn() -> u64)
+where
+    S: StateStore + EffectLedger + TickIndex + Clone + 'static,
+{
+    assert!(n >= DUE, "at least {DUE} schedules");
+    let text = format!("[[job]]\nname = \"{ns}-many\"\ndynamic = true\nlease = \"5m\"\n");
+    let manifest = parse_manifest(&text, "many.toml").unwrap();
+    let template = Rc::new(manifest.templates[0].clone());
+    let created = "2030-01-07T09:58:00Z".parse::<Timestamp>().unwrap();
+    let due =
+        ScheduleSpec::from_json(r#"{"cron": "0 10 * * *", "payload": {"due": true}}"#).unwrap();
+    let later = ScheduleSpec::from_json(r#"{"cron": "0 3 * * *"}"#).unwrap();
+    let writer = CasCoordinator::new(store.clone(), 7);
+    let keys: Vec<ScheduleKey> = (0..n)
+        .map(|i| ScheduleKey::new(&format!("tenant-{i:06}")).unwrap())
+        .collect();
+    // Spread the due ones over the key space.
+    let is_due = |i: usize| i % (n / DUE) == 0 && i / (n / DUE) < DUE;
+    for batch in keys.chunks(LOAD_BATCH).enumerate() {
+        let (b, batch) = batch;
+        let writes = batch.iter().enumerate().map(|(j, key)| {
+            let spec = if is_due(b * LOAD_BATCH + j) {
+                due.clone()
+            } else {
+                later.clone()
+            };
+            writer.put_schedule(&template, key, spec, Precondition::None, created)
+        });
+        for written in join_all(writes.collect()).await {
+            assert!(
+                matches!(written, Ok(ScheduleWrite::Created { version: 1 })),
+                "{written:?}"
+            );
+        }
+    }
+
+    let ran: Arc<Mutex<Vec<String>>> = Arc::new(Mutex::new(Vec::new()));
+    let jobs = {
+        let ran = Arc::clone(&ran);
+        Jobs::new().register(&format!("{ns}-many"), move |ctx| {
+            let ran = Arc::clone(&ran);
+            async move {
+                assert_eq!(ctx.payload(), Some(r#"{"due": true}"#));
+                ran.lock().unwrap().push(ctx.slot_id().to_string());
+                Ok(())
+            }
+        })
+    };
+    let plan = TickPlan::new(Vec::new(), |_| true).with_templates(vec![template]);
+    let clock = VirtualPlatform::new(created);
+    let platform: Rc<dyn Platform> = Rc::new(clock.clone());
+    let coordinator = Rc::new(CasCoordinator::new(store.clone(), 8));
+    let known = Rc::clone(&coordinator);
+    let more_due = move |spec: &JobSpec, now: Timestamp| {
+        known
+            .known(&spec.record_name())
+            .is_none_or(|r| decide::more_due(spec, &r.value, now))
+    };
+    let options = TickOptions {
+        owner: "counts",
+        max_jobs: None,
+        retry_within: Duration::ZERO,
+        more_due: Some(&more_due),
+    };
+    let tick_at = async |now: &str| {
+        clock.set(now.parse().unwrap());
+        let before = counted();
+        let report = tick(&plan, &coordinator, store, &jobs, &platform, &options)
+            .await
+            .unwrap();
+        assert!(report.unresolved.is_empty(), "{:?}", report.unresolved);
+        assert!(report.mark_error.is_none(), "{:?}", report.mark_error);
+        counted() - before
+    };
+    // The store's first tick writes its mark.
+    tick_at("2030-01-07T09:58:30Z").await;
+    let idle = tick_at("2030-01-07T09:59:30Z").await;
+    assert_eq!(idle, 2, "a tick with nothing due among {n} schedules");
+    let busy = tick_at("2030-01-07T10:00:05Z").await;
+    let mut slots = std::mem::take(&mut *ran.lock().unwrap());
+    slots.sort();
+    let expected: Vec<String> = (0..n)
+        .filter(|i| is_due(*i))
+        .map(|i| format!("{ns}-many/tenant-{i:06}@2030-01-07T10:00:00Z"))
+        .collect();
+    assert_eq!(slots, expected, "each due schedule once");
+    assert_eq!(
+        busy,
+        2 + 3 * DUE as u64,
+        "a tick with {DUE} due among {n} schedules: the mark, each due record once, \
+         each run's claim and completion"
+    );
+    assert!(busy <= DUE_TICK_BOUND);
+    let again = tick_at("2030-01-07T10:01:05Z").await;
+    assert_eq!(again, 2, "after the runs, nothing is due again");
+}
