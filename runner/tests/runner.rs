@@ -732,3 +732,70 @@ schedule = "*/5 * * * *"
         (1, 1, 1)
     );
 }
+
+/// The schedules of a dynamic job are served by the runner like any job:
+/// three workers run each minute slot of a schedule exactly once, each
+/// with the schedule's key and payload in its environment; a deleted
+/// schedule runs nothing, a paused one neither.
+#[test]
+fn a_dynamic_jobs_schedules_run_once_per_slot_with_key_and_payload() {
+    use cronslot_core::coord::Schedules;
+    use cronslot_core::coord::decide::Precondition;
+    use cronslot_core::coord::exec::block_on;
+    use cronslot_core::schedules::{ScheduleKey, ScheduleSpec};
+
+    let dir = scratch("dynamic");
+    let log = dir.join("runs.log");
+    let manifest = format!(
+        "[[job]]\nname = \"invoice\"\ndynamic = true\ncommand = {}\n",
+        append(&log, "$CRONSLOT_SLOT $CRONSLOT_KEY $CRONSLOT_PAYLOAD")
+    );
+    let parsed = parse_manifest(&manifest, "test.toml").unwrap();
+    let template = parsed.templates[0].clone();
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    logs();
+    let store = SqliteStore::open(dir.join("cronslot.db")).unwrap();
+    let writer = CasCoordinator::new(store.clone(), 1);
+    let put = |key: &str, json: &str| {
+        block_on(writer.put_schedule(
+            &template,
+            &ScheduleKey::new(key).unwrap(),
+            ScheduleSpec::from_json(json).unwrap(),
+            Precondition::None,
+            start(),
+        ))
+        .unwrap()
+    };
+    put(
+        "acme",
+        r#"{"cron": "* * * * *", "payload": {"tenant":"acme"}}"#,
+    );
+    put("resting", r#"{"cron": "* * * * *", "paused": true}"#);
+    put("gone", r#"{"cron": "* * * * *"}"#);
+    block_on(writer.delete_schedule(
+        &template,
+        &ScheduleKey::new("gone").unwrap(),
+        Precondition::None,
+        start(),
+    ))
+    .unwrap();
+    let clock = Clock::accelerated_from(start(), 60.0).unwrap();
+    let summary = Runner::new(store, parsed.jobs, clock)
+        .with_templates(parsed.templates)
+        .workers(3)
+        .owner_prefix("test")
+        .until(start() + SignedDuration::from_secs(215))
+        .run()
+        .unwrap();
+    assert!(summary.ok(), "{summary}");
+    let mut ran = lines(&log);
+    ran.sort();
+    let expected: Vec<String> = minute_slots("invoice/acme", 4)
+        .into_iter()
+        .map(|slot| format!(r#"{slot} acme {{"tenant":"acme"}}"#))
+        .collect();
+    assert_eq!(
+        ran, expected,
+        "each slot of acme once; none of resting or gone"
+    );
+}
