@@ -349,3 +349,88 @@ http = { url = "https://example.com/" }
             .starts_with("the jobs do not match the manifest:\n- ")
     );
 }
+
+/// A slot of a dynamic job's schedule reaches an http job as
+/// `Cronslot-Key` and a JSON body with the schedule's payload, whatever
+/// the manifest's own `Content-Type`; the slot id names the schedule.
+#[test]
+fn an_http_schedule_slot_sends_its_key_and_payload() {
+    use cronslot_core::coord::Schedules;
+    use cronslot_core::coord::decide::Precondition;
+    use cronslot_core::schedules::{ScheduleKey, ScheduleSpec};
+    let template = parse_manifest(
+        "[[job]]\nname = \"remind\"\ndynamic = true\n\
+         http = { url = \"https://example.com/remind\", headers = { Content-Type = \"text/plain\" } }\n",
+        "t.toml",
+    )
+    .unwrap()
+    .templates
+    .remove(0);
+    let coordinator = Rc::new(CasCoordinator::new(MemoryStore::new(), 3));
+    let key = ScheduleKey::new("user:42").unwrap();
+    let created = at("2026-01-05T00:00:30Z");
+    block_on(
+        coordinator.put_schedule(
+            &template,
+            &key,
+            ScheduleSpec::from_json(
+                r#"{"cron": "* * * * *", "payload": {"user": 42, "text": "stand up"}}"#,
+            )
+            .unwrap(),
+            Precondition::None,
+            created,
+        ),
+    )
+    .unwrap();
+    let now = at("2026-01-05T00:01:00Z");
+    let spec = Rc::new(
+        block_on(coordinator.schedule_for_claim(&template, &key, now))
+            .unwrap()
+            .unwrap(),
+    );
+    let Claim::Claimed(lease) =
+        block_on(coordinator.claim(&spec, now, Trigger::Tick, "t")).unwrap()
+    else {
+        panic!("the 00:01 slot is due");
+    };
+    let network = Rc::new(Unavailable(Default::default()));
+    let platform: Rc<dyn Platform> = network.clone();
+    block_on(run_lease(
+        &coordinator,
+        &spec,
+        lease,
+        &Jobs::new(),
+        &platform,
+    ));
+    let sent = network.0.borrow();
+    let header = |name: &str| {
+        sent[0]
+            .headers
+            .iter()
+            .filter(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(header("Cronslot-Key"), ["user:42"]);
+    assert_eq!(
+        header("Content-Type"),
+        ["application/json"],
+        "the body is cronslot's"
+    );
+    assert_eq!(
+        header("Idempotency-Key"),
+        ["remind/user:42@2026-01-05T00:01:00Z"]
+    );
+    let body = sent[0].body.as_deref().unwrap();
+    assert_eq!(header("Content-Length"), [body.len().to_string().as_str()]);
+    let doc: serde_json::Value = serde_json::from_str(body).unwrap();
+    assert_eq!(
+        doc,
+        serde_json::json!({
+            "job": "remind",
+            "key": "user:42",
+            "slot": "remind/user:42@2026-01-05T00:01:00Z",
+            "payload": {"user": 42, "text": "stand up"},
+        })
+    );
+}
