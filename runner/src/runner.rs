@@ -235,7 +235,11 @@ impl<S: RunnerStore> Runner<S> {
     /// the run (they are logged and retried); only failing to start does.
     pub fn run(self) -> Result<Summary, RunError> {
         self.jobs
-            .check(&self.specs, &LocalPlatform::new(self.clock.clone()))
+            .check_all(
+                &self.specs,
+                &self.templates,
+                &LocalPlatform::new(self.clock.clone()),
+            )
             .map_err(|e| RunError(e.to_string()))?;
         let started_at = self.clock.now();
         let until = self.until.map(|u| match u {

@@ -6,7 +6,7 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use cronslot_core::manifest::{Action, JobSpec};
+use cronslot_core::manifest::{Action, JobSpec, JobTemplate};
 
 use crate::platform::{LocalFuture, Platform};
 use crate::{JobResult, RunContext};
@@ -125,16 +125,31 @@ impl Jobs {
     /// function registered for an `http` or `command` job, and a `command`
     /// job on a platform without processes.
     pub fn check(&self, specs: &[JobSpec], platform: &dyn Platform) -> Result<(), RegistryError> {
+        self.check_all(specs, &[], platform)
+    }
+
+    /// [`check`](Jobs::check) against the manifest's jobs and its dynamic
+    /// jobs (`templates`), whose schedules run the same actions.
+    pub fn check_all(
+        &self,
+        specs: &[JobSpec],
+        templates: &[JobTemplate],
+        platform: &dyn Platform,
+    ) -> Result<(), RegistryError> {
         let mut problems = Vec::new();
         for name in &self.twice {
             problems.push(format!(
                 "job {name:?} is registered more than once; register each job's function once"
             ));
         }
-        for job in specs {
-            let name = job.name.as_str();
+        let jobs: Vec<(&str, &Action)> = specs
+            .iter()
+            .map(|s| (s.name.as_str(), &s.action))
+            .chain(templates.iter().map(|t| (t.name.as_str(), &t.action)))
+            .collect();
+        for &(name, action) in &jobs {
             let registered = self.contains(name);
-            match &job.action {
+            match action {
                 Action::Function if !registered => problems.push(format!(
                     "job {name:?} runs a Rust function, but none is registered under that name; \
                      register one (Jobs::register) or give the job {} in the manifest",
@@ -150,7 +165,7 @@ impl Jobs {
                     platform.name()
                 )),
                 Action::Command { .. } | Action::Http { .. } if registered => {
-                    let kind = if matches!(job.action, Action::Http { .. }) {
+                    let kind = if matches!(action, Action::Http { .. }) {
                         "an http"
                     } else {
                         "a command"
@@ -163,7 +178,7 @@ impl Jobs {
             }
         }
         for name in self.names() {
-            if !specs.iter().any(|s| s.name.as_str() == name) {
+            if !jobs.iter().any(|(job, _)| *job == name) {
                 problems.push(format!(
                     "a function is registered for {name:?}, but the manifest has no such job"
                 ));

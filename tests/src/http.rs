@@ -73,3 +73,36 @@ pub fn free_port() -> u16 {
         .map(|a| a.port())
         .expect("a free port")
 }
+
+/// `method path` on 127.0.0.1:`port` with a JSON `body` and no token;
+/// `None` when nothing answers.
+pub fn send_json(port: u16, method: &str, path: &str, body: &str) -> Option<Answer> {
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).ok()?;
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .ok()?;
+    write!(
+        stream,
+        "{method} {path} HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n\
+         Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .ok()?;
+    let mut response = String::new();
+    stream.read_to_string(&mut response).ok()?;
+    let (head, body) = response.split_once("\r\n\r\n").unwrap_or((&response, ""));
+    let status = head.split_whitespace().nth(1)?.parse().ok()?;
+    let headers = head
+        .split("\r\n")
+        .skip(1)
+        .map(|l| match l.split_once(':') {
+            Some((n, v)) => format!("{}:{v}", n.to_ascii_lowercase()),
+            None => l.to_string(),
+        })
+        .collect();
+    Some(Answer {
+        status,
+        headers,
+        body: body.to_string(),
+    })
+}

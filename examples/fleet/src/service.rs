@@ -5,11 +5,14 @@ use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 
-use axum::extract::State;
+use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use axum::routing::get;
+use axum::routing::{get, put};
 use axum::{Json, Router};
-use cronslot_core::manifest::parse_manifest;
+use cronslot_core::coord::decide::{Precondition, ScheduleWrite};
+use cronslot_core::coord::{CasCoordinator, Schedules};
+use cronslot_core::manifest::{JobTemplate, parse_manifest};
+use cronslot_core::schedules::{ScheduleKey, ScheduleSpec};
 use cronslot_runner::{
     Clock, Health, Jobs, LogFormat, RunContext, Runner, RunnerStore, StopHandle, Summary, Verdict,
     init_logging,
@@ -31,13 +34,21 @@ pub struct Options {
     pub json: bool,
 }
 
-/// The slots of `orders-rollup` this server ran, newest last.
+/// The slots of `orders-rollup` and `tenant-invoice` this server ran,
+/// newest last.
 type Rollups = Arc<Mutex<VecDeque<serde_json::Value>>>;
 
+/// The dynamic job whose schedules the service writes, one per tenant.
+const INVOICE_JOB: &str = "tenant-invoice";
+
 #[derive(Clone)]
-struct AppState {
+struct AppState<S> {
     health: Arc<Health>,
     rollups: Rollups,
+    invoices: Rollups,
+    /// Where the schedules are written: the runners' store.
+    store: S,
+    invoice: Arc<JobTemplate>,
 }
 
 /// Runs the service until SIGTERM or Ctrl-C; `Ok(false)` when the runner
@@ -56,7 +67,12 @@ pub fn run(options: Options) -> Result<bool, String> {
     };
     init_logging(format, &clock).map_err(|e| e.to_string())?;
     let rollups: Rollups = Arc::default();
-    let jobs = jobs(Arc::clone(&rollups));
+    let invoices: Rollups = Arc::default();
+    let jobs = jobs(Arc::clone(&rollups), Arc::clone(&invoices));
+    let invoice = manifest
+        .template(INVOICE_JOB)
+        .cloned()
+        .ok_or_else(|| format!("cronslot.toml has no dynamic job {INVOICE_JOB:?}"))?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -65,7 +81,7 @@ pub fn run(options: Options) -> Result<bool, String> {
     let listener = runtime
         .block_on(tokio::net::TcpListener::bind(listen))
         .map_err(|e| format!("--listen {listen}: {e}"))?;
-    let specs = manifest.jobs;
+    let (specs, templates) = (manifest.jobs, manifest.templates);
     // Any store, from its URL; created on first use.
     let url = StoreUrl::parse(&options.store).map_err(|e| format!("--store: {}", e.message))?;
     let store = runtime
@@ -73,16 +89,57 @@ pub fn run(options: Options) -> Result<bool, String> {
         .map_err(|e| e.message.clone())?;
     // Time runs by the clock that judges the leases (the database's).
     let clock = clock.timed_by(&store);
-    let runner = Runner::new(store, specs, clock);
-    serve(runtime, listener, runner, jobs, options.workers, rollups)
+    let runner = Runner::new(store.clone(), specs, clock).with_templates(templates);
+    let state = AppState {
+        health: runner.health(),
+        rollups,
+        invoices,
+        store,
+        invoice: Arc::new(invoice),
+    };
+    serve(runtime, listener, runner, jobs, options.workers, state)
 }
 
-/// This service's jobs: the shared example functions, and one of its own.
-fn jobs(rollups: Rollups) -> Jobs {
-    example_jobs::jobs().register("orders-rollup", move |ctx: RunContext| {
-        let rollups = Arc::clone(&rollups);
-        async move { orders_rollup(ctx, rollups).await }
-    })
+/// This service's jobs: the shared example functions, and two of its own.
+fn jobs(rollups: Rollups, invoices: Rollups) -> Jobs {
+    example_jobs::jobs()
+        .register("orders-rollup", move |ctx: RunContext| {
+            let rollups = Arc::clone(&rollups);
+            async move { orders_rollup(ctx, rollups).await }
+        })
+        .register(INVOICE_JOB, move |ctx: RunContext| {
+            let invoices = Arc::clone(&invoices);
+            async move { tenant_invoice(ctx, invoices).await }
+        })
+}
+
+/// Invoices one tenant for one slot of its schedule. A real one would
+/// bill the tenant named in the payload with `ctx.idempotency_key()` as
+/// the payment provider's idempotency key, so a retry never bills twice.
+async fn tenant_invoice(ctx: RunContext, invoices: Rollups) -> JobResult {
+    let payload: serde_json::Value = ctx
+        .payload()
+        .map(serde_json::from_str)
+        .transpose()
+        .map_err(|e| cronslot_runtime::JobError::permanent(format!("the payload: {e}")))?
+        .unwrap_or_default();
+    remember(
+        &invoices,
+        serde_json::json!({
+            "slot": ctx.slot_id().to_string(),
+            "tenant": payload["tenant"],
+            "owner": ctx.owner(),
+        }),
+    );
+    Ok(())
+}
+
+fn remember(kept: &Rollups, entry: serde_json::Value) {
+    let mut kept = kept.lock().unwrap_or_else(|p| p.into_inner());
+    if kept.len() == KEEP {
+        kept.pop_front();
+    }
+    kept.push_back(entry);
 }
 
 /// Rolls up a minute of orders. A real one would sum the minute's rows into
@@ -95,11 +152,7 @@ async fn orders_rollup(ctx: RunContext, rollups: Rollups) -> JobResult {
         "attempt": ctx.attempt(),
         "owner": ctx.owner(),
     });
-    let mut kept = rollups.lock().unwrap_or_else(|p| p.into_inner());
-    if kept.len() == KEEP {
-        kept.pop_front();
-    }
-    kept.push_back(entry);
+    remember(&rollups, entry);
     Ok(())
 }
 
@@ -109,10 +162,10 @@ fn serve<S: RunnerStore>(
     runner: Runner<S>,
     jobs: Jobs,
     workers: u32,
-    rollups: Rollups,
+    mut state: AppState<S>,
 ) -> Result<bool, String> {
     let runner = runner.with_jobs(jobs).workers(workers);
-    let health = runner.health();
+    state.health = runner.health();
     let stop = runner.stop_handle();
     // The runner has threads of its own; this one only waits for it.
     let jobs_thread = std::thread::Builder::new()
@@ -122,9 +175,14 @@ fn serve<S: RunnerStore>(
     let app = Router::new()
         .route("/", get(index))
         .route("/rollups", get(list_rollups))
+        .route("/invoices", get(list_invoices))
+        .route(
+            "/tenants/{tenant}/invoice-schedule",
+            put(put_invoice_schedule),
+        )
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
-        .with_state(AppState { health, rollups });
+        .with_state(state);
     let served = runtime.block_on(async move {
         axum::serve(listener, app)
             .with_graceful_shutdown(shutdown(stop))
@@ -165,19 +223,99 @@ async fn shutdown(stop: StopHandle) {
 
 async fn index() -> &'static str {
     "cronslot fleet example: a web service that also runs scheduled jobs.\n\
-     GET /rollups, /healthz, /readyz\n"
+     GET /rollups, /invoices, /healthz, /readyz\n\
+     PUT /tenants/{tenant}/invoice-schedule {\"cron\": \"0 9 1 * *\", \"timezone\": \"Europe/Berlin\"}\n"
 }
 
-async fn list_rollups(State(state): State<AppState>) -> Json<Vec<serde_json::Value>> {
+async fn list_rollups<S>(State(state): State<AppState<S>>) -> Json<Vec<serde_json::Value>> {
     let kept = state.rollups.lock().unwrap_or_else(|p| p.into_inner());
     Json(kept.iter().cloned().collect())
 }
 
-async fn healthz(State(state): State<AppState>) -> (StatusCode, String) {
+async fn list_invoices<S>(State(state): State<AppState<S>>) -> Json<Vec<serde_json::Value>> {
+    let kept = state.invoices.lock().unwrap_or_else(|p| p.into_inner());
+    Json(kept.iter().cloned().collect())
+}
+
+/// What a tenant's invoice schedule is sent as: when, in the tenant's
+/// zone. The service adds the tenant as the payload.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct InvoiceSchedule {
+    cron: String,
+    timezone: String,
+}
+
+/// Creates or changes a tenant's invoice schedule: every server of the
+/// fleet may receive it, at once, for the same tenant (a sign-up retried,
+/// a deploy that re-upserts every tenant); the store's compare-and-set
+/// leaves one schedule, at one version, and a slot due meanwhile runs
+/// once.
+async fn put_invoice_schedule<S: RunnerStore>(
+    State(state): State<AppState<S>>,
+    Path(tenant): Path<String>,
+    Json(body): Json<InvoiceSchedule>,
+) -> (StatusCode, Json<serde_json::Value>) {
+    let refused =
+        |status: StatusCode, error: String| (status, Json(serde_json::json!({ "error": error })));
+    let key = match ScheduleKey::new(&format!("tenant:{tenant}")) {
+        Ok(key) => key,
+        Err(e) => return refused(StatusCode::BAD_REQUEST, format!("tenant {tenant:?}: {e}")),
+    };
+    let spec = serde_json::json!({
+        "cron": body.cron,
+        "timezone": body.timezone,
+        "payload": { "tenant": tenant },
+    });
+    let spec = match ScheduleSpec::from_json(&spec.to_string()) {
+        Ok(spec) => spec,
+        Err(problems) => {
+            let text: Vec<String> = problems.iter().map(ToString::to_string).collect();
+            return refused(StatusCode::BAD_REQUEST, text.join("; "));
+        }
+    };
+    // The coordinator's futures stay on one thread (as on a Worker): the
+    // write runs on a blocking thread of the runtime, driven there.
+    let (store, template) = (state.store.clone(), Arc::clone(&state.invoice));
+    let handle = tokio::runtime::Handle::current();
+    let written = tokio::task::spawn_blocking(move || {
+        handle.block_on(async {
+            let coordinator = CasCoordinator::new(store, u64::from(std::process::id()));
+            let now = jiff::Timestamp::now();
+            coordinator
+                .put_schedule(&template, &key, spec, Precondition::None, now)
+                .await
+        })
+    })
+    .await;
+    match written {
+        Ok(Ok(write)) => {
+            let (status, version, changed) = match write {
+                ScheduleWrite::Created { version } => (StatusCode::CREATED, version, true),
+                ScheduleWrite::Changed { version } => (StatusCode::OK, version, true),
+                ScheduleWrite::Unchanged { version } => (StatusCode::OK, version, false),
+                ScheduleWrite::Deleted { version } => (StatusCode::OK, version, true),
+            };
+            (
+                status,
+                Json(
+                    serde_json::json!({ "job": INVOICE_JOB, "tenant": tenant, "version": version, "changed": changed }),
+                ),
+            )
+        }
+        Ok(Err(e)) => refused(StatusCode::SERVICE_UNAVAILABLE, e.to_string()),
+        Err(e) => refused(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("the write did not finish: {e}"),
+        ),
+    }
+}
+
+async fn healthz<S>(State(state): State<AppState<S>>) -> (StatusCode, String) {
     answer(state.health.liveness(std::time::Duration::from_secs(120)))
 }
 
-async fn readyz(State(state): State<AppState>) -> (StatusCode, String) {
+async fn readyz<S>(State(state): State<AppState<S>>) -> (StatusCode, String) {
     answer(state.health.readiness())
 }
 

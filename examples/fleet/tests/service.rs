@@ -1,12 +1,14 @@
 //! The fleet example on a real PostgreSQL server: two copies of the
 //! service share one database, both answer their routes and probes, and
-//! each slot of their every-minute job runs on exactly one of them.
+//! each slot of their every-minute job runs on exactly one of them. A
+//! tenant's schedule, created through both at once, is one schedule at
+//! version 1, and its slot runs once too.
 
 use std::io::Read;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use cronslot_tests::http::{free_port, get};
+use cronslot_tests::http::{free_port, get, send_json};
 use cronslot_tests::postgres;
 
 struct Service {
@@ -33,7 +35,7 @@ fn start(url: &str) -> Service {
     Service { port, child }
 }
 
-/// The `slot` fields of a `GET /rollups` body.
+/// The `slot` fields of a `GET /rollups` or `GET /invoices` body.
 fn slots(body: &str) -> Vec<String> {
     let rollups: serde_json::Value = serde_json::from_str(body).expect("JSON");
     rollups
@@ -61,25 +63,81 @@ fn two_servers_share_the_minute_job_and_answer_their_probes() {
         assert_eq!(status, 200);
         assert!(body.contains("fleet example"), "{body}");
     }
-    // Across the next minute boundary, orders-rollup's slot runs once, on
-    // one of the two.
+    // A tenant signs up; the request reaches both servers at once (a
+    // retried sign-up, a deploy that re-upserts every tenant).
+    let ports: Vec<u16> = services.iter().map(|s| s.port).collect();
+    let writes: Vec<_> = ports
+        .iter()
+        .map(|&port| {
+            std::thread::spawn(move || {
+                send_json(
+                    port,
+                    "PUT",
+                    "/tenants/acme/invoice-schedule",
+                    r#"{"cron": "* * * * *", "timezone": "Europe/Berlin"}"#,
+                )
+                .expect("an answer")
+            })
+        })
+        .collect();
+    let mut answers: Vec<(u16, serde_json::Value)> = writes
+        .into_iter()
+        .map(|w| {
+            let a = w.join().unwrap();
+            (a.status, serde_json::from_str(&a.body).expect("JSON"))
+        })
+        .collect();
+    answers.sort_by_key(|a| a.0);
+    assert_eq!(
+        answers.iter().map(|a| a.0).collect::<Vec<_>>(),
+        [200, 201],
+        "one created it, the other found it unchanged: {answers:?}"
+    );
+    assert!(answers.iter().all(|a| a.1["version"] == 1), "{answers:?}");
+    let bad = send_json(
+        ports[0],
+        "PUT",
+        "/tenants/acme/invoice-schedule",
+        r#"{"cron": "* * * * *", "timezone": "Mars/Olympus"}"#,
+    )
+    .expect("an answer");
+    assert_eq!(bad.status, 400);
+    assert!(bad.body.contains("timezone"), "{}", bad.body);
+    // Across the next minute boundary, orders-rollup's slot and the
+    // tenant's each run once, on one of the two.
     let deadline = Instant::now() + Duration::from_secs(75);
-    let ran = loop {
-        let all: Vec<String> = services
+    let collect = |path: &str| -> Vec<String> {
+        services
             .iter()
-            .flat_map(|s| slots(&get(s.port, "/rollups").expect("rollups").1))
-            .collect();
-        if !all.is_empty() {
-            // Give a second claimer time to (wrongly) run it too.
+            .flat_map(|s| slots(&get(s.port, path).expect("a list").1))
+            .collect()
+    };
+    let (ran, invoiced) = loop {
+        if !collect("/rollups").is_empty() && !collect("/invoices").is_empty() {
+            // Give a second claimer time to (wrongly) run them too.
             std::thread::sleep(Duration::from_secs(3));
-            break services
-                .iter()
-                .flat_map(|s| slots(&get(s.port, "/rollups").expect("rollups").1))
-                .collect::<Vec<_>>();
+            break (collect("/rollups"), collect("/invoices"));
         }
-        assert!(Instant::now() < deadline, "no rollup ran within a minute");
+        assert!(
+            Instant::now() < deadline,
+            "no rollup or no invoice ran within a minute"
+        );
         std::thread::sleep(Duration::from_millis(250));
     };
+    let mut unique_invoices = invoiced.clone();
+    unique_invoices.sort();
+    unique_invoices.dedup();
+    assert_eq!(
+        unique_invoices.len(),
+        invoiced.len(),
+        "an invoice ran twice: {invoiced:?}"
+    );
+    assert!(
+        invoiced
+            .iter()
+            .all(|s| s.starts_with("tenant-invoice/tenant:acme@")),
+        "{invoiced:?}"
+    );
     let mut unique = ran.clone();
     unique.sort();
     unique.dedup();
