@@ -46,6 +46,7 @@ pub struct CommandRequest {
 
 /// The variables that identify a run to its process.
 pub fn identity(ctx: &RunContext) -> Vec<(&'static str, String)> {
+    #[cfg_attr(not(feature = "schedules"), allow(unused_mut))]
     let mut vars = vec![
         ("CRONSLOT_JOB", ctx.job().to_string()),
         ("CRONSLOT_SLOT", ctx.slot_id().to_string()),
@@ -54,6 +55,7 @@ pub fn identity(ctx: &RunContext) -> Vec<(&'static str, String)> {
         ("CRONSLOT_ATTEMPT", ctx.attempt().to_string()),
         ("CRONSLOT_SCHEDULED_AT", format_instant(ctx.scheduled_at())),
     ];
+    #[cfg(feature = "schedules")]
     if let Some(key) = ctx.key() {
         // A schedule's slot: its key, and its version's payload (`null`
         // without one, so that a process can always parse it).

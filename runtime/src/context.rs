@@ -145,6 +145,7 @@ impl RunContext {
     /// schedule's version the slot belongs to: the version in force at the
     /// slot's instant, even if the schedule changed since. `None` without
     /// a payload, and for a job the manifest schedules.
+    #[cfg(feature = "schedules")]
     pub fn payload(&self) -> Option<&str> {
         self.inner.spec.payload_for(self.inner.lease.version)
     }

@@ -85,6 +85,7 @@ pub struct HttpFailure {
 /// The request of `spec`'s `http` action for the run in `ctx`; `None` if
 /// the job is not an http job.
 pub fn plan(spec: &JobSpec, ctx: &RunContext) -> Option<HttpRequest> {
+    #[cfg_attr(not(feature = "schedules"), allow(unused_mut))]
     let mut request = plan_for(
         spec,
         &ctx.idempotency_key(),
@@ -92,6 +93,8 @@ pub fn plan(spec: &JobSpec, ctx: &RunContext) -> Option<HttpRequest> {
         ctx.attempt(),
         ctx.scheduled_at(),
     )?;
+    // Only where schedules are served (the Worker serves none yet).
+    #[cfg(feature = "schedules")]
     if let Some(key) = ctx.key() {
         let body = schedule_body(ctx.job(), key, &ctx.idempotency_key(), ctx.payload());
         with_schedule(&mut request, key, body);
@@ -116,6 +119,7 @@ pub fn schedule_body(job: &str, key: &str, slot: &str, payload: Option<&str>) ->
 /// Adds the schedule's key header and JSON body to a planned request,
 /// replacing a manifest's `Content-Type` and `Content-Length`: the body is
 /// cronslot's.
+#[cfg(feature = "schedules")]
 fn with_schedule(request: &mut HttpRequest, key: &str, body: String) {
     request.headers.retain(|(name, _)| {
         !["content-type", "content-length", "cronslot-key"]

@@ -142,12 +142,13 @@ impl Jobs {
                 "job {name:?} is registered more than once; register each job's function once"
             ));
         }
-        let jobs: Vec<(&str, &Action)> = specs
-            .iter()
-            .map(|s| (s.name.as_str(), &s.action))
-            .chain(templates.iter().map(|t| (t.name.as_str(), &t.action)))
-            .collect();
-        for &(name, action) in &jobs {
+        let jobs = || {
+            specs
+                .iter()
+                .map(|s| (s.name.as_str(), &s.action))
+                .chain(templates.iter().map(|t| (t.name.as_str(), &t.action)))
+        };
+        for (name, action) in jobs() {
             let registered = self.contains(name);
             match action {
                 Action::Function if !registered => problems.push(format!(
@@ -178,7 +179,7 @@ impl Jobs {
             }
         }
         for name in self.names() {
-            if !jobs.iter().any(|(job, _)| *job == name) {
+            if !jobs().any(|(job, _)| job == name) {
                 problems.push(format!(
                     "a function is registered for {name:?}, but the manifest has no such job"
                 ));

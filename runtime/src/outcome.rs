@@ -92,6 +92,13 @@ pub enum IdleDetail {
         /// The slot delivered.
         slot: String,
     },
+    /// `schedule_changed`: the schedule's version in force (`null`: no
+    /// record).
+    #[cfg(feature = "schedules")]
+    ScheduleChanged {
+        /// The version in force.
+        current: Option<u64>,
+    },
     /// `other`: a reason newer than this crate, as its debug text.
     Other {
         /// The reason's debug text.
@@ -101,7 +108,8 @@ pub enum IdleDetail {
 
 /// Why a claim ran nothing, as a name and its details, for log lines and
 /// summaries: `nothing_due`, `busy`, `paused`, `already_resolved`,
-/// `in_progress`, `retry_later` or `not_yet_due` (`other`, with the
+/// `in_progress`, `retry_later`, `not_yet_due` or `schedule_changed`
+/// (`other`, with the
 /// reason's debug text, for a reason newer than this crate).
 pub fn idle_detail(idle: &Idle) -> (&'static str, IdleDetail) {
     let at = |t: &Timestamp| format_instant(*t);
@@ -134,6 +142,13 @@ pub fn idle_detail(idle: &Idle) -> (&'static str, IdleDetail) {
             },
         ),
         Idle::NotYetDue { slot } => ("not_yet_due", IdleDetail::Slot { slot: at(slot) }),
+        // Only where schedules are served (a Worker, which serves none,
+        // names it `other`).
+        #[cfg(feature = "schedules")]
+        Idle::ScheduleChanged { current } => (
+            "schedule_changed",
+            IdleDetail::ScheduleChanged { current: *current },
+        ),
         // A reason added to the core after this was written: named
         // generically, its details kept as text.
         other => (

@@ -11,6 +11,7 @@
 //! A woken job needs nothing of the sort: its wake stays in the index
 //! until a write of its record moves it.
 
+use std::borrow::Cow;
 use std::collections::HashSet;
 use std::rc::Rc;
 use std::time::Duration;
@@ -19,7 +20,7 @@ use cronslot_core::coord::exec::join_all;
 use cronslot_core::coord::{Coordinator, StoreError, TickIndex, TickStart, Trigger};
 use cronslot_core::due::DuePlanner;
 use cronslot_core::manifest::{JobSpec, JobTemplate};
-use cronslot_core::schedules::{ScheduleKey, split_record_name};
+use cronslot_core::schedules::ScheduleKey;
 use jiff::{SignedDuration, Timestamp};
 
 use crate::run::{MoreDue, ServeOptions, Served, serve};
@@ -90,6 +91,7 @@ pub struct TickWork {
     pub jobs: Vec<TickJob>,
     /// The schedules of dynamic jobs the wake index named, by wake: their
     /// specs are in their records, which [`TickServer::resolve`] reads.
+    #[cfg(feature = "schedules")]
     pub schedules: Vec<WokenSchedule>,
     /// Jobs the wake index named that this manifest does not have (another
     /// manifest's, or removed): left alone.
@@ -150,9 +152,18 @@ impl TickPlan {
     }
 
     /// The schedule a record name of the wake index names, when it is one
+    /// of a dynamic job of the plan (never, in a build without the feature
+    /// `schedules`: the name is then unknown to it).
+    #[cfg(not(feature = "schedules"))]
+    fn woken_schedule(&self, _name: &str) -> Option<WokenSchedule> {
+        None
+    }
+
+    /// The schedule a record name of the wake index names, when it is one
     /// of a dynamic job of the plan.
+    #[cfg(feature = "schedules")]
     fn woken_schedule(&self, name: &str) -> Option<WokenSchedule> {
-        let (job, key) = split_record_name(name)?;
+        let (job, key) = cronslot_core::schedules::split_record_name(name)?;
         let template = self.templates.iter().find(|t| t.name == job)?;
         Some(WokenSchedule {
             template: Rc::clone(template),
@@ -213,6 +224,7 @@ impl TickPlan {
                 });
             }
         }
+        #[cfg(feature = "schedules")]
         let mut schedules = Vec::new();
         for name in &start.woken {
             match self.planner.position(name) {
@@ -223,8 +235,9 @@ impl TickPlan {
                 }),
                 Some(_) => {}
                 None => match self.woken_schedule(name) {
+                    #[cfg(feature = "schedules")]
                     Some(woken) => schedules.push(woken),
-                    None => unknown.push(name.clone()),
+                    _ => unknown.push(name.clone()),
                 },
             }
         }
@@ -233,6 +246,7 @@ impl TickPlan {
             after,
             now: start.now,
             jobs,
+            #[cfg(feature = "schedules")]
             schedules,
             unknown,
         }
@@ -468,8 +482,12 @@ where
     T: TickServer,
 {
     let start = index.tick_start(platform.now(), MAX_WOKEN_PER_TICK).await?;
+    #[cfg_attr(not(feature = "schedules"), allow(unused_mut))]
     let mut work = plan.work(&start);
+    #[cfg(feature = "schedules")]
     let unresolved = resolve_schedules(&mut work, max_jobs, platform.now(), server).await;
+    #[cfg(not(feature = "schedules"))]
+    let unresolved: Vec<(String, String)> = Vec::new();
     let too_late = platform
         .deadline()
         .is_some_and(|d| d.cut_runs_at.duration_since(platform.now()) < START_MARGIN);
@@ -501,18 +519,15 @@ where
     let mut served = server.serve(&work, serving).await;
     served.truncate(serving.len());
     // By record name: a schedule's (`job/key`) is not its job's.
-    let mut unserved: HashSet<String> = admitted
-        .iter()
-        .skip(served.len())
-        .map(|j| j.spec.record_name().into_owned())
-        .collect();
-    for (job, s) in admitted.iter().zip(&served) {
+    let names: Vec<Cow<'_, str>> = admitted.iter().map(|j| j.spec.record_name()).collect();
+    let mut unserved: HashSet<&str> = names[served.len()..].iter().map(AsRef::as_ref).collect();
+    for (name, s) in names.iter().zip(&served) {
         if T::claim_failed(s) {
-            unserved.insert(job.spec.record_name().into_owned());
+            unserved.insert(name.as_ref());
         }
     }
     for (name, _) in &unresolved {
-        unserved.insert(name.clone());
+        unserved.insert(name.as_str());
     }
     let failed = unserved
         .len()
@@ -538,10 +553,9 @@ where
         .woken
         .iter()
         .map(String::as_str)
-        .filter(|name| unserved.contains(*name))
+        .filter(|name| unserved.contains(name))
         .collect();
     let kept = index.leave(&planned_left, &woken_left);
-    let unserved: HashSet<&str> = unserved.iter().map(String::as_str).collect();
     let mark = if kept {
         work.mark(&HashSet::new())
     } else {
@@ -563,6 +577,7 @@ where
 /// (within what `max_jobs` leaves after the manifest's jobs), and adds the
 /// live ones to the work, in wake order. A deleted schedule has no wake
 /// and is not named; one whose read failed is returned, with why.
+#[cfg(feature = "schedules")]
 async fn resolve_schedules<T: TickServer>(
     work: &mut TickWork,
     max_jobs: Option<usize>,

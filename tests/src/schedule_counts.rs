@@ -49,7 +49,7 @@ where
     let later = ScheduleSpec::from_json(r#"{"cron": "0 3 * * *"}"#).unwrap();
     let writer = CasCoordinator::new(store.clone(), 7);
     let keys: Vec<ScheduleKey> = (0..n)
-        .map(|i| ScheduleKey::new(&format!("tenant-{i:06}")).unwrap())
+        .map(|i| ScheduleKey::new(format!("tenant-{i:06}")).unwrap())
         .collect();
     // Spread the due ones over the key space.
     let is_due = |i: usize| i % (n / DUE) == 0 && i / (n / DUE) < DUE;

@@ -42,7 +42,9 @@ pub enum CoordError {
     },
     /// The spec is of a schedule of a dynamic job, and the schedule has no
     /// record: it was never created (a delete leaves a tombstone). Nothing
-    /// was written: only a schedule's write creates its record.
+    /// was written: only a schedule's write creates its record. (Feature
+    /// `schedules`: no other build holds schedules.)
+    #[cfg(feature = "schedules")]
     NoSchedule {
         /// The record's name, `job/key`.
         name: String,
@@ -76,6 +78,7 @@ impl fmt::Display for CoordError {
                 f,
                 "gave up after {attempts} conflicting writes: too many workers on one job"
             ),
+            #[cfg(feature = "schedules")]
             CoordError::NoSchedule { name } => write!(f, "no schedule {name:?}"),
         }
     }
@@ -235,7 +238,9 @@ pub struct CasCoordinator<S> {
     /// Records just read for the claim that follows (a schedule's, read for
     /// its spec): that claim starts from the remembered record instead of
     /// reading again. With the instant the store judged the read by and the
-    /// caller's instant then.
+    /// caller's instant then. Only schedules are primed (feature
+    /// `schedules`).
+    #[cfg(feature = "schedules")]
     primed: RefCell<HashMap<String, (Timestamp, Timestamp)>>,
     conflicts: Cell<u64>,
 }
@@ -247,6 +252,7 @@ impl<S> CasCoordinator<S> {
             store,
             rng: RefCell::new(SplitMix64::new(seed)),
             known: RefCell::new(HashMap::new()),
+            #[cfg(feature = "schedules")]
             primed: RefCell::new(HashMap::new()),
             conflicts: Cell::new(0),
         }
@@ -280,6 +286,7 @@ impl<S> CasCoordinator<S> {
     /// Marks the remembered record of `job`, just read at `judged` (the
     /// store's instant; `caller` the caller's), as the read of the next
     /// claim of the job: that claim costs no read of its own.
+    #[cfg(feature = "schedules")]
     pub(super) fn prime(&self, job: &str, judged: Timestamp, caller: Timestamp) {
         self.primed
             .borrow_mut()
@@ -289,6 +296,13 @@ impl<S> CasCoordinator<S> {
     /// The primed record of `job` with the instant to judge it by at the
     /// caller's `now` (the store's reading moved on by the caller's time
     /// since), once.
+    #[cfg(not(feature = "schedules"))]
+    fn take_primed(&self, _job: &str, _now: Timestamp) -> Option<(Versioned<JobState>, Timestamp)> {
+        None
+    }
+
+    /// See the other `take_primed`.
+    #[cfg(feature = "schedules")]
     fn take_primed(&self, job: &str, now: Timestamp) -> Option<(Versioned<JobState>, Timestamp)> {
         let (judged, caller) = self.primed.borrow_mut().remove(job)?;
         let record = self.known.borrow().get(job).cloned()?;
@@ -352,6 +366,7 @@ impl<S: StateStore> CasCoordinator<S> {
         for _ in 0..MAX_CAS_ATTEMPTS {
             let (mut next, expected) = match &current {
                 Some(v) => (v.value.clone(), Some(v.version)),
+                #[cfg(feature = "schedules")]
                 None if spec.key.is_some() => {
                     return Err(CoordError::NoSchedule {
                         name: job.to_string(),

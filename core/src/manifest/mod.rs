@@ -446,12 +446,15 @@ pub struct JobSpec {
     /// with a spec of another version than the record's starts nothing
     /// ([`Idle::ScheduleChanged`](crate::coord::decide::Idle)): the spec is
     /// read again. `None`: not checked (a spec built from a template alone).
+    #[cfg(feature = "schedules")]
     pub schedule_version: Option<u64>,
     /// With `key`: the payload (JSON text) of the schedule's version, which
     /// a run of a slot of that version receives.
+    #[cfg(feature = "schedules")]
     pub payload: Option<std::sync::Arc<str>>,
     /// With `key`: the payloads of earlier versions that runs still belong
     /// to (a slot due before a change runs with the payload of its time).
+    #[cfg(feature = "schedules")]
     pub earlier_payloads: Vec<(u64, Option<std::sync::Arc<str>>)>,
 }
 
@@ -469,6 +472,7 @@ impl JobSpec {
     /// The payload a run of a lease of `version` receives
     /// ([`Lease::version`](crate::coord::Lease): `None` is the version in
     /// force).
+    #[cfg(feature = "schedules")]
     pub fn payload_for(&self, version: Option<u64>) -> Option<&str> {
         match version {
             None => self.payload.as_deref(),

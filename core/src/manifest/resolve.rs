@@ -274,7 +274,10 @@ pub(super) fn resolve_defaults(sink: &mut Sink<'_>, table: &Checked) -> Defaults
     }
 }
 
-/// A `[[job]]` resolved: a job with its schedule, or a dynamic job.
+/// A `[[job]]` resolved: a job with its schedule, or a dynamic job. Built
+/// once per job and moved into the manifest at once: the variants' sizes
+/// do not matter.
+#[allow(clippy::large_enum_variant)]
 pub(super) enum Resolved {
     Job(JobSpec),
     Template(JobTemplate),
@@ -351,6 +354,7 @@ pub(super) fn resolve_job(
         end_at,
         paused,
         key: None,
+        #[cfg(feature = "schedules")]
         payload: None,
     });
     job_warnings(sink, job, &p, &spec, offsets);

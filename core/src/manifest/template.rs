@@ -118,6 +118,7 @@ impl JobTemplate {
             end_at: earliest(self.end_at, end),
             paused: self.paused || spec.paused,
             key: Some(key.clone()),
+            #[cfg(feature = "schedules")]
             payload: spec.payload.as_ref().map(|p| std::sync::Arc::from(p.get())),
         }))
     }
@@ -146,8 +147,11 @@ impl JobTemplate {
             history: self.history,
             action: self.action,
             key: timing.key,
+            #[cfg(feature = "schedules")]
             schedule_version: None,
+            #[cfg(feature = "schedules")]
             payload: timing.payload,
+            #[cfg(feature = "schedules")]
             earlier_payloads: Vec::new(),
         }
     }
@@ -163,6 +167,7 @@ pub(super) struct Timing {
     pub end_at: Option<Timestamp>,
     pub paused: bool,
     pub key: Option<ScheduleKey>,
+    #[cfg(feature = "schedules")]
     pub payload: Option<std::sync::Arc<str>>,
 }
 

@@ -258,7 +258,7 @@ async fn put_invoice_schedule<S: RunnerStore>(
 ) -> (StatusCode, Json<serde_json::Value>) {
     let refused =
         |status: StatusCode, error: String| (status, Json(serde_json::json!({ "error": error })));
-    let key = match ScheduleKey::new(&format!("tenant:{tenant}")) {
+    let key = match ScheduleKey::new(format!("tenant:{tenant}")) {
         Ok(key) => key,
         Err(e) => return refused(StatusCode::BAD_REQUEST, format!("tenant {tenant:?}: {e}")),
     };

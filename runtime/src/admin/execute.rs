@@ -428,6 +428,7 @@ pub(crate) fn coord_error(spec: &JobSpec, doing: &str, e: &CoordError) -> Reply 
         }
         CoordError::Refused(_) => ErrorDoc::new(409, ErrorKind::Refused, message),
         CoordError::Contention { .. } => ErrorDoc::new(503, ErrorKind::Unavailable, message),
+        #[cfg(feature = "schedules")]
         CoordError::NoSchedule { .. } => ErrorDoc::new(404, ErrorKind::NotFound, message),
         CoordError::Store(s) => match s.kind {
             StoreErrorKind::Unavailable | StoreErrorKind::Ambiguous => {

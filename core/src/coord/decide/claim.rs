@@ -14,24 +14,24 @@ use crate::manifest::{JobSpec, Overlap};
 /// Why a schedule's spec may not claim: it was read at another version than
 /// the record's, or the schedule is deleted. A claim with it would plan the
 /// slots of a schedule no longer in force.
+#[cfg(feature = "schedules")]
 fn not_in_force(spec: &JobSpec, state: &JobState) -> Option<Idle> {
     spec.key.as_ref()?;
-    #[cfg(feature = "schedules")]
-    {
-        let Some(data) = &state.schedule else {
-            return Some(Idle::ScheduleChanged { current: None });
-        };
-        let stale = spec.schedule_version.is_some_and(|v| v != data.version);
-        (stale || !data.is_live()).then_some(Idle::ScheduleChanged {
-            current: Some(data.version),
-        })
-    }
-    #[cfg(not(feature = "schedules"))]
-    {
-        // A build without schedules has no record that could hold one.
-        let _ = state;
-        Some(Idle::ScheduleChanged { current: None })
-    }
+    let Some(data) = &state.schedule else {
+        return Some(Idle::ScheduleChanged { current: None });
+    };
+    let stale = spec.schedule_version.is_some_and(|v| v != data.version);
+    (stale || !data.is_live()).then_some(Idle::ScheduleChanged {
+        current: Some(data.version),
+    })
+}
+
+/// A build without schedules keeps none in its records, and the
+/// coordinator creates no record for a spec with a key
+/// (`CoordError::NoSchedule`): nothing to check.
+#[cfg(not(feature = "schedules"))]
+fn not_in_force(_spec: &JobSpec, _state: &JobState) -> Option<Idle> {
+    None
 }
 
 /// Claims the next slot to run, if the policies allow one.

@@ -119,7 +119,9 @@ pub enum Idle {
     /// The claim's spec is of another version of the schedule than the one
     /// in force (a change or a delete landed after it was read): nothing
     /// started. Read the schedule again; its record's wake already names
-    /// what the new version has due.
+    /// what the new version has due. (Feature `schedules`: no other build
+    /// holds schedules.)
+    #[cfg(feature = "schedules")]
     ScheduleChanged {
         /// The version in force (a tombstone's, once deleted); `None`: the
         /// schedule has no record.

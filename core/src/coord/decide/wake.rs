@@ -54,6 +54,9 @@ pub fn migrated_wake(state: &JobState) -> Option<Timestamp> {
 /// another server's tick, its clock that far ahead, may have planned past
 /// it already.
 pub fn next_wake(spec: &JobSpec, state: &JobState, now: Timestamp) -> Option<Timestamp> {
+    // A build without schedules creates no schedule's record
+    // (`CoordError::NoSchedule`), so it never computes one's wake.
+    #[cfg(feature = "schedules")]
     if spec.key.is_some() {
         return schedule_wake(spec, state);
     }
@@ -89,8 +92,8 @@ pub fn next_wake(spec: &JobSpec, state: &JobState, now: Timestamp) -> Option<Tim
 /// after the cursor inside the window (none while paused). A tombstone
 /// starts nothing and has none: a run still in flight finishes without
 /// a tick.
+#[cfg(feature = "schedules")]
 fn schedule_wake(spec: &JobSpec, state: &JobState) -> Option<Timestamp> {
-    #[cfg(feature = "schedules")]
     if !state.schedule.as_ref().is_some_and(|d| d.is_live()) {
         return None;
     }

@@ -298,8 +298,11 @@ impl JobDoc<'_> {
             history: p.history,
             action: action?,
             key: None,
+            #[cfg(feature = "schedules")]
             schedule_version: None,
+            #[cfg(feature = "schedules")]
             payload: None,
+            #[cfg(feature = "schedules")]
             earlier_payloads: Vec::new(),
         })
     }
