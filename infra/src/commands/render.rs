@@ -12,7 +12,7 @@ use crate::manifest::read_manifest;
 use crate::parse::parse_instant;
 use crate::render::{
     Source, aws, cargo_binary, default_code_uri, kubernetes, markdown, plan, refuse_commands,
-    wrangler, write_file,
+    refuse_dynamic, wrangler, write_file,
 };
 
 #[derive(Debug, Args)]
@@ -95,6 +95,7 @@ pub fn exec(args: RenderArgs) -> Result<(), Failure> {
                 &manifest,
                 "Lambda (provided.al2023 has no tools a command could rely on)",
             )?;
+            refuse_dynamic(&manifest, "Lambda")?;
             let sam = args.format == RenderFormat::Sam;
             let binary = match &args.binary {
                 Some(b) => Some(b.clone()),
@@ -115,6 +116,7 @@ pub fn exec(args: RenderArgs) -> Result<(), Failure> {
         }
         RenderFormat::Wrangler => {
             refuse_commands(&manifest, "a Worker (it cannot start processes)")?;
+            refuse_dynamic(&manifest, "a Worker")?;
             let name = match &args.name {
                 Some(name) => {
                     wrangler::check_worker_name(name)?;

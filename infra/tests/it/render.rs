@@ -354,6 +354,44 @@ fn bad_input_exits_2() {
             stderr(&o)
         );
     }
+    // Dynamic jobs are not served on Lambda or a Worker yet: refused, not
+    // rendered into a deployment that never runs their schedules.
+    let dynamic = temp_manifest(
+        "dynamic",
+        "[[job]]\nname = \"tenant-invoice\"\ndynamic = true\nhttp = { url = \"https://example.com/bill\" }\n",
+    );
+    let dynamic = dynamic.to_str().unwrap();
+    for format in ["sam", "cloudformation", "wrangler"] {
+        let binary: &[&str] = if format == "wrangler" {
+            &[]
+        } else {
+            &["--binary", "jobs"]
+        };
+        let o = cronslot(&[&["render", format, dynamic], binary].concat());
+        assert_eq!(o.status.code(), Some(2), "{format}: {}", stderr(&o));
+        assert!(
+            stderr(&o).contains("dynamic jobs are not served by")
+                && stderr(&o).contains("\"tenant-invoice\""),
+            "{format}: {}",
+            stderr(&o)
+        );
+    }
+    // Kubernetes runs cronslot's runner: its tick (or its replicas) serve
+    // them, with no static job in the manifest.
+    let o = cronslot(&["render", "kubernetes", dynamic]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains("args:\n            - run\n"),
+        "the replicas run the runner: {}",
+        stdout(&o)
+    );
+    let o = cronslot(&["render", "kubernetes", dynamic, "--kind", "cronjob"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains("- tick"),
+        "the CronJob ticks: {}",
+        stdout(&o)
+    );
     // A flag of another format is refused, not ignored.
     let o = cronslot(&[
         "render",
