@@ -78,6 +78,12 @@ fn status_doc<C: Operator + Records>(
             })?
             .into_iter()
             .filter(|j| session.manifest.job(j).is_none())
+            // A schedule's record (`job/key`) of a dynamic job the manifest
+            // has is the manifest's: its schedules are data.
+            .filter(|j| {
+                cronslot_core::schedules::split_record_name(j)
+                    .is_none_or(|(job, _)| session.manifest.template(job.as_str()).is_none())
+            })
             .collect();
         Some(listed)
     } else {
