@@ -332,14 +332,9 @@ pub(super) fn resolve_job(
         action: action?,
     };
     if job.is_dynamic() {
-        // Said until every platform serves schedules, so that a dynamic
-        // job is never silently left alone where it is deployed.
-        sink.warning(
-            job.at(job.key_span("dynamic")),
-            "dynamic jobs run on cronslot's runner only (`cronslot run`, `tick`, `serve`, and \
-             Rust services built on cronslot-runner): Lambda and Workers do not run their \
-             schedules yet",
-        );
+        // Served by cronslot's runner. Where schedules are not served yet
+        // (Lambda, Workers), the precompiled form and `cronslot render`
+        // refuse the job, so it is never silently left alone.
         return Some(Resolved::Template(policies));
     }
     let cron = job.cron.clone()?;

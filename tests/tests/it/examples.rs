@@ -84,7 +84,14 @@ fn every_example_manifest_survives_the_precompiled_round_trip() {
         let parsed = parse(&path);
         let json = parsed.to_precompiled(&file);
         let loaded = load_precompiled(&json).unwrap_or_else(|e| panic!("{file}: {e}"));
-        assert_eq!(loaded, parsed, "{file}");
+        if parsed.templates.is_empty() {
+            assert_eq!(loaded, parsed, "{file}");
+        } else {
+            // Dynamic jobs run on cronslot's runner only (examples/fleet):
+            // the precompiled form, a Lambda's or a Worker's, has none.
+            assert!(loaded.templates.is_empty(), "{file}");
+            assert_eq!(loaded.jobs, parsed.jobs, "{file}");
+        }
         for (l, p) in loaded.jobs.iter().zip(&parsed.jobs) {
             assert_eq!(l.spec_hash(), p.spec_hash(), "{file}: {}", p.name.as_str());
         }
