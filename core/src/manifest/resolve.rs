@@ -275,6 +275,9 @@ pub(super) fn resolve_defaults(sink: &mut Sink<'_>, table: &Checked) -> Defaults
 }
 
 /// A `[[job]]` resolved: a job with its schedule, or a dynamic job.
+// One lives at a time, while its `[[job]]` is validated and moved into the
+// manifest: boxing the larger variant would only add an allocation.
+#[allow(clippy::large_enum_variant)]
 pub(super) enum Resolved {
     Job(JobSpec),
     Template(JobTemplate),

@@ -301,7 +301,7 @@ async fn respond<S: RunnerStore>(
                 ));
             }
             Some(Err(refused)) => return reply(refused),
-            Some(Ok(route)) => Work::Admin(route),
+            Some(Ok(route)) => Work::Admin(Box::new(route)),
         }
     };
     let Ok(_turn) = turns.acquire_owned().await else {
@@ -379,7 +379,9 @@ async fn read_body(req: Request) -> Result<Option<String>, Reply> {
 /// What a request asks for, once it is authorised.
 enum Work {
     Tick,
-    Admin(AdminRoute),
+    // Boxed: a schedule's PUT carries its spec, and the work moves to the
+    // request's thread.
+    Admin(Box<AdminRoute>),
 }
 
 impl Work {
