@@ -52,7 +52,11 @@
 //! job, `405` with `Allow` for a wrong method, `400` naming the parameter
 //! for a bad query (an unparseable instant, `from` after `to`, an unknown
 //! or repeated parameter), `409` when the store refused a write, `503` when
-//! the store is unavailable. The token is checked before the path is
+//! the store is unavailable. A schedule's routes add `412` (`If-Match`
+//! named another version) and `409` (`If-None-Match: *` met a live
+//! schedule), each with the schedule's `version`, `400` with every
+//! `problems` entry of a refused spec, and `413` for a body over
+//! `MAX_BODY_BYTES` (the host's). The token is checked before the path is
 //! looked at: without it nothing, not even which jobs exist, is revealed.
 //! Nothing panics on any input.
 

@@ -275,7 +275,7 @@ fn not_found_route(segments: &[&str]) -> Reply {
     )
 }
 
-pub(super) fn unknown_job(manifest: &Manifest, name: &str) -> Reply {
+fn unknown_job(manifest: &Manifest, name: &str) -> Reply {
     let known: Vec<&str> = manifest.jobs.iter().map(|j| j.name.as_str()).collect();
     let known = if known.is_empty() {
         "the manifest defines no jobs".to_string()
