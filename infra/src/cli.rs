@@ -18,6 +18,7 @@ use crate::commands::next::NextArgs;
 use crate::commands::pause::PauseArgs;
 use crate::commands::render::RenderArgs;
 use crate::commands::run::RunArgs;
+use crate::commands::schedule::ScheduleArgs;
 use crate::commands::serve::ServeArgs;
 use crate::commands::status::StatusArgs;
 use crate::commands::sync::SyncArgs;
@@ -117,6 +118,19 @@ pub enum Command {
     Resume(PauseArgs),
     /// Queue past slots of a job to run again (oldest first).
     Backfill(BackfillArgs),
+    /// Create, show or delete a schedule of a dynamic job (dynamic = true).
+    ///
+    /// A dynamic job's schedules are data, one per key, written while the
+    /// application runs: `put` writes one (a full replace; an equal spec
+    /// writes nothing; --if-match VERSION writes only over that version,
+    /// --create-only only where none is), `get` shows its spec, version,
+    /// next slots and status, `rm` deletes it (a tombstone keeps its
+    /// version). The same operations as the admin routes PUT, GET and
+    /// DELETE /cronslot/schedules/JOB/KEY; --format json prints their
+    /// documents. Exits 0 when done, 1 when it could not be done as asked
+    /// (no such schedule, another version, the store failed), 2 on bad
+    /// input (a job that is not dynamic, a bad key or spec).
+    Schedule(ScheduleArgs),
     /// Run the current slot of a job now, once (even if it is late).
     ///
     /// Claims the job's latest slot at or before now as a runner would (a

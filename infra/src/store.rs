@@ -204,12 +204,22 @@ impl Session {
     /// Parses `--store`, reads the manifest, checks `job` (when given), and
     /// only then opens the store: bad input never touches a file.
     pub fn open(args: &StoreArgs, job: Option<&str>) -> Result<Session, Failure> {
+        Session::open_checked(args, |manifest, path| match job {
+            Some(name) => find_job(manifest, path, name).map(|_| ()),
+            None => Ok(()),
+        })
+    }
+
+    /// [`open`](Session::open) with the manifest checked by `check` (the
+    /// manifest, its path) before the store is opened.
+    pub fn open_checked(
+        args: &StoreArgs,
+        check: impl FnOnce(&Manifest, &std::path::Path) -> Result<(), Failure>,
+    ) -> Result<Session, Failure> {
         let target = StoreTarget::parse(&args.store, args.token_env.as_deref())?;
         let manifest_path = args.manifest.path();
         let manifest = load_manifest(&manifest_path)?;
-        if let Some(name) = job {
-            find_job(&manifest, &manifest_path, name)?;
-        }
+        check(&manifest, &manifest_path)?;
         let backend = target.open()?;
         Ok(Session {
             manifest,

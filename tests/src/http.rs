@@ -36,6 +36,19 @@ impl Answer {
 /// answers. Reads to the end of the connection (the request asks the
 /// server to close it), so a chunked body keeps its chunk lines.
 pub fn request(port: u16, method: &str, path: &str, token: Option<&str>) -> Option<Answer> {
+    request_with(port, method, path, token, &[], "")
+}
+
+/// [`request`] with more header lines (`(name, value)`) and a body (sent
+/// with its `Content-Length`; empty: none).
+pub fn request_with(
+    port: u16,
+    method: &str,
+    path: &str,
+    token: Option<&str>,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> Option<Answer> {
     let mut stream = TcpStream::connect(("127.0.0.1", port)).ok()?;
     stream
         .set_read_timeout(Some(Duration::from_secs(30)))
@@ -43,9 +56,14 @@ pub fn request(port: u16, method: &str, path: &str, token: Option<&str>) -> Opti
     let authorization = token
         .map(|t| format!("Authorization: Bearer {t}\r\n"))
         .unwrap_or_default();
+    let extra: String = headers
+        .iter()
+        .map(|(name, value)| format!("{name}: {value}\r\n"))
+        .collect();
+    let length = body.len();
     write!(
         stream,
-        "{method} {path} HTTP/1.1\r\nHost: localhost\r\n{authorization}Content-Length: 0\r\nConnection: close\r\n\r\n"
+        "{method} {path} HTTP/1.1\r\nHost: localhost\r\n{authorization}{extra}Content-Length: {length}\r\nConnection: close\r\n\r\n{body}"
     )
     .ok()?;
     let mut response = String::new();

@@ -285,7 +285,8 @@ impl<S> CasCoordinator<S> {
 
     /// Marks the remembered record of `job`, just read at `judged` (the
     /// store's instant; `caller` the caller's), as the read of the next
-    /// claim of the job: that claim costs no read of its own.
+    /// claim of the job: that claim costs no read of its own. (Only a
+    /// schedule's read for its claim primes, hence the feature.)
     #[cfg(feature = "schedules")]
     pub(super) fn prime(&self, job: &str, judged: Timestamp, caller: Timestamp) {
         self.primed

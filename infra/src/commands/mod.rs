@@ -15,6 +15,7 @@ pub mod next;
 pub mod pause;
 pub mod render;
 pub mod run;
+pub mod schedule;
 pub mod serve;
 pub mod status;
 pub mod sync;
@@ -42,6 +43,7 @@ pub fn exec(command: Command) -> Result<(), Failure> {
         Command::Pause(args) => pause::pause(args),
         Command::Resume(args) => pause::resume(args),
         Command::Backfill(args) => backfill::exec(args),
+        Command::Schedule(args) => schedule::exec(args),
         Command::Trigger(args) => trigger::exec(args),
         Command::Render(args) => render::exec(args),
         Command::Check(args) => check::exec(args),

@@ -238,11 +238,25 @@ async fn respond<S: RunnerStore>(
         }
         None => None,
     };
+    let (if_match, if_none_match) = match (
+        header_text(&req, "if-match"),
+        header_text(&req, "if-none-match"),
+    ) {
+        (Ok(m), Ok(n)) => (m, n),
+        (Err(refused), _) | (_, Err(refused)) => return reply(refused),
+    };
+    let body = match read_body(req).await {
+        Ok(body) => body,
+        Err(refused) => return reply(refused),
+    };
     let request = AdminRequest {
         method: &method,
         path: &path,
         query: query.as_deref(),
         authorization: authorization.as_deref(),
+        if_match: if_match.as_deref(),
+        if_none_match: if_none_match.as_deref(),
+        body: body.as_deref(),
     };
     let below = path
         .trim_end_matches('/')
@@ -287,7 +301,7 @@ async fn respond<S: RunnerStore>(
                 ));
             }
             Some(Err(refused)) => return reply(refused),
-            Some(Ok(route)) => Work::Admin(route),
+            Some(Ok(route)) => Work::Admin(Box::new(route)),
         }
     };
     let Ok(_turn) = turns.acquire_owned().await else {
@@ -320,10 +334,54 @@ async fn respond<S: RunnerStore>(
     }
 }
 
+/// A header's value as text (`None` when absent); 400 naming it when it
+/// is not visible ASCII.
+fn header_text(req: &Request, name: &str) -> Result<Option<String>, Reply> {
+    match req.headers().get(name).map(HeaderValue::to_str) {
+        None => Ok(None),
+        Some(Ok(v)) => Ok(Some(v.to_string())),
+        Some(Err(_)) => {
+            let mut doc = admin::ErrorDoc::new(
+                400,
+                ErrorKind::BadRequest,
+                format!("the {name} header is not visible ASCII"),
+            );
+            doc.parameter = Some(name.to_string());
+            Err(Reply::error_doc(doc))
+        }
+    }
+}
+
+/// The request's body as text, at most [`admin::MAX_BODY_BYTES`] (a
+/// schedule's spec; the other routes take none). `None`: empty.
+async fn read_body(req: Request) -> Result<Option<String>, Reply> {
+    let bytes = axum::body::to_bytes(req.into_body(), admin::MAX_BODY_BYTES)
+        .await
+        .map_err(|_| {
+            Reply::error(
+                413,
+                ErrorKind::BadRequest,
+                format!(
+                    "the body is larger than {} bytes (or was cut off): a schedule's spec \
+                     holds at most a 16 KiB payload",
+                    admin::MAX_BODY_BYTES
+                ),
+            )
+        })?;
+    if bytes.is_empty() {
+        return Ok(None);
+    }
+    String::from_utf8(bytes.to_vec())
+        .map(Some)
+        .map_err(|_| Reply::error(400, ErrorKind::BadRequest, "the body is not UTF-8 text"))
+}
+
 /// What a request asks for, once it is authorised.
 enum Work {
     Tick,
-    Admin(AdminRoute),
+    // Boxed: a schedule's PUT carries its spec, and the work moves to the
+    // request's thread.
+    Admin(Box<AdminRoute>),
 }
 
 impl Work {
@@ -391,6 +449,17 @@ impl<S: RunnerStore> AdminHost for ServeHost<'_, S> {
         repair_wake(&self.server.store, job)
             .await
             .map_err(CoordError::Store)
+    }
+
+    /// The schedules of the manifest's dynamic jobs, in the store this
+    /// process opened.
+    async fn schedule_route(
+        &self,
+        route: &AdminRoute,
+        manifest: &Manifest,
+        now: Timestamp,
+    ) -> Reply {
+        admin::execute_schedule(route, manifest, &*self.coordinator, now).await
     }
 }
 

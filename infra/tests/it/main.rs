@@ -15,6 +15,7 @@ mod new;
 mod openapi;
 mod render;
 mod run;
+mod schedule_cmds;
 mod serve;
 mod server_cmds;
 mod store_admin;

@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use cronslot_runtime::admin;
-use cronslot_tests::http::Answer;
+use cronslot_tests::http::{Answer, request_with};
 use serde_json::Value;
 
 use crate::serve::{ADMIN_TOKEN, TICK_SECRET, call, json, serve, stop};
@@ -153,6 +153,12 @@ schedule = "0 0 1 1 *"
 timezone = "Europe/Berlin"
 timeout = "20s"
 command = ["true"]
+
+[[job]]
+name = "invoice"
+dynamic = true
+timeout = "20s"
+command = ["true"]
 "#;
 
 fn scratch(name: &str) -> PathBuf {
@@ -178,6 +184,25 @@ impl Checker<'_> {
     fn check(&mut self, method: &str, template: &str, path: &str, token: Option<&str>) -> Answer {
         let full = format!("{}{path}", admin::DEFAULT_PREFIX);
         let a = call(self.port, method, &full, token);
+        self.verify(method, template, path, a)
+    }
+
+    /// [`check`](Checker::check) with more headers and a body.
+    fn check_with(
+        &mut self,
+        method: &str,
+        template: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: &str,
+    ) -> Answer {
+        let full = format!("{}{path}", admin::DEFAULT_PREFIX);
+        let a = request_with(self.port, method, &full, Some(ADMIN_TOKEN), headers, body)
+            .unwrap_or_else(|| panic!("no answer to {method} {full}"));
+        assert!(
+            !a.body.contains(ADMIN_TOKEN) && !a.headers.iter().any(|h| h.contains(ADMIN_TOKEN)),
+            "{method} {path} shows the token: {a:?}"
+        );
         self.verify(method, template, path, a)
     }
 
@@ -383,6 +408,8 @@ fn serve_answers_every_route_as_the_document_says() {
     c.check("POST", "/repair", "/repair", t);
     c.check("POST", "/repair", "/repair?after=export", t);
 
+    schedules(&mut c);
+
     // After the runs: the records hold history, leases' traces, pending
     // runs, the dead letter again.
     c.check("GET", "/status", "/status", t);
@@ -416,6 +443,86 @@ fn serve_answers_every_route_as_the_document_says() {
     c.check("GET", "/openapi.json", "/openapi.json", None);
     c.check("GET", "/health", "/health", None);
     stop(child);
+}
+
+/// The schedule routes of the dynamic job `invoice`, each answer checked
+/// against the document, and what the answers say.
+fn schedules(c: &mut Checker<'_>) {
+    const T: &str = "/schedules/{job}/{key}";
+    const PATH: &str = "/schedules/invoice/tenant-1";
+    let spec = r#"{"cron":"0 0 1 1 *","timezone":"Europe/Berlin","payload":{"tenant":1},"labels":{"plan":"pro"}}"#;
+    let a = c.check_with("PUT", T, PATH, &[], spec);
+    assert_eq!((a.status, a.header("etag")), (201, Some("\"1\"")), "{a:?}");
+    assert_eq!(json(&a)["version"], 1);
+    let a = c.check_with("PUT", T, PATH, &[], spec);
+    assert_eq!(a.status, 200, "{a:?}");
+    assert_eq!(json(&a)["changed"], false, "the same spec writes nothing");
+
+    // A full replace over version 1: labels and payload are not kept.
+    let changed = r#"{"cron":"0 0 1 1 *","timezone":"Europe/Berlin"}"#;
+    let a = c.check_with("PUT", T, PATH, &[("If-Match", "\"1\"")], changed);
+    assert_eq!((a.status, a.header("etag")), (200, Some("\"2\"")), "{a:?}");
+    let a = c.check_with("PUT", T, PATH, &[("If-Match", "\"1\"")], spec);
+    assert_eq!((a.status, a.header("etag")), (412, Some("\"2\"")), "{a:?}");
+    assert_eq!(json(&a)["version"], 2);
+    let a = c.check_with("PUT", T, PATH, &[("If-None-Match", "*")], spec);
+    assert_eq!(a.status, 409, "{a:?}");
+    assert_eq!(json(&a)["error"], "exists");
+    let a = c.check_with("PUT", T, PATH, &[("If-Match", "two")], spec);
+    assert_eq!(a.status, 400, "{a:?}");
+    let a = c.check_with("PUT", T, "/schedules/invoice/a@b", &[], spec);
+    assert_eq!(
+        (a.status, json(&a)["parameter"].as_str()),
+        (400, Some("key"))
+    );
+    let a = c.check_with(
+        "PUT",
+        T,
+        PATH,
+        &[],
+        r#"{"cron":"0 0 1 1 *","timezone":"Nowhere/City"}"#,
+    );
+    assert_eq!(a.status, 400, "{a:?}");
+    assert_eq!(json(&a)["problems"][0]["field"], "timezone");
+    let a = c.check_with("PUT", T, "/schedules/report/k", &[], spec);
+    assert_eq!(a.status, 404, "a static job has no schedules: {a:?}");
+    c.check_with("PUT", T, "/schedules/nope/k", &[], spec);
+    let big = format!(
+        r#"{{"cron":"0 0 1 1 *","payload":"{}"}}"#,
+        "x".repeat(70 * 1024)
+    );
+    let a = c.check_with("PUT", T, PATH, &[], &big);
+    assert_eq!(a.status, 413, "{a:?}");
+
+    let a = c.check("GET", T, PATH, Some(ADMIN_TOKEN));
+    assert_eq!((a.status, a.header("etag")), (200, Some("\"2\"")), "{a:?}");
+    let doc = json(&a);
+    assert_eq!(
+        doc["spec"],
+        serde_json::json!({"cron": "0 0 1 1 *", "timezone": "Europe/Berlin", "paused": false})
+    );
+    assert_eq!(doc["next"].as_array().map(Vec::len), Some(10));
+    assert_eq!(doc["status"]["record"]["job"], "invoice/tenant-1");
+    assert_eq!(doc["status"]["health"], "never_succeeded");
+    c.check("GET", T, "/schedules/invoice/never", Some(ADMIN_TOKEN));
+    c.check("POST", T, PATH, Some(ADMIN_TOKEN));
+
+    let a = c.check_with("DELETE", T, PATH, &[("If-Match", "\"1\"")], "");
+    assert_eq!(a.status, 412, "{a:?}");
+    let a = c.check_with("DELETE", T, PATH, &[], "");
+    assert_eq!(
+        (a.status, &json(&a)["version"]),
+        (200, &Value::from(3)),
+        "{a:?}"
+    );
+    let a = c.check("GET", T, PATH, Some(ADMIN_TOKEN));
+    assert_eq!(
+        (a.status, &json(&a)["version"]),
+        (404, &Value::from(3)),
+        "{a:?}"
+    );
+    let a = c.check_with("DELETE", T, PATH, &[], "");
+    assert_eq!(a.status, 404, "{a:?}");
 }
 
 /// A JSON Schema walker over the document's schemas (see the module's

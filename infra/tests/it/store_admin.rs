@@ -197,6 +197,9 @@ fn serve(stream: TcpStream, manifest: &Manifest, coord: &Rc<CasCoordinator<Memor
         path,
         query,
         authorization: authorization.as_deref(),
+        if_match: None,
+        if_none_match: None,
+        body: None,
     };
     let reply = match admin::route("/cronslot", manifest, &request, Some(TOKEN)) {
         None => Reply {

@@ -7,6 +7,8 @@ use std::collections::BTreeMap;
 
 use cronslot_core::coord::{BackfillError, DeadLetter, FailOutcome, Idle, JobState, TriggerError};
 use cronslot_core::health::Health;
+#[cfg(feature = "schedules")]
+use cronslot_core::schedules::SpecProblem;
 use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
 
@@ -389,7 +391,8 @@ pub struct ErrorDoc {
     pub error: ErrorKind,
     /// What went wrong, for a person.
     pub message: String,
-    /// The query parameter at fault (400).
+    /// The query parameter at fault (400); for a schedule's route also
+    /// the path segment `key` or the header `If-Match` / `If-None-Match`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parameter: Option<String>,
     /// The methods the route takes (405).
@@ -401,6 +404,16 @@ pub struct ErrorDoc {
     /// The core's refusal of a trigger (400).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trigger: Option<TriggerError>,
+    /// Every problem of a refused schedule spec (400, `spec`), each naming
+    /// its field.
+    #[cfg(feature = "schedules")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub problems: Option<Vec<SpecProblem>>,
+    /// The schedule's version now: the live one (412, 409), or a
+    /// tombstone's (404 of a deleted schedule). Absent when there is none.
+    #[cfg(feature = "schedules")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<u64>,
 }
 
 impl ErrorDoc {
@@ -415,6 +428,10 @@ impl ErrorDoc {
             allow: None,
             backfill: None,
             trigger: None,
+            #[cfg(feature = "schedules")]
+            problems: None,
+            #[cfg(feature = "schedules")]
+            version: None,
         }
     }
 }
@@ -444,6 +461,17 @@ pub enum ErrorKind {
     Refused,
     /// 503: the store is unavailable or contended; try again.
     Unavailable,
+    /// 400: a schedule's spec was refused (see `problems`).
+    #[cfg(feature = "schedules")]
+    Spec,
+    /// 412: `If-Match` named another version than the schedule's (see
+    /// `version`); nothing was written.
+    #[cfg(feature = "schedules")]
+    PreconditionFailed,
+    /// 409: `If-None-Match: *` met an existing schedule (see `version`);
+    /// nothing was written.
+    #[cfg(feature = "schedules")]
+    Exists,
     /// 500.
     Internal,
     /// A kind this build does not know (a newer Worker).

@@ -163,11 +163,20 @@ async fn run<C: Operator>(
             ErrorKind::Internal,
             "the OpenAPI document is the host's to serve (admin::dispatch, AdminHost::openapi)",
         )),
+        #[cfg(feature = "schedules")]
+        AdminRoute::PutSchedule { .. }
+        | AdminRoute::GetSchedule { .. }
+        | AdminRoute::DeleteSchedule { .. } => Err(Reply::error(
+            500,
+            ErrorKind::Internal,
+            "a schedule's route runs over a coordinator that writes schedules \
+             (admin::execute_schedule, through admin::dispatch)",
+        )),
     }
 }
 
 /// The job's next `count` slots after `now` with their DST marks.
-fn next_doc(spec: &JobSpec, now: Timestamp, count: usize) -> NextDoc {
+pub(crate) fn next_doc(spec: &JobSpec, now: Timestamp, count: usize) -> NextDoc {
     let zone = spec.schedule.zone();
     let from = match spec.start_at {
         Some(start) if start > now => start
@@ -414,7 +423,12 @@ async fn status<C: Operator>(coord: &C, spec: &JobSpec, now: Timestamp) -> Resul
 /// are 400 (with the refusal for clients to rebuild), a refused write 409,
 /// an unavailable or contended store 503, anything else 500.
 pub(crate) fn coord_error(spec: &JobSpec, doing: &str, e: &CoordError) -> Reply {
-    let message = format!("{doing} job {:?}: {e}", spec.name.as_str());
+    coord_reply(format!("{doing} job {:?}: {e}", spec.name.as_str()), e)
+}
+
+/// [`coord_error`] with the message written by the caller (a schedule's
+/// routes name the schedule, not a job).
+pub(crate) fn coord_reply(message: String, e: &CoordError) -> Reply {
     let doc = match e {
         CoordError::Backfill(b) => {
             let mut doc = ErrorDoc::new(400, ErrorKind::Backfill, message);

@@ -41,6 +41,26 @@ pub trait AdminHost {
     /// Gives `job`'s record the wake it lacks, if it has none (the repair
     /// route); answers the wake.
     async fn repair_wake(&self, job: &str) -> Result<Option<Timestamp>, CoordError>;
+
+    /// Serves a schedule's route ([`AdminRoute::is_schedule`]) at `now`.
+    /// A host whose coordinator writes schedules answers with
+    /// [`execute_schedule`](super::execute_schedule) over it; the default
+    /// answers 404 saying this host serves no schedules, as a build
+    /// without the feature (the Worker's) does.
+    #[cfg(feature = "schedules")]
+    async fn schedule_route(
+        &self,
+        route: &AdminRoute,
+        manifest: &Manifest,
+        now: Timestamp,
+    ) -> Reply {
+        let _ = (route, manifest, now);
+        Reply::error(
+            404,
+            ErrorKind::NotFound,
+            "this host does not serve the schedules of dynamic jobs; `cronslot serve` does",
+        )
+    }
 }
 
 /// Serves an authorised route on `host`, judged at `now`.
@@ -87,6 +107,8 @@ pub async fn dispatch<H: AdminHost>(
                  docs/openapi.json",
             ),
         },
+        #[cfg(feature = "schedules")]
+        route if route.is_schedule() => host.schedule_route(route, manifest, now).await,
         route => execute(route, manifest, &**host.coordinator(), now).await,
     }
 }

@@ -24,6 +24,14 @@
 //! | POST | `{p}/jobs/{job}/backfill` | `from`, `to`, `dry_run` | 200 [`BackfillDoc`] |
 //! | POST | `{p}/jobs/{job}/trigger` | — | [`TriggerDoc`] (see [`trigger_reply`]) |
 //! | POST | `{p}/repair` | `after` | 200 [`RepairDoc`] (see [`repair_page`]) |
+//! | PUT | `{p}/schedules/{job}/{key}` | — | 201 / 200 `ScheduleWriteDoc`, `ETag` (feature `schedules`) |
+//! | GET | `{p}/schedules/{job}/{key}` | — | 200 `ScheduleDoc`, `ETag` (feature `schedules`) |
+//! | DELETE | `{p}/schedules/{job}/{key}` | — | 200 `ScheduleDeleteDoc` (feature `schedules`) |
+//!
+//! The schedule routes (a dynamic job's schedules, docs/design.md §12) are
+//! built with the feature `schedules` and served by hosts whose coordinator
+//! writes schedules ([`AdminHost::schedule_route`]). A build without it
+//! (the Worker's) answers them 404, saying it serves no schedules.
 //!
 //! [`ROUTES`] lists them for programs; `docs/openapi.json` in the
 //! repository describes each (parameters, bodies, every status), and
@@ -44,7 +52,11 @@
 //! job, `405` with `Allow` for a wrong method, `400` naming the parameter
 //! for a bad query (an unparseable instant, `from` after `to`, an unknown
 //! or repeated parameter), `409` when the store refused a write, `503` when
-//! the store is unavailable. The token is checked before the path is
+//! the store is unavailable. A schedule's routes add `412` (`If-Match`
+//! named another version) and `409` (`If-None-Match: *` met a live
+//! schedule), each with the schedule's `version`, `400` with every
+//! `problems` entry of a refused spec, and `413` for a body over
+//! `MAX_BODY_BYTES` (the host's). The token is checked before the path is
 //! looked at: without it nothing, not even which jobs exist, is revealed.
 //! Nothing panics on any input.
 
@@ -57,9 +69,15 @@ mod metrics;
 mod query;
 mod repair;
 mod route;
+#[cfg(feature = "schedules")]
+mod schedules;
 mod trigger;
 
+#[cfg(feature = "schedules")]
+use cronslot_core::coord::decide::Precondition;
 use cronslot_core::manifest::JobName;
+#[cfg(feature = "schedules")]
+use cronslot_core::schedules::{ScheduleKey, ScheduleSpec};
 use jiff::Timestamp;
 use serde::Serialize;
 
@@ -75,6 +93,10 @@ pub use host::{AdminHost, dispatch};
 pub use metrics::prometheus_text;
 pub use repair::{REPAIR_PAGE, repair_page};
 pub use route::{ROUTES, route};
+#[cfg(feature = "schedules")]
+pub use schedules::{
+    MAX_BODY_BYTES, ScheduleDeleteDoc, ScheduleDoc, ScheduleWriteDoc, etag, execute_schedule,
+};
 pub use trigger::{TriggerOutcome, trigger_doc, trigger_outcome, trigger_reply, trigger_run};
 
 /// Where the routes live unless the Worker says otherwise.
@@ -117,6 +139,16 @@ pub struct AdminRequest<'a> {
     pub query: Option<&'a str>,
     /// The `Authorization` header's value.
     pub authorization: Option<&'a str>,
+    /// The `If-Match` header's value (a schedule's `PUT` and `DELETE`).
+    #[cfg(feature = "schedules")]
+    pub if_match: Option<&'a str>,
+    /// The `If-None-Match` header's value (a schedule's `PUT`).
+    #[cfg(feature = "schedules")]
+    pub if_none_match: Option<&'a str>,
+    /// The body, as text (a schedule's `PUT`: its spec); `None` when the
+    /// request has none. Hosts read at most [`MAX_BODY_BYTES`].
+    #[cfg(feature = "schedules")]
+    pub body: Option<&'a str>,
 }
 
 /// An HTTP reply for the Worker to send as is.
@@ -281,6 +313,39 @@ pub enum AdminRoute {
         /// `None`: from the first job).
         after: Option<String>,
     },
+    /// `PUT {p}/schedules/{job}/{key}`: writes the schedule `key` of the
+    /// dynamic job `job` (a full replace), served by
+    /// [`execute_schedule`] through [`AdminHost::schedule_route`].
+    #[cfg(feature = "schedules")]
+    PutSchedule {
+        /// The dynamic job.
+        job: JobName,
+        /// The schedule's key.
+        key: ScheduleKey,
+        /// The spec the body sent, checked.
+        spec: ScheduleSpec,
+        /// From `If-Match` or `If-None-Match: *`.
+        precondition: Precondition,
+    },
+    /// `GET {p}/schedules/{job}/{key}`: the schedule and its status.
+    #[cfg(feature = "schedules")]
+    GetSchedule {
+        /// The dynamic job.
+        job: JobName,
+        /// The schedule's key.
+        key: ScheduleKey,
+    },
+    /// `DELETE {p}/schedules/{job}/{key}`: deletes the schedule, leaving
+    /// a tombstone.
+    #[cfg(feature = "schedules")]
+    DeleteSchedule {
+        /// The dynamic job.
+        job: JobName,
+        /// The schedule's key.
+        key: ScheduleKey,
+        /// From `If-Match`.
+        precondition: Precondition,
+    },
 }
 
 impl AdminRoute {
@@ -298,7 +363,23 @@ impl AdminRoute {
             | AdminRoute::Backfill { job, .. }
             | AdminRoute::Next { job, .. }
             | AdminRoute::Trigger { job } => Some(job),
+            #[cfg(feature = "schedules")]
+            AdminRoute::PutSchedule { job, .. }
+            | AdminRoute::GetSchedule { job, .. }
+            | AdminRoute::DeleteSchedule { job, .. } => Some(job),
         }
+    }
+
+    /// Whether the route is one of a dynamic job's schedules (served by
+    /// [`AdminHost::schedule_route`]).
+    #[cfg(feature = "schedules")]
+    pub fn is_schedule(&self) -> bool {
+        matches!(
+            self,
+            AdminRoute::PutSchedule { .. }
+                | AdminRoute::GetSchedule { .. }
+                | AdminRoute::DeleteSchedule { .. }
+        )
     }
 
     /// The route's entry in [`ROUTES`]: its method and path template.
@@ -325,6 +406,12 @@ impl AdminRoute {
             AdminRoute::Backfill { .. } => ("POST", "/jobs/{job}/backfill"),
             AdminRoute::Trigger { .. } => ("POST", "/jobs/{job}/trigger"),
             AdminRoute::Repair { .. } => ("POST", "/repair"),
+            #[cfg(feature = "schedules")]
+            AdminRoute::PutSchedule { .. } => ("PUT", "/schedules/{job}/{key}"),
+            #[cfg(feature = "schedules")]
+            AdminRoute::GetSchedule { .. } => ("GET", "/schedules/{job}/{key}"),
+            #[cfg(feature = "schedules")]
+            AdminRoute::DeleteSchedule { .. } => ("DELETE", "/schedules/{job}/{key}"),
         }
     }
 }

@@ -88,12 +88,24 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("POST", "/jobs/{job}/backfill"),
     ("POST", "/jobs/{job}/trigger"),
     ("POST", "/repair"),
+    #[cfg(feature = "schedules")]
+    ("GET", "/schedules/{job}/{key}"),
+    #[cfg(feature = "schedules")]
+    ("PUT", "/schedules/{job}/{key}"),
+    #[cfg(feature = "schedules")]
+    ("DELETE", "/schedules/{job}/{key}"),
 ];
 
 /// The routes' paths, for 404 messages.
+#[cfg(not(feature = "schedules"))]
 const ROUTE_LIST: &str = "GET / (the dashboard), GET openapi.json, GET health, GET status, \
                           GET metrics, GET dlq, GET jobs/{job}/next, \
                           POST jobs/{job}/redrive|pause|resume|backfill|trigger, POST repair";
+#[cfg(feature = "schedules")]
+const ROUTE_LIST: &str = "GET / (the dashboard), GET openapi.json, GET health, GET status, \
+                          GET metrics, GET dlq, GET jobs/{job}/next, \
+                          POST jobs/{job}/redrive|pause|resume|backfill|trigger, POST repair, \
+                          PUT|GET|DELETE schedules/{job}/{key}";
 
 fn recognise(
     manifest: &Manifest,
@@ -221,12 +233,24 @@ fn recognise(
                 }
             })
         }
+        #[cfg(feature = "schedules")]
+        ["schedules", raw_job, raw_key] => {
+            super::schedules::recognise(manifest, req, query, raw_job, raw_key)
+        }
+        // Said in so many words, so that a client of a Worker is not sent
+        // looking for a typo: this build has no schedules to serve.
+        #[cfg(not(feature = "schedules"))]
+        ["schedules", ..] => Err(Reply::error(
+            404,
+            ErrorKind::NotFound,
+            "the Worker serves no schedules yet; `cronslot serve` does",
+        )),
         _ => Err(not_found_route(segments)),
     }
 }
 
 /// 405 with `Allow` unless the method is the route's.
-fn allow(method: &str, expected: &'static str) -> Result<(), Reply> {
+pub(super) fn allow(method: &str, expected: &'static str) -> Result<(), Reply> {
     if method == expected {
         return Ok(());
     }
@@ -365,7 +389,8 @@ mod tests {
 
     fn manifest() -> Manifest {
         parse_manifest(
-            "[[job]]\nname = \"report\"\nschedule = \"* * * * *\"\n",
+            "[[job]]\nname = \"report\"\nschedule = \"* * * * *\"\n\
+             [[job]]\nname = \"invoice\"\ndynamic = true\n",
             "cronslot.toml",
         )
         .expect("manifest")
@@ -382,12 +407,18 @@ mod tests {
             path,
             query,
             authorization: Some("Bearer t0ken"),
+            #[cfg(feature = "schedules")]
+            if_match: None,
+            #[cfg(feature = "schedules")]
+            if_none_match: None,
+            #[cfg(feature = "schedules")]
+            body: Some(r#"{"cron": "0 9 * * *"}"#),
         };
         route("/cronslot", m, &req, Some(TOKEN)).expect("under the prefix")
     }
 
     /// Each entry of [`ROUTES`] is a route of its own, with its method
-    /// alone (every other method is 405).
+    /// alone (every method no entry of its path lists is 405).
     #[test]
     fn every_listed_route_routes_to_itself() {
         let m = manifest();
@@ -397,17 +428,31 @@ mod tests {
                 listed.insert((method, template)),
                 "{method} {template} listed twice"
             );
-            let path = format!("/cronslot{}", template.replace("{job}", "report"));
+            // A schedule's routes are a dynamic job's.
+            let job = if template.starts_with("/schedules/") {
+                "invoice"
+            } else {
+                "report"
+            };
+            let path = format!(
+                "/cronslot{}",
+                template.replace("{job}", job).replace("{key}", "tenant-1")
+            );
             let query = (template == "/jobs/{job}/backfill")
                 .then_some("from=2026-03-08T11:00:00Z&to=2026-03-08T11:05:00Z");
             let got = ask(&m, method, &path, query)
                 .unwrap_or_else(|r| panic!("{method} {template}: {} {}", r.status, r.body));
             assert_eq!(got.template(), (method, template), "{got:?}");
+            let methods: Vec<&str> = ROUTES
+                .iter()
+                .filter(|(_, t)| *t == template)
+                .map(|(m, _)| *m)
+                .collect();
             for other in ["GET", "POST", "PUT", "DELETE", "PATCH"] {
-                if other != method {
+                if !methods.contains(&other) {
                     let refused = ask(&m, other, &path, query).expect_err("another method");
                     assert_eq!(refused.status, 405, "{other} {template}: {}", refused.body);
-                    assert_eq!(refused.header("allow"), Some(method));
+                    assert_eq!(refused.header("allow"), Some(methods.join(", ").as_str()));
                 }
             }
         }
@@ -420,6 +465,8 @@ mod tests {
     #[test]
     fn every_route_is_listed() {
         let job = || JobName::new("report").expect("a name");
+        #[cfg(feature = "schedules")]
+        let key = || cronslot_core::schedules::ScheduleKey::new("k").expect("a key");
         let at = Timestamp::UNIX_EPOCH;
         let every = [
             AdminRoute::Dashboard(Asset::Page {
@@ -456,6 +503,25 @@ mod tests {
             },
             AdminRoute::Trigger { job: job() },
             AdminRoute::Repair { after: None },
+            #[cfg(feature = "schedules")]
+            AdminRoute::PutSchedule {
+                job: job(),
+                key: key(),
+                spec: cronslot_core::schedules::ScheduleSpec::from_json(r#"{"cron":"0 9 * * *"}"#)
+                    .expect("a spec"),
+                precondition: cronslot_core::coord::decide::Precondition::None,
+            },
+            #[cfg(feature = "schedules")]
+            AdminRoute::GetSchedule {
+                job: job(),
+                key: key(),
+            },
+            #[cfg(feature = "schedules")]
+            AdminRoute::DeleteSchedule {
+                job: job(),
+                key: key(),
+                precondition: cronslot_core::coord::decide::Precondition::None,
+            },
         ];
         let mut templates = BTreeSet::new();
         for r in &every {
@@ -472,6 +538,10 @@ mod tests {
                 | AdminRoute::Backfill { .. }
                 | AdminRoute::Trigger { .. }
                 | AdminRoute::Repair { .. } => {}
+                #[cfg(feature = "schedules")]
+                AdminRoute::PutSchedule { .. }
+                | AdminRoute::GetSchedule { .. }
+                | AdminRoute::DeleteSchedule { .. } => {}
             }
             assert!(ROUTES.contains(&r.template()), "{r:?} is not in ROUTES");
             templates.insert(r.template());
@@ -489,6 +559,12 @@ mod tests {
             path: "/cronslot/openapi.json",
             query: None,
             authorization: None,
+            #[cfg(feature = "schedules")]
+            if_match: None,
+            #[cfg(feature = "schedules")]
+            if_none_match: None,
+            #[cfg(feature = "schedules")]
+            body: None,
         };
         assert_eq!(
             route("/cronslot", &m, &req, None),

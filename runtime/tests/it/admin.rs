@@ -118,6 +118,9 @@ fn req<'a>(
         path,
         query,
         authorization: auth,
+        if_match: None,
+        if_none_match: None,
+        body: None,
     }
 }
 
@@ -1217,6 +1220,9 @@ proptest! {
             path: &path,
             query: query.as_deref(),
             authorization: authorization.as_deref(),
+            if_match: None,
+            if_none_match: None,
+            body: None,
         };
         match admin::route(&prefix, &m, &r, token.as_deref()) {
             None => {}

@@ -1,0 +1,396 @@
+//! `cronslot schedule put|get|rm`: the schedules of a dynamic job
+//! (`dynamic = true`), written and read in the store as the admin routes
+//! `PUT`, `GET` and `DELETE {p}/schedules/{job}/{key}` do: the same code
+//! (`cronslot_runtime::admin::execute_schedule`) runs here, so `--format
+//! json` prints the route's document.
+//!
+//! The job, the key and the spec are checked before the store is opened.
+//! Exit codes: 0 done (an unchanged `put` too: nothing to write); 1 the
+//! operation could not be done as asked (no such schedule, `--if-match` of
+//! another version, `--create-only` over an existing schedule, the store
+//! failed); 2 bad input (a job that is not dynamic, a bad key or spec, a
+//! store that does not exist).
+
+use std::io::Read as _;
+use std::path::Path;
+
+use clap::{Args, Subcommand};
+use cronslot_core::coord::decide::Precondition;
+use cronslot_core::manifest::{JobName, Manifest};
+use cronslot_core::schedules::{ScheduleKey, ScheduleSpec};
+use cronslot_runtime::admin::{
+    self, AdminRoute, ErrorDoc, ErrorKind, Reply, ScheduleDeleteDoc, ScheduleDoc, ScheduleWriteDoc,
+};
+use serde::de::DeserializeOwned;
+
+use crate::cli::{Format, StoreArgs};
+use crate::exit::Failure;
+use crate::format::utc;
+use crate::store::{Backend, Session, wait};
+
+#[derive(Debug, Args)]
+pub struct ScheduleArgs {
+    #[command(subcommand)]
+    pub action: ScheduleAction,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ScheduleAction {
+    /// Create or replace a schedule (a full replace: a field the spec does
+    /// not give takes its default, never the previous version's value).
+    Put {
+        /// The dynamic job.
+        #[arg(value_name = "JOB")]
+        job: String,
+        /// The schedule's key: 1 to 200 ASCII letters, digits and - _ . :
+        #[arg(value_name = "KEY")]
+        key: String,
+        /// The spec as JSON, from a file or `-` for stdin: {"cron": "0 9 * * *",
+        /// "timezone": "Europe/Berlin", "payload": {...}, "labels": {...}},
+        /// or {"at": "2027-01-05T09:00:00Z"} for a one-off.
+        #[arg(long, value_name = "FILE|-")]
+        spec: String,
+        /// Write only over this version of the schedule (as `GET` shows it).
+        #[arg(long, value_name = "VERSION", conflicts_with = "create_only")]
+        if_match: Option<u64>,
+        /// Create only: refuse when the schedule exists.
+        #[arg(long)]
+        create_only: bool,
+        #[command(flatten)]
+        store: StoreArgs,
+        /// Output format: text, or json (the admin route's write document).
+        #[arg(long, value_enum, default_value = "text")]
+        format: Format,
+    },
+    /// Show a schedule: its spec and version, its next slots, its status.
+    Get {
+        /// The dynamic job.
+        #[arg(value_name = "JOB")]
+        job: String,
+        /// The schedule's key.
+        #[arg(value_name = "KEY")]
+        key: String,
+        #[command(flatten)]
+        store: StoreArgs,
+        /// Output format: text, or json (the admin route's schedule document).
+        #[arg(long, value_enum, default_value = "text")]
+        format: Format,
+    },
+    /// Delete a schedule: no slot after now starts; a tombstone keeps its
+    /// version, so a re-create continues it.
+    Rm {
+        /// The dynamic job.
+        #[arg(value_name = "JOB")]
+        job: String,
+        /// The schedule's key.
+        #[arg(value_name = "KEY")]
+        key: String,
+        /// Delete only this version of the schedule.
+        #[arg(long, value_name = "VERSION")]
+        if_match: Option<u64>,
+        #[command(flatten)]
+        store: StoreArgs,
+        /// Output format: text, or json (the admin route's delete document).
+        #[arg(long, value_enum, default_value = "text")]
+        format: Format,
+    },
+}
+
+pub fn exec(args: ScheduleArgs) -> Result<(), Failure> {
+    match args.action {
+        ScheduleAction::Put {
+            job,
+            key,
+            spec,
+            if_match,
+            create_only,
+            store,
+            format,
+        } => {
+            let key = parse_key(&key)?;
+            let spec = read_spec(&spec)?;
+            let precondition = match (if_match, create_only) {
+                (Some(v), _) => Precondition::Version(v),
+                (None, true) => Precondition::Absent,
+                (None, false) => Precondition::None,
+            };
+            let session = open(&store, &job)?;
+            let job = template_name(&session, &job)?;
+            let route = AdminRoute::PutSchedule {
+                job,
+                key,
+                spec,
+                precondition,
+            };
+            let reply = run(&session, &route)?;
+            if format == Format::Json {
+                println!("{}", reply.body);
+                return Ok(());
+            }
+            let doc: ScheduleWriteDoc = decode(&reply)?;
+            let what = format!("schedule {} of job {}", doc.key, doc.job);
+            let store = &session.store;
+            match (reply.status, doc.changed) {
+                (201, _) => println!("created {what} at version {} in store {store}", doc.version),
+                (_, true) => println!(
+                    "changed {what} in store {store}: now version {}",
+                    doc.version
+                ),
+                (_, false) => println!(
+                    "{what} is unchanged at version {} in store {store}: the spec is the one in \
+                     force; nothing written",
+                    doc.version
+                ),
+            }
+            Ok(())
+        }
+        ScheduleAction::Get {
+            job,
+            key,
+            store,
+            format,
+        } => {
+            let key = parse_key(&key)?;
+            let session = open(&store, &job)?;
+            let job = template_name(&session, &job)?;
+            let reply = run(&session, &AdminRoute::GetSchedule { job, key })?;
+            if format == Format::Json {
+                println!("{}", reply.body);
+                return Ok(());
+            }
+            let doc: ScheduleDoc = decode(&reply)?;
+            print!("{}", get_text(&doc, &session.store));
+            Ok(())
+        }
+        ScheduleAction::Rm {
+            job,
+            key,
+            if_match,
+            store,
+            format,
+        } => {
+            let key = parse_key(&key)?;
+            let session = open(&store, &job)?;
+            let job = template_name(&session, &job)?;
+            let precondition = if_match.map_or(Precondition::None, Precondition::Version);
+            let route = AdminRoute::DeleteSchedule {
+                job,
+                key,
+                precondition,
+            };
+            let reply = run(&session, &route)?;
+            if format == Format::Json {
+                println!("{}", reply.body);
+                return Ok(());
+            }
+            let doc: ScheduleDeleteDoc = decode(&reply)?;
+            println!(
+                "deleted schedule {} of job {} in store {}: no slot after now starts; its \
+                 tombstone is version {} (a put re-creates it at version {})",
+                doc.key,
+                doc.job,
+                session.store,
+                doc.version,
+                doc.version.saturating_add(1)
+            );
+            Ok(())
+        }
+    }
+}
+
+fn parse_key(key: &str) -> Result<ScheduleKey, Failure> {
+    ScheduleKey::new(key).map_err(|e| Failure::bad_input(format!("error: KEY: {e}")))
+}
+
+/// The spec from `--spec FILE` (or `-`: stdin), every problem named by
+/// its field.
+fn read_spec(source: &str) -> Result<ScheduleSpec, Failure> {
+    let (text, from) = if source == "-" {
+        let mut text = String::new();
+        std::io::stdin()
+            .read_to_string(&mut text)
+            .map_err(|e| Failure::bad_input(format!("error: --spec -: cannot read stdin: {e}")))?;
+        (text, "stdin".to_string())
+    } else {
+        let path = Path::new(source);
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            Failure::bad_input(format!(
+                "error: --spec {}: cannot read it: {e}",
+                path.display()
+            ))
+        })?;
+        (text, path.display().to_string())
+    };
+    ScheduleSpec::from_json(&text).map_err(|problems| {
+        let mut message = format!("error: --spec {from}: the schedule's spec is refused:");
+        for p in &problems {
+            message.push_str(&format!("\n  {p}"));
+        }
+        Failure::bad_input(message)
+    })
+}
+
+/// The session, once the job is known to be a dynamic one of the
+/// manifest: bad input never touches the store.
+fn open(store: &StoreArgs, job: &str) -> Result<Session, Failure> {
+    let session = Session::open_checked(store, |manifest, path| {
+        dynamic_job(manifest, path, job).map(|_| ())
+    })?;
+    if let Backend::Admin(_) = session.backend {
+        return Err(Failure::bad_input(format!(
+            "error: store {}: `cronslot schedule` writes schedules in a store this process opens \
+             (sqlite:, postgres://, redis://, dynamodb://); over an admin URL, send its routes \
+             PUT, GET or DELETE {}/schedules/{job}/KEY",
+            session.store, session.store
+        )));
+    }
+    Ok(session)
+}
+
+fn template_name(session: &Session, job: &str) -> Result<JobName, Failure> {
+    dynamic_job(&session.manifest, &session.manifest_path, job)
+}
+
+fn dynamic_job(manifest: &Manifest, path: &Path, job: &str) -> Result<JobName, Failure> {
+    if let Some(t) = manifest.template(job) {
+        return Ok(t.name.clone());
+    }
+    let dynamic: Vec<&str> = manifest.templates.iter().map(|t| t.name.as_str()).collect();
+    let dynamic = if dynamic.is_empty() {
+        "it has no dynamic jobs (dynamic = true)".to_string()
+    } else {
+        format!("its dynamic jobs: {}", dynamic.join(", "))
+    };
+    let what = if manifest.job(job).is_some() {
+        format!("job {job:?} is not dynamic (its schedule is the manifest's)")
+    } else {
+        format!("no job {job:?}")
+    };
+    Err(Failure::bad_input(format!(
+        "error: {what} in manifest {}; {dynamic}",
+        path.display()
+    )))
+}
+
+/// Runs the route on the session's store; a refusal or a failure is the
+/// route's error document, as a failure with the exit code it calls for.
+fn run(session: &Session, route: &AdminRoute) -> Result<Reply, Failure> {
+    let Backend::Store(coordinator) = &session.backend else {
+        return Err(Failure::problem(format!(
+            "error: store {}: not a store this process opened",
+            session.store
+        )));
+    };
+    let reply = wait(admin::execute_schedule(
+        route,
+        &session.manifest,
+        &**coordinator,
+        session.now,
+    ));
+    if (200..300).contains(&reply.status) {
+        return Ok(reply);
+    }
+    let doc: ErrorDoc = decode(&reply)?;
+    // The route's words name its headers; say it with the flags here.
+    let said = match (route, doc.error, doc.version) {
+        (
+            AdminRoute::PutSchedule {
+                precondition: Precondition::Version(v),
+                job,
+                key,
+                ..
+            }
+            | AdminRoute::DeleteSchedule {
+                precondition: Precondition::Version(v),
+                job,
+                key,
+            },
+            ErrorKind::PreconditionFailed,
+            now,
+        ) => {
+            let now = now.map_or("there is no live schedule".to_string(), |n| {
+                format!("it is at version {n}")
+            });
+            format!(
+                "--if-match {v}: schedule {:?} of job {:?} is not at version {v}: {now}; \
+                 nothing was written (read it with `cronslot schedule get {} {}`)",
+                key.as_str(),
+                job.as_str(),
+                job.as_str(),
+                key.as_str()
+            )
+        }
+        (AdminRoute::PutSchedule { job, key, .. }, ErrorKind::Exists, Some(v)) => format!(
+            "--create-only: schedule {:?} of job {:?} exists (version {v}); nothing was written",
+            key.as_str(),
+            job.as_str()
+        ),
+        _ => doc.message.clone(),
+    };
+    let mut message = format!("error: {said} (store {})", session.store);
+    if let Some(problems) = &doc.problems {
+        for p in problems {
+            message.push_str(&format!("\n  {p}"));
+        }
+    }
+    Err(match doc.status {
+        400..=499 if doc.status != 404 && doc.status != 409 && doc.status != 412 => {
+            Failure::bad_input(message)
+        }
+        _ => Failure::problem(message),
+    })
+}
+
+fn decode<T: DeserializeOwned>(reply: &Reply) -> Result<T, Failure> {
+    serde_json::from_str(&reply.body).map_err(|e| {
+        Failure::problem(format!(
+            "error: cannot read the answer ({} bytes): {e}",
+            reply.body.len()
+        ))
+    })
+}
+
+fn get_text(doc: &ScheduleDoc, store: &str) -> String {
+    use std::fmt::Write as _;
+    let s = &doc.status;
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "schedule {} of job {} in store {store}: version {}, written {}",
+        doc.key,
+        doc.job,
+        doc.version,
+        utc(doc.changed_at)
+    );
+    let _ = writeln!(out, "spec: {}", doc.spec.to_json());
+    let last_success = s.last_success.map_or("never".to_string(), utc);
+    let _ = writeln!(
+        out,
+        "health: {}; last success: {last_success}",
+        s.health.as_str()
+    );
+    let _ = writeln!(
+        out,
+        "runs: {} ({} succeeded, {} failed); live leases: {}; waiting: {}; dead letters: {}; fence: {}",
+        s.runs, s.succeeded, s.failed, s.live_leases, s.pending, s.dead_letters, s.fence
+    );
+    let _ = writeln!(
+        out,
+        "last claimed slot: {}",
+        doc.last_claimed.map_or("none yet".to_string(), utc)
+    );
+    if doc.next.is_empty() {
+        let why = if s.paused {
+            "it is paused"
+        } else {
+            "none left in its window"
+        };
+        let _ = writeln!(out, "next slots: none ({why})");
+    } else {
+        let _ = writeln!(out, "next slots ({}):", doc.spec.timezone);
+        for slot in &doc.next {
+            let _ = writeln!(out, "  {}  {}", utc(slot.slot), slot.local);
+        }
+    }
+    out
+}

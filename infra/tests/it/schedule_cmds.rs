@@ -1,0 +1,298 @@
+//! `cronslot schedule put|get|rm` on a SQLite store: the binary run as a
+//! user runs it, the store read back with the core's API.
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use cronslot_core::coord::exec::block_on;
+use cronslot_core::coord::{CasCoordinator, Schedules};
+use cronslot_core::manifest::parse_manifest;
+use cronslot_core::schedules::ScheduleKey;
+use cronslot_runner::SqliteStore;
+use serde_json::Value;
+
+const MANIFEST: &str = r#"
+[[job]]
+name = "report"
+schedule = "0 3 * * *"
+command = ["true"]
+
+[[job]]
+name = "invoice"
+dynamic = true
+command = ["true"]
+"#;
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join("schedule_cmds")
+        .join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("scratch dir");
+    std::fs::write(dir.join("cronslot.toml"), MANIFEST).expect("the manifest");
+    dir
+}
+
+/// Runs `cronslot ARGS --store sqlite:state.db` in `dir`, with `stdin`.
+fn cronslot(dir: &Path, args: &[&str], stdin: &str) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_cronslot"))
+        .args(args)
+        .args(["--store", "sqlite:state.db"])
+        .current_dir(dir)
+        .env_remove("CRONSLOT_STORE")
+        .env_remove("CRONSLOT_MANIFEST")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run cronslot");
+    if let Some(mut input) = child.stdin.take() {
+        input.write_all(stdin.as_bytes()).expect("stdin");
+    }
+    child.wait_with_output().expect("cronslot's output")
+}
+
+fn code(o: &Output) -> i32 {
+    o.status.code().expect("exited")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn json(o: &Output) -> Value {
+    serde_json::from_str(&stdout(o)).unwrap_or_else(|e| panic!("not JSON ({e}): {o:?}"))
+}
+
+fn init(dir: &Path) {
+    let o = Command::new(env!("CARGO_BIN_EXE_cronslot"))
+        .args(["init", "--store", "sqlite:state.db"])
+        .current_dir(dir)
+        .output()
+        .expect("init");
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+}
+
+/// The schedule's version and spec as the store holds them.
+fn stored(dir: &Path) -> Option<(u64, Option<String>)> {
+    let manifest = parse_manifest(MANIFEST, "cronslot.toml").expect("manifest");
+    let store = SqliteStore::open(dir.join("state.db")).expect("open the store");
+    let c = CasCoordinator::new(store, 1);
+    let key = ScheduleKey::new("tenant-1").expect("key");
+    block_on(c.schedule(manifest.template("invoice").expect("template"), &key))
+        .expect("read")
+        .map(|r| (r.data.version, r.data.spec_json))
+}
+
+#[test]
+fn put_get_rm_round_trip_on_sqlite() {
+    let dir = scratch("round_trip");
+    init(&dir);
+    let spec = r#"{"cron":"0 9 * * *","timezone":"Europe/Berlin","labels":{"plan":"pro"}}"#;
+    std::fs::write(dir.join("spec.json"), spec).expect("spec");
+
+    let o = cronslot(
+        &dir,
+        &[
+            "schedule",
+            "put",
+            "invoice",
+            "tenant-1",
+            "--spec",
+            "spec.json",
+        ],
+        "",
+    );
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains("created schedule tenant-1 of job invoice at version 1"),
+        "{}",
+        stdout(&o)
+    );
+    let (version, text) = stored(&dir).expect("written");
+    assert_eq!(version, 1);
+    assert!(text.unwrap_or_default().contains("Europe/Berlin"));
+
+    // The same spec from stdin: nothing written, as JSON the route's document.
+    let args = [
+        "schedule", "put", "invoice", "tenant-1", "--spec", "-", "--format", "json",
+    ];
+    let o = cronslot(&dir, &args, spec);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(
+        json(&o),
+        serde_json::json!({"job": "invoice", "key": "tenant-1", "version": 1, "changed": false})
+    );
+
+    // A full replace under --if-match: the labels are not kept.
+    let args = [
+        "schedule",
+        "put",
+        "invoice",
+        "tenant-1",
+        "--spec",
+        "-",
+        "--if-match",
+        "1",
+    ];
+    let o = cronslot(&dir, &args, r#"{"cron":"0 10 * * *"}"#);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(stdout(&o).contains("now version 2"), "{}", stdout(&o));
+    let o = cronslot(&dir, &args, r#"{"cron":"0 11 * * *"}"#);
+    assert_eq!(code(&o), 1, "a stale --if-match: {}", stderr(&o));
+    assert!(
+        stderr(&o).contains("--if-match 1") && stderr(&o).contains("version 2"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(stdout(&o).is_empty());
+    let o = cronslot(
+        &dir,
+        &[
+            "schedule",
+            "put",
+            "invoice",
+            "tenant-1",
+            "--spec",
+            "-",
+            "--create-only",
+        ],
+        spec,
+    );
+    assert_eq!(code(&o), 1, "{}", stderr(&o));
+    assert!(stderr(&o).contains("--create-only") && stderr(&o).contains("version 2"));
+    assert_eq!(stored(&dir).map(|s| s.0), Some(2), "refusals wrote nothing");
+
+    let o = cronslot(
+        &dir,
+        &["schedule", "get", "invoice", "tenant-1", "--format", "json"],
+        "",
+    );
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let doc = json(&o);
+    assert_eq!(doc["version"], 2);
+    assert_eq!(
+        doc["spec"],
+        serde_json::json!({"cron": "0 10 * * *", "timezone": "UTC", "paused": false})
+    );
+    assert_eq!(doc["next"].as_array().map(Vec::len), Some(10));
+    assert_eq!(doc["status"]["record"]["job"], "invoice/tenant-1");
+    let o = cronslot(&dir, &["schedule", "get", "invoice", "tenant-1"], "");
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let text = stdout(&o);
+    assert!(
+        text.contains("version 2") && text.contains("health: never_succeeded"),
+        "{text}"
+    );
+    assert!(
+        text.contains("next slots (UTC):") && text.contains("T10:00:00Z"),
+        "{text}"
+    );
+
+    let o = cronslot(
+        &dir,
+        &["schedule", "rm", "invoice", "tenant-1", "--if-match", "1"],
+        "",
+    );
+    assert_eq!(code(&o), 1, "{}", stderr(&o));
+    let o = cronslot(
+        &dir,
+        &["schedule", "rm", "invoice", "tenant-1", "--format", "json"],
+        "",
+    );
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(
+        json(&o),
+        serde_json::json!({"job": "invoice", "key": "tenant-1", "version": 3})
+    );
+    assert_eq!(stored(&dir), Some((3, None)), "a tombstone");
+    let o = cronslot(&dir, &["schedule", "get", "invoice", "tenant-1"], "");
+    assert_eq!(code(&o), 1);
+    assert!(
+        stderr(&o).contains("was deleted") && stderr(&o).contains("sqlite:state.db"),
+        "{}",
+        stderr(&o)
+    );
+    let o = cronslot(&dir, &["schedule", "rm", "invoice", "tenant-1"], "");
+    assert_eq!(code(&o), 1, "nothing left to delete: {}", stderr(&o));
+}
+
+#[test]
+fn bad_input_is_refused_before_the_store() {
+    let dir = scratch("bad_input");
+    // No store yet: every refusal below comes before it is opened.
+    let put = |job: &str, key: &str, spec: &str| {
+        cronslot(&dir, &["schedule", "put", job, key, "--spec", "-"], spec)
+    };
+    let ok = r#"{"cron":"0 9 * * *"}"#;
+    let o = put("report", "tenant-1", ok);
+    assert_eq!(code(&o), 2);
+    assert!(
+        stderr(&o).contains("job \"report\" is not dynamic") && stderr(&o).contains("invoice"),
+        "{}",
+        stderr(&o)
+    );
+    let o = put("nope", "tenant-1", ok);
+    assert_eq!(code(&o), 2);
+    assert!(stderr(&o).contains("no job \"nope\""), "{}", stderr(&o));
+    let o = put("invoice", "tenant/1", ok);
+    assert_eq!(code(&o), 2);
+    assert!(
+        stderr(&o).contains("letters, digits and - _ . :"),
+        "{}",
+        stderr(&o)
+    );
+    let o = put(
+        "invoice",
+        "tenant-1",
+        r#"{"cron":"0 9 * *","timezone":"Mars/Olympus"}"#,
+    );
+    assert_eq!(code(&o), 2);
+    let err = stderr(&o);
+    assert!(
+        err.contains("--spec stdin")
+            && err.contains("\n  timezone: ")
+            && err.contains("\n  cron: "),
+        "{err}"
+    );
+    let o = cronslot(
+        &dir,
+        &[
+            "schedule",
+            "put",
+            "invoice",
+            "tenant-1",
+            "--spec",
+            "missing.json",
+        ],
+        "",
+    );
+    assert_eq!(code(&o), 2);
+    assert!(stderr(&o).contains("missing.json"), "{}", stderr(&o));
+    let o = cronslot(
+        &dir,
+        &[
+            "schedule",
+            "put",
+            "invoice",
+            "tenant-1",
+            "--spec",
+            "-",
+            "--if-match",
+            "1",
+            "--create-only",
+        ],
+        ok,
+    );
+    assert_eq!(code(&o), 2, "clap refuses the pair: {}", stderr(&o));
+    // A well-formed put on a store that does not exist: said so, nothing created.
+    let o = put("invoice", "tenant-1", ok);
+    assert_eq!(code(&o), 2);
+    assert!(stderr(&o).contains("does not exist yet"), "{}", stderr(&o));
+    assert!(!dir.join("state.db").exists());
+}

@@ -1,0 +1,78 @@
+//! The JSON bodies of a schedule's routes. As every admin document, each
+//! derives `Deserialize` too, so that a client reads what the server wrote.
+
+use cronslot_core::schedules::ScheduleSpec;
+use jiff::Timestamp;
+use serde::de::Error as _;
+use serde::{Deserialize, Deserializer, Serialize};
+use serde_json::value::RawValue;
+
+use crate::admin::{JobReport, NextSlot};
+
+/// `PUT {p}/schedules/{job}/{key}`: what the write did. 201 when it
+/// created the schedule (or re-created it over a tombstone), else 200.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ScheduleWriteDoc {
+    /// The dynamic job.
+    pub job: String,
+    /// The schedule's key.
+    pub key: String,
+    /// The version in force after the write (also the `ETag`).
+    pub version: u64,
+    /// False when the spec was the one in force: nothing was written and
+    /// the version is unchanged.
+    pub changed: bool,
+}
+
+/// `DELETE {p}/schedules/{job}/{key}`: the tombstone left.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ScheduleDeleteDoc {
+    /// The dynamic job.
+    pub job: String,
+    /// The schedule's key.
+    pub key: String,
+    /// The tombstone's version: a re-create continues from it, and no
+    /// `If-Match` of an earlier version matches again.
+    pub version: u64,
+}
+
+/// `GET {p}/schedules/{job}/{key}`: a live schedule, its next slots and
+/// its status as a job's.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ScheduleDoc {
+    /// The dynamic job.
+    pub job: String,
+    /// The schedule's key.
+    pub key: String,
+    /// The instant the document was computed at (the server's clock).
+    #[serde(with = "cronslot_core::instant::text")]
+    pub now: Timestamp,
+    /// The version in force (also the `ETag`).
+    pub version: u64,
+    /// When that version was written, by the store's clock.
+    #[serde(with = "cronslot_core::instant::text")]
+    pub changed_at: Timestamp,
+    /// The spec in force, with its defaults written out (`timezone`,
+    /// `paused`): a `PUT` of it writes nothing.
+    #[serde(deserialize_with = "spec_from_json")]
+    pub spec: ScheduleSpec,
+    /// The next slots after `now` inside the schedule's window (at most
+    /// 10); none while it is paused.
+    pub next: Vec<NextSlot>,
+    /// The newest slot a run claimed (a lease held now, a run of the
+    /// history, a dead letter); `null`: none yet.
+    #[serde(with = "cronslot_core::instant::text::option")]
+    pub last_claimed: Option<Timestamp>,
+    /// The schedule as `GET {p}/status` reports a job: health, last
+    /// success, leases, dead letters, counts, and the record.
+    pub status: JobReport,
+}
+
+/// A spec read back from a document goes through the checks of a `PUT`.
+fn spec_from_json<'de, D: Deserializer<'de>>(d: D) -> Result<ScheduleSpec, D::Error> {
+    let raw = Box::<RawValue>::deserialize(d)?;
+    ScheduleSpec::from_json(raw.get()).map_err(|problems| {
+        let listed: Vec<String> = problems.iter().map(ToString::to_string).collect();
+        D::Error::custom(format!("spec: {}", listed.join("; ")))
+    })
+}

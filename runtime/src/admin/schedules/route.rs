@@ -1,0 +1,160 @@
+//! Request → a schedule's [`AdminRoute`]: the job, the key, the
+//! preconditions and the spec, each refused with what is wrong.
+
+use cronslot_core::coord::decide::Precondition;
+use cronslot_core::manifest::{JobName, Manifest};
+use cronslot_core::schedules::{ScheduleKey, ScheduleSpec, SpecProblem};
+
+use crate::admin::query::{bad_parameter, parse_query, percent_decode, printable};
+use crate::admin::route::allow;
+use crate::admin::{AdminRequest, AdminRoute, ErrorDoc, ErrorKind, Reply};
+
+/// The methods of `{p}/schedules/{job}/{key}`, as `Allow` lists them.
+const METHODS: &str = "GET, PUT, DELETE";
+
+/// Recognises `{p}/schedules/{job}/{key}` (the token is checked already).
+/// Checks in the order a client fixes them: the method, the job, the key,
+/// the query, the headers, then the body.
+pub(crate) fn recognise(
+    manifest: &Manifest,
+    req: &AdminRequest<'_>,
+    query: Option<&str>,
+    raw_job: &str,
+    raw_key: &str,
+) -> Result<AdminRoute, Reply> {
+    if !matches!(req.method, "GET" | "PUT" | "DELETE") {
+        allow(req.method, METHODS)?;
+    }
+    let job = dynamic_job(manifest, raw_job)?;
+    let key = key_segment(raw_key)?;
+    parse_query(query, &[])?;
+    match req.method {
+        "GET" => Ok(AdminRoute::GetSchedule { job, key }),
+        "DELETE" => {
+            if req.if_none_match.is_some() {
+                return Err(bad_parameter(
+                    "If-None-Match",
+                    "a DELETE takes If-Match only: If-None-Match means create-only",
+                ));
+            }
+            let precondition = if_match(req.if_match)?;
+            Ok(AdminRoute::DeleteSchedule {
+                job,
+                key,
+                precondition,
+            })
+        }
+        _ => {
+            let precondition = match (req.if_match, req.if_none_match) {
+                (Some(_), Some(_)) => {
+                    return Err(bad_parameter(
+                        "If-None-Match",
+                        "send If-Match (write over this version) or If-None-Match: * \
+                         (create only), not both",
+                    ));
+                }
+                (None, Some(value)) if value.trim() == "*" => Precondition::Absent,
+                (None, Some(value)) => {
+                    return Err(bad_parameter(
+                        "If-None-Match",
+                        format!(
+                            "If-None-Match {:?}: a schedule's PUT takes only If-None-Match: * \
+                             (create only)",
+                            printable(value)
+                        ),
+                    ));
+                }
+                (found, None) => if_match(found)?,
+            };
+            let spec = spec_body(req.body)?;
+            Ok(AdminRoute::PutSchedule {
+                job,
+                key,
+                spec,
+                precondition,
+            })
+        }
+    }
+}
+
+/// The job of the path: a dynamic job of the manifest, else 404 naming it.
+fn dynamic_job(manifest: &Manifest, raw: &str) -> Result<JobName, Reply> {
+    let name = percent_decode(raw).unwrap_or_else(|| raw.to_string());
+    if let Some(template) = manifest.template(&name) {
+        return Ok(template.name.clone());
+    }
+    let dynamic: Vec<&str> = manifest.templates.iter().map(|t| t.name.as_str()).collect();
+    let dynamic = if dynamic.is_empty() {
+        "the manifest has no dynamic jobs".to_string()
+    } else {
+        format!("its dynamic jobs: {}", dynamic.join(", "))
+    };
+    let message = if manifest.job(&name).is_some() {
+        format!(
+            "job {:?} is not dynamic: its schedule is the manifest's; only a job with \
+             dynamic = true has schedules as data ({dynamic})",
+            printable(&name)
+        )
+    } else {
+        format!("no job {:?} in the manifest; {dynamic}", printable(&name))
+    };
+    Err(Reply::error(404, ErrorKind::NotFound, message))
+}
+
+/// The key of the path, checked; 400 stating the rule.
+fn key_segment(raw: &str) -> Result<ScheduleKey, Reply> {
+    // A key's alphabet needs no escape, but a client may escape anyway.
+    let text = percent_decode(raw).unwrap_or_else(|| raw.to_string());
+    ScheduleKey::new(text).map_err(|e| bad_parameter("key", e.to_string()))
+}
+
+/// `If-Match: "<version>"` (a bare number is taken too); none: no
+/// precondition.
+fn if_match(value: Option<&str>) -> Result<Precondition, Reply> {
+    let Some(value) = value else {
+        return Ok(Precondition::None);
+    };
+    let text = value.trim();
+    let unquoted = text
+        .strip_prefix('"')
+        .and_then(|t| t.strip_suffix('"'))
+        .unwrap_or(text);
+    match unquoted.parse::<u64>() {
+        Ok(version) if !unquoted.starts_with('+') => Ok(Precondition::Version(version)),
+        _ => Err(bad_parameter(
+            "If-Match",
+            format!(
+                "If-Match {:?} is not a schedule's version: send the ETag of a GET or a PUT, \
+                 such as If-Match: \"3\" (one version, not a list or *)",
+                printable(value)
+            ),
+        )),
+    }
+}
+
+/// The body of a `PUT`: the spec, every problem named by its field.
+fn spec_body(body: Option<&str>) -> Result<ScheduleSpec, Reply> {
+    let text = body.unwrap_or("");
+    if text.trim().is_empty() {
+        let problem = SpecProblem {
+            field: String::new(),
+            message: "the body is empty: a PUT sends the schedule's spec as JSON, \
+                      e.g. {\"cron\": \"0 9 * * *\", \"timezone\": \"Europe/Berlin\"}"
+                .to_string(),
+        };
+        return Err(spec_refused(problem.message.clone(), vec![problem]));
+    }
+    ScheduleSpec::from_json(text).map_err(|problems| {
+        let listed: Vec<String> = problems.iter().map(ToString::to_string).collect();
+        spec_refused(
+            format!("the schedule's spec is refused: {}", listed.join("; ")),
+            problems,
+        )
+    })
+}
+
+fn spec_refused(message: String, problems: Vec<SpecProblem>) -> Reply {
+    let mut doc = ErrorDoc::new(400, ErrorKind::Spec, message);
+    doc.problems = Some(problems);
+    Reply::error_doc(doc)
+}
