@@ -66,6 +66,11 @@ pub fn request_with(
         "{method} {path} HTTP/1.1\r\nHost: localhost\r\n{authorization}{extra}Content-Length: {length}\r\nConnection: close\r\n\r\n{body}"
     )
     .ok()?;
+    read_answer(&mut stream)
+}
+
+/// Reads an answer to the end of the connection.
+fn read_answer(stream: &mut TcpStream) -> Option<Answer> {
     let mut response = String::new();
     stream.read_to_string(&mut response).ok()?;
     let (head, body) = response.split_once("\r\n\r\n").unwrap_or((&response, ""));
@@ -106,21 +111,5 @@ pub fn send_json(port: u16, method: &str, path: &str, body: &str) -> Option<Answ
         body.len()
     )
     .ok()?;
-    let mut response = String::new();
-    stream.read_to_string(&mut response).ok()?;
-    let (head, body) = response.split_once("\r\n\r\n").unwrap_or((&response, ""));
-    let status = head.split_whitespace().nth(1)?.parse().ok()?;
-    let headers = head
-        .split("\r\n")
-        .skip(1)
-        .map(|l| match l.split_once(':') {
-            Some((n, v)) => format!("{}:{v}", n.to_ascii_lowercase()),
-            None => l.to_string(),
-        })
-        .collect();
-    Some(Answer {
-        status,
-        headers,
-        body: body.to_string(),
-    })
+    read_answer(&mut stream)
 }

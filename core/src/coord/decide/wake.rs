@@ -60,23 +60,12 @@ pub fn next_wake(spec: &JobSpec, state: &JobState, now: Timestamp) -> Option<Tim
     if spec.key.is_some() {
         return schedule_wake(spec, state);
     }
-    let expiries = state
-        .leases
-        .iter()
-        .map(|l| add(add(l.expires_at, spec.skew_margin), WAKE_AFTER_EXPIRY));
-    let waiting = state
-        .pending
-        .iter()
-        // Paused, only the runs of a version before the pause wait (they
-        // run: `claim`).
-        .filter(|p| !state.paused || p.version.is_some())
-        .map(|p| p.not_before);
     let held_back = spec
         .schedule
         .next_after(state.cursor)
         .filter(|s| !state.leases.is_empty() || *s <= add(now, spec.skew_margin))
         .filter(|s| spec.end_at.is_none_or(|e| *s < e));
-    let wake = expiries.chain(waiting).chain(held_back).min()?;
+    let wake = owed(spec, state).chain(held_back).min()?;
     let planned_first = spec
         .schedule
         .next_after(add(now, spec.skew_margin))
@@ -97,15 +86,6 @@ fn schedule_wake(spec: &JobSpec, state: &JobState) -> Option<Timestamp> {
     if !state.schedule.as_ref().is_some_and(|d| d.is_live()) {
         return None;
     }
-    let expiries = state
-        .leases
-        .iter()
-        .map(|l| add(add(l.expires_at, spec.skew_margin), WAKE_AFTER_EXPIRY));
-    let waiting = state
-        .pending
-        .iter()
-        .filter(|p| !state.paused || p.version.is_some())
-        .map(|p| p.not_before);
     let from = match spec.start_at {
         Some(start) => state.cursor.max(
             start
@@ -118,7 +98,24 @@ fn schedule_wake(spec: &JobSpec, state: &JobState) -> Option<Timestamp> {
         .schedule
         .next_after(from)
         .filter(|s| !state.paused && spec.end_at.is_none_or(|e| *s < e));
-    expiries.chain(waiting).chain(next).min()
+    owed(spec, state).chain(next).min()
+}
+
+/// What a record owes whatever its schedule: each live lease's expiry once
+/// the skew margin has passed (the run crashed or hung, and its slot is
+/// retried), and each waiting run's `not_before` (not while paused, but
+/// for the runs of a version before the pause: they run, `claim`).
+fn owed<'a>(spec: &'a JobSpec, state: &'a JobState) -> impl Iterator<Item = Timestamp> + 'a {
+    let expiries = state
+        .leases
+        .iter()
+        .map(|l| add(add(l.expires_at, spec.skew_margin), WAKE_AFTER_EXPIRY));
+    let waiting = state
+        .pending
+        .iter()
+        .filter(|p| !state.paused || p.version.is_some())
+        .map(|p| p.not_before);
+    expiries.chain(waiting)
 }
 
 /// The wake to write, given the one stored (`stored`) and the one
