@@ -60,7 +60,8 @@ pub use operator::{
 pub use overlap::{overlap_allow, overlap_forbid, overlap_replace};
 pub use schedules::{
     a_schedule_runs_and_a_recreate_fences_out_old_runs,
-    concurrent_upserts_of_one_spec_end_at_version_1, versions_preconditions_and_tombstones,
+    concurrent_upserts_of_one_spec_end_at_version_1, listing_pages_each_schedule_once,
+    versions_preconditions_and_tombstones,
 };
 pub use schema::{schema_1_record, schema_1_record_loads};
 pub use tick::tick_index_contract;

@@ -287,6 +287,15 @@ impl StateStore for AnyStore {
         with_store!(self, s => s.jobs().await)
     }
 
+    async fn records_page(
+        &self,
+        prefix: &str,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<(String, Versioned<JobState>)>, StoreError> {
+        with_store!(self, s => s.records_page(prefix, after, limit).await)
+    }
+
     async fn get_judged(
         &self,
         job: &str,

@@ -22,12 +22,12 @@ use std::future::Future;
 use std::time::{Duration, Instant};
 
 use cronslot_core::conformance::{at, job};
-use cronslot_core::coord::Schedules;
 use cronslot_core::coord::decide::{Precondition, ScheduleWrite};
 use cronslot_core::coord::{
     CasCoordinator, Claim, Coordinator, EffectBegin, EffectFinish, EffectLedger, JobState, Lease,
     LocationError, PutResult, StateStore, StoreError, StoreErrorKind, TickIndex, Trigger,
 };
+use cronslot_core::coord::{ScheduleQuery, Schedules};
 use cronslot_core::manifest::{JobSpec, parse_manifest};
 use cronslot_core::schedules::{ScheduleKey, ScheduleSpec};
 use cronslot_store_kit::{JudgeClock, OpenOptions, RequestCounts, UrlStore};
@@ -410,6 +410,51 @@ where
     assert_eq!(since(s), (1, 1), "a delete");
 }
 
+/// What a page of a schedule listing costs on a store that pages in name
+/// order (SQLite, PostgreSQL, Redis): one read, whatever the page holds,
+/// and one for the last page too; nothing is written.
+pub async fn a_listing_page_is_one_read<S>(store: &S, ns: &str, counted: impl Fn() -> (u64, u64))
+where
+    S: StateStore + EffectLedger + Clone,
+{
+    let since = |s: (u64, u64)| {
+        let now = counted();
+        (now.0 - s.0, now.1 - s.1)
+    };
+    let text = format!("[[job]]\nname = \"{ns}-listed\"\ndynamic = true\ncommand = [\"true\"]\n");
+    let template = parse_manifest(&text, "counts.toml")
+        .unwrap()
+        .templates
+        .remove(0);
+    let c = CasCoordinator::new(store.clone(), 3);
+    for i in 0..5 {
+        let key = ScheduleKey::new(format!("k-{i}")).unwrap();
+        let spec = ScheduleSpec::from_json(r#"{"cron":"0 9 * * *"}"#).unwrap();
+        c.put_schedule(&template, &key, spec, Precondition::None, at(0))
+            .await
+            .unwrap();
+    }
+    let query = |after: Option<&str>| ScheduleQuery {
+        limit: 3,
+        after: after.map(str::to_string),
+        ..ScheduleQuery::default()
+    };
+    let s = counted();
+    let page = c.list_schedules(&template, &query(None)).await.unwrap();
+    assert_eq!(
+        (page.schedules.len(), page.cursor.as_deref()),
+        (3, Some("k-2"))
+    );
+    assert_eq!(since(s), (1, 0), "a full page");
+    let s = counted();
+    let page = c
+        .list_schedules(&template, &query(Some("k-2")))
+        .await
+        .unwrap();
+    assert_eq!((page.schedules.len(), page.cursor.as_deref()), (2, None));
+    assert_eq!(since(s), (1, 0), "the last page");
+}
+
 /// [`schedule_counts::tick_costs_follow_due_work`] with `n` schedules on a
 /// fresh store of the shared server: a tick with 10 due among them costs
 /// 32 requests, one with nothing due 2.
@@ -447,6 +492,9 @@ pub fn request_counts_are_exact<H: Harness>(opening: RequestCounts, reopening: R
     let again = block_on(open::<H>(&url, OpenOptions::default())).unwrap();
     assert_eq!(H::requests(&again), reopening, "opening it again");
     block_on(request_counts_per_step(&store, H::NS, || {
+        rw(H::requests(&store))
+    }));
+    block_on(a_listing_page_is_one_read(&store, H::NS, || {
         rw(H::requests(&store))
     }));
     assert_eq!(

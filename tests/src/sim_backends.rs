@@ -267,6 +267,16 @@ impl<S: StateStore> StateStore for OnTokio<S> {
     async fn jobs(&self) -> Result<Vec<String>, StoreError> {
         self.runtime.block_on(self.inner.jobs())
     }
+
+    async fn records_page(
+        &self,
+        prefix: &str,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<(String, Versioned<JobState>)>, StoreError> {
+        self.runtime
+            .block_on(self.inner.records_page(prefix, after, limit))
+    }
 }
 
 impl<S: EffectLedger> EffectLedger for OnTokio<S> {

@@ -4,7 +4,7 @@
 
 use crate::coord::decide::{Precondition, ScheduleRefusal, ScheduleWrite};
 use crate::coord::exec::join_all;
-use crate::coord::{Claim, Coordinator, ScheduleError, Schedules, Trigger};
+use crate::coord::{Claim, Coordinator, ScheduleError, ScheduleQuery, Schedules, Trigger};
 use crate::manifest::{JobTemplate, parse_manifest};
 use crate::schedules::{ScheduleKey, ScheduleSpec};
 
@@ -20,6 +20,7 @@ macro_rules! schedule_tests {
             concurrent_upserts_of_one_spec_end_at_version_1,
             versions_preconditions_and_tombstones,
             a_schedule_runs_and_a_recreate_fences_out_old_runs,
+            listing_pages_each_schedule_once,
         }
     };
 }
@@ -191,4 +192,110 @@ pub async fn a_schedule_runs_and_a_recreate_fences_out_old_runs<C: Schedules + C
     c.complete(&s, next.fence, None, at(2 * HOUR + 2))
         .await
         .expect("completes");
+}
+
+/// A listing pages in key order with its cursor: every schedule that
+/// exists throughout appears exactly once, however many are created and
+/// deleted between pages; a tombstone, another job's schedules (even one
+/// whose name starts with this job's) and schedules the prefix or the
+/// label leave out never appear.
+pub async fn listing_pages_each_schedule_once<C: Schedules>(c: &C, ns: &str) {
+    let t = template(ns);
+    let other = template(&format!("{ns}x"));
+    let put = |t: &JobTemplate, k: String, plan: &str| {
+        let body = format!(r#"{{"cron":"0 9 * * *","labels":{{"plan":"{plan}"}}}}"#);
+        let (t, body) = (t.clone(), body);
+        async move {
+            c.put_schedule(&t, &key(&k), spec(&body), Precondition::None, at(0))
+                .await
+                .expect("written");
+        }
+    };
+    let plan = |i: usize| if i % 3 == 0 { "pro" } else { "free" };
+    for i in 0..25 {
+        put(&t, format!("k-{i:02}"), plan(i)).await;
+    }
+    put(&other, "k-00".to_string(), "pro").await;
+    c.delete_schedule(&t, &key("k-05"), Precondition::None, at(0))
+        .await
+        .expect("deleted");
+
+    let mut query = ScheduleQuery {
+        limit: 7,
+        ..ScheduleQuery::default()
+    };
+    let mut seen: Vec<String> = Vec::new();
+    let mut pages = 0;
+    loop {
+        let page = c.list_schedules(&t, &query).await.expect("a page");
+        assert!(page.schedules.len() <= 7, "{page:?}");
+        seen.extend(page.schedules.iter().map(|(k, _)| k.as_str().to_string()));
+        for (k, read) in &page.schedules {
+            assert_eq!(read.record.job, format!("{ns}/{}", k.as_str()));
+            assert!(read.data.spec_json.is_some(), "no tombstone is listed");
+        }
+        pages += 1;
+        assert!(pages < 20, "the cursor does not advance: {seen:?}");
+        // Others write between pages: new keys before and after the
+        // cursor, a delete of one not read yet, a change of one read.
+        put(&t, format!("a-{pages:02}"), "pro").await;
+        put(&t, format!("z-{pages:02}"), "pro").await;
+        put(&t, "k-01".to_string(), "changed").await;
+        if pages == 1 {
+            c.delete_schedule(&t, &key("k-20"), Precondition::None, at(0))
+                .await
+                .expect("deleted");
+        }
+        match page.cursor {
+            Some(cursor) => query.after = Some(cursor),
+            None => break,
+        }
+    }
+    let mut sorted = seen.clone();
+    sorted.sort();
+    sorted.dedup();
+    assert_eq!(seen, sorted, "in key order, each once");
+    for i in (0..25).filter(|i| ![5, 20].contains(i)) {
+        let k = format!("k-{i:02}");
+        assert!(seen.contains(&k), "{k} existed throughout: {seen:?}");
+    }
+    assert!(!seen.contains(&"k-05".to_string()), "{seen:?}");
+    assert!(
+        !seen.iter().any(|k| k.starts_with("a-")),
+        "before the cursor"
+    );
+    assert!(seen.iter().any(|k| k.starts_with("z-")), "after the cursor");
+
+    let listed = &t;
+    let all = |query: ScheduleQuery| async move {
+        let page = c.list_schedules(listed, &query).await.expect("a page");
+        assert_eq!(page.cursor, None, "one page holds them");
+        page.schedules
+            .iter()
+            .map(|(k, _)| k.as_str().to_string())
+            .collect::<Vec<_>>()
+    };
+    let prefixed = all(ScheduleQuery {
+        prefix: "k-1".to_string(),
+        ..ScheduleQuery::default()
+    })
+    .await;
+    let expected: Vec<String> = (10..20).map(|i| format!("k-{i}")).collect();
+    assert_eq!(prefixed, expected);
+    let labelled = all(ScheduleQuery {
+        prefix: "k-".to_string(),
+        label: Some("plan:pro".to_string()),
+        ..ScheduleQuery::default()
+    })
+    .await;
+    let expected: Vec<String> = (0..25)
+        .filter(|i| i % 3 == 0 && *i != 20)
+        .map(|i| format!("k-{i:02}"))
+        .collect();
+    assert_eq!(labelled, expected);
+    let other_job = c
+        .list_schedules(&other, &ScheduleQuery::default())
+        .await
+        .expect("a page");
+    assert_eq!(other_job.schedules.len(), 1, "{other_job:?}");
 }

@@ -189,6 +189,42 @@ impl StateStore for MemoryStore {
         self.pause_point().await;
         Ok(self.lock().states.keys().cloned().collect())
     }
+
+    /// One read under the lock: the page as it is at one instant.
+    async fn records_page(
+        &self,
+        prefix: &str,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<(String, Versioned<JobState>)>, StoreError> {
+        use std::ops::Bound;
+        self.pause_point().await;
+        if self.next_fault() == Some(Fault::Unavailable) {
+            return Err(unavailable());
+        }
+        let stored: Vec<(String, String, Version)> = {
+            let mut inner = self.lock();
+            inner.reads += 1;
+            let start = match after {
+                Some(a) if a >= prefix => Bound::Excluded(a),
+                _ => Bound::Included(prefix),
+            };
+            inner
+                .states
+                .range::<str, _>((start, Bound::Unbounded))
+                .take_while(|(name, _)| name.starts_with(prefix))
+                .take(limit)
+                .map(|(name, (text, version))| (name.clone(), text.clone(), *version))
+                .collect()
+        };
+        stored
+            .into_iter()
+            .map(|(name, text, version)| {
+                let value = decode_state(&name, &text)?;
+                Ok((name, Versioned { value, version }))
+            })
+            .collect()
+    }
 }
 
 impl EffectLedger for MemoryStore {

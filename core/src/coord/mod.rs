@@ -24,7 +24,9 @@ pub use location::{BareUserinfo, Secret, redact_url};
 pub use memory::{Fault, MemoryStore};
 pub use rng::{RandomSource, SplitMix64};
 #[cfg(feature = "schedules")]
-pub use schedules::{ScheduleError, ScheduleRecord, Schedules};
+pub use schedules::{
+    MAX_SCHEDULE_PAGE, ScheduleError, SchedulePage, ScheduleQuery, ScheduleRecord, Schedules,
+};
 pub use slot::{SlotId, SlotIdError, format_instant};
 pub use state::{
     Counters, DeadLetter, DecodeError, FateSpan, JobState, Lease, MAX_FATE_SPANS, MAX_RECORD_BYTES,
@@ -36,6 +38,6 @@ pub use state::{PinnedVersion, ScheduleData};
 pub use store::{
     EffectBegin, EffectFinish, EffectLedger, EffectRecord, EffectState, LocationError, PutResult,
     StateStore, StoreError, StoreErrorKind, TickIndex, TickStart, Version, Versioned, decide_begin,
-    decide_finish, repair_wake,
+    decide_finish, prefix_end, repair_wake,
 };
 pub use watched::{RecordWatcher, Watched};

@@ -77,6 +77,55 @@ pub struct ScheduleRecord {
     pub record: JobState,
 }
 
+/// The most schedules one page of a listing holds.
+pub const MAX_SCHEDULE_PAGE: usize = 1000;
+
+/// How many of the store's pages one listing call reads at most while
+/// skipping schedules its filter leaves out (and tombstones): a rare label
+/// answers a short page (or an empty one) with a cursor to go on from,
+/// rather than one call reading the whole store.
+const MAX_STORE_PAGES: usize = 10;
+
+/// Which of a dynamic job's schedules a listing asks for, one page at a
+/// time.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScheduleQuery {
+    /// Only keys that start with this (`""`: every key).
+    pub prefix: String,
+    /// Only schedules with a label that reads `NAME:VALUE` as this does:
+    /// matched as the whole text, so a name or a value holding `:` needs
+    /// no escape.
+    pub label: Option<String>,
+    /// Only keys after this one: the cursor of the page before.
+    pub after: Option<String>,
+    /// At most this many schedules (1 to [`MAX_SCHEDULE_PAGE`]; more is
+    /// taken as the most).
+    pub limit: usize,
+}
+
+impl Default for ScheduleQuery {
+    fn default() -> ScheduleQuery {
+        ScheduleQuery {
+            prefix: String::new(),
+            label: None,
+            after: None,
+            limit: MAX_SCHEDULE_PAGE,
+        }
+    }
+}
+
+/// A page of a listing: live schedules in key order.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SchedulePage {
+    /// The schedules of the page, each with its key.
+    pub schedules: Vec<(ScheduleKey, ScheduleRecord)>,
+    /// Where the next page starts (its [`ScheduleQuery::after`]); `None`:
+    /// this is the last. A page may hold fewer than the limit, even none,
+    /// and still have a cursor: a filter that matches few schedules reads
+    /// a bounded part of the store per page.
+    pub cursor: Option<String>,
+}
+
 /// The schedules of dynamic jobs, written and read in a store.
 pub trait Schedules {
     /// Writes `spec` as the schedule `key` of `template` at `now` (the
@@ -117,6 +166,17 @@ pub trait Schedules {
         template: &JobTemplate,
         key: &ScheduleKey,
     ) -> Result<Option<ScheduleRecord>, ScheduleError>;
+
+    /// A page of the live schedules of `template` (no tombstones) that
+    /// `query` asks for, in key order. Each of the store's pages is one
+    /// consistent read ([`StateStore::records_page`]), and the cursor is
+    /// the last key read: paging on meets every schedule that exists
+    /// throughout exactly once, however many are written meanwhile.
+    async fn list_schedules(
+        &self,
+        template: &JobTemplate,
+        query: &ScheduleQuery,
+    ) -> Result<SchedulePage, ScheduleError>;
 }
 
 impl<S: StateStore> CasCoordinator<S> {
@@ -249,4 +309,96 @@ impl<S: StateStore> Schedules for CasCoordinator<S> {
             })
         }))
     }
+
+    async fn list_schedules(
+        &self,
+        template: &JobTemplate,
+        query: &ScheduleQuery,
+    ) -> Result<SchedulePage, ScheduleError> {
+        let limit = query.limit.clamp(1, MAX_SCHEDULE_PAGE);
+        let job_prefix = format!("{}/", template.name.as_str());
+        let prefix = format!("{job_prefix}{}", query.prefix);
+        // A page read from the store: the limit, or the most when a
+        // filter may skip many.
+        let batch = if query.label.is_some() {
+            MAX_SCHEDULE_PAGE
+        } else {
+            limit
+        };
+        let mut after = query.after.as_ref().map(|a| format!("{job_prefix}{a}"));
+        let mut schedules = Vec::new();
+        for _ in 0..MAX_STORE_PAGES {
+            let page = self
+                .store()
+                .records_page(&prefix, after.as_deref(), batch)
+                .await?;
+            let last_page = page.len() < batch;
+            for (name, record) in page {
+                after = Some(name.clone());
+                let Some(key) = name
+                    .strip_prefix(&job_prefix)
+                    .and_then(|k| ScheduleKey::new(k).ok())
+                else {
+                    // Not a schedule's name (a static job's record does
+                    // not have a `/`): nothing of this job.
+                    continue;
+                };
+                if let Some(listed) = listed(key, record.value, query)? {
+                    schedules.push(listed);
+                    if schedules.len() == limit {
+                        return Ok(SchedulePage {
+                            schedules,
+                            cursor: cursor(after, &job_prefix),
+                        });
+                    }
+                }
+            }
+            if last_page {
+                return Ok(SchedulePage {
+                    schedules,
+                    cursor: None,
+                });
+            }
+        }
+        Ok(SchedulePage {
+            schedules,
+            cursor: cursor(after, &job_prefix),
+        })
+    }
+}
+
+/// The record as a listing shows it: `None` for a tombstone, a record
+/// that is not a schedule's, or one the label filter leaves out.
+fn listed(
+    key: ScheduleKey,
+    record: JobState,
+    query: &ScheduleQuery,
+) -> Result<Option<(ScheduleKey, ScheduleRecord)>, ScheduleError> {
+    let Some(data) = record.schedule.clone() else {
+        return Ok(None);
+    };
+    let Some(spec) = data
+        .spec()
+        .map_err(|p| ScheduleError::Refused(ScheduleRefusal::Spec(p)))?
+    else {
+        return Ok(None);
+    };
+    let labelled = match &query.label {
+        Some(wanted) => spec.labels.iter().any(|(name, value)| {
+            wanted.len() == name.len() + 1 + value.len()
+                && wanted.starts_with(name.as_str())
+                && wanted[name.len()..].starts_with(':')
+                && wanted.ends_with(value.as_str())
+        }),
+        None => true,
+    };
+    if !labelled {
+        return Ok(None);
+    }
+    Ok(Some((key, ScheduleRecord { data, record })))
+}
+
+/// The cursor of a page whose last record read is `after`: its key.
+fn cursor(after: Option<String>, job_prefix: &str) -> Option<String> {
+    after.and_then(|name| name.strip_prefix(job_prefix).map(str::to_string))
 }

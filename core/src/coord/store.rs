@@ -221,6 +221,40 @@ pub trait StateStore {
     /// Every job that has a record, sorted.
     async fn jobs(&self) -> Result<Vec<String>, StoreError>;
 
+    /// A page of the records whose names start with `prefix`, in byte
+    /// order of their names: those after `after` (exclusive; `None`: from
+    /// the first), at most `limit`, each with its version. A schedule
+    /// listing pages with it (`job/` and the keys' prefix), so a store
+    /// answers it from an index in name order, in one read that sees each
+    /// record as it is at one instant; paging on from the last name of a
+    /// page then meets every record that existed throughout exactly once,
+    /// whatever is written meanwhile.
+    ///
+    /// The default reads [`jobs`](StateStore::jobs) and then each record
+    /// of the page: correct (each record is read as it is), one read per
+    /// record, for stores that have no index to page.
+    async fn records_page(
+        &self,
+        prefix: &str,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<(String, Versioned<JobState>)>, StoreError> {
+        let names = self.jobs().await?;
+        let mut page = Vec::new();
+        for name in names
+            .into_iter()
+            .filter(|n| n.starts_with(prefix) && after.is_none_or(|a| n.as_str() > a))
+        {
+            if page.len() >= limit {
+                break;
+            }
+            if let Some(record) = self.get(&name).await? {
+                page.push((name, record));
+            }
+        }
+        Ok(page)
+    }
+
     /// [`get`](StateStore::get), and the instant that leases are judged
     /// by, read in the same round trip. A store without a clock of its own
     /// answers the caller's `now` (the default). A store shared by servers
@@ -234,6 +268,24 @@ pub trait StateStore {
     ) -> Result<(Option<Versioned<JobState>>, Timestamp), StoreError> {
         Ok((self.get(job).await?, now))
     }
+}
+
+/// The least string greater than every string that starts with `prefix`
+/// (in byte order, which is code point order), where there is one: the
+/// exclusive end of a prefix's range in an index ordered by name. `None`
+/// for an empty prefix, or one of only `char::MAX`: the range then runs
+/// to the end.
+pub fn prefix_end(prefix: &str) -> Option<String> {
+    let mut chars: Vec<char> = prefix.chars().collect();
+    while let Some(last) = chars.pop() {
+        // The next code point that is a char (the surrogates are not).
+        let next = (u32::from(last) + 1..=u32::from(char::MAX)).find_map(char::from_u32);
+        if let Some(next) = next {
+            chars.push(next);
+            return Some(chars.into_iter().collect());
+        }
+    }
+    None
 }
 
 /// Gives `job`'s record a wake if it was written before stores kept wakes
@@ -563,6 +615,23 @@ pub trait EffectLedger {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_prefix_ends_at_the_least_string_after_all_its_extensions() {
+        assert_eq!(prefix_end("invoice/t-"), Some("invoice/t.".to_string()));
+        assert_eq!(prefix_end("a"), Some("b".to_string()));
+        assert_eq!(prefix_end(""), None);
+        assert_eq!(prefix_end("\u{10FFFF}"), None);
+        // The last char cannot grow: the one before it does.
+        assert_eq!(prefix_end("a\u{10FFFF}"), Some("b".to_string()));
+        // The surrogates are no chars: the next char after them.
+        assert_eq!(prefix_end("\u{D7FF}"), Some("\u{E000}".to_string()));
+        let end = prefix_end("job/").expect("an end");
+        for name in ["job/", "job/a", "job/\u{10FFFF}\u{10FFFF}"] {
+            assert!(name < end.as_str(), "{name:?}");
+        }
+        assert!("job0" >= end.as_str());
+    }
 
     #[test]
     fn ledger_entries_keep_their_flat_layout_and_round_trip() {

@@ -77,6 +77,19 @@ impl<S: StateStore, W: RecordWatcher> StateStore for Watched<S, W> {
         self.inner.jobs().await
     }
 
+    async fn records_page(
+        &self,
+        prefix: &str,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<(String, Versioned<JobState>)>, StoreError> {
+        let page = self.inner.records_page(prefix, after, limit).await?;
+        for (name, record) in &page {
+            self.watcher.read(name, Some(&record.value));
+        }
+        Ok(page)
+    }
+
     async fn get_judged(
         &self,
         job: &str,

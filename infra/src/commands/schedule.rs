@@ -1,6 +1,7 @@
-//! `cronslot schedule put|get|rm`: the schedules of a dynamic job
+//! `cronslot schedule put|get|ls|rm`: the schedules of a dynamic job
 //! (`dynamic = true`), written and read in the store as the admin routes
-//! `PUT`, `GET` and `DELETE {p}/schedules/{job}/{key}` do: the same code
+//! `PUT`, `GET` and `DELETE {p}/schedules/{job}/{key}` and
+//! `GET {p}/schedules/{job}` (a page of the listing) do: the same code
 //! (`cronslot_runtime::admin::execute_schedule`) runs here, so `--format
 //! json` prints the route's document.
 //!
@@ -19,7 +20,8 @@ use cronslot_core::coord::decide::Precondition;
 use cronslot_core::manifest::{JobName, Manifest};
 use cronslot_core::schedules::{ScheduleKey, ScheduleSpec};
 use cronslot_runtime::admin::{
-    self, AdminRoute, ErrorDoc, ErrorKind, Reply, ScheduleDeleteDoc, ScheduleDoc, ScheduleWriteDoc,
+    self, AdminRoute, ErrorDoc, ErrorKind, Reply, ScheduleDeleteDoc, ScheduleDoc, SchedulePageDoc,
+    ScheduleWriteDoc,
 };
 use serde::de::DeserializeOwned;
 
@@ -73,6 +75,30 @@ pub enum ScheduleAction {
         #[command(flatten)]
         store: StoreArgs,
         /// Output format: text, or json (the admin route's schedule document).
+        #[arg(long, value_enum, default_value = "text")]
+        format: Format,
+    },
+    /// List a dynamic job's schedules in key order, a page at a time (each
+    /// page one consistent read of the store).
+    Ls {
+        /// The dynamic job.
+        #[arg(value_name = "JOB")]
+        job: String,
+        /// Only keys that start with this.
+        #[arg(long, value_name = "PREFIX")]
+        prefix: Option<String>,
+        /// Only schedules with this label, as NAME:VALUE.
+        #[arg(long, value_name = "NAME:VALUE")]
+        label: Option<String>,
+        /// The most schedules on the page: 1 to 1000 (default 100).
+        #[arg(long, value_name = "N")]
+        limit: Option<String>,
+        /// Start after this key: the cursor the page before printed.
+        #[arg(long, value_name = "KEY")]
+        cursor: Option<String>,
+        #[command(flatten)]
+        store: StoreArgs,
+        /// Output format: text, or json (the admin route's page document).
         #[arg(long, value_enum, default_value = "text")]
         format: Format,
     },
@@ -160,6 +186,33 @@ pub fn exec(args: ScheduleArgs) -> Result<(), Failure> {
             }
             let doc: ScheduleDoc = decode(&reply)?;
             print!("{}", get_text(&doc, &session.store));
+            Ok(())
+        }
+        ScheduleAction::Ls {
+            job,
+            prefix,
+            label,
+            limit,
+            cursor,
+            store,
+            format,
+        } => {
+            let query = admin::list_query(
+                prefix.as_deref(),
+                label.as_deref(),
+                cursor.as_deref(),
+                limit.as_deref(),
+            )
+            .map_err(|(flag, message)| Failure::bad_input(format!("error: --{flag}: {message}")))?;
+            let session = open(&store, &job)?;
+            let job = template_name(&session, &job)?;
+            let reply = run(&session, &AdminRoute::ListSchedules { job, query })?;
+            if format == Format::Json {
+                println!("{}", reply.body);
+                return Ok(());
+            }
+            let doc: SchedulePageDoc = decode(&reply)?;
+            print!("{}", ls_text(&doc, &session.store));
             Ok(())
         }
         ScheduleAction::Rm {
@@ -391,6 +444,43 @@ fn get_text(doc: &ScheduleDoc, store: &str) -> String {
         for slot in &doc.next {
             let _ = writeln!(out, "  {}  {}", utc(slot.slot), slot.local);
         }
+    }
+    out
+}
+
+fn ls_text(doc: &SchedulePageDoc, store: &str) -> String {
+    use std::fmt::Write as _;
+    let mut out = String::new();
+    if doc.schedules.is_empty() {
+        let _ = writeln!(
+            out,
+            "no schedules of job {} on this page (store {store})",
+            doc.job
+        );
+    } else {
+        let width = doc
+            .schedules
+            .iter()
+            .map(|s| s.key.len())
+            .max()
+            .unwrap_or(0)
+            .max("KEY".len());
+        let _ = writeln!(out, "{:<width$}  VERSION  NEXT", "KEY");
+        for s in &doc.schedules {
+            let next = match s.next {
+                Some(at) => utc(at),
+                None if s.spec.paused => "paused".to_string(),
+                None => "none left".to_string(),
+            };
+            let _ = writeln!(out, "{:<width$}  {:>7}  {next}", s.key, s.version);
+        }
+    }
+    if let Some(cursor) = &doc.cursor {
+        let _ = writeln!(
+            out,
+            "more: cronslot schedule ls {} --cursor {cursor} (with the same filters)",
+            doc.job
+        );
     }
     out
 }

@@ -507,6 +507,62 @@ fn schedules(c: &mut Checker<'_>) {
     c.check("GET", T, "/schedules/invoice/never", Some(ADMIN_TOKEN));
     c.check("POST", T, PATH, Some(ADMIN_TOKEN));
 
+    // The listing: tenant-1, then tenant-2 labelled, paged one at a time.
+    const L: &str = "/schedules/{job}";
+    let labelled = r#"{"cron":"0 0 1 1 *","labels":{"plan":"pro:yearly"}}"#;
+    let a = c.check_with("PUT", T, "/schedules/invoice/tenant-2", &[], labelled);
+    assert_eq!(a.status, 201, "{a:?}");
+    let a = c.check("GET", L, "/schedules/invoice?limit=1", Some(ADMIN_TOKEN));
+    assert_eq!(a.status, 200, "{a:?}");
+    let page = json(&a);
+    assert_eq!(page["schedules"][0]["key"], "tenant-1");
+    assert_eq!(page["schedules"][0]["version"], 2);
+    assert!(page["schedules"][0]["next"].is_string(), "{page}");
+    assert_eq!(page["cursor"], "tenant-1");
+    let a = c.check(
+        "GET",
+        L,
+        "/schedules/invoice?limit=1&cursor=tenant-1",
+        Some(ADMIN_TOKEN),
+    );
+    let page = json(&a);
+    assert_eq!(page["schedules"][0]["key"], "tenant-2", "{page}");
+    let a = c.check(
+        "GET",
+        L,
+        "/schedules/invoice?limit=1&cursor=tenant-2",
+        Some(ADMIN_TOKEN),
+    );
+    assert_eq!(json(&a)["schedules"], serde_json::json!([]));
+    assert_eq!(json(&a)["cursor"], Value::Null, "the last page");
+    let a = c.check(
+        "GET",
+        L,
+        "/schedules/invoice?label=plan:pro:yearly&prefix=tenant-",
+        Some(ADMIN_TOKEN),
+    );
+    let page = json(&a);
+    let keys: Vec<&str> = page["schedules"]
+        .as_array()
+        .map(|s| s.iter().filter_map(|s| s["key"].as_str()).collect())
+        .unwrap_or_default();
+    assert_eq!(keys, ["tenant-2"], "{a:?}");
+    for bad in [
+        "limit=0",
+        "limit=1001",
+        "prefix=a/b",
+        "label=plan",
+        "cursor=a@b",
+    ] {
+        let path = format!("/schedules/invoice?{bad}");
+        let a = c.check("GET", L, &path, Some(ADMIN_TOKEN));
+        assert_eq!(a.status, 400, "{bad}: {a:?}");
+    }
+    let a = c.check("GET", L, "/schedules/report", Some(ADMIN_TOKEN));
+    assert_eq!(a.status, 404, "a static job has no schedules: {a:?}");
+    c.check("POST", L, "/schedules/invoice", Some(ADMIN_TOKEN));
+    c.check("GET", L, "/schedules/invoice", None);
+
     let a = c.check_with("DELETE", T, PATH, &[("If-Match", "\"1\"")], "");
     assert_eq!(a.status, 412, "{a:?}");
     let a = c.check_with("DELETE", T, PATH, &[], "");

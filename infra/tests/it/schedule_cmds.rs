@@ -1,4 +1,4 @@
-//! `cronslot schedule put|get|rm` on a SQLite store: the binary run as a
+//! `cronslot schedule put|get|ls|rm` on a SQLite store: the binary run as a
 //! user runs it, the store read back with the core's API.
 
 use std::io::Write as _;
@@ -220,6 +220,77 @@ fn put_get_rm_round_trip_on_sqlite() {
     );
     let o = cronslot(&dir, &["schedule", "rm", "invoice", "tenant-1"], "");
     assert_eq!(code(&o), 1, "nothing left to delete: {}", stderr(&o));
+}
+
+/// `ls` pages in key order with the cursor it prints, filters by prefix
+/// and label, leaves deleted schedules out, and refuses bad flags before
+/// the store is opened.
+#[test]
+fn ls_pages_in_key_order_and_filters() {
+    let dir = scratch("ls");
+    init(&dir);
+    let o = cronslot(&dir, &["schedule", "ls", "invoice", "--limit", "0"], "");
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    assert!(stderr(&o).contains("--limit"), "{}", stderr(&o));
+    let o = cronslot(&dir, &["schedule", "ls", "invoice", "--label", "plan"], "");
+    assert_eq!(code(&o), 2);
+    assert!(stderr(&o).contains("NAME:VALUE"), "{}", stderr(&o));
+    let o = cronslot(&dir, &["schedule", "ls", "report"], "");
+    assert_eq!(code(&o), 2);
+
+    for (key, plan) in [
+        ("t-3", "pro"),
+        ("t-1", "free"),
+        ("u-9", "pro"),
+        ("t-2", "pro"),
+    ] {
+        let spec = format!(r#"{{"cron":"0 9 * * *","labels":{{"plan":"{plan}"}}}}"#);
+        let o = cronslot(
+            &dir,
+            &["schedule", "put", "invoice", key, "--spec", "-"],
+            &spec,
+        );
+        assert_eq!(code(&o), 0, "{}", stderr(&o));
+    }
+    let o = cronslot(&dir, &["schedule", "rm", "invoice", "t-3"], "");
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+
+    let keys = |args: &[&str]| -> (Vec<String>, Value) {
+        let mut all = vec!["schedule", "ls", "invoice", "--format", "json"];
+        all.extend_from_slice(args);
+        let o = cronslot(&dir, &all, "");
+        assert_eq!(code(&o), 0, "{}", stderr(&o));
+        let doc = json(&o);
+        let keys = doc["schedules"]
+            .as_array()
+            .expect("schedules")
+            .iter()
+            .map(|s| s["key"].as_str().expect("a key").to_string())
+            .collect();
+        (keys, doc["cursor"].clone())
+    };
+    assert_eq!(
+        keys(&[]),
+        (vec!["t-1".into(), "t-2".into(), "u-9".into()], Value::Null)
+    );
+    assert_eq!(
+        keys(&["--limit", "2"]),
+        (vec!["t-1".into(), "t-2".into()], "t-2".into())
+    );
+    assert_eq!(
+        keys(&["--limit", "2", "--cursor", "t-2"]),
+        (vec!["u-9".into()], Value::Null)
+    );
+    assert_eq!(keys(&["--prefix", "t-"]).0, ["t-1", "t-2"]);
+    assert_eq!(keys(&["--label", "plan:pro"]).0, ["t-2", "u-9"]);
+
+    let o = cronslot(&dir, &["schedule", "ls", "invoice", "--limit", "2"], "");
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let text = stdout(&o);
+    assert!(
+        text.starts_with("KEY  VERSION  NEXT\nt-1") && text.contains("--cursor t-2"),
+        "{text}"
+    );
 }
 
 #[test]

@@ -166,7 +166,8 @@ async fn run<C: Operator>(
         #[cfg(feature = "schedules")]
         AdminRoute::PutSchedule { .. }
         | AdminRoute::GetSchedule { .. }
-        | AdminRoute::DeleteSchedule { .. } => Err(Reply::error(
+        | AdminRoute::DeleteSchedule { .. }
+        | AdminRoute::ListSchedules { .. } => Err(Reply::error(
             500,
             ErrorKind::Internal,
             "a schedule's route runs over a coordinator that writes schedules \

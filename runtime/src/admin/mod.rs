@@ -27,6 +27,7 @@
 //! | PUT | `{p}/schedules/{job}/{key}` | — | 201 / 200 `ScheduleWriteDoc`, `ETag` (feature `schedules`) |
 //! | GET | `{p}/schedules/{job}/{key}` | — | 200 `ScheduleDoc`, `ETag` (feature `schedules`) |
 //! | DELETE | `{p}/schedules/{job}/{key}` | — | 200 `ScheduleDeleteDoc` (feature `schedules`) |
+//! | GET | `{p}/schedules/{job}` | `prefix`, `label`, `cursor`, `limit` | 200 `SchedulePageDoc` (feature `schedules`) |
 //!
 //! The schedule routes (a dynamic job's schedules, docs/design.md §12) are
 //! built with the feature `schedules` and served by hosts whose coordinator
@@ -74,6 +75,8 @@ mod schedules;
 mod trigger;
 
 #[cfg(feature = "schedules")]
+use cronslot_core::coord::ScheduleQuery;
+#[cfg(feature = "schedules")]
 use cronslot_core::coord::decide::Precondition;
 use cronslot_core::manifest::JobName;
 #[cfg(feature = "schedules")]
@@ -95,7 +98,8 @@ pub use repair::{REPAIR_PAGE, repair_page};
 pub use route::{ROUTES, route};
 #[cfg(feature = "schedules")]
 pub use schedules::{
-    MAX_BODY_BYTES, ScheduleDeleteDoc, ScheduleDoc, ScheduleWriteDoc, etag, execute_schedule,
+    DEFAULT_PAGE, ListedScheduleDoc, MAX_BODY_BYTES, ScheduleDeleteDoc, ScheduleDoc,
+    SchedulePageDoc, ScheduleWriteDoc, etag, execute_schedule, list_query,
 };
 pub use trigger::{TriggerOutcome, trigger_doc, trigger_outcome, trigger_reply, trigger_run};
 
@@ -346,6 +350,15 @@ pub enum AdminRoute {
         /// From `If-Match`.
         precondition: Precondition,
     },
+    /// `GET {p}/schedules/{job}`: a page of the job's schedules in key
+    /// order.
+    #[cfg(feature = "schedules")]
+    ListSchedules {
+        /// The dynamic job.
+        job: JobName,
+        /// The prefix, the label, the cursor and the limit asked for.
+        query: ScheduleQuery,
+    },
 }
 
 impl AdminRoute {
@@ -366,7 +379,8 @@ impl AdminRoute {
             #[cfg(feature = "schedules")]
             AdminRoute::PutSchedule { job, .. }
             | AdminRoute::GetSchedule { job, .. }
-            | AdminRoute::DeleteSchedule { job, .. } => Some(job),
+            | AdminRoute::DeleteSchedule { job, .. }
+            | AdminRoute::ListSchedules { job, .. } => Some(job),
         }
     }
 
@@ -379,6 +393,7 @@ impl AdminRoute {
             AdminRoute::PutSchedule { .. }
                 | AdminRoute::GetSchedule { .. }
                 | AdminRoute::DeleteSchedule { .. }
+                | AdminRoute::ListSchedules { .. }
         )
     }
 
@@ -412,6 +427,8 @@ impl AdminRoute {
             AdminRoute::GetSchedule { .. } => ("GET", "/schedules/{job}/{key}"),
             #[cfg(feature = "schedules")]
             AdminRoute::DeleteSchedule { .. } => ("DELETE", "/schedules/{job}/{key}"),
+            #[cfg(feature = "schedules")]
+            AdminRoute::ListSchedules { .. } => ("GET", "/schedules/{job}"),
         }
     }
 }

@@ -94,6 +94,8 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("PUT", "/schedules/{job}/{key}"),
     #[cfg(feature = "schedules")]
     ("DELETE", "/schedules/{job}/{key}"),
+    #[cfg(feature = "schedules")]
+    ("GET", "/schedules/{job}"),
 ];
 
 /// The routes' paths, for 404 messages.
@@ -105,7 +107,7 @@ const ROUTE_LIST: &str = "GET / (the dashboard), GET openapi.json, GET health, G
 const ROUTE_LIST: &str = "GET / (the dashboard), GET openapi.json, GET health, GET status, \
                           GET metrics, GET dlq, GET jobs/{job}/next, \
                           POST jobs/{job}/redrive|pause|resume|backfill|trigger, POST repair, \
-                          PUT|GET|DELETE schedules/{job}/{key}";
+                          PUT|GET|DELETE schedules/{job}/{key}, GET schedules/{job}";
 
 fn recognise(
     manifest: &Manifest,
@@ -237,6 +239,8 @@ fn recognise(
         ["schedules", raw_job, raw_key] => {
             super::schedules::recognise(manifest, req, query, raw_job, raw_key)
         }
+        #[cfg(feature = "schedules")]
+        ["schedules", raw_job] => super::schedules::recognise_list(manifest, req, query, raw_job),
         // Said in so many words, so that a client of a Worker is not sent
         // looking for a typo: this build has no schedules to serve.
         #[cfg(not(feature = "schedules"))]
@@ -522,6 +526,11 @@ mod tests {
                 key: key(),
                 precondition: cronslot_core::coord::decide::Precondition::None,
             },
+            #[cfg(feature = "schedules")]
+            AdminRoute::ListSchedules {
+                job: job(),
+                query: cronslot_core::coord::ScheduleQuery::default(),
+            },
         ];
         let mut templates = BTreeSet::new();
         for r in &every {
@@ -541,7 +550,8 @@ mod tests {
                 #[cfg(feature = "schedules")]
                 AdminRoute::PutSchedule { .. }
                 | AdminRoute::GetSchedule { .. }
-                | AdminRoute::DeleteSchedule { .. } => {}
+                | AdminRoute::DeleteSchedule { .. }
+                | AdminRoute::ListSchedules { .. } => {}
             }
             assert!(ROUTES.contains(&r.template()), "{r:?} is not in ROUTES");
             templates.insert(r.template());

@@ -12,7 +12,7 @@ use cronslot_core::manifest::{Manifest, parse_manifest};
 use cronslot_core::schedules::ScheduleKey;
 use cronslot_runtime::admin::{
     self, AdminHost, AdminRequest, ErrorDoc, ErrorKind, Reply, ScheduleDeleteDoc, ScheduleDoc,
-    ScheduleWriteDoc,
+    SchedulePageDoc, ScheduleWriteDoc,
 };
 use cronslot_runtime::{Jobs, Platform, VirtualPlatform};
 use jiff::Timestamp;
@@ -64,10 +64,14 @@ fn send(
     path: &str,
     ask: Ask<'_>,
 ) -> Reply {
+    let (path, query) = match path.split_once('?') {
+        Some((path, query)) => (path, Some(query)),
+        None => (path, None),
+    };
     let req = AdminRequest {
         method,
         path,
-        query: None,
+        query,
         authorization: AUTH,
         if_match: ask.if_match,
         if_none_match: ask.if_none_match,
@@ -322,8 +326,32 @@ fn jobs_keys_and_specs_are_checked_before_the_store() {
         (r.status, r.header("allow")),
         (405, Some("GET, PUT, DELETE"))
     );
-    let r = send(&c, &m, "GET", "/cronslot/schedules/invoice", Ask::default());
-    assert_eq!(r.status, 404, "no listing route yet: {}", r.body);
+    // The listing's query, checked before the store: each bad parameter
+    // named.
+    for (query, parameter) in [
+        ("/cronslot/schedules/invoice?limit=0", "limit"),
+        ("/cronslot/schedules/invoice?limit=1001", "limit"),
+        ("/cronslot/schedules/invoice?limit=ten", "limit"),
+        ("/cronslot/schedules/invoice?prefix=a%2Fb", "prefix"),
+        ("/cronslot/schedules/invoice?label=plan", "label"),
+        ("/cronslot/schedules/invoice?label=%3Apro", "label"),
+        ("/cronslot/schedules/invoice?cursor=a%40b", "cursor"),
+        ("/cronslot/schedules/invoice?sort=key", "sort"),
+    ] {
+        let r = send(&c, &m, "GET", query, Ask::default());
+        assert_eq!(r.status, 400, "{query}: {}", r.body);
+        assert_eq!(error(&r).parameter.as_deref(), Some(parameter), "{query}");
+    }
+    let r = send(
+        &c,
+        &m,
+        "DELETE",
+        "/cronslot/schedules/invoice",
+        Ask::default(),
+    );
+    assert_eq!((r.status, r.header("allow")), (405, Some("GET")));
+    let r = send(&c, &m, "GET", "/cronslot/schedules/report", Ask::default());
+    assert_eq!(r.status, 404, "not dynamic: {}", r.body);
     assert_eq!(store.writes(), 0, "nothing refused reached the store");
 }
 
@@ -381,6 +409,58 @@ fn a_get_shows_the_spec_next_slots_and_status() {
         (1, 0),
         "a GET is one read"
     );
+}
+
+/// A page shows each live schedule with its version and next slot
+/// (none while paused), in key order, with the cursor of the next page.
+#[test]
+fn a_listing_pages_with_next_slots() {
+    let (_, c) = world();
+    let m = manifest();
+    for (key, body) in [
+        ("b", r#"{"cron":"0 9 * * *","paused":true}"#),
+        ("a", r#"{"cron":"0 9 * * *","timezone":"Europe/Berlin"}"#),
+        ("c", r#"{"at":"2026-03-09T00:00:00Z"}"#),
+    ] {
+        let path = format!("/cronslot/schedules/invoice/{key}");
+        let ask = Ask {
+            body: Some(body),
+            ..Ask::default()
+        };
+        assert_eq!(send(&c, &m, "PUT", &path, ask).status, 201);
+    }
+    let r = send(
+        &c,
+        &m,
+        "GET",
+        "/cronslot/schedules/invoice?limit=2",
+        Ask::default(),
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    let page: SchedulePageDoc = body(&r);
+    let shown: Vec<(&str, u64, Option<Timestamp>)> = page
+        .schedules
+        .iter()
+        .map(|s| (s.key.as_str(), s.version, s.next))
+        .collect();
+    // 09:00 in Berlin is 08:00 UTC on 2026-03-09.
+    assert_eq!(
+        shown,
+        [("a", 1, Some(at("2026-03-09T08:00:00Z"))), ("b", 1, None)]
+    );
+    assert_eq!(page.cursor.as_deref(), Some("b"));
+    let r = send(
+        &c,
+        &m,
+        "GET",
+        "/cronslot/schedules/invoice?cursor=b",
+        Ask::default(),
+    );
+    let page: SchedulePageDoc = body(&r);
+    assert_eq!(page.schedules.len(), 1);
+    assert_eq!(page.schedules[0].key, "c");
+    assert_eq!(page.schedules[0].next, Some(at("2026-03-09T00:00:00Z")));
+    assert_eq!(page.cursor, None);
 }
 
 #[test]

@@ -13,7 +13,7 @@ use cronslot_core::coord::LocationError;
 use cronslot_core::coord::{
     EffectBegin, EffectFinish, EffectLedger, EffectRecord, EffectState, JobState, PutResult,
     StateStore, StoreError, TickIndex, TickStart, Version, Versioned, decide_begin, decide_finish,
-    decode_state, encode_state,
+    decode_state, encode_state, prefix_end,
 };
 use cronslot_store_kit::{
     DEFAULT_EFFECT_RETENTION, EffectEntry, Entry, JudgeClock, OpenOptions, RequestCounts, UrlStore,

@@ -15,7 +15,7 @@ use std::time::Duration;
 use cronslot_core::coord::{
     EffectBegin, EffectFinish, EffectLedger, EffectRecord, EffectState, JobState, PutResult,
     StateStore, StoreError, TickIndex, TickStart, Version, Versioned, decide_begin, decide_finish,
-    decode_state, encode_state,
+    decode_state, encode_state, prefix_end,
 };
 use jiff::Timestamp;
 use redis::Script;
@@ -37,7 +37,10 @@ use scripts::Scripts;
 
 /// The layout of the store's keys that this cronslot writes (kept in the
 /// key `{PREFIX}:layout`). A store written by a newer layout is refused.
-pub const STORE_LAYOUT_VERSION: u32 = 1;
+/// Layout 2 added the name index ([`Keys::names`]); opening a store of
+/// layout 1 adds it, in one script, and marks the store layout 2, which
+/// a cronslot of layout 1 then refuses to open.
+pub const STORE_LAYOUT_VERSION: u32 = 2;
 
 /// How a store is opened, beyond its location.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -175,16 +178,19 @@ impl RedisStore {
             self.scripts.clone(),
             self.keys.layout(),
         );
+        let (wakes, names) = (self.keys.wakes(), self.keys.names());
         self.shared
             .driver
             .run(async move {
                 let doing = || "checking the store's layout".to_string();
-                let layout_key = &key;
+                let (layout_key, wakes, names) = (&key, &wakes, &names);
                 let (found, created): (String, String) = shared
                     .request(Phase::Write, true, &doing, |mut conn| async move {
                         scripts
                             .layout
                             .key(layout_key)
+                            .key(wakes)
+                            .key(names)
                             .arg(STORE_LAYOUT_VERSION)
                             .arg(if create { "1" } else { "0" })
                             .invoke_async(&mut conn)

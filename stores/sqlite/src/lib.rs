@@ -42,7 +42,7 @@ use cronslot_core::coord::decide::migrated_wake;
 use cronslot_core::coord::{
     EffectBegin, EffectFinish, EffectLedger, EffectRecord, EffectState, JobState, PutResult,
     StateStore, StoreError, StoreErrorKind, TickIndex, TickStart, Version, Versioned, decide_begin,
-    decide_finish, decode_state, encode_state,
+    decide_finish, decode_state, encode_state, prefix_end,
 };
 use cronslot_store_kit::{OpenOptions, UrlStore};
 use jiff::Timestamp;

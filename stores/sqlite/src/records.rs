@@ -93,6 +93,56 @@ impl SqliteStore {
         rows.map(|r| r.map_err(|e| where_.error(doing, &e)))
             .collect()
     }
+
+    /// One statement, so one snapshot: a range of the primary key's
+    /// index, from the prefix (or the cursor) to the prefix's end.
+    fn records_page_now(
+        &self,
+        prefix: &str,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<(String, Versioned<JobState>)>, StoreError> {
+        let where_ = self.where_();
+        let doing = format!("listing the records under {prefix:?}");
+        // Bounds the planner can seek on: a range of the key, no `OR`.
+        let (start_op, start) = match after {
+            Some(a) if a >= prefix => (">", a),
+            _ => (">=", prefix),
+        };
+        let end = prefix_end(prefix);
+        let end_clause = if end.is_some() {
+            "AND job < ?3"
+        } else {
+            "AND ?3 IS NULL"
+        };
+        let sql = format!(
+            "SELECT job, version, state FROM job_state \
+             WHERE job {start_op} ?1 {end_clause} AND substr(job, 1, length(?2)) = ?2 \
+             ORDER BY job LIMIT ?4"
+        );
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let conn = self.lock();
+        self.count(1);
+        let mut stmt = conn
+            .prepare_cached(&sql)
+            .map_err(|e| where_.error(&doing, &e))?;
+        let rows = stmt
+            .query_map((start, prefix, end, limit), |row| {
+                Ok((
+                    row.get::<_, String>(0)?,
+                    row.get::<_, Value>(1)?,
+                    row.get::<_, Value>(2)?,
+                ))
+            })
+            .map_err(|e| where_.error(&doing, &e))?;
+        let mut page = Vec::new();
+        for row in rows {
+            let (job, version, text) = row.map_err(|e| where_.error(&doing, &e))?;
+            let record = stored_record(where_, &job, version, text)?;
+            page.push((job, record));
+        }
+        Ok(page)
+    }
 }
 
 impl StateStore for SqliteStore {
@@ -112,6 +162,15 @@ impl StateStore for SqliteStore {
     async fn jobs(&self) -> Result<Vec<String>, StoreError> {
         self.jobs_now()
     }
+
+    async fn records_page(
+        &self,
+        prefix: &str,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<(String, Versioned<JobState>)>, StoreError> {
+        self.records_page_now(prefix, after, limit)
+    }
 }
 
 fn read_state(
@@ -130,6 +189,17 @@ fn read_state(
     let Some((version, text)) = row else {
         return Ok(None);
     };
+    stored_record(where_, job, version, text).map(Some)
+}
+
+/// A record from its row's version and state, refused as corrupt (naming
+/// the job) when they are not a version and a record's text.
+fn stored_record(
+    where_: Where<'_>,
+    job: &str,
+    version: Value,
+    text: Value,
+) -> Result<Versioned<JobState>, StoreError> {
     let what = format!("job {job:?}");
     let version = match version {
         Value::Integer(v) => Version::try_from(v)
@@ -144,5 +214,5 @@ fn read_state(
     // The decode error already names the job.
     let value = decode_state(job, &text)
         .map_err(|e| StoreError::new(StoreErrorKind::Corrupt, format!("{where_}: {e}")))?;
-    Ok(Some(Versioned { value, version }))
+    Ok(Versioned { value, version })
 }

@@ -89,6 +89,34 @@ fn first_put_needs_no_record_and_a_second_first_put_conflicts() {
     });
 }
 
+/// A page of records under a prefix is one statement: a range of the
+/// key, in byte order, from the prefix or after the cursor, never past the
+/// prefix's end.
+#[test]
+fn a_page_of_records_is_one_statement_in_byte_order() {
+    let store = SqliteStore::open_in_memory().unwrap();
+    block_on(async {
+        for name in ["inv", "inv/b", "inv/a", "inv/c", "inv0/a", "invx/a", "in/z"] {
+            store.put(name, &state(name, 1), None).await.unwrap();
+        }
+        let names = |page: Vec<(String, Versioned<JobState>)>| -> Vec<String> {
+            page.into_iter().map(|(n, _)| n).collect()
+        };
+        let before = store.statements();
+        let page = store.records_page("inv/", None, 2).await.unwrap();
+        assert_eq!(store.statements() - before, 1);
+        assert_eq!(names(page), ["inv/a", "inv/b"]);
+        let page = store.records_page("inv/", Some("inv/b"), 10).await.unwrap();
+        assert_eq!(names(page), ["inv/c"]);
+        // A cursor before the prefix starts at the prefix; one past it
+        // ends the listing.
+        let page = store.records_page("inv/", Some("a"), 10).await.unwrap();
+        assert_eq!(names(page).len(), 3);
+        let page = store.records_page("inv/", Some("inw"), 10).await.unwrap();
+        assert!(page.is_empty());
+    });
+}
+
 #[test]
 fn versions_increment_and_a_stale_version_gets_the_current_record() {
     let store = SqliteStore::open_in_memory().unwrap();

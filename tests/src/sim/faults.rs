@@ -226,6 +226,18 @@ impl<S: StateStore> StateStore for FaultStore<S> {
     async fn jobs(&self) -> Result<Vec<String>, StoreError> {
         self.inner.jobs().await
     }
+
+    async fn records_page(
+        &self,
+        prefix: &str,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<(String, Versioned<JobState>)>, StoreError> {
+        match self.gate(false).await {
+            Some(_) => Err(unavailable()),
+            None => self.inner.records_page(prefix, after, limit).await,
+        }
+    }
 }
 
 impl<S: EffectLedger> EffectLedger for FaultStore<S> {

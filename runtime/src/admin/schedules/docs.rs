@@ -68,6 +68,44 @@ pub struct ScheduleDoc {
     pub status: JobReport,
 }
 
+/// `GET {p}/schedules/{job}`: a page of the job's live schedules in key
+/// order.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SchedulePageDoc {
+    /// The dynamic job.
+    pub job: String,
+    /// The instant the page was computed at (the server's clock).
+    #[serde(with = "cronslot_core::instant::text")]
+    pub now: Timestamp,
+    /// The schedules of the page (at most the `limit` asked for).
+    pub schedules: Vec<ListedScheduleDoc>,
+    /// Where the next page starts: send it back as `cursor`. `null`: this
+    /// is the last page. A page may be short, even empty, and still have
+    /// a cursor (a label filter reads a bounded part of the store per
+    /// page).
+    pub cursor: Option<String>,
+}
+
+/// One schedule of a page: what `GET {p}/schedules/{job}/{key}` shows,
+/// without its status.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ListedScheduleDoc {
+    /// The schedule's key.
+    pub key: String,
+    /// The version in force.
+    pub version: u64,
+    /// When that version was written, by the store's clock.
+    #[serde(with = "cronslot_core::instant::text")]
+    pub changed_at: Timestamp,
+    /// The spec in force, with its defaults written out.
+    #[serde(deserialize_with = "spec_from_json")]
+    pub spec: ScheduleSpec,
+    /// The next slot after `now`; `null` while paused, or when no slot is
+    /// left.
+    #[serde(with = "cronslot_core::instant::text::option")]
+    pub next: Option<Timestamp>,
+}
+
 /// A spec read back from a document goes through the checks of a `PUT`.
 fn spec_from_json<'de, D: Deserializer<'de>>(d: D) -> Result<ScheduleSpec, D::Error> {
     let raw = Box::<RawValue>::deserialize(d)?;

@@ -1,12 +1,14 @@
 //! Runs a schedule's route over a coordinator that writes schedules.
 
 use cronslot_core::coord::decide::{self, Precondition, ScheduleRefusal, ScheduleWrite};
-use cronslot_core::coord::{ScheduleError, ScheduleRecord, Schedules, SplitMix64};
+use cronslot_core::coord::{ScheduleError, SchedulePage, ScheduleRecord, Schedules, SplitMix64};
 use cronslot_core::manifest::{JobName, JobTemplate, Manifest};
 use cronslot_core::schedules::ScheduleKey;
 use jiff::Timestamp;
 
-use super::docs::{ScheduleDeleteDoc, ScheduleDoc, ScheduleWriteDoc};
+use super::docs::{
+    ListedScheduleDoc, ScheduleDeleteDoc, ScheduleDoc, SchedulePageDoc, ScheduleWriteDoc,
+};
 use super::etag;
 use crate::admin::execute::{coord_reply, next_doc};
 use crate::admin::{AdminRoute, DEFAULT_NEXT, ErrorDoc, ErrorKind, Reply, job_report};
@@ -96,6 +98,25 @@ pub async fn execute_schedule<C: Schedules>(
                 Err(e) => schedule_error(job, key, "reading", Precondition::None, &e),
             }
         }
+        AdminRoute::ListSchedules { job, query } => {
+            let template = match template(manifest, job) {
+                Ok(t) => t,
+                Err(reply) => return reply,
+            };
+            match coord.list_schedules(template, query).await {
+                Ok(page) => page_doc(template, page, now),
+                Err(ScheduleError::Coord(c)) => coord_reply(
+                    format!("listing the schedules of job {:?}: {c}", job.as_str()),
+                    &c,
+                ),
+                // A stored spec that no longer reads here.
+                Err(e) => Reply::error(
+                    500,
+                    ErrorKind::Internal,
+                    format!("listing the schedules of job {:?}: {e}", job.as_str()),
+                ),
+            }
+        }
         other => Reply::error(
             500,
             ErrorKind::Internal,
@@ -159,6 +180,53 @@ fn schedule_doc(
         status: job_report(&job_spec, record, Some(true), now),
     };
     Reply::json(200, &doc).with_header("ETag", etag(data.version))
+}
+
+/// A page as its document: each schedule with its next slot.
+fn page_doc(template: &JobTemplate, page: SchedulePage, now: Timestamp) -> Reply {
+    let mut schedules = Vec::with_capacity(page.schedules.len());
+    for (key, ScheduleRecord { data, .. }) in page.schedules {
+        let read = data.spec().and_then(|spec| {
+            let job_spec = spec
+                .as_ref()
+                .map(|spec| template.for_schedule(&key, spec))
+                .transpose()?;
+            Ok(spec.zip(job_spec))
+        });
+        let (spec, job_spec) = match read {
+            Ok(Some(both)) => both,
+            // The listing leaves tombstones out; one here is skipped.
+            Ok(None) => continue,
+            Err(problem) => {
+                return Reply::error(
+                    500,
+                    ErrorKind::Internal,
+                    format!("listing: reading {}: {problem}", name(&template.name, &key)),
+                );
+            }
+        };
+        let next = if job_spec.paused {
+            None
+        } else {
+            next_doc(&job_spec, now, 1).slots.first().map(|s| s.slot)
+        };
+        schedules.push(ListedScheduleDoc {
+            key: key.as_str().to_string(),
+            version: data.version,
+            changed_at: data.changed_at,
+            spec,
+            next,
+        });
+    }
+    Reply::json(
+        200,
+        &SchedulePageDoc {
+            job: template.name.as_str().to_string(),
+            now,
+            schedules,
+            cursor: page.cursor,
+        },
+    )
 }
 
 /// The job's template; 404 when the manifest no longer has it (a route

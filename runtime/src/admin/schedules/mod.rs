@@ -1,5 +1,6 @@
 //! The routes of a dynamic job's schedules (feature `schedules`;
-//! docs/design.md §12): `PUT`, `GET` and `DELETE {p}/schedules/{job}/{key}`.
+//! docs/design.md §12): `PUT`, `GET` and `DELETE {p}/schedules/{job}/{key}`,
+//! and `GET {p}/schedules/{job}`, a page of the job's schedules.
 //!
 //! [`route`] reads the request (the job must be a dynamic one of the
 //! manifest, the key and the spec are checked, `If-Match` and
@@ -18,9 +19,16 @@ mod docs;
 mod execute;
 mod route;
 
-pub use docs::{ScheduleDeleteDoc, ScheduleDoc, ScheduleWriteDoc};
+pub use docs::{
+    ListedScheduleDoc, ScheduleDeleteDoc, ScheduleDoc, SchedulePageDoc, ScheduleWriteDoc,
+};
 pub use execute::execute_schedule;
-pub(crate) use route::recognise;
+pub use route::list_query;
+pub(crate) use route::{recognise, recognise_list};
+
+/// The schedules a page of `GET {p}/schedules/{job}` holds when `limit` is
+/// not given (at most [`MAX_SCHEDULE_PAGE`](cronslot_core::coord::MAX_SCHEDULE_PAGE)).
+pub const DEFAULT_PAGE: usize = 100;
 
 /// The largest body a host reads for a schedule's `PUT`: the spec's 16 KiB
 /// payload and room for the rest of it. A longer body is refused (413)

@@ -2,9 +2,11 @@
 //! preconditions and the spec, each refused with what is wrong.
 
 use cronslot_core::coord::decide::Precondition;
+use cronslot_core::coord::{MAX_SCHEDULE_PAGE, ScheduleQuery};
 use cronslot_core::manifest::{JobName, Manifest};
 use cronslot_core::schedules::{ScheduleKey, ScheduleSpec, SpecProblem};
 
+use super::DEFAULT_PAGE;
 use crate::admin::query::{bad_parameter, parse_query, percent_decode, printable};
 use crate::admin::route::allow;
 use crate::admin::{AdminRequest, AdminRoute, ErrorDoc, ErrorKind, Reply};
@@ -75,6 +77,119 @@ pub(crate) fn recognise(
             })
         }
     }
+}
+
+/// Recognises `GET {p}/schedules/{job}` and its query: `prefix` (keys
+/// that start with it), `label` (`NAME:VALUE`), `cursor` (the page after
+/// this key), `limit` (1 to 1,000).
+pub(crate) fn recognise_list(
+    manifest: &Manifest,
+    req: &AdminRequest<'_>,
+    query: Option<&str>,
+    raw_job: &str,
+) -> Result<AdminRoute, Reply> {
+    allow(req.method, "GET")?;
+    let job = dynamic_job(manifest, raw_job)?;
+    let params = parse_query(query, &["prefix", "label", "cursor", "limit"])?;
+    let param = |name: &str| params.get(name).map(String::as_str);
+    let query = list_query(
+        param("prefix"),
+        param("label"),
+        param("cursor"),
+        param("limit"),
+    )
+    .map_err(|(parameter, message)| bad_parameter(parameter, message))?;
+    Ok(AdminRoute::ListSchedules { job, query })
+}
+
+/// A listing's query from its parameters as text, each checked: `prefix`
+/// (what a key may start with), `label` (`NAME:VALUE`), `cursor` (a key),
+/// `limit` (1 to 1,000; [`DEFAULT_PAGE`] when absent). A refusal names
+/// the parameter and says what is wrong. The route and the CLI's
+/// `cronslot schedule ls` both read their input with it.
+pub fn list_query(
+    prefix: Option<&str>,
+    label: Option<&str>,
+    cursor: Option<&str>,
+    limit: Option<&str>,
+) -> Result<ScheduleQuery, (&'static str, String)> {
+    let prefix = prefix.unwrap_or_default().to_string();
+    if let Some(c) = prefix
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | ':')))
+    {
+        return Err((
+            "prefix",
+            format!(
+                "{:?} in the prefix: a key, and so its prefix, is ASCII letters, digits \
+                 and - _ . :",
+                printable(&c.to_string())
+            ),
+        ));
+    }
+    if prefix.len() > ScheduleKey::MAX_CHARS {
+        return Err((
+            "prefix",
+            format!(
+                "the prefix is {} characters; a key is at most {}",
+                prefix.len(),
+                ScheduleKey::MAX_CHARS
+            ),
+        ));
+    }
+    let label = match label {
+        None => None,
+        Some(text) if text.split_once(':').is_some_and(|(n, _)| !n.is_empty()) => {
+            Some(text.to_string())
+        }
+        Some(text) => {
+            return Err((
+                "label",
+                format!(
+                    "label {:?}: write the label as NAME:VALUE, e.g. plan:pro",
+                    printable(text)
+                ),
+            ));
+        }
+    };
+    let after = match cursor {
+        None => None,
+        Some(text) => Some(
+            ScheduleKey::new(text)
+                .map_err(|e| {
+                    (
+                        "cursor",
+                        format!(
+                            "cursor {:?} is not a page's cursor (the key a page ended at): {e}",
+                            printable(text)
+                        ),
+                    )
+                })?
+                .as_str()
+                .to_string(),
+        ),
+    };
+    let limit = match limit {
+        None => DEFAULT_PAGE,
+        Some(text) => match text.parse::<usize>() {
+            Ok(n) if (1..=MAX_SCHEDULE_PAGE).contains(&n) && !text.starts_with('+') => n,
+            _ => {
+                return Err((
+                    "limit",
+                    format!(
+                        "limit {:?}: a page holds 1 to {MAX_SCHEDULE_PAGE} schedules",
+                        printable(text)
+                    ),
+                ));
+            }
+        },
+    };
+    Ok(ScheduleQuery {
+        prefix,
+        label,
+        after,
+        limit,
+    })
 }
 
 /// The job of the path: a dynamic job of the manifest, else 404 naming it.

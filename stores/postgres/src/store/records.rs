@@ -66,6 +66,48 @@ impl PgStore {
             })
             .await
     }
+
+    async fn list_page(
+        &self,
+        prefix: &str,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<(String, Versioned<JobState>)>, StoreError> {
+        let (shared, sql) = (self.shared.clone(), self.sql.clone());
+        let (prefix, after) = (prefix.to_string(), after.map(str::to_string));
+        let end = prefix_end(&prefix);
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        self.shared
+            .driver
+            .run(async move {
+                let doing = || format!("listing the records under {prefix:?}");
+                let mut conn = shared.checkout().await?;
+                let rows = conn
+                    .query(
+                        Phase::Read,
+                        false,
+                        &doing,
+                        &sql.page,
+                        &[
+                            (&prefix, Type::TEXT),
+                            (&after, Type::TEXT),
+                            (&end, Type::TEXT),
+                            (&limit, Type::INT8),
+                        ],
+                    )
+                    .await?;
+                let mut page = Vec::with_capacity(rows.len());
+                for row in &rows {
+                    let job = conn.column::<String>(row, 0, &doing)?;
+                    // Both columns are NOT NULL: a row is a record.
+                    if let Some(record) = versioned(&conn, row, 1, &job, &doing)? {
+                        page.push((job, record));
+                    }
+                }
+                Ok(page)
+            })
+            .await
+    }
 }
 
 /// The record of `job` (if any) and the server's clock, in one statement.
@@ -208,6 +250,15 @@ impl StateStore for PgStore {
 
     async fn jobs(&self) -> Result<Vec<String>, StoreError> {
         self.list_jobs().await
+    }
+
+    async fn records_page(
+        &self,
+        prefix: &str,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<(String, Versioned<JobState>)>, StoreError> {
+        self.list_page(prefix, after, limit).await
     }
 
     async fn get_judged(

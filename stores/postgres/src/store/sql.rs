@@ -10,6 +10,7 @@ pub(super) struct Sql {
     pub(super) insert: String,
     pub(super) update: String,
     pub(super) jobs: String,
+    pub(super) page: String,
     pub(super) effect_get: String,
     pub(super) effect_insert: String,
     pub(super) effect_update: String,
@@ -56,6 +57,16 @@ impl Sql {
                      ON j.job = $1 AND NOT EXISTS (SELECT 1 FROM written)"
             ),
             jobs: format!("SELECT job FROM {s}.job_state ORDER BY job"),
+            // A range of the primary key (collation "C": byte order),
+            // from the prefix or the cursor to the prefix's end. Sent
+            // unnamed, so each is planned with its values and the null
+            // bounds fall away.
+            page: format!(
+                "SELECT job, version, state FROM {s}.job_state
+                  WHERE job >= $1 AND ($2::text IS NULL OR job > $2)
+                    AND ($3::text IS NULL OR job < $3) AND starts_with(job, $1)
+                  ORDER BY job LIMIT $4"
+            ),
             effect_get: format!("SELECT rev, record FROM {s}.effects WHERE key = $1"),
             effect_insert: format!(
                 "INSERT INTO {s}.effects (key, rev, record, expires_at, updated_at)

@@ -34,6 +34,13 @@ impl Keys {
         format!("{{{}}}:wakes", self.prefix)
     }
 
+    /// The name index: a sorted set of every job with a record, each
+    /// scored 0, so that it is in byte order of the names and pages by
+    /// range (`ZRANGEBYLEX`). Since layout 2.
+    pub(super) fn names(&self) -> String {
+        format!("{{{}}}:names", self.prefix)
+    }
+
     /// The tick mark, in microseconds since the epoch.
     pub(super) fn tick(&self) -> String {
         format!("{{{}}}:tick", self.prefix)
@@ -63,5 +70,6 @@ mod tests {
         assert_eq!(keys.wakes(), "{cs}:wakes");
         assert_eq!(keys.tick(), "{cs}:tick");
         assert_eq!(keys.layout(), "{cs}:layout");
+        assert_eq!(keys.names(), "{cs}:names");
     }
 }

@@ -85,7 +85,8 @@ impl RedisStore {
             })?,
         };
         let (shared, scripts) = (self.shared.clone(), self.scripts.clone());
-        let (key, wakes, job) = (self.keys.state(job), self.keys.wakes(), job.to_string());
+        let (key, wakes, names) = (self.keys.state(job), self.keys.wakes(), self.keys.names());
+        let job = job.to_string();
         let text = encode_state(state);
         let wake = state
             .wake_at
@@ -100,12 +101,14 @@ impl RedisStore {
                 let (answer, acked): (Vec<String>, Option<u32>) = shared
                     .request(Phase::Write, false, &doing, |mut conn| {
                         let scripts = scripts.clone();
-                        let (key, wakes, job) = (key.clone(), wakes.clone(), job.clone());
+                        let (key, wakes, names) = (key.clone(), wakes.clone(), names.clone());
+                        let job = job.clone();
                         async move {
                             let answer: Vec<String> = scripts
                                 .put
                                 .key(&key)
                                 .key(&wakes)
+                                .key(&names)
                                 .arg(&job)
                                 .arg(&expected)
                                 .arg(next.to_string())
@@ -167,6 +170,68 @@ impl RedisStore {
     }
 }
 
+impl RedisStore {
+    /// One script, so one instant: a range of the name index and the
+    /// records on it ([`Scripts::page`](super::scripts)).
+    async fn list_page(
+        &self,
+        prefix: &str,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<(String, Versioned<JobState>)>, StoreError> {
+        let (shared, scripts) = (self.shared.clone(), self.scripts.clone());
+        let (names, store_prefix) = (self.keys.names(), self.keys.prefix.clone());
+        let start = match after {
+            Some(a) if a >= prefix => format!("({a}"),
+            _ => format!("[{prefix}"),
+        };
+        let end = prefix_end(prefix).map_or_else(|| "+".to_string(), |e| format!("({e}"));
+        let prefix = prefix.to_string();
+        self.shared
+            .driver
+            .run(async move {
+                let doing = || format!("listing the records under {prefix:?}");
+                let answer: Vec<String> = shared
+                    .request(Phase::Read, false, &doing, |mut conn| {
+                        let scripts = scripts.clone();
+                        let (names, store_prefix) = (names.clone(), store_prefix.clone());
+                        let (start, end) = (start.clone(), end.clone());
+                        async move {
+                            scripts
+                                .page
+                                .key(&names)
+                                .arg(&store_prefix)
+                                .arg(&start)
+                                .arg(&end)
+                                .arg(limit)
+                                .invoke_async(&mut conn)
+                                .await
+                        }
+                    })
+                    .await?;
+                let mut page = Vec::with_capacity(answer.len() / 3);
+                for entry in answer.chunks(3) {
+                    match entry {
+                        // A name left behind by a record deleted outside cronslot.
+                        [_, v, s] if v.is_empty() && s.is_empty() => {}
+                        [name, v, s] if name.starts_with(prefix.as_str()) => {
+                            page.push((name.clone(), versioned(&shared.shown, name, v, s)?));
+                        }
+                        _ => {
+                            return Err(StoreError::other(format!(
+                                "Redis store {}: {}: the script answered {entry:?}: this is a bug",
+                                shared.shown,
+                                doing()
+                            )));
+                        }
+                    }
+                }
+                Ok(page)
+            })
+            .await
+    }
+}
+
 /// A record from its stored version and text.
 fn versioned(
     store: &str,
@@ -201,6 +266,15 @@ impl StateStore for RedisStore {
 
     async fn jobs(&self) -> Result<Vec<String>, StoreError> {
         self.list_jobs().await
+    }
+
+    async fn records_page(
+        &self,
+        prefix: &str,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<(String, Versioned<JobState>)>, StoreError> {
+        self.list_page(prefix, after, limit).await
     }
 
     async fn get_judged(

@@ -10,9 +10,11 @@ use super::*;
 /// writes the record, its version and its entry in the wake index, or
 /// answers the record that is there.
 ///
-/// KEYS: the record, the wake index. ARGV: job, expected version (`''`:
-/// none may exist), new version, record text, wake (microseconds, `''`:
-/// none).
+/// KEYS: the record, the wake index, the name index. ARGV: job, expected
+/// version (`''`: none may exist), new version, record text, wake
+/// (microseconds, `''`: none). Every write, not only the first, puts the
+/// name in the name index (a no-op when it is there), so a record first
+/// written by a cronslot of layout 1 joins it at its next write too.
 const PUT: &str = r"
 local cur = redis.call('HMGET', KEYS[1], 'v', 's')
 local v = cur[1]
@@ -28,7 +30,28 @@ if ARGV[5] == '' then
 else
   redis.call('ZADD', KEYS[2], ARGV[5], ARGV[1])
 end
+redis.call('ZADD', KEYS[3], 0, ARGV[1])
 return {'written', ARGV[3]}
+";
+
+/// A page of the name index and each record on it, read at one instant:
+/// the names from a start to an end of a prefix's range (`ZRANGEBYLEX` forms:
+/// `[NAME` inclusive, `(NAME` exclusive, `+` the last), at most a limit,
+/// and for each its version and text.
+///
+/// KEYS: the name index. ARGV: the store's prefix (a record's key is
+/// `{PREFIX:NAME}:state`), the start, the end, the limit. Answers the
+/// names, versions and texts in turn (`''` for a record that is gone).
+const PAGE: &str = r"
+local names = redis.call('ZRANGEBYLEX', KEYS[1], ARGV[2], ARGV[3], 'LIMIT', 0, ARGV[4])
+local out = {}
+for _, name in ipairs(names) do
+  local r = redis.call('HMGET', '{' .. ARGV[1] .. ':' .. name .. '}:state', 'v', 's')
+  out[#out + 1] = name
+  out[#out + 1] = r[1] or ''
+  out[#out + 1] = r[2] or ''
+end
+return out
 ";
 
 /// The conditional write of a ledger entry: writes it and its expiry if
@@ -77,12 +100,29 @@ end
 return 0
 ";
 
-/// The layout version, written first when absent and creation is asked;
-/// answers the version (`''`: none) and whether it was written now.
+/// The layout version, written first when absent and creation is asked,
+/// and the one migration: a store of layout 1 gets its name index, filled
+/// from the wake index (which holds every record), and becomes layout 2,
+/// in one script so no write falls between. Answers the version (`''`:
+/// none) and whether it was written now.
 ///
-/// KEYS: the layout key. ARGV: this layout, whether to create (`1`/`0`).
+/// KEYS: the layout key, the wake index, the name index. ARGV: this
+/// layout, whether to create (`1`/`0`).
 const LAYOUT: &str = r"
 local v = redis.call('GET', KEYS[1])
+if v == '1' and ARGV[1] == '2' then
+  local all = redis.call('ZRANGE', KEYS[2], 0, -1)
+  for i = 1, #all, 1000 do
+    local args = {}
+    for j = i, math.min(i + 999, #all) do
+      args[#args + 1] = 0
+      args[#args + 1] = all[j]
+    end
+    redis.call('ZADD', KEYS[3], unpack(args))
+  end
+  redis.call('SET', KEYS[1], ARGV[1])
+  return {ARGV[1], '0'}
+end
 if v then return {v, '0'} end
 if ARGV[2] == '1' then
   redis.call('SET', KEYS[1], ARGV[1])
@@ -97,6 +137,7 @@ pub(super) struct Scripts {
     pub(super) tick_start: Script,
     pub(super) tick_end: Script,
     pub(super) layout: Script,
+    pub(super) page: Script,
 }
 
 impl Scripts {
@@ -107,6 +148,7 @@ impl Scripts {
             tick_start: Script::new(TICK_START),
             tick_end: Script::new(TICK_END),
             layout: Script::new(LAYOUT),
+            page: Script::new(PAGE),
         }
     }
 }

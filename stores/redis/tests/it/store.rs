@@ -98,7 +98,12 @@ fn prefixes_isolate_deployments_and_keys_carry_hash_tags() {
     assert_eq!(cli(&["TYPE", &format!("{{{p}:same}}:state")]), "hash");
     assert_eq!(cli(&["HGET", &format!("{{{p}:same}}:state"), "v"]), "1");
     assert_eq!(cli(&["TYPE", &format!("{{{p}}}:wakes")]), "zset");
-    assert_eq!(cli(&["GET", &format!("{{{p}}}:layout")]), "1");
+    assert_eq!(cli(&["GET", &format!("{{{p}}}:layout")]), "2");
+    // The name index holds every record, each at score 0 (byte order).
+    assert_eq!(
+        cli(&["ZRANGE", &format!("{{{p}}}:names"), "0", "-1", "WITHSCORES"]),
+        "j\n0\nsame\n0"
+    );
     // The score is the wake in microseconds since the epoch.
     let micros = at(90).as_microsecond().to_string();
     assert_eq!(cli(&["ZSCORE", &format!("{{{p}}}:wakes"), "same"]), micros);
@@ -115,6 +120,7 @@ fn prefixes_isolate_deployments_and_keys_carry_hash_tags() {
             format!("{{{p}:j}}:state"),
             format!("{{{p}:same}}:state"),
             format!("{{{p}}}:layout"),
+            format!("{{{p}}}:names"),
             format!("{{{p}}}:wakes"),
         ]
     );
@@ -124,6 +130,7 @@ fn prefixes_isolate_deployments_and_keys_carry_hash_tags() {
             format!("{{{q}:j}}:effect:j@x/e"),
             format!("{{{q}:j}}:state"),
             format!("{{{q}}}:layout"),
+            format!("{{{q}}}:names"),
             format!("{{{q}}}:wakes"),
         ]
     );
@@ -305,6 +312,42 @@ fn opening_without_creation_needs_an_existing_store() {
             shared().cli(&["EXISTS", &format!("{{{prefix}}}:layout")]) == "1"
         },
     );
+}
+
+/// A store of layout 1 (before the name index) is migrated when it is
+/// opened: every record's name is indexed, the layout becomes 2, and
+/// pages list the records written before and after.
+#[test]
+fn a_store_of_layout_1_gets_its_name_index_when_opened() {
+    let store = fresh_store("layout1");
+    let p = store.location().prefix().to_string();
+    block_on(async {
+        for job in ["a", "sched/k1", "sched/k2"] {
+            store.put(job, &state(job, 0), None).await.unwrap();
+        }
+    });
+    // Make it what a cronslot of layout 1 left: no name index.
+    let cli = |args: &[&str]| shared().cli(args);
+    cli(&["DEL", &format!("{{{p}}}:names")]);
+    cli(&["SET", &format!("{{{p}}}:layout"), "1"]);
+    assert_eq!(
+        block_on(store.records_page("sched/", None, 10)).unwrap(),
+        vec![],
+        "without the index, nothing is listed"
+    );
+
+    let reopened = block_on(open(&shared().url(&p), RedisOptions::default())).unwrap();
+    assert_eq!(cli(&["GET", &format!("{{{p}}}:layout")]), "2");
+    assert_eq!(cli(&["ZCARD", &format!("{{{p}}}:names")]), "3");
+    block_on(async {
+        reopened
+            .put("sched/k0", &state("sched/k0", 0), None)
+            .await
+            .unwrap();
+        let page = reopened.records_page("sched/", None, 10).await.unwrap();
+        let names: Vec<&str> = page.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(names, ["sched/k0", "sched/k1", "sched/k2"]);
+    });
 }
 
 /// A layout from a newer cronslot is refused, with nothing written.

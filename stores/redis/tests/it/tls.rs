@@ -27,7 +27,7 @@ fn tls_checks_the_chain_and_the_name() {
     assert!(block_on(store.get("nothing")).unwrap().is_none());
     assert_eq!(
         server.cli(&["GET", "{tls}:layout"]),
-        "1",
+        cronslot_redis::STORE_LAYOUT_VERSION.to_string(),
         "written through the TLS connection"
     );
 
