@@ -368,6 +368,10 @@ pub struct JobArgs {
     /// The job's name.
     #[arg(value_name = "JOB")]
     pub job: String,
+    /// Act on this schedule of the dynamic job JOB (its record alone)
+    /// instead of a job's own record.
+    #[arg(long, value_name = "KEY")]
+    pub key: Option<String>,
     #[command(flatten)]
     pub store: StoreArgs,
 }

@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use cronslot_core::manifest::{JobSpec, Manifest, parse_manifest};
+use cronslot_core::manifest::{JobSpec, JobTemplate, Manifest, parse_manifest};
 
 use crate::exit::Failure;
 
@@ -40,6 +40,34 @@ pub fn read_manifest(path: &Path) -> Result<(String, Manifest), Failure> {
 }
 
 /// The job named `name`, or bad input listing the jobs the manifest has.
+/// The dynamic job `name` (`dynamic = true`) of the manifest, else bad
+/// input saying why: a static job's schedule is the manifest's, or there
+/// is no such job; either way the dynamic jobs are named.
+pub fn find_template<'m>(
+    manifest: &'m Manifest,
+    path: &Path,
+    name: &str,
+) -> Result<&'m JobTemplate, Failure> {
+    if let Some(t) = manifest.template(name) {
+        return Ok(t);
+    }
+    let dynamic: Vec<&str> = manifest.templates.iter().map(|t| t.name.as_str()).collect();
+    let dynamic = if dynamic.is_empty() {
+        "it has no dynamic jobs (dynamic = true)".to_string()
+    } else {
+        format!("its dynamic jobs: {}", dynamic.join(", "))
+    };
+    let what = if manifest.job(name).is_some() {
+        format!("job {name:?} is not dynamic (its schedule is the manifest's)")
+    } else {
+        format!("no job {name:?}")
+    };
+    Err(Failure::bad_input(format!(
+        "error: {what} in manifest {}; {dynamic}",
+        path.display()
+    )))
+}
+
 pub fn find_job<'m>(
     manifest: &'m Manifest,
     path: &Path,

@@ -31,17 +31,19 @@ pub mod jobs;
 mod records;
 mod runtime;
 
+use std::borrow::Cow;
 use std::path::PathBuf;
 use std::rc::Rc;
 
 use cronslot_core::coord::{CasCoordinator, StoreError, StoreErrorKind};
 use cronslot_core::manifest::{JobSpec, Manifest};
+use cronslot_core::schedules::ScheduleKey;
 use cronslot_stores::{AnyStore, OpenOptions, StoreUrl};
 use jiff::Timestamp;
 
 use crate::cli::StoreArgs;
 use crate::exit::Failure;
-use crate::manifest::{find_job, load_manifest};
+use crate::manifest::{find_job, find_template, load_manifest};
 
 pub use records::Records;
 pub use runtime::wait;
@@ -232,6 +234,55 @@ impl Session {
 
     pub fn job(&self, name: &str) -> Result<&JobSpec, Failure> {
         find_job(&self.manifest, &self.manifest_path, name)
+    }
+
+    /// [`open`](Session::open) for an operation on a job's record, or with
+    /// `--key` on one schedule of a dynamic job: the job (dynamic when a
+    /// key is given) and the key are checked before the store is opened.
+    pub fn open_operand(
+        args: &StoreArgs,
+        job: &str,
+        key: Option<&str>,
+    ) -> Result<(Session, Option<ScheduleKey>), Failure> {
+        let Some(key) = key else {
+            return Ok((Session::open(args, Some(job))?, None));
+        };
+        let key =
+            ScheduleKey::new(key).map_err(|e| Failure::bad_input(format!("error: --key: {e}")))?;
+        let session = Session::open_checked(args, |manifest, path| {
+            find_template(manifest, path, job).map(|_| ())
+        })?;
+        Ok((session, Some(key)))
+    }
+
+    /// The spec an operation acts through: the job's, or with `key` the
+    /// schedule's as the store holds it (read now: its version in force).
+    /// A schedule that does not exist, or was deleted, is a problem (exit
+    /// 1), named.
+    pub fn operand(
+        &self,
+        job: &str,
+        key: Option<&ScheduleKey>,
+    ) -> Result<Cow<'_, JobSpec>, Failure> {
+        let Some(key) = key else {
+            return self.job(job).map(Cow::Borrowed);
+        };
+        let template = find_template(&self.manifest, &self.manifest_path, job)?;
+        let read = match &self.backend {
+            Backend::Store(c) => wait(cronslot_runtime::admin::schedule_job_spec(
+                &**c,
+                &self.manifest,
+                &template.name,
+                key,
+            ))
+            .map_err(|reply| {
+                serde_json::from_str::<cronslot_runtime::admin::ErrorDoc>(&reply.body)
+                    .map_or(reply.body, |doc| doc.message)
+            }),
+            Backend::Admin(a) => wait(a.schedule_spec(template, key)).map_err(|e| e.to_string()),
+        };
+        read.map(Cow::Owned)
+            .map_err(|message| Failure::problem(format!("error: {message} (store {})", self.store)))
     }
 
     /// One job, or every job of the manifest in file order.

@@ -6,6 +6,7 @@
 
 use clap::Args;
 use cronslot_core::coord::CoordError;
+use cronslot_core::manifest::JobSpec;
 use cronslot_runtime::admin::BackfillDoc;
 
 use crate::cli::{Format, StoreArgs};
@@ -29,6 +30,9 @@ pub struct BackfillArgs {
     /// List the slots that would be queued, change nothing.
     #[arg(long)]
     pub dry_run: bool,
+    /// Backfill this schedule of the dynamic job JOB instead.
+    #[arg(long, value_name = "KEY")]
+    pub key: Option<String>,
     /// Output format: text, or json (the admin API's backfill document).
     #[arg(long, value_enum, default_value = "text")]
     pub format: Format,
@@ -39,16 +43,20 @@ pub struct BackfillArgs {
 pub fn exec(args: BackfillArgs) -> Result<(), Failure> {
     let from = parse_rfc3339("--from", &args.from)?;
     let to = parse_rfc3339("--to", &args.to)?;
-    let session = Session::open(&args.store, Some(&args.job))?;
-    let spec = session.job(&args.job)?;
-    let job = spec.name.as_str();
+    let (session, key) = Session::open_operand(&args.store, &args.job, args.key.as_deref())?;
+    let spec = session.operand(&args.job, key.as_ref())?;
+    let spec: &JobSpec = &spec;
+    // A schedule's record is `job/key`: messages name it, and it is read.
+    let record = spec.record_name();
+    let job = &*record;
     let fail = |doing: &str, e: CoordError| coord_failure(&session.store, doing, job, &e);
     let slots = with_backend!(&session.backend, c => wait(c.backfill(spec, from, to, session.now, args.dry_run)))
         .map_err(|e| fail("backfilling", e))?;
     if args.format == Format::Json {
         // The document the admin route answers with, for the same request.
         let doc = BackfillDoc {
-            job: job.to_string(),
+            job: args.job.clone(),
+            key: args.key.clone(),
             dry_run: args.dry_run,
             slots,
         };

@@ -49,6 +49,9 @@ pub enum DlqAction {
         /// Only this slot (RFC 3339); default: every dead letter of the job.
         #[arg(long, value_name = "RFC3339")]
         slot: Option<String>,
+        /// Redrive the dead letters of this schedule of the dynamic job JOB.
+        #[arg(long, value_name = "KEY")]
+        key: Option<String>,
         /// Output format: text, or json (the admin API's redrive document).
         #[arg(long, value_enum, default_value = "text")]
         format: Format,
@@ -62,8 +65,9 @@ pub fn exec(args: DlqArgs) -> Result<(), Failure> {
             store,
             job,
             slot,
+            key,
             format,
-        } => dlq_redrive(&store, &job, slot.as_deref(), format),
+        } => dlq_redrive(&store, &job, key.as_deref(), slot.as_deref(), format),
     }
 }
 
@@ -147,12 +151,17 @@ fn dlq_text(report: &DlqDoc, store: &str) -> String {
 
 fn dlq_redrive(
     args: &StoreArgs,
-    job: &str,
+    job_arg: &str,
+    key_arg: Option<&str>,
     slot: Option<&str>,
     format: Format,
 ) -> Result<(), Failure> {
-    let session = Session::open(args, Some(job))?;
-    let spec = session.job(job)?;
+    let (session, key) = Session::open_operand(args, job_arg, key_arg)?;
+    let spec = session.operand(job_arg, key.as_ref())?;
+    let spec: &JobSpec = &spec;
+    // A schedule's record is `job/key`: messages name it.
+    let record = spec.record_name();
+    let job = &*record;
     let slot = slot
         .map(|s| parse_slot_flag("--slot", s, spec))
         .transpose()?;
@@ -163,7 +172,8 @@ fn dlq_redrive(
     // `--format json`: the document the admin route answers with.
     let json = |redriven: Vec<Timestamp>| -> Result<(), Failure> {
         let doc = RedriveDoc {
-            job: job.to_string(),
+            job: job_arg.to_string(),
+            key: key_arg.map(str::to_string),
             redriven,
         };
         println!("{}", to_json(&doc)?);

@@ -8,6 +8,7 @@
 use clap::Args;
 use cronslot_core::coord::{CoordError, SkipReason};
 use cronslot_core::health;
+use cronslot_core::manifest::JobSpec;
 use cronslot_runtime::admin::PauseDoc;
 
 use crate::cli::{Format, JobArgs};
@@ -40,15 +41,19 @@ fn set_paused(pause_args: &PauseArgs, paused: bool) -> Result<(), Failure> {
     let json = |changed: bool| -> Result<(), Failure> {
         let doc = PauseDoc {
             job: args.job.clone(),
+            key: args.key.clone(),
             paused,
             changed,
         };
         println!("{}", to_json(&doc)?);
         Ok(())
     };
-    let session = Session::open(&args.store, Some(&args.job))?;
-    let spec = session.job(&args.job)?;
-    let job = spec.name.as_str();
+    let (session, key) = Session::open_operand(&args.store, &args.job, args.key.as_deref())?;
+    let spec = session.operand(&args.job, key.as_ref())?;
+    let spec: &JobSpec = &spec;
+    // A schedule's record is `job/key`: messages name it.
+    let record = spec.record_name();
+    let job = &*record;
     let now = session.now;
     let fail = |doing: &str, e: CoordError| coord_failure(&session.store, doing, job, &e);
     let before = with_backend!(&session.backend, c => wait(c.status(spec, now)))
@@ -76,8 +81,12 @@ fn set_paused(pause_args: &PauseArgs, paused: bool) -> Result<(), Failure> {
         .map_err(|e| fail("reading", e))?;
     if paused {
         println!(
-            "paused job {job} in store {}: its slots are skipped (and counted) until `cronslot resume {job}`",
-            session.store
+            "paused job {job} in store {}: its slots are skipped (and counted) until `cronslot resume {}{}`",
+            session.store,
+            args.job,
+            args.key
+                .as_ref()
+                .map_or(String::new(), |k| format!(" --key {k}"))
         );
         if !after.leases.is_empty() {
             println!(

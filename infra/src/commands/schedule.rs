@@ -28,6 +28,7 @@ use serde::de::DeserializeOwned;
 use crate::cli::{Format, StoreArgs};
 use crate::exit::Failure;
 use crate::format::utc;
+use crate::manifest::find_template;
 use crate::store::{Backend, Session, wait};
 
 #[derive(Debug, Args)]
@@ -305,24 +306,7 @@ fn template_name(session: &Session, job: &str) -> Result<JobName, Failure> {
 }
 
 fn dynamic_job(manifest: &Manifest, path: &Path, job: &str) -> Result<JobName, Failure> {
-    if let Some(t) = manifest.template(job) {
-        return Ok(t.name.clone());
-    }
-    let dynamic: Vec<&str> = manifest.templates.iter().map(|t| t.name.as_str()).collect();
-    let dynamic = if dynamic.is_empty() {
-        "it has no dynamic jobs (dynamic = true)".to_string()
-    } else {
-        format!("its dynamic jobs: {}", dynamic.join(", "))
-    };
-    let what = if manifest.job(job).is_some() {
-        format!("job {job:?} is not dynamic (its schedule is the manifest's)")
-    } else {
-        format!("no job {job:?}")
-    };
-    Err(Failure::bad_input(format!(
-        "error: {what} in manifest {}; {dynamic}",
-        path.display()
-    )))
+    find_template(manifest, path, job).map(|t| t.name.clone())
 }
 
 /// Runs the route on the session's store; a refusal or a failure is the

@@ -26,7 +26,8 @@ use axum::http::{HeaderName, HeaderValue, StatusCode};
 use axum::response::Response;
 use clap::Args;
 use cronslot_core::coord::{CasCoordinator, CoordError, repair_wake};
-use cronslot_core::manifest::Manifest;
+use cronslot_core::manifest::{JobName, JobSpec, Manifest};
+use cronslot_core::schedules::ScheduleKey;
 use cronslot_runner::{Clock, LocalPlatform, Runner, RunnerStore, Summary, init_logging};
 use cronslot_runtime::admin::{self, AdminHost, AdminRequest, AdminRoute, ErrorKind, Reply};
 use cronslot_runtime::{Jobs, Platform};
@@ -460,6 +461,15 @@ impl<S: RunnerStore> AdminHost for ServeHost<'_, S> {
         now: Timestamp,
     ) -> Reply {
         admin::execute_schedule(route, manifest, &*self.coordinator, now).await
+    }
+
+    async fn schedule_spec(
+        &self,
+        manifest: &Manifest,
+        job: &JobName,
+        key: &ScheduleKey,
+    ) -> Result<JobSpec, Reply> {
+        admin::schedule_job_spec(&*self.coordinator, manifest, job, key).await
     }
 }
 

@@ -76,8 +76,9 @@ fn print_doc(format: Format, doc: &TriggerDoc) -> Result<(), Failure> {
 pub fn exec(args: TriggerArgs) -> Result<(), Failure> {
     let format = args.format;
     let args = &args.job;
-    let session = Session::open(&args.store, Some(&args.job))?;
-    let spec = session.job(&args.job)?;
+    let (session, key) = Session::open_operand(&args.store, &args.job, args.key.as_deref())?;
+    let spec = session.operand(&args.job, key.as_ref())?;
+    let spec: &JobSpec = &spec;
     if let Backend::Admin(worker) = &session.backend {
         // The Worker runs the job (it has the functions and the fetch).
         return on_worker(worker, &session.store, spec, format);

@@ -21,10 +21,11 @@ use std::fmt;
 use std::time::Duration;
 
 use cronslot_core::coord::{CoordError, JobState, Operator, StoreError, StoreErrorKind};
-use cronslot_core::manifest::JobSpec;
+use cronslot_core::manifest::{JobSpec, JobTemplate};
+use cronslot_core::schedules::ScheduleKey;
 use cronslot_runtime::admin::{
     BackfillDoc, ErrorDoc, ErrorKind, JobErrorDoc, JobReport, PauseDoc, RedriveDoc, RepairDoc,
-    RepairedJob, StatusDoc, TOKEN_SECRET, TriggerDoc,
+    RepairedJob, ScheduleDoc, StatusDoc, TOKEN_SECRET, TriggerDoc,
 };
 use jiff::Timestamp;
 use reqwest::{Method, Url};
@@ -318,6 +319,42 @@ impl AdminStore {
 
     /// The job's report from `GET {p}/status?job=J` (or from this command's
     /// earlier read).
+    /// `GET {p}/schedules/{job}/{key}`: the schedule's spec in force, as
+    /// the spec its slots run with (for an operation on the schedule).
+    pub async fn schedule_spec(
+        &self,
+        template: &JobTemplate,
+        key: &ScheduleKey,
+    ) -> Result<JobSpec, CoordError> {
+        let doc = self.schedule_doc(template.name.as_str(), key).await?;
+        template.for_schedule(key, &doc.spec).map_err(|p| {
+            CoordError::Store(StoreError::other(format!(
+                "{}: the schedule {:?} of job {:?} has a spec this cronslot cannot run: {p}",
+                self.base_url,
+                key.as_str(),
+                template.name.as_str()
+            )))
+        })
+    }
+
+    async fn schedule_doc(&self, job: &str, key: &ScheduleKey) -> Result<ScheduleDoc, CoordError> {
+        self.call(
+            Method::GET,
+            &format!("schedules/{job}/{}", key.as_str()),
+            &[],
+        )
+        .await
+    }
+
+    /// The status of `spec`'s record: a job's from `status`, a schedule's
+    /// from its own route.
+    async fn report_of(&self, spec: &JobSpec) -> Result<JobReport, CoordError> {
+        match &spec.key {
+            None => self.report(spec.name.as_str()).await,
+            Some(key) => Ok(self.schedule_doc(spec.name.as_str(), key).await?.status),
+        }
+    }
+
     async fn report(&self, job: &str) -> Result<JobReport, CoordError> {
         if let Some(r) = self.reports.borrow().get(job) {
             return Ok(r.clone());
@@ -340,7 +377,10 @@ impl AdminStore {
     /// `POST {p}/jobs/{job}/trigger`: the Worker runs the job's current slot
     /// and answers when it is done.
     pub async fn trigger(&self, spec: &JobSpec) -> Result<TriggerDoc, CoordError> {
-        let url = self.url(&format!("jobs/{}/trigger", spec.name.as_str()), &[])?;
+        let url = self.url(
+            &format!("jobs/{}/trigger", spec.name.as_str()),
+            &key_query(spec),
+        )?;
         self.reports.borrow_mut().clear();
         let timeout = REQUEST_TIMEOUT.saturating_add(spec.lease);
         let (status, body) = self.send(Method::POST, &url, timeout).await?;
@@ -385,6 +425,14 @@ impl AdminStore {
     pub fn token_env(&self) -> &str {
         &self.token_env
     }
+}
+
+/// `key=` for an operation on a schedule's record; nothing for a job's.
+fn key_query(spec: &JobSpec) -> Vec<(&'static str, String)> {
+    spec.key
+        .iter()
+        .map(|k| ("key", k.as_str().to_string()))
+        .collect()
 }
 
 /// `localhost`, 127.0.0.0/8 or `[::1]`: this machine.
@@ -454,18 +502,18 @@ impl Records for AdminStore {
 impl Operator for AdminStore {
     /// `GET {p}/status?job=J`: the record at the Worker's now.
     async fn status(&self, spec: &JobSpec, _now: Timestamp) -> Result<JobState, CoordError> {
-        Ok(self.report(spec.name.as_str()).await?.record)
+        Ok(self.report_of(spec).await?.record)
     }
 
     async fn pause(&self, spec: &JobSpec, _now: Timestamp) -> Result<(), CoordError> {
         let route = format!("jobs/{}/pause", spec.name.as_str());
-        let _: PauseDoc = self.call(Method::POST, &route, &[]).await?;
+        let _: PauseDoc = self.call(Method::POST, &route, &key_query(spec)).await?;
         Ok(())
     }
 
     async fn resume(&self, spec: &JobSpec, _now: Timestamp) -> Result<(), CoordError> {
         let route = format!("jobs/{}/resume", spec.name.as_str());
-        let _: PauseDoc = self.call(Method::POST, &route, &[]).await?;
+        let _: PauseDoc = self.call(Method::POST, &route, &key_query(spec)).await?;
         Ok(())
     }
 
@@ -476,8 +524,8 @@ impl Operator for AdminStore {
         _now: Timestamp,
     ) -> Result<Vec<Timestamp>, CoordError> {
         let route = format!("jobs/{}/redrive", spec.name.as_str());
-        let query: Vec<(&str, String)> =
-            slot.map(|s| ("slot", s.to_string())).into_iter().collect();
+        let mut query = key_query(spec);
+        query.extend(slot.map(|s| ("slot", s.to_string())));
         let doc: RedriveDoc = self.call(Method::POST, &route, &query).await?;
         Ok(doc.redriven)
     }
@@ -491,11 +539,12 @@ impl Operator for AdminStore {
         dry_run: bool,
     ) -> Result<Vec<Timestamp>, CoordError> {
         let route = format!("jobs/{}/backfill", spec.name.as_str());
-        let query = [
+        let mut query = key_query(spec);
+        query.extend([
             ("from", from.to_string()),
             ("to", to.to_string()),
             ("dry_run", dry_run.to_string()),
-        ];
+        ]);
         let doc: BackfillDoc = self.call(Method::POST, &route, &query).await?;
         Ok(doc.slots)
     }

@@ -563,6 +563,55 @@ fn schedules(c: &mut Checker<'_>) {
     c.check("POST", L, "/schedules/invoice", Some(ADMIN_TOKEN));
     c.check("GET", L, "/schedules/invoice", None);
 
+    // A job's operations on one schedule, with `?key=`.
+    let t = Some(ADMIN_TOKEN);
+    let a = c.check(
+        "POST",
+        "/jobs/{job}/pause",
+        "/jobs/invoice/pause?key=tenant-2",
+        t,
+    );
+    assert_eq!(a.status, 200, "{a:?}");
+    assert_eq!(
+        (&json(&a)["key"], &json(&a)["paused"]),
+        (&Value::from("tenant-2"), &Value::from(true))
+    );
+    let a = c.check(
+        "POST",
+        "/jobs/{job}/resume",
+        "/jobs/invoice/resume?key=tenant-2",
+        t,
+    );
+    assert_eq!(json(&a)["changed"], true, "{a:?}");
+    let a = c.check(
+        "POST",
+        "/jobs/{job}/backfill",
+        "/jobs/invoice/backfill?key=tenant-2&from=2026-01-01T00:00:00Z&to=2026-01-01T00:00:00Z&dry_run=true",
+        t,
+    );
+    assert_eq!(json(&a)["key"], "tenant-2", "{a:?}");
+    let a = c.check(
+        "POST",
+        "/jobs/{job}/redrive",
+        "/jobs/invoice/redrive?key=tenant-2",
+        t,
+    );
+    assert_eq!(json(&a)["redriven"], serde_json::json!([]), "{a:?}");
+    let a = c.check(
+        "POST",
+        "/jobs/{job}/pause",
+        "/jobs/invoice/pause?key=nobody",
+        t,
+    );
+    assert_eq!(a.status, 404, "{a:?}");
+    let a = c.check(
+        "POST",
+        "/jobs/{job}/pause",
+        "/jobs/report/pause?key=tenant-2",
+        t,
+    );
+    assert_eq!(a.status, 404, "{a:?}");
+
     let a = c.check_with("DELETE", T, PATH, &[("If-Match", "\"1\"")], "");
     assert_eq!(a.status, 412, "{a:?}");
     let a = c.check_with("DELETE", T, PATH, &[], "");

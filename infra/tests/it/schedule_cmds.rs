@@ -293,6 +293,94 @@ fn ls_pages_in_key_order_and_filters() {
     );
 }
 
+/// `pause`, `resume`, `trigger`, `backfill` and `dlq redrive` take
+/// `--key`: they act on that schedule's record, with its spec; the key of
+/// a static job or of no schedule is refused.
+#[test]
+fn operations_take_a_schedules_key() {
+    let dir = scratch("operations");
+    init(&dir);
+    let spec = r#"{"cron":"0 * * * *","payload":{"tenant":"acme"}}"#;
+    for key in ["t-1", "t-2"] {
+        let o = cronslot(
+            &dir,
+            &["schedule", "put", "invoice", key, "--spec", "-"],
+            spec,
+        );
+        assert_eq!(code(&o), 0, "{}", stderr(&o));
+    }
+    let run = |args: &[&str]| -> Value {
+        let o = cronslot(&dir, args, "");
+        assert_eq!(code(&o), 0, "{args:?}: {}", stderr(&o));
+        json(&o)
+    };
+    let paused = |key: &str| -> bool {
+        run(&["schedule", "get", "invoice", key, "--format", "json"])["status"]["paused"]
+            .as_bool()
+            .expect("paused")
+    };
+    assert_eq!(
+        run(&["pause", "invoice", "--key", "t-1", "--format", "json"]),
+        serde_json::json!({"job": "invoice", "key": "t-1", "paused": true, "changed": true})
+    );
+    assert!(paused("t-1"));
+    assert!(!paused("t-2"), "only that schedule");
+    let o = cronslot(&dir, &["resume", "invoice", "--key", "t-1"], "");
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains("resumed job invoice/t-1"),
+        "{}",
+        stdout(&o)
+    );
+    assert!(!paused("t-1"));
+
+    let doc = run(&["trigger", "invoice", "--key", "t-2", "--format", "json"]);
+    assert_eq!(doc["outcome"], "succeeded", "{doc}");
+    assert!(
+        doc["slot_id"]
+            .as_str()
+            .is_some_and(|id| id.starts_with("invoice/t-2@")),
+        "{doc}"
+    );
+    let after = run(&["schedule", "get", "invoice", "t-2", "--format", "json"]);
+    assert_eq!(after["status"]["succeeded"], 1, "{after}");
+
+    let doc = run(&[
+        "backfill",
+        "invoice",
+        "--key",
+        "t-1",
+        "--from",
+        "2026-01-01T00:00:00Z",
+        "--to",
+        "2026-01-01T02:00:00Z",
+        "--dry-run",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(doc["key"], "t-1", "{doc}");
+    let doc = run(&[
+        "dlq", "redrive", "invoice", "--key", "t-1", "--format", "json",
+    ]);
+    assert_eq!(
+        doc,
+        serde_json::json!({"job": "invoice", "key": "t-1", "redriven": []})
+    );
+
+    let o = cronslot(&dir, &["pause", "report", "--key", "t-1"], "");
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    assert!(stderr(&o).contains("is not dynamic"), "{}", stderr(&o));
+    let o = cronslot(&dir, &["pause", "invoice", "--key", "t/1"], "");
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    let o = cronslot(&dir, &["pause", "invoice", "--key", "nobody"], "");
+    assert_eq!(code(&o), 1, "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("no schedule \"nobody\""),
+        "{}",
+        stderr(&o)
+    );
+}
+
 #[test]
 fn bad_input_is_refused_before_the_store() {
     let dir = scratch("bad_input");

@@ -261,6 +261,9 @@ pub struct NextSlot {
 pub struct RedriveDoc {
     /// The job's name.
     pub job: String,
+    /// The schedule acted on (`?key=`); absent for a job's own record.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
     /// The slots sent back to run.
     #[serde(with = "cronslot_core::instant::text::vec")]
     pub redriven: Vec<Timestamp>,
@@ -271,6 +274,9 @@ pub struct RedriveDoc {
 pub struct PauseDoc {
     /// The job's name.
     pub job: String,
+    /// The schedule acted on (`?key=`); absent for a job's own record.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
     /// The state after the request.
     pub paused: bool,
     /// False when the job already was in that state.
@@ -283,6 +289,9 @@ pub struct PauseDoc {
 pub struct BackfillDoc {
     /// The job's name.
     pub job: String,
+    /// The schedule acted on (`?key=`); absent for a job's own record.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
     /// True when nothing was queued: `slots` are what would have been.
     pub dry_run: bool,
     /// The slots queued (or that would be).

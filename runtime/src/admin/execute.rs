@@ -81,64 +81,10 @@ async fn run<C: Operator>(
             doc.sort();
             Ok(Reply::json(200, &doc))
         }
-        AdminRoute::Redrive { job, slot } => {
-            let spec = one(manifest, job)?;
-            let redriven = coord
-                .redrive(spec, *slot, now)
-                .await
-                .map_err(|e| coord_error(spec, "redriving", &e))?;
-            Ok(Reply::json(
-                200,
-                &RedriveDoc {
-                    job: job.as_str().to_string(),
-                    redriven,
-                },
-            ))
-        }
-        AdminRoute::Pause { job } | AdminRoute::Resume { job } => {
-            let spec = one(manifest, job)?;
-            let pause = matches!(route, AdminRoute::Pause { .. });
-            let before = status(coord, spec, now).await?;
-            let changed = before.paused != pause;
-            if changed {
-                let done = if pause {
-                    coord.pause(spec, now).await
-                } else {
-                    coord.resume(spec, now).await
-                };
-                done.map_err(|e| {
-                    coord_error(spec, if pause { "pausing" } else { "resuming" }, &e)
-                })?;
-            }
-            Ok(Reply::json(
-                200,
-                &PauseDoc {
-                    job: job.as_str().to_string(),
-                    paused: pause,
-                    changed,
-                },
-            ))
-        }
-        AdminRoute::Backfill {
-            job,
-            from,
-            to,
-            dry_run,
-        } => {
-            let spec = one(manifest, job)?;
-            let slots = coord
-                .backfill(spec, *from, *to, now, *dry_run)
-                .await
-                .map_err(|e| coord_error(spec, "backfilling", &e))?;
-            Ok(Reply::json(
-                200,
-                &BackfillDoc {
-                    job: job.as_str().to_string(),
-                    dry_run: *dry_run,
-                    slots,
-                },
-            ))
-        }
+        AdminRoute::Redrive { job, .. }
+        | AdminRoute::Pause { job }
+        | AdminRoute::Resume { job }
+        | AdminRoute::Backfill { job, .. } => act(route, one(manifest, job)?, coord, now).await,
         AdminRoute::Next { job, count } => {
             let spec = one(manifest, job)?;
             Ok(Reply::json(200, &next_doc(spec, now, *count)))
@@ -167,11 +113,84 @@ async fn run<C: Operator>(
         AdminRoute::PutSchedule { .. }
         | AdminRoute::GetSchedule { .. }
         | AdminRoute::DeleteSchedule { .. }
-        | AdminRoute::ListSchedules { .. } => Err(Reply::error(
+        | AdminRoute::ListSchedules { .. }
+        | AdminRoute::OfSchedule { .. } => Err(Reply::error(
             500,
             ErrorKind::Internal,
             "a schedule's route runs over a coordinator that writes schedules \
              (admin::execute_schedule, through admin::dispatch)",
+        )),
+    }
+}
+
+/// Runs a job's operation (`redrive`, `pause`, `resume`, `backfill`) on
+/// the record of `spec`: the job's, or one schedule's (`spec.key`, which
+/// the answer names). Any other route answers 500 and touches nothing.
+pub(crate) async fn act<C: Operator>(
+    route: &AdminRoute,
+    spec: &JobSpec,
+    coord: &C,
+    now: Timestamp,
+) -> Result<Reply, Reply> {
+    let job = spec.name.as_str().to_string();
+    let key = spec.key.as_ref().map(|k| k.as_str().to_string());
+    match route {
+        AdminRoute::Redrive { slot, .. } => {
+            let redriven = coord
+                .redrive(spec, *slot, now)
+                .await
+                .map_err(|e| coord_error(spec, "redriving", &e))?;
+            Ok(Reply::json(200, &RedriveDoc { job, key, redriven }))
+        }
+        AdminRoute::Pause { .. } | AdminRoute::Resume { .. } => {
+            let pause = matches!(route, AdminRoute::Pause { .. });
+            let before = status(coord, spec, now).await?;
+            let changed = before.paused != pause;
+            if changed {
+                let done = if pause {
+                    coord.pause(spec, now).await
+                } else {
+                    coord.resume(spec, now).await
+                };
+                done.map_err(|e| {
+                    coord_error(spec, if pause { "pausing" } else { "resuming" }, &e)
+                })?;
+            }
+            Ok(Reply::json(
+                200,
+                &PauseDoc {
+                    job,
+                    key,
+                    paused: pause,
+                    changed,
+                },
+            ))
+        }
+        AdminRoute::Backfill {
+            from, to, dry_run, ..
+        } => {
+            let slots = coord
+                .backfill(spec, *from, *to, now, *dry_run)
+                .await
+                .map_err(|e| coord_error(spec, "backfilling", &e))?;
+            Ok(Reply::json(
+                200,
+                &BackfillDoc {
+                    job,
+                    key,
+                    dry_run: *dry_run,
+                    slots,
+                },
+            ))
+        }
+        other => Err(Reply::error(
+            500,
+            ErrorKind::Internal,
+            format!(
+                "{} {} is not an operation on a job's record",
+                other.template().0,
+                other.template().1
+            ),
         )),
     }
 }
@@ -424,7 +443,8 @@ async fn status<C: Operator>(coord: &C, spec: &JobSpec, now: Timestamp) -> Resul
 /// are 400 (with the refusal for clients to rebuild), a refused write 409,
 /// an unavailable or contended store 503, anything else 500.
 pub(crate) fn coord_error(spec: &JobSpec, doing: &str, e: &CoordError) -> Reply {
-    coord_reply(format!("{doing} job {:?}: {e}", spec.name.as_str()), e)
+    // A schedule's record is named `job/key`: the message says which.
+    coord_reply(format!("{doing} job {:?}: {e}", &*spec.record_name()), e)
 }
 
 /// [`coord_error`] with the message written by the caller (a schedule's

@@ -55,12 +55,35 @@ pub trait AdminHost {
         now: Timestamp,
     ) -> Reply {
         let _ = (route, manifest, now);
-        Reply::error(
-            404,
-            ErrorKind::NotFound,
-            "this host does not serve the schedules of dynamic jobs; `cronslot serve` does",
-        )
+        no_schedules()
     }
+
+    /// The spec the slots of the schedule `key` of the dynamic job `job`
+    /// run with now, as the store holds it, for a job's operation on that
+    /// schedule ([`AdminRoute::OfSchedule`]): a host whose coordinator
+    /// writes schedules answers with
+    /// [`schedule_job_spec`](super::schedule_job_spec); 404 when there is
+    /// no such schedule (or a tombstone), and by default, as for
+    /// [`schedule_route`](AdminHost::schedule_route).
+    #[cfg(feature = "schedules")]
+    async fn schedule_spec(
+        &self,
+        manifest: &Manifest,
+        job: &cronslot_core::manifest::JobName,
+        key: &cronslot_core::schedules::ScheduleKey,
+    ) -> Result<cronslot_core::manifest::JobSpec, Reply> {
+        let _ = (manifest, job, key);
+        Err(no_schedules())
+    }
+}
+
+#[cfg(feature = "schedules")]
+fn no_schedules() -> Reply {
+    Reply::error(
+        404,
+        ErrorKind::NotFound,
+        "this host does not serve the schedules of dynamic jobs; `cronslot serve` does",
+    )
 }
 
 /// Serves an authorised route on `host`, judged at `now`.
@@ -107,6 +130,35 @@ pub async fn dispatch<H: AdminHost>(
                  docs/openapi.json",
             ),
         },
+        #[cfg(feature = "schedules")]
+        AdminRoute::OfSchedule { key, action } => {
+            let Some(job) = action.job() else {
+                return Reply::error(
+                    500,
+                    ErrorKind::Internal,
+                    "a schedule's operation names no job",
+                );
+            };
+            let spec = match host.schedule_spec(manifest, job, key).await {
+                Ok(spec) => spec,
+                Err(reply) => return reply,
+            };
+            if let AdminRoute::Trigger { .. } = **action {
+                let spec = Rc::new(spec);
+                let outcome = trigger_run(
+                    &spec,
+                    host.coordinator(),
+                    &host.trigger_owner(),
+                    host.jobs(),
+                    &host.platform(),
+                )
+                .await;
+                return trigger_reply(&spec, &outcome);
+            }
+            match super::execute::act(action, &spec, &**host.coordinator(), now).await {
+                Ok(reply) | Err(reply) => reply,
+            }
+        }
         #[cfg(feature = "schedules")]
         route if route.is_schedule() => host.schedule_route(route, manifest, now).await,
         route => execute(route, manifest, &**host.coordinator(), now).await,

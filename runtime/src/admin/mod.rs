@@ -99,7 +99,7 @@ pub use route::{ROUTES, route};
 #[cfg(feature = "schedules")]
 pub use schedules::{
     DEFAULT_PAGE, ListedScheduleDoc, MAX_BODY_BYTES, ScheduleDeleteDoc, ScheduleDoc,
-    SchedulePageDoc, ScheduleWriteDoc, etag, execute_schedule, list_query,
+    SchedulePageDoc, ScheduleWriteDoc, etag, execute_schedule, list_query, schedule_job_spec,
 };
 pub use trigger::{TriggerOutcome, trigger_doc, trigger_outcome, trigger_reply, trigger_run};
 
@@ -350,6 +350,18 @@ pub enum AdminRoute {
         /// From `If-Match`.
         precondition: Precondition,
     },
+    /// A job's operation (`redrive`, `pause`, `resume`, `backfill`,
+    /// `trigger`) with `?key=`: `action` (whose job is the dynamic job)
+    /// acts on that schedule's record, with the schedule's spec as the
+    /// store holds it. [`dispatch`] reads the spec through
+    /// [`AdminHost::schedule_spec`], then runs the action as for a job.
+    #[cfg(feature = "schedules")]
+    OfSchedule {
+        /// The schedule.
+        key: ScheduleKey,
+        /// The operation, as on a job.
+        action: Box<AdminRoute>,
+    },
     /// `GET {p}/schedules/{job}`: a page of the job's schedules in key
     /// order.
     #[cfg(feature = "schedules")]
@@ -381,6 +393,8 @@ impl AdminRoute {
             | AdminRoute::GetSchedule { job, .. }
             | AdminRoute::DeleteSchedule { job, .. }
             | AdminRoute::ListSchedules { job, .. } => Some(job),
+            #[cfg(feature = "schedules")]
+            AdminRoute::OfSchedule { action, .. } => action.job(),
         }
     }
 
@@ -429,6 +443,8 @@ impl AdminRoute {
             AdminRoute::DeleteSchedule { .. } => ("DELETE", "/schedules/{job}/{key}"),
             #[cfg(feature = "schedules")]
             AdminRoute::ListSchedules { .. } => ("GET", "/schedules/{job}"),
+            #[cfg(feature = "schedules")]
+            AdminRoute::OfSchedule { action, .. } => action.template(),
         }
     }
 }

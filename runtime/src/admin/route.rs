@@ -185,19 +185,25 @@ fn recognise(
         }
         ["jobs", raw_job, action] => {
             let allowed: &[&str] = match *action {
-                "redrive" => &["slot"],
-                "backfill" => &["from", "to", "dry_run"],
-                "pause" | "resume" | "trigger" => &[],
+                "redrive" => &["slot", "key"],
+                "backfill" => &["from", "to", "dry_run", "key"],
+                "pause" | "resume" | "trigger" => &["key"],
                 _ => return Err(not_found_route(segments)),
             };
             allow(req.method, "POST")?;
-            let job = job_segment(manifest, raw_job)?;
             let params = parse_query(query, allowed)?;
-            Ok(match *action {
+            // `key`: the operation acts on that schedule of a dynamic job.
+            let (job, key) = match params.get("key") {
+                None => (job_segment(manifest, raw_job)?, None),
+                Some(raw) => schedule_of(manifest, raw_job, raw)?,
+            };
+            // A slot id names the record's job: `job/key@…` for a schedule.
+            let record = record_of(&job, key.as_ref());
+            let route = match *action {
                 "redrive" => AdminRoute::Redrive {
                     slot: params
                         .get("slot")
-                        .map(|s| slot_param(&job, s))
+                        .map(|s| slot_param(&record, s))
                         .transpose()?,
                     job,
                 },
@@ -233,7 +239,8 @@ fn recognise(
                         dry_run,
                     }
                 }
-            })
+            };
+            Ok(keyed(route, key))
         }
         #[cfg(feature = "schedules")]
         ["schedules", raw_job, raw_key] => {
@@ -340,7 +347,62 @@ fn required_instant(
 }
 
 /// RFC 3339, or a slot id `job@RFC3339` of this job.
-fn slot_param(job: &JobName, text: &str) -> Result<Timestamp, Reply> {
+/// What `key` names in a job's operation: a schedule of the dynamic job in
+/// the path. A build without schedules (the Worker's) has none.
+#[cfg(feature = "schedules")]
+type RouteKey = cronslot_core::schedules::ScheduleKey;
+#[cfg(not(feature = "schedules"))]
+type RouteKey = std::convert::Infallible;
+
+/// The dynamic job of the path and the schedule `key` names, each checked.
+fn schedule_of(
+    manifest: &Manifest,
+    raw_job: &str,
+    raw_key: &str,
+) -> Result<(JobName, Option<RouteKey>), Reply> {
+    #[cfg(feature = "schedules")]
+    {
+        let job = super::schedules::dynamic_job(manifest, raw_job)?;
+        let key = RouteKey::new(raw_key).map_err(|e| bad_parameter("key", e.to_string()))?;
+        Ok((job, Some(key)))
+    }
+    #[cfg(not(feature = "schedules"))]
+    {
+        let _ = (manifest, raw_job, raw_key);
+        Err(bad_parameter(
+            "key",
+            "the Worker serves no schedules yet, so no operation takes a key; \
+             `cronslot serve` does",
+        ))
+    }
+}
+
+/// The record a job's operation acts on: the job's, or its schedule's.
+fn record_of(job: &JobName, key: Option<&RouteKey>) -> String {
+    match key {
+        None => job.as_str().to_string(),
+        #[cfg(feature = "schedules")]
+        Some(key) => cronslot_core::schedules::record_name(job, key),
+        #[cfg(not(feature = "schedules"))]
+        Some(never) => match *never {},
+    }
+}
+
+/// A job's operation, on one of its schedules when `key` names one.
+fn keyed(route: AdminRoute, key: Option<RouteKey>) -> AdminRoute {
+    match key {
+        None => route,
+        #[cfg(feature = "schedules")]
+        Some(key) => AdminRoute::OfSchedule {
+            key,
+            action: Box::new(route),
+        },
+        #[cfg(not(feature = "schedules"))]
+        Some(never) => match never {},
+    }
+}
+
+fn slot_param(job: &str, text: &str) -> Result<Timestamp, Reply> {
     if !text.contains('@') {
         return instant("slot", text);
     }
@@ -353,14 +415,14 @@ fn slot_param(job: &JobName, text: &str) -> Result<Timestamp, Reply> {
             ),
         )
     })?;
-    if id.job() != job.as_str() {
+    if id.job() != job {
         return Err(bad_parameter(
             "slot",
             format!(
                 "parameter \"slot\": {:?} is a slot of job {:?}, not of {:?}",
                 printable(text),
                 id.job(),
-                job.as_str()
+                job
             ),
         ));
     }
@@ -531,6 +593,11 @@ mod tests {
                 job: job(),
                 query: cronslot_core::coord::ScheduleQuery::default(),
             },
+            #[cfg(feature = "schedules")]
+            AdminRoute::OfSchedule {
+                key: key(),
+                action: Box::new(AdminRoute::Pause { job: job() }),
+            },
         ];
         let mut templates = BTreeSet::new();
         for r in &every {
@@ -551,7 +618,8 @@ mod tests {
                 AdminRoute::PutSchedule { .. }
                 | AdminRoute::GetSchedule { .. }
                 | AdminRoute::DeleteSchedule { .. }
-                | AdminRoute::ListSchedules { .. } => {}
+                | AdminRoute::ListSchedules { .. }
+                | AdminRoute::OfSchedule { .. } => {}
             }
             assert!(ROUTES.contains(&r.template()), "{r:?} is not in ROUTES");
             templates.insert(r.template());

@@ -894,6 +894,7 @@ fn pause_and_resume() {
         body::<PauseDoc>(&r),
         PauseDoc {
             job: "every".into(),
+            key: None,
             paused: true,
             changed: true
         }
@@ -928,6 +929,7 @@ fn pause_and_resume() {
         r,
         PauseDoc {
             job: "every".into(),
+            key: None,
             paused: false,
             changed: true
         }
@@ -977,6 +979,7 @@ fn backfill_queues_past_slots() {
         dry,
         BackfillDoc {
             job: "every".into(),
+            key: None,
             dry_run: true,
             slots: slots.clone()
         }

@@ -11,8 +11,8 @@ use cronslot_core::coord::{
 use cronslot_core::manifest::{Manifest, parse_manifest};
 use cronslot_core::schedules::ScheduleKey;
 use cronslot_runtime::admin::{
-    self, AdminHost, AdminRequest, ErrorDoc, ErrorKind, Reply, ScheduleDeleteDoc, ScheduleDoc,
-    SchedulePageDoc, ScheduleWriteDoc,
+    self, AdminHost, AdminRequest, BackfillDoc, ErrorDoc, ErrorKind, PauseDoc, RedriveDoc, Reply,
+    ScheduleDeleteDoc, ScheduleDoc, SchedulePageDoc, ScheduleWriteDoc, TriggerDoc,
 };
 use cronslot_runtime::{Jobs, Platform, VirtualPlatform};
 use jiff::Timestamp;
@@ -589,6 +589,14 @@ impl AdminHost for Host {
     ) -> Reply {
         admin::execute_schedule(route, manifest, &*self.coordinator, now).await
     }
+    async fn schedule_spec(
+        &self,
+        manifest: &Manifest,
+        job: &cronslot_core::manifest::JobName,
+        key: &ScheduleKey,
+    ) -> Result<cronslot_core::manifest::JobSpec, Reply> {
+        admin::schedule_job_spec(&*self.coordinator, manifest, job, key).await
+    }
 }
 
 impl AdminHost for Bare {
@@ -633,6 +641,124 @@ fn dispatch_sends_schedule_routes_to_the_host() {
         stored.is_none(),
         "a host that serves no schedules writes none"
     );
+}
+
+/// Sends `POST path?query` through the router and [`admin::dispatch`].
+fn post(host: &impl AdminHost, m: &Manifest, path: &str, query: &str) -> Reply {
+    let req = AdminRequest {
+        method: "POST",
+        path,
+        query: Some(query),
+        authorization: AUTH,
+        if_match: None,
+        if_none_match: None,
+        body: None,
+    };
+    match admin::route("/cronslot", m, &req, Some(TOKEN)) {
+        None => panic!("{path} is not an admin route"),
+        Some(Err(reply)) => reply,
+        Some(Ok(route)) => block_on(admin::dispatch(&route, m, host, at(NOW))),
+    }
+}
+
+/// A job's operations with `?key=` act on that schedule's record alone,
+/// with the schedule's spec: pause and resume, trigger, backfill and
+/// redrive; a key of a static job, of no schedule, or not a key is
+/// refused, and a host without schedules says so.
+#[test]
+fn a_jobs_operations_take_a_schedules_key() {
+    let m = manifest();
+    let host = Host {
+        coordinator: Rc::new(CasCoordinator::new(MemoryStore::new(), 1)),
+        jobs: Jobs::new(),
+    };
+    let c = &*host.coordinator;
+    for key in ["tenant-1", "tenant-2"] {
+        let path = format!("/cronslot/schedules/invoice/{key}");
+        let ask = Ask {
+            body: Some(r#"{"cron":"0 * * * *","payload":{"n":1}}"#),
+            ..Ask::default()
+        };
+        assert_eq!(send(c, &m, "PUT", &path, ask).status, 201);
+    }
+
+    let r = post(&host, &m, "/cronslot/jobs/invoice/pause", "key=tenant-1");
+    assert_eq!(r.status, 200, "{}", r.body);
+    let doc: PauseDoc = body(&r);
+    assert_eq!(
+        (
+            doc.job.as_str(),
+            doc.key.as_deref(),
+            doc.paused,
+            doc.changed
+        ),
+        ("invoice", Some("tenant-1"), true, true)
+    );
+    let paused = |key: &str| -> bool {
+        let path = format!("/cronslot/schedules/invoice/{key}");
+        let doc: ScheduleDoc = body(&send(c, &m, "GET", &path, Ask::default()));
+        doc.status.paused
+    };
+    assert!(paused("tenant-1"));
+    assert!(!paused("tenant-2"), "the other schedule is not paused");
+    let r = post(&host, &m, "/cronslot/jobs/invoice/resume", "key=tenant-1");
+    assert_eq!(body::<PauseDoc>(&r).changed, true);
+    assert!(!paused("tenant-1"));
+
+    let r = post(
+        &host,
+        &m,
+        "/cronslot/jobs/invoice/backfill",
+        "key=tenant-2&from=2026-03-08T09:00:00Z&to=2026-03-08T11:00:00Z&dry_run=true",
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    let doc: BackfillDoc = body(&r);
+    assert_eq!(doc.key.as_deref(), Some("tenant-2"));
+    assert_eq!(doc.slots.len(), 3, "09:00, 10:00, 11:00");
+
+    let r = post(&host, &m, "/cronslot/jobs/invoice/trigger", "key=tenant-2");
+    let doc: TriggerDoc = body(&r);
+    assert!(
+        doc.slot_id
+            .as_deref()
+            .is_some_and(|id| id.starts_with("invoice/tenant-2@")),
+        "{}",
+        r.body
+    );
+
+    let r = post(&host, &m, "/cronslot/jobs/invoice/redrive", "key=tenant-2");
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(body::<RedriveDoc>(&r).key.as_deref(), Some("tenant-2"));
+    let r = post(
+        &host,
+        &m,
+        "/cronslot/jobs/invoice/redrive",
+        "key=tenant-2&slot=invoice/tenant-1@2026-03-08T11:00:00Z",
+    );
+    assert_eq!(
+        (r.status, error(&r).parameter.as_deref()),
+        (400, Some("slot"))
+    );
+
+    let r = post(&host, &m, "/cronslot/jobs/report/pause", "key=tenant-1");
+    assert_eq!(r.status, 404, "a static job has no schedules: {}", r.body);
+    let r = post(&host, &m, "/cronslot/jobs/invoice/pause", "key=nobody");
+    assert_eq!(r.status, 404, "{}", r.body);
+    let r = post(&host, &m, "/cronslot/jobs/invoice/pause", "key=a%2Fb");
+    assert_eq!(
+        (r.status, error(&r).parameter.as_deref()),
+        (400, Some("key"))
+    );
+    let r = post(&host, &m, "/cronslot/jobs/invoice/pause", "");
+    assert_eq!(
+        r.status, 404,
+        "a dynamic job has no record of its own: {}",
+        r.body
+    );
+    let bare = Bare(host);
+    let r = post(&bare, &m, "/cronslot/jobs/invoice/pause", "key=tenant-1");
+    assert_eq!(r.status, 404, "{}", r.body);
+    assert!(error(&r).message.contains("does not serve the schedules"));
 }
 
 proptest! {

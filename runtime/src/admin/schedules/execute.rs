@@ -2,7 +2,7 @@
 
 use cronslot_core::coord::decide::{self, Precondition, ScheduleRefusal, ScheduleWrite};
 use cronslot_core::coord::{ScheduleError, SchedulePage, ScheduleRecord, Schedules, SplitMix64};
-use cronslot_core::manifest::{JobName, JobTemplate, Manifest};
+use cronslot_core::manifest::{JobName, JobSpec, JobTemplate, Manifest};
 use cronslot_core::schedules::ScheduleKey;
 use jiff::Timestamp;
 
@@ -180,6 +180,36 @@ fn schedule_doc(
         status: job_report(&job_spec, record, Some(true), now),
     };
     Reply::json(200, &doc).with_header("ETag", etag(data.version))
+}
+
+/// The spec the slots of schedule `key` of the dynamic job `job` run with
+/// now, read from `coord`'s store, for a job's operation on the schedule
+/// ([`AdminRoute::OfSchedule`]): 404 when there is no such schedule, or
+/// only its tombstone (nothing of it runs any more); 500 for a stored spec
+/// this server cannot read.
+pub async fn schedule_job_spec<C: Schedules>(
+    coord: &C,
+    manifest: &Manifest,
+    job: &JobName,
+    key: &ScheduleKey,
+) -> Result<JobSpec, Reply> {
+    let template = template(manifest, job)?;
+    let read = coord
+        .schedule(template, key)
+        .await
+        .map_err(|e| schedule_error(job, key, "reading", Precondition::None, &e))?;
+    let Some(read) = read else {
+        return Err(not_found(job, key, None));
+    };
+    match read.data.job_spec(template, key) {
+        Ok(Some(spec)) => Ok(spec),
+        Ok(None) => Err(not_found(job, key, Some(read.data.version))),
+        Err(problem) => Err(Reply::error(
+            500,
+            ErrorKind::Internal,
+            format!("reading {}: {problem}", name(job, key)),
+        )),
+    }
 }
 
 /// A page as its document: each schedule with its next slot.

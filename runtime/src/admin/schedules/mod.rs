@@ -22,9 +22,9 @@ mod route;
 pub use docs::{
     ListedScheduleDoc, ScheduleDeleteDoc, ScheduleDoc, SchedulePageDoc, ScheduleWriteDoc,
 };
-pub use execute::execute_schedule;
+pub use execute::{execute_schedule, schedule_job_spec};
 pub use route::list_query;
-pub(crate) use route::{recognise, recognise_list};
+pub(crate) use route::{dynamic_job, recognise, recognise_list};
 
 /// The schedules a page of `GET {p}/schedules/{job}` holds when `limit` is
 /// not given (at most [`MAX_SCHEDULE_PAGE`](cronslot_core::coord::MAX_SCHEDULE_PAGE)).

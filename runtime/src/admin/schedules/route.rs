@@ -193,7 +193,7 @@ pub fn list_query(
 }
 
 /// The job of the path: a dynamic job of the manifest, else 404 naming it.
-fn dynamic_job(manifest: &Manifest, raw: &str) -> Result<JobName, Reply> {
+pub(crate) fn dynamic_job(manifest: &Manifest, raw: &str) -> Result<JobName, Reply> {
     let name = percent_decode(raw).unwrap_or_else(|| raw.to_string());
     if let Some(template) = manifest.template(&name) {
         return Ok(template.name.clone());
