@@ -262,6 +262,7 @@ pub struct RedriveDoc {
     /// The job's name.
     pub job: String,
     /// The schedule acted on (`?key=`); absent for a job's own record.
+    #[cfg(feature = "schedules")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub key: Option<String>,
     /// The slots sent back to run.
@@ -275,6 +276,7 @@ pub struct PauseDoc {
     /// The job's name.
     pub job: String,
     /// The schedule acted on (`?key=`); absent for a job's own record.
+    #[cfg(feature = "schedules")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub key: Option<String>,
     /// The state after the request.
@@ -290,6 +292,7 @@ pub struct BackfillDoc {
     /// The job's name.
     pub job: String,
     /// The schedule acted on (`?key=`); absent for a job's own record.
+    #[cfg(feature = "schedules")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub key: Option<String>,
     /// True when nothing was queued: `slots` are what would have been.

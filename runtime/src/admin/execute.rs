@@ -133,6 +133,7 @@ pub(crate) async fn act<C: Operator>(
     now: Timestamp,
 ) -> Result<Reply, Reply> {
     let job = spec.name.as_str().to_string();
+    #[cfg(feature = "schedules")]
     let key = spec.key.as_ref().map(|k| k.as_str().to_string());
     match route {
         AdminRoute::Redrive { slot, .. } => {
@@ -140,7 +141,15 @@ pub(crate) async fn act<C: Operator>(
                 .redrive(spec, *slot, now)
                 .await
                 .map_err(|e| coord_error(spec, "redriving", &e))?;
-            Ok(Reply::json(200, &RedriveDoc { job, key, redriven }))
+            Ok(Reply::json(
+                200,
+                &RedriveDoc {
+                    job,
+                    #[cfg(feature = "schedules")]
+                    key,
+                    redriven,
+                },
+            ))
         }
         AdminRoute::Pause { .. } | AdminRoute::Resume { .. } => {
             let pause = matches!(route, AdminRoute::Pause { .. });
@@ -160,6 +169,7 @@ pub(crate) async fn act<C: Operator>(
                 200,
                 &PauseDoc {
                     job,
+                    #[cfg(feature = "schedules")]
                     key,
                     paused: pause,
                     changed,
@@ -177,20 +187,17 @@ pub(crate) async fn act<C: Operator>(
                 200,
                 &BackfillDoc {
                     job,
+                    #[cfg(feature = "schedules")]
                     key,
                     dry_run: *dry_run,
                     slots,
                 },
             ))
         }
-        other => Err(Reply::error(
+        _ => Err(Reply::error(
             500,
             ErrorKind::Internal,
-            format!(
-                "{} {} is not an operation on a job's record",
-                other.template().0,
-                other.template().1
-            ),
+            "not an operation on a job's record",
         )),
     }
 }
@@ -444,7 +451,11 @@ async fn status<C: Operator>(coord: &C, spec: &JobSpec, now: Timestamp) -> Resul
 /// an unavailable or contended store 503, anything else 500.
 pub(crate) fn coord_error(spec: &JobSpec, doing: &str, e: &CoordError) -> Reply {
     // A schedule's record is named `job/key`: the message says which.
-    coord_reply(format!("{doing} job {:?}: {e}", &*spec.record_name()), e)
+    #[cfg(feature = "schedules")]
+    let name = spec.record_name();
+    #[cfg(not(feature = "schedules"))]
+    let name = spec.name.as_str();
+    coord_reply(format!("{doing} job {:?}: {e}", &*name), e)
 }
 
 /// [`coord_error`] with the message written by the caller (a schedule's

@@ -185,25 +185,34 @@ fn recognise(
         }
         ["jobs", raw_job, action] => {
             let allowed: &[&str] = match *action {
-                "redrive" => &["slot", "key"],
-                "backfill" => &["from", "to", "dry_run", "key"],
-                "pause" | "resume" | "trigger" => &["key"],
+                "redrive" => REDRIVE_PARAMS,
+                "backfill" => BACKFILL_PARAMS,
+                "pause" | "resume" | "trigger" => OPERATION_PARAMS,
                 _ => return Err(not_found_route(segments)),
             };
             allow(req.method, "POST")?;
             let params = parse_query(query, allowed)?;
             // `key`: the operation acts on that schedule of a dynamic job.
+            #[cfg(feature = "schedules")]
             let (job, key) = match params.get("key") {
                 None => (job_segment(manifest, raw_job)?, None),
                 Some(raw) => schedule_of(manifest, raw_job, raw)?,
             };
+            #[cfg(not(feature = "schedules"))]
+            let job = job_segment(manifest, raw_job)?;
             // A slot id names the record's job: `job/key@…` for a schedule.
-            let record = record_of(&job, key.as_ref());
+            #[cfg(feature = "schedules")]
+            let record = match &key {
+                None => job.as_str().to_string(),
+                Some(key) => cronslot_core::schedules::record_name(&job, key),
+            };
+            #[cfg(not(feature = "schedules"))]
+            let record = job.as_str();
             let route = match *action {
                 "redrive" => AdminRoute::Redrive {
                     slot: params
                         .get("slot")
-                        .map(|s| slot_param(&record, s))
+                        .map(|s| slot_param(record.as_ref(), s))
                         .transpose()?,
                     job,
                 },
@@ -240,7 +249,14 @@ fn recognise(
                     }
                 }
             };
-            Ok(keyed(route, key))
+            #[cfg(feature = "schedules")]
+            if let Some(key) = key {
+                return Ok(AdminRoute::OfSchedule {
+                    key,
+                    action: Box::new(route),
+                });
+            }
+            Ok(route)
         }
         #[cfg(feature = "schedules")]
         ["schedules", raw_job, raw_key] => {
@@ -347,59 +363,32 @@ fn required_instant(
 }
 
 /// RFC 3339, or a slot id `job@RFC3339` of this job.
-/// What `key` names in a job's operation: a schedule of the dynamic job in
-/// the path. A build without schedules (the Worker's) has none.
+/// The query parameters of a job's operations; with schedules, each also
+/// takes `key` (the operation then acts on that schedule).
 #[cfg(feature = "schedules")]
-type RouteKey = cronslot_core::schedules::ScheduleKey;
+const REDRIVE_PARAMS: &[&str] = &["slot", "key"];
+#[cfg(feature = "schedules")]
+const BACKFILL_PARAMS: &[&str] = &["from", "to", "dry_run", "key"];
+#[cfg(feature = "schedules")]
+const OPERATION_PARAMS: &[&str] = &["key"];
 #[cfg(not(feature = "schedules"))]
-type RouteKey = std::convert::Infallible;
+const REDRIVE_PARAMS: &[&str] = &["slot"];
+#[cfg(not(feature = "schedules"))]
+const BACKFILL_PARAMS: &[&str] = &["from", "to", "dry_run"];
+#[cfg(not(feature = "schedules"))]
+const OPERATION_PARAMS: &[&str] = &[];
 
 /// The dynamic job of the path and the schedule `key` names, each checked.
+#[cfg(feature = "schedules")]
 fn schedule_of(
     manifest: &Manifest,
     raw_job: &str,
     raw_key: &str,
-) -> Result<(JobName, Option<RouteKey>), Reply> {
-    #[cfg(feature = "schedules")]
-    {
-        let job = super::schedules::dynamic_job(manifest, raw_job)?;
-        let key = RouteKey::new(raw_key).map_err(|e| bad_parameter("key", e.to_string()))?;
-        Ok((job, Some(key)))
-    }
-    #[cfg(not(feature = "schedules"))]
-    {
-        let _ = (manifest, raw_job, raw_key);
-        Err(bad_parameter(
-            "key",
-            "the Worker serves no schedules yet, so no operation takes a key; \
-             `cronslot serve` does",
-        ))
-    }
-}
-
-/// The record a job's operation acts on: the job's, or its schedule's.
-fn record_of(job: &JobName, key: Option<&RouteKey>) -> String {
-    match key {
-        None => job.as_str().to_string(),
-        #[cfg(feature = "schedules")]
-        Some(key) => cronslot_core::schedules::record_name(job, key),
-        #[cfg(not(feature = "schedules"))]
-        Some(never) => match *never {},
-    }
-}
-
-/// A job's operation, on one of its schedules when `key` names one.
-fn keyed(route: AdminRoute, key: Option<RouteKey>) -> AdminRoute {
-    match key {
-        None => route,
-        #[cfg(feature = "schedules")]
-        Some(key) => AdminRoute::OfSchedule {
-            key,
-            action: Box::new(route),
-        },
-        #[cfg(not(feature = "schedules"))]
-        Some(never) => match never {},
-    }
+) -> Result<(JobName, Option<cronslot_core::schedules::ScheduleKey>), Reply> {
+    let job = super::schedules::dynamic_job(manifest, raw_job)?;
+    let key = cronslot_core::schedules::ScheduleKey::new(raw_key)
+        .map_err(|e| bad_parameter("key", e.to_string()))?;
+    Ok((job, Some(key)))
 }
 
 fn slot_param(job: &str, text: &str) -> Result<Timestamp, Reply> {

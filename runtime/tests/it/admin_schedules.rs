@@ -702,7 +702,7 @@ fn a_jobs_operations_take_a_schedules_key() {
     assert!(paused("tenant-1"));
     assert!(!paused("tenant-2"), "the other schedule is not paused");
     let r = post(&host, &m, "/cronslot/jobs/invoice/resume", "key=tenant-1");
-    assert_eq!(body::<PauseDoc>(&r).changed, true);
+    assert!(body::<PauseDoc>(&r).changed);
     assert!(!paused("tenant-1"));
 
     let r = post(
