@@ -48,11 +48,8 @@ pub enum ScheduleAction {
         /// The schedule's key: 1 to 200 ASCII letters, digits and - _ . :
         #[arg(value_name = "KEY")]
         key: String,
-        /// The spec as JSON, from a file or `-` for stdin: {"cron": "0 9 * * *",
-        /// "timezone": "Europe/Berlin", "payload": {...}, "labels": {...}},
-        /// or {"at": "2027-01-05T09:00:00Z"} for a one-off.
-        #[arg(long, value_name = "FILE|-")]
-        spec: String,
+        #[command(flatten)]
+        spec: SpecFlags,
         /// Write only over this version of the schedule (as `GET` shows it).
         #[arg(long, value_name = "VERSION", conflicts_with = "create_only")]
         if_match: Option<u64>,
@@ -123,6 +120,46 @@ pub enum ScheduleAction {
     },
 }
 
+/// The spec of a `put`: as JSON (`--spec`), or field by field. Each flag
+/// is the JSON field of its name; a field not given takes its default (a
+/// full replace), as in the JSON.
+#[derive(Debug, Args)]
+pub struct SpecFlags {
+    /// The spec as JSON, from a file or `-` for stdin: {"cron": "0 9 * * *",
+    /// "timezone": "Europe/Berlin", "payload": {...}, "labels": {...}},
+    /// or {"at": "2027-01-05T09:00:00Z"} for a one-off.
+    #[arg(
+        long,
+        value_name = "FILE|-",
+        conflicts_with_all = ["cron", "at", "timezone", "start", "end", "payload", "labels", "paused"]
+    )]
+    spec: Option<String>,
+    /// The slots, as a cron expression (the manifest's grammar).
+    #[arg(long, value_name = "EXPR", conflicts_with = "at")]
+    cron: Option<String>,
+    /// One slot, a one-off: an RFC 3339 instant on a whole minute.
+    #[arg(long, value_name = "RFC3339")]
+    at: Option<String>,
+    /// The IANA zone the cron expression is read in (default UTC).
+    #[arg(long, value_name = "ZONE")]
+    timezone: Option<String>,
+    /// Slots before this instant do not run.
+    #[arg(long, value_name = "RFC3339")]
+    start: Option<String>,
+    /// Slots at or after this instant do not run.
+    #[arg(long, value_name = "RFC3339")]
+    end: Option<String>,
+    /// The payload every run gets, as JSON (at most 16 KiB).
+    #[arg(long, value_name = "JSON")]
+    payload: Option<String>,
+    /// A label, NAME=VALUE (repeat for more; at most 10).
+    #[arg(long = "label", value_name = "NAME=VALUE")]
+    labels: Vec<String>,
+    /// Skip the schedule's slots until a put without it.
+    #[arg(long)]
+    paused: bool,
+}
+
 pub fn exec(args: ScheduleArgs) -> Result<(), Failure> {
     match args.action {
         ScheduleAction::Put {
@@ -135,7 +172,7 @@ pub fn exec(args: ScheduleArgs) -> Result<(), Failure> {
             format,
         } => {
             let key = parse_key(&key)?;
-            let spec = read_spec(&spec)?;
+            let spec = spec_of(&spec)?;
             let precondition = match (if_match, create_only) {
                 (Some(v), _) => Precondition::Version(v),
                 (None, true) => Precondition::Absent,
@@ -254,6 +291,80 @@ pub fn exec(args: ScheduleArgs) -> Result<(), Failure> {
 
 fn parse_key(key: &str) -> Result<ScheduleKey, Failure> {
     ScheduleKey::new(key).map_err(|e| Failure::bad_input(format!("error: KEY: {e}")))
+}
+
+/// The spec from `--spec`, or from the field flags: the same checks as a
+/// `PUT`'s body, every problem named by its flag.
+fn spec_of(flags: &SpecFlags) -> Result<ScheduleSpec, Failure> {
+    if let Some(source) = &flags.spec {
+        return read_spec(source);
+    }
+    if flags.cron.is_none() && flags.at.is_none() {
+        return Err(Failure::bad_input(
+            "error: give the spec: --cron EXPR (or --at RFC3339 for a one-off) with its other \
+             flags, or --spec FILE|- as JSON",
+        ));
+    }
+    let mut body = serde_json::Map::new();
+    let fields = [
+        ("cron", &flags.cron),
+        ("at", &flags.at),
+        ("timezone", &flags.timezone),
+        ("start", &flags.start),
+        ("end", &flags.end),
+    ];
+    for (field, value) in fields {
+        if let Some(v) = value {
+            body.insert(field.to_string(), serde_json::Value::String(v.clone()));
+        }
+    }
+    let mut labels = serde_json::Map::new();
+    for label in &flags.labels {
+        let Some((name, value)) = label.split_once('=') else {
+            return Err(Failure::bad_input(format!(
+                "error: --label {label:?}: write a label as NAME=VALUE, e.g. --label plan=pro"
+            )));
+        };
+        if labels
+            .insert(
+                name.to_string(),
+                serde_json::Value::String(value.to_string()),
+            )
+            .is_some()
+        {
+            return Err(Failure::bad_input(format!(
+                "error: --label: the label {name:?} is given twice"
+            )));
+        }
+    }
+    if !labels.is_empty() {
+        body.insert("labels".to_string(), serde_json::Value::Object(labels));
+    }
+    if flags.paused {
+        body.insert("paused".to_string(), serde_json::Value::Bool(true));
+    }
+    let mut text = serde_json::Value::Object(body).to_string();
+    if let Some(payload) = &flags.payload {
+        // Kept as given, as a body's payload is: the text, not a reading.
+        let raw: Box<serde_json::value::RawValue> = serde_json::from_str(payload)
+            .map_err(|e| Failure::bad_input(format!("error: --payload: not JSON: {e}")))?;
+        text.pop();
+        let sep = if text.len() > 1 { "," } else { "" };
+        text.push_str(&format!("{sep}\"payload\":{}}}", raw.get()));
+    }
+    ScheduleSpec::from_json(&text).map_err(|problems| {
+        let mut message = "error: the schedule's spec is refused:".to_string();
+        for p in &problems {
+            let flag = match (p.field.as_str(), p.field.split_once('.')) {
+                (_, Some(("labels", name))) => format!("--label {name}: "),
+                ("labels", _) => "--label: ".to_string(),
+                ("", _) => String::new(),
+                (field, _) => format!("--{field}: "),
+            };
+            message.push_str(&format!("\n  {flag}{}", p.message));
+        }
+        Failure::bad_input(message)
+    })
 }
 
 /// The spec from `--spec FILE` (or `-`: stdin), every problem named by

@@ -381,6 +381,98 @@ fn operations_take_a_schedules_key() {
     );
 }
 
+/// `put` takes the spec field by field as well as JSON: the same spec
+/// either way (a second put of the same flags writes nothing), and each
+/// problem named by its flag.
+#[test]
+fn put_takes_the_spec_as_flags() {
+    let dir = scratch("flags");
+    init(&dir);
+    let flags = [
+        "schedule",
+        "put",
+        "invoice",
+        "t-1",
+        "--cron",
+        "0 9 1 * *",
+        "--timezone",
+        "Europe/Berlin",
+        "--payload",
+        r#"{"tenant": "acme"}"#,
+        "--label",
+        "plan=pro",
+        "--label",
+        "region=eu:west",
+        "--format",
+        "json",
+    ];
+    let o = cronslot(&dir, &flags, "");
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(json(&o)["version"], 1);
+    let o = cronslot(&dir, &flags, "");
+    assert_eq!(json(&o)["changed"], false, "the same flags write nothing");
+    let o = cronslot(
+        &dir,
+        &["schedule", "get", "invoice", "t-1", "--format", "json"],
+        "",
+    );
+    assert_eq!(
+        json(&o)["spec"],
+        serde_json::json!({
+            "cron": "0 9 1 * *",
+            "timezone": "Europe/Berlin",
+            "payload": {"tenant": "acme"},
+            "labels": {"plan": "pro", "region": "eu:west"},
+            "paused": false
+        })
+    );
+    let o = cronslot(
+        &dir,
+        &[
+            "schedule",
+            "put",
+            "invoice",
+            "once",
+            "--at",
+            "2027-01-05T09:00:00Z",
+            "--paused",
+        ],
+        "",
+    );
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+
+    let refused = |extra: &[&str], says: &str| {
+        let mut args = vec!["schedule", "put", "invoice", "t-2"];
+        args.extend_from_slice(extra);
+        let o = cronslot(&dir, &args, "");
+        assert_eq!(code(&o), 2, "{extra:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains(says), "{extra:?}: {}", stderr(&o));
+    };
+    refused(
+        &["--cron", "0 9 * * *", "--timezone", "Mars/Olympus"],
+        "--timezone: ",
+    );
+    refused(&["--cron", "0 9 * *"], "--cron: ");
+    refused(&["--cron", "0 9 * * *", "--label", "plan"], "NAME=VALUE");
+    refused(
+        &["--cron", "0 9 * * *", "--label", "a=1", "--label", "a=2"],
+        "twice",
+    );
+    refused(
+        &["--cron", "0 9 * * *", "--payload", "{nope"],
+        "--payload: not JSON",
+    );
+    refused(&["--timezone", "UTC"], "give the spec");
+    refused(
+        &["--cron", "0 9 * * *", "--at", "2027-01-05T09:00:00Z"],
+        "cannot be used with",
+    );
+    refused(
+        &["--spec", "-", "--cron", "0 9 * * *"],
+        "cannot be used with",
+    );
+}
+
 #[test]
 fn bad_input_is_refused_before_the_store() {
     let dir = scratch("bad_input");

@@ -452,10 +452,12 @@ async fn status<C: Operator>(coord: &C, spec: &JobSpec, now: Timestamp) -> Resul
 pub(crate) fn coord_error(spec: &JobSpec, doing: &str, e: &CoordError) -> Reply {
     // A schedule's record is named `job/key`: the message says which.
     #[cfg(feature = "schedules")]
-    let name = spec.record_name();
+    let record = spec.record_name();
+    #[cfg(feature = "schedules")]
+    let name: &str = &record;
     #[cfg(not(feature = "schedules"))]
     let name = spec.name.as_str();
-    coord_reply(format!("{doing} job {:?}: {e}", &*name), e)
+    coord_reply(format!("{doing} job {name:?}: {e}"), e)
 }
 
 /// [`coord_error`] with the message written by the caller (a schedule's

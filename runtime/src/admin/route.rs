@@ -202,9 +202,14 @@ fn recognise(
             let job = job_segment(manifest, raw_job)?;
             // A slot id names the record's job: `job/key@…` for a schedule.
             #[cfg(feature = "schedules")]
-            let record = match &key {
-                None => job.as_str().to_string(),
-                Some(key) => cronslot_core::schedules::record_name(&job, key),
+            let keyed_name;
+            #[cfg(feature = "schedules")]
+            let record: &str = match &key {
+                None => job.as_str(),
+                Some(key) => {
+                    keyed_name = cronslot_core::schedules::record_name(&job, key);
+                    &keyed_name
+                }
             };
             #[cfg(not(feature = "schedules"))]
             let record = job.as_str();
@@ -212,7 +217,7 @@ fn recognise(
                 "redrive" => AdminRoute::Redrive {
                     slot: params
                         .get("slot")
-                        .map(|s| slot_param(record.as_ref(), s))
+                        .map(|s| slot_param(record, s))
                         .transpose()?,
                     job,
                 },
