@@ -447,10 +447,10 @@ impl<'t, T: Transport> TickClient<'t, T> {
         }
     }
 
-    /// Sends a job's wake to the tick object (what a job object's alarm
+    /// Sends records' wakes to the tick object (what an object's alarm
     /// does).
-    pub async fn wake(&self, woken: Woken) -> Result<(), StoreError> {
-        match self.send(Op::Wake { woken }).await? {
+    pub async fn wake(&self, woken: Vec<Woken>) -> Result<(), StoreError> {
+        match self.send(Op::Wakes { woken }).await? {
             Answer::Done => Ok(()),
             other => Err(store_error(unexpected("wake", &other))),
         }

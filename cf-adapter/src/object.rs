@@ -87,13 +87,14 @@ impl<S: Sql> JobObject<S> {
 /// What a fired alarm does next ([`JobObject::alarm_start`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum AlarmStep {
-    /// Nothing: the record has no wake (any more).
+    /// Nothing: no record has a wake (any more).
     Nothing,
-    /// The wake moved later: the alarm was set to it.
+    /// No wake has come: the alarm was set to the earliest.
     Rearmed,
-    /// The wake has come: send it to the tick object, then call
-    /// [`JobObject::alarm_end`].
-    Send(Woken),
+    /// These wakes have come (earliest first, at most
+    /// [`MAX_WAKES_SENT`](crate::object_store::MAX_WAKES_SENT)): send them
+    /// to the tick object, then call [`JobObject::alarm_end`].
+    Send(Vec<Woken>),
 }
 
 impl<S: Sql, A: Alarm> JobObject<S, A> {
@@ -118,54 +119,37 @@ impl<S: Sql, A: Alarm> JobObject<S, A> {
         self.coordinator.store()
     }
 
-    /// The alarm fired at `now`: decides from the record's wake whether to
-    /// send it to the tick object, or sets the alarm to a later wake.
+    /// The alarm fired at `now`: decides from the records' wakes which to
+    /// send to the tick object, or sets the alarm to a later one.
     pub fn alarm_start(&self, now: Timestamp) -> Result<AlarmStep, StoreError> {
         self.count(true);
         let store = self.store();
-        match store.wake()? {
-            None => Ok(AlarmStep::Nothing),
-            Some(w) if w.at <= now.saturating_add(ALARM_SLACK).unwrap_or(now) => {
-                Ok(AlarmStep::Send(w))
-            }
-            Some(w) => {
-                store
-                    .alarm()
-                    .set(alarm_ms(w.at))
-                    .map_err(|e| StoreError::unavailable(format!("re-arming the alarm: {e}")))?;
-                Ok(AlarmStep::Rearmed)
-            }
+        let due = store.due_wakes(alarm_ms(now.saturating_add(ALARM_SLACK).unwrap_or(now)))?;
+        if !due.is_empty() {
+            return Ok(AlarmStep::Send(due));
         }
+        store.rearm()?;
+        Ok(match store.wake()? {
+            None => AlarmStep::Nothing,
+            Some(_) => AlarmStep::Rearmed,
+        })
     }
 
     /// After sending `sent` to the tick object (`delivered` tells whether
-    /// it arrived), at `now`: the alarm fires again while the record keeps
-    /// that wake ([`WAKE_RETRY`] or [`WAKE_REMINDER`] later); a wake that
-    /// moved meanwhile has its alarm set already by the write that moved
-    /// it, and is set again here to be sure.
+    /// it arrived), at `now`: each wake sent is sent again
+    /// ([`WAKE_RETRY`] or [`WAKE_REMINDER`] later) while its record keeps
+    /// it; a wake that moved meanwhile is due at its own time. The alarm is
+    /// set to the earliest (at once when more have come than one alarm
+    /// sends).
     pub fn alarm_end(
         &self,
-        sent: &Woken,
+        sent: &[Woken],
         delivered: bool,
         now: Timestamp,
     ) -> Result<(), StoreError> {
-        let store = self.store();
-        let set = |ms: i64| {
-            store
-                .alarm()
-                .set(ms)
-                .map_err(|e| StoreError::unavailable(format!("re-arming the alarm: {e}")))
-        };
-        match store.wake()? {
-            Some(w) if w == *sent => {
-                let again = if delivered { WAKE_REMINDER } else { WAKE_RETRY };
-                set(alarm_ms(
-                    now.saturating_add(again).unwrap_or(Timestamp::MAX),
-                ))
-            }
-            Some(w) => set(alarm_ms(w.at)),
-            None => Ok(()),
-        }
+        let again = if delivered { WAKE_REMINDER } else { WAKE_RETRY };
+        let again_ms = alarm_ms(now.saturating_add(again).unwrap_or(Timestamp::MAX));
+        self.store().sent(sent, again_ms)
     }
 
     /// Requests and alarms counted so far.
@@ -314,6 +298,12 @@ impl<S: Sql, A: Alarm> JobObject<S, A> {
                 self.tick.wake(sql, woken)?;
                 Answer::Done
             }
+            Op::Wakes { woken } => {
+                for w in woken {
+                    self.tick.wake(sql, w)?;
+                }
+                Answer::Done
+            }
             other => {
                 return Err(StoreError::other(format!(
                     "{} is not an operation of the tick object",
@@ -408,6 +398,7 @@ impl<S: Sql, A: Alarm> JobObject<S, A> {
             Op::TickStart { .. }
             | Op::TickEnd { .. }
             | Op::Wake { .. }
+            | Op::Wakes { .. }
             | Op::RepairWake
             | Op::Requests => {
                 return Err(CoordError::Store(StoreError::other(format!(

@@ -27,17 +27,37 @@ use crate::sql::{Alarm, NoAlarm, Sql, SqlError, SqlValue};
 
 /// The tables, created on first use. `IF NOT EXISTS` makes it safe on every
 /// object start; a later layout adds statements, never edits these.
-/// `cronslot_wake` holds the wake the alarm was last set for (the record's
-/// `wake_at` at its last write): the alarm handler reads it without
-/// decoding the record, and a write compares with it.
-const SCHEMA: [&str; 3] = [
+/// `cronslot_wakes` holds each record's wake (its `wake_at` at its last
+/// write): the alarm handler reads them without decoding the records, and
+/// a write compares with it. `due_ms` is the wake as an alarm instant;
+/// `resend_ms`, once the alarm has sent the wake, when to send it again
+/// should the record keep it ([`ObjectStore::sent`]). The alarm is set to
+/// the earliest of them. An object holds one job's record, or many
+/// schedules of one dynamic job.
+///
+/// The layout before this one kept one wake per record without `due_ms`
+/// and `resend_ms` (`cronslot_wake`): its rows move to the new table when
+/// the object starts (the last two statements; nothing after that).
+const SCHEMA: [&str; 7] = [
     "CREATE TABLE IF NOT EXISTS cronslot_state (\
        job TEXT PRIMARY KEY, version INTEGER NOT NULL, state TEXT NOT NULL)",
     "CREATE TABLE IF NOT EXISTS cronslot_effects (\
        key TEXT PRIMARY KEY, record TEXT NOT NULL, expires_at TEXT)",
     "CREATE TABLE IF NOT EXISTS cronslot_wake (\
        job TEXT PRIMARY KEY, second INTEGER NOT NULL, nanosecond INTEGER NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS cronslot_wakes (\
+       job TEXT PRIMARY KEY, second INTEGER NOT NULL, nanosecond INTEGER NOT NULL, \
+       due_ms INTEGER NOT NULL, resend_ms INTEGER)",
+    "CREATE INDEX IF NOT EXISTS cronslot_wakes_alarm ON cronslot_wakes (coalesce(resend_ms, due_ms))",
+    "INSERT OR IGNORE INTO cronslot_wakes (job, second, nanosecond, due_ms) \
+       SELECT job, second, nanosecond, second * 1000 + (nanosecond + 999999) / 1000000 \
+       FROM cronslot_wake",
+    "DELETE FROM cronslot_wake",
 ];
+
+/// The most wakes one alarm sends the tick object at once: a request of
+/// about 100 KB. More due wait for the next alarm, set at once.
+pub(crate) const MAX_WAKES_SENT: usize = 1000;
 
 /// The state store and effect ledger of one object.
 pub struct ObjectStore<S, A = NoAlarm> {
@@ -78,41 +98,96 @@ impl<S: Sql, A: Alarm> ObjectStore<S, A> {
         &self.sql
     }
 
-    /// The object's alarm.
+    /// The object's alarm (the Worker's glue settles it after a request).
+    #[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
     pub(crate) fn alarm(&self) -> &A {
         &self.alarm
     }
 
-    /// The wake the alarm was last set for, with its job: `None` when the
-    /// job's record has no wake (or the object holds no job).
+    /// The earliest wake of the object's records, with its record's name:
+    /// `None` when no record has one (or the object holds none).
     pub fn wake(&self) -> Result<Option<Woken>, StoreError> {
         let rows = self.exec(
             "reading the wake",
-            "SELECT job, second, nanosecond FROM cronslot_wake \
-             ORDER BY second, nanosecond LIMIT 1",
+            "SELECT job, second, nanosecond FROM cronslot_wakes \
+             ORDER BY second, nanosecond, job LIMIT 1",
             &[],
         )?;
-        let Some(row) = rows.into_iter().next() else {
-            return Ok(None);
-        };
-        let corrupt = || StoreError::new(StoreErrorKind::Corrupt, "the object's wake is corrupt");
-        let job = row
+        Ok(wakes(rows)?.into_iter().next())
+    }
+
+    /// The wakes the alarm should send at `now_ms`: each not yet sent whose
+    /// wake has come, and each sent whose time to send again has come;
+    /// earliest first, at most [`MAX_WAKES_SENT`].
+    pub(crate) fn due_wakes(&self, now_ms: i64) -> Result<Vec<Woken>, StoreError> {
+        let rows = self.exec(
+            "reading the wakes that have come",
+            "SELECT job, second, nanosecond FROM cronslot_wakes \
+             WHERE coalesce(resend_ms, due_ms) <= ? \
+             ORDER BY coalesce(resend_ms, due_ms), job LIMIT ?",
+            &[
+                SqlValue::Integer(now_ms),
+                SqlValue::Integer(i64::try_from(MAX_WAKES_SENT).unwrap_or(i64::MAX)),
+            ],
+        )?;
+        wakes(rows)
+    }
+
+    /// The alarm sent `woken` (delivered or not): each entry that still
+    /// holds the wake it sent is sent again at `again_ms` unless a write
+    /// moves it first. Then the alarm is set to the earliest entry.
+    pub(crate) fn sent(&self, woken: &[Woken], again_ms: i64) -> Result<(), StoreError> {
+        for w in woken {
+            self.exec(
+                "noting a wake sent",
+                "UPDATE cronslot_wakes SET resend_ms = ? \
+                 WHERE job = ? AND second = ? AND nanosecond = ?",
+                &[
+                    SqlValue::Integer(again_ms),
+                    SqlValue::Text(w.job.clone()),
+                    SqlValue::Integer(w.at.as_second()),
+                    SqlValue::Integer(i64::from(w.at.subsec_nanosecond())),
+                ],
+            )?;
+        }
+        self.rearm()
+    }
+
+    /// Sets the alarm to the earliest entry's time, or deletes it.
+    pub(crate) fn rearm(&self) -> Result<(), StoreError> {
+        self.arm()
+            .map_err(|e| StoreError::unavailable(format!("re-arming the alarm: {e}")))
+    }
+
+    /// Sets the alarm to the earliest entry's time (its wake, or its time
+    /// to send again), or deletes it when there is none.
+    fn arm(&self) -> Result<(), SqlError> {
+        let rows = self
+            .exec(
+                "reading the next alarm",
+                "SELECT min(coalesce(resend_ms, due_ms)) FROM cronslot_wakes",
+                &[],
+            )
+            .map_err(|e| SqlError(e.message))?;
+        match rows
             .first()
-            .and_then(SqlValue::as_text)
-            .ok_or_else(corrupt)?
-            .to_string();
-        let at = instant(row.get(1), row.get(2)).ok_or_else(corrupt)?;
-        Ok(Some(Woken { job, at }))
+            .and_then(|r| r.first())
+            .and_then(SqlValue::as_integer)
+        {
+            Some(ms) => self.alarm.set(ms),
+            None => self.alarm.delete(),
+        }
     }
 
     /// After a write of `job`'s record: when its wake changed, stores the
-    /// new one and sets the alarm to it, or deletes both.
+    /// new one (not yet sent) or removes it, and sets the alarm to the
+    /// earliest entry.
     fn sync_wake(&self, job: &str, wake: Option<Timestamp>) -> Result<(), StoreError> {
         let doing = format!("reading the wake of job {job:?}");
         let name = SqlValue::Text(job.to_string());
         let rows = self.exec(
             &doing,
-            "SELECT second, nanosecond FROM cronslot_wake WHERE job = ?",
+            "SELECT second, nanosecond FROM cronslot_wakes WHERE job = ?",
             std::slice::from_ref(&name),
         )?;
         let stored = rows.first().and_then(|r| instant(r.first(), r.get(1)));
@@ -128,32 +203,28 @@ impl<S: Sql, A: Alarm> ObjectStore<S, A> {
             )
         };
         match wake {
-            Some(at) => {
-                self.sql
-                    .exec(
-                        "INSERT INTO cronslot_wake (job, second, nanosecond) VALUES (?, ?, ?) \
-                         ON CONFLICT (job) DO UPDATE SET second = excluded.second, \
-                         nanosecond = excluded.nanosecond",
-                        &[
-                            name,
-                            SqlValue::Integer(at.as_second()),
-                            SqlValue::Integer(i64::from(at.subsec_nanosecond())),
-                        ],
-                    )
-                    .map_err(|e| ambiguous("storing the wake", &e))?;
-                self.alarm
-                    .set(alarm_ms(at))
-                    .map_err(|e| ambiguous("setting the alarm for the wake", &e))
-            }
-            None => {
-                self.sql
-                    .exec("DELETE FROM cronslot_wake WHERE job = ?", &[name])
-                    .map_err(|e| ambiguous("removing the wake", &e))?;
-                self.alarm
-                    .delete()
-                    .map_err(|e| ambiguous("deleting the alarm", &e))
-            }
-        }
+            Some(at) => self
+                .sql
+                .exec(
+                    "INSERT INTO cronslot_wakes (job, second, nanosecond, due_ms, resend_ms) \
+                     VALUES (?, ?, ?, ?, NULL) \
+                     ON CONFLICT (job) DO UPDATE SET second = excluded.second, \
+                     nanosecond = excluded.nanosecond, due_ms = excluded.due_ms, resend_ms = NULL",
+                    &[
+                        name,
+                        SqlValue::Integer(at.as_second()),
+                        SqlValue::Integer(i64::from(at.subsec_nanosecond())),
+                        SqlValue::Integer(alarm_ms(at)),
+                    ],
+                )
+                .map_err(|e| ambiguous("storing the wake", &e))?,
+            None => self
+                .sql
+                .exec("DELETE FROM cronslot_wakes WHERE job = ?", &[name])
+                .map_err(|e| ambiguous("removing the wake", &e))?,
+        };
+        self.arm()
+            .map_err(|e| ambiguous("setting the alarm for the wake", &e))
     }
 
     fn exec(
@@ -245,6 +316,24 @@ impl<S: Sql, A: Alarm> ObjectStore<S, A> {
         )?;
         Ok(())
     }
+}
+
+/// Rows of (record name, second, nanosecond) as wakes.
+fn wakes(rows: Vec<Vec<SqlValue>>) -> Result<Vec<Woken>, StoreError> {
+    let corrupt = || StoreError::new(StoreErrorKind::Corrupt, "the object's wake is corrupt");
+    rows.into_iter()
+        .map(|row| {
+            let job = row
+                .first()
+                .and_then(SqlValue::as_text)
+                .ok_or_else(corrupt)?;
+            let at = instant(row.get(1), row.get(2)).ok_or_else(corrupt)?;
+            Ok(Woken {
+                job: job.to_string(),
+                at,
+            })
+        })
+        .collect()
 }
 
 fn failed(doing: &str, e: &SqlError) -> StoreError {

@@ -217,6 +217,13 @@ pub enum Op {
         /// The job and its wake.
         woken: Woken,
     },
+    /// To the tick object, from an object's alarm: these records' wakes
+    /// have come (an object holding many schedules sends them at once),
+    /// each as [`Op::Wake`].
+    Wakes {
+        /// The records and their wakes.
+        woken: Vec<Woken>,
+    },
     /// To a job's object: [`repair_wake`](cronslot_core::coord::repair_wake),
     /// for a record written before objects kept their wake as their alarm
     /// (the bounded repair of docs/design.md §11, which `cronslot init`
@@ -250,6 +257,7 @@ impl Op {
             Op::TickStart { .. } => "tick_start",
             Op::TickEnd { .. } => "tick_end",
             Op::Wake { .. } => "wake",
+            Op::Wakes { .. } => "wakes",
             Op::RepairWake => "repair_wake",
             Op::Requests => "requests",
         }
@@ -259,7 +267,7 @@ impl Op {
     pub fn is_tick(&self) -> bool {
         matches!(
             self,
-            Op::TickStart { .. } | Op::TickEnd { .. } | Op::Wake { .. }
+            Op::TickStart { .. } | Op::TickEnd { .. } | Op::Wake { .. } | Op::Wakes { .. }
         )
     }
 }

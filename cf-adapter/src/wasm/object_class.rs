@@ -167,10 +167,11 @@ impl DurableObject for CronslotJob {
                     "no Durable Object binding {OBJECT_BINDING}: {e}"
                 ))),
             };
+            let first = woken.first().map(|w| w.job.as_str());
             if let Err(e) = &delivered {
                 log_error(
                     "wake not sent to the tick object: the alarm tries again",
-                    Some(woken.job.as_str()),
+                    first,
                     e,
                 );
             }
@@ -178,7 +179,7 @@ impl DurableObject for CronslotJob {
                 .object
                 .alarm_end(woken, delivered.is_ok(), super::now())
             {
-                log_error("re-arming the alarm", Some(woken.job.as_str()), &e);
+                log_error("re-arming the alarm", first, &e);
                 self.rearm_later();
             }
         } else if let Err(e) = &step {

@@ -660,10 +660,10 @@ fn the_tick_objects_operations() {
     let index = TickClient::new(&t);
     let start = |now: &str, limit| block_on(index.tick_start(at(now), limit)).unwrap();
     let wake = |job: &str, time: &str| {
-        block_on(index.wake(Woken {
+        block_on(index.wake(vec![Woken {
             job: job.into(),
             at: at(time),
-        }))
+        }]))
         .unwrap()
     };
     assert_eq!(start("01:00:00", 10).mark, None);

@@ -330,11 +330,14 @@ pub(super) fn resolve_job(
         stale_after: p.stale_after.value,
         history: p.history(),
         action: action?,
+        // The tz database knows every zone; a precompiled manifest carries
+        // the zones it needs instead (`precompiled::TemplateDoc`).
+        zones: Vec::new(),
     };
     if job.is_dynamic() {
-        // Served by cronslot's runner. Where schedules are not served yet
-        // (Lambda, Workers), the precompiled form and `cronslot render`
-        // refuse the job, so it is never silently left alone.
+        // Served by cronslot's runner and by a Worker. Where schedules are
+        // not served yet (Lambda), `cronslot render` refuses the job, so it
+        // is never silently left alone.
         return Some(Resolved::Template(policies));
     }
     let cron = job.cron.clone()?;

@@ -55,6 +55,12 @@ pub struct JobTemplate {
     pub history: HistoryLimits,
     /// What runs for a slot of any of its schedules.
     pub action: Action,
+    /// Zones a schedule's `timezone` may name beyond the build's tz
+    /// database: those a precompiled manifest carries as TZif data. A
+    /// Worker links no tz database (core's feature `tzdb`), so these are
+    /// the zones its schedules can use; empty where the database is
+    /// linked, which knows every zone.
+    pub zones: Vec<Zone>,
 }
 
 /// How long the window of a one-off (`at`) is: one minute, so that the
@@ -83,8 +89,9 @@ impl JobTemplate {
         };
         let (schedule, schedule_text, timezone, start, end) = match &spec.when {
             When::Cron(text) => {
-                let zone =
-                    Zone::get(&spec.timezone).map_err(|e| problem("timezone", e.to_string()))?;
+                let zone = self
+                    .zone(&spec.timezone)
+                    .map_err(|message| problem("timezone", message))?;
                 let cron = CronExpr::parse(text).map_err(|e| {
                     problem("cron", format!("invalid cron expression {text:?}: {e}"))
                 })?;
@@ -121,6 +128,28 @@ impl JobTemplate {
             #[cfg(feature = "schedules")]
             payload: spec.payload.as_ref().map(|p| std::sync::Arc::from(p.get())),
         }))
+    }
+
+    /// The zone `name`: one this template carries ([`JobTemplate::zones`]),
+    /// else the tz database's. Refused with what this build knows.
+    fn zone(&self, name: &str) -> Result<Zone, String> {
+        if let Some(zone) = self.zones.iter().find(|z| z.name() == name) {
+            return Ok(zone.clone());
+        }
+        match Zone::get(name) {
+            Ok(zone) => Ok(zone),
+            Err(_) if !self.zones.is_empty() || !cfg!(feature = "tzdb") => {
+                let mut known: Vec<&str> = self.zones.iter().map(Zone::name).collect();
+                known.push("UTC");
+                Err(format!(
+                    "{name:?} is not a zone this build knows: it carries no tz database, only \
+                     the zones of its precompiled manifest ({}); a Worker's build script adds \
+                     zones with cronslot_core::build_script::precompile_manifest_with_zones",
+                    known.join(", ")
+                ))
+            }
+            Err(e) => Err(e.to_string()),
+        }
     }
 
     /// The spec of a job with these policies and `timing` (the template's

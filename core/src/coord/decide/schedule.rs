@@ -15,6 +15,7 @@
 //!   flight may finish, and gets no retry.
 
 use jiff::Timestamp;
+use serde::{Deserialize, Serialize};
 
 use super::advance::{advance, move_cursor};
 use crate::coord::rng::RandomSource;
@@ -24,8 +25,10 @@ use crate::coord::state::{
 use crate::manifest::{JobSpec, JobTemplate};
 use crate::schedules::{ScheduleKey, ScheduleSpec, SpecProblem};
 
-/// What a write asks of the version it replaces.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// What a write asks of the version it replaces. (Serde: the Worker sends
+/// it to a Durable Object.)
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Precondition {
     /// Nothing (an upsert).
     None,
@@ -37,7 +40,8 @@ pub enum Precondition {
 }
 
 /// What a write did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum ScheduleWrite {
     /// The schedule did not exist (or was deleted): it is now `version`.
     Created {
@@ -62,7 +66,8 @@ pub enum ScheduleWrite {
 }
 
 /// Why a write was refused; nothing is written.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum ScheduleRefusal {
     /// `If-Match` named another version (412). `current`: the version of
     /// the live schedule, `None` when there is none.

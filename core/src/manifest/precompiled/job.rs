@@ -17,8 +17,8 @@ use crate::manifest::rules::{
     Origin, Setting, command_problems, env_name_problem, env_value_problem, header_name_problem,
     header_value_problem, http_method, schedule, timeout_problem, url_problem, window_problem,
 };
-use crate::manifest::{Action, JobName, JobSpec};
-use crate::schedule::Schedule;
+use crate::manifest::{Action, JobName, JobSpec, JobTemplate};
+use crate::schedule::{Schedule, Zone};
 
 /// What runs for a slot; `"function"`, `{"command": {…}}` or
 /// `{"http": {…}}`. A timeout is left out where it is `[defaults]`'
@@ -304,6 +304,117 @@ impl JobDoc<'_> {
             payload: None,
             #[cfg(feature = "schedules")]
             earlier_payloads: Vec::new(),
+        })
+    }
+}
+
+/// A dynamic job as the file writes it: a job without a schedule. Its
+/// policies are a patch over `[defaults]` as a job's are (its timezone is
+/// `[defaults]`' and means nothing: each schedule names its own).
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct TemplateDoc<'a> {
+    #[serde(borrow)]
+    pub(super) name: Text<'a>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(with = "crate::instant::text::option")]
+    pub(super) start_at: Option<Timestamp>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(with = "crate::instant::text::option")]
+    pub(super) end_at: Option<Timestamp>,
+    #[serde(borrow)]
+    pub(super) action: ActionDoc<'a>,
+    #[serde(borrow, default, skip_serializing_if = "PolicyPatch::is_empty")]
+    pub(super) policy: PolicyPatch<'a>,
+}
+
+impl TemplateDoc<'_> {
+    /// `t` as written, as [`JobDoc::new`] writes a job.
+    pub(super) fn new(
+        t: &JobTemplate,
+        defaults: &PolicyDoc<'_>,
+        default_timeout: Option<Duration>,
+    ) -> TemplateDoc<'static> {
+        let policy = PolicyDoc::new(
+            &defaults.timezone,
+            t.trigger,
+            t.lease,
+            t.starting_deadline,
+            t.catch_up,
+            t.max_catch_up,
+            t.overlap,
+            &t.retry,
+            t.delivery,
+            t.dst,
+            t.skew_margin,
+            t.paused,
+            t.stale_after,
+            t.history,
+        );
+        TemplateDoc {
+            name: t.name.as_str().to_string().into(),
+            start_at: t.start_at,
+            end_at: t.end_at,
+            action: ActionDoc::new(&t.action, default_timeout),
+            policy: PolicyPatch::between(&policy, defaults),
+        }
+    }
+
+    /// The dynamic job, checked as [`JobDoc::resolve`] checks a job; its
+    /// schedules may name the zones `carried` (every zone the file has).
+    pub(super) fn resolve(
+        &self,
+        index: usize,
+        defaults: &PolicyDoc<'_>,
+        default_timeout: Option<&str>,
+        carried: &[Zone],
+        zones: &mut Zones,
+        problems: &mut Problems,
+    ) -> Option<JobTemplate> {
+        let place = format!("dynamic job {:?} (templates[{index}])", self.name);
+        let before = problems.0.len();
+        let name = JobName::new(&*self.name)
+            .map_err(|e| problems.push(place.clone(), e.to_string()))
+            .ok();
+        if let (Some(s), Some(e)) = (self.start_at, self.end_at) {
+            if let Some(problem) = window_problem(s, e) {
+                problems.push(place.clone(), problem);
+            }
+        }
+        let timeout = self.action.timeout(&place, default_timeout, problems);
+        let action = self.action.resolve(&place, &timeout, problems);
+        let function_job = matches!(self.action, ActionDoc::Function);
+        let p = self.policy.over(defaults).resolve(
+            &place,
+            Some(&self.policy),
+            &timeout,
+            function_job,
+            zones,
+            problems,
+        );
+        if problems.0.len() > before {
+            return None;
+        }
+        let p = p?;
+        Some(JobTemplate {
+            name: name?,
+            trigger: p.trigger,
+            lease: p.lease,
+            starting_deadline: p.starting_deadline,
+            catch_up: p.catch_up,
+            max_catch_up: p.max_catch_up,
+            overlap: p.overlap,
+            retry: p.retry,
+            delivery: p.delivery,
+            dst: p.dst,
+            skew_margin: p.skew_margin,
+            paused: p.paused,
+            start_at: self.start_at,
+            end_at: self.end_at,
+            stale_after: p.stale_after,
+            history: p.history,
+            action: action?,
+            zones: carried.to_vec(),
         })
     }
 }

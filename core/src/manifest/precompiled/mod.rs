@@ -43,7 +43,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use self::job::JobDoc;
+use self::job::{JobDoc, TemplateDoc};
 use self::policy::{DefaultsDoc, defaults_policy};
 use super::base64;
 use super::duration::parse_duration;
@@ -94,12 +94,18 @@ impl Manifest {
             .iter()
             .map(|job| JobDoc::new(job, &policy, self.defaults.timeout))
             .collect();
+        let templates = self
+            .templates
+            .iter()
+            .map(|t| TemplateDoc::new(t, &policy, self.defaults.timeout))
+            .collect();
         let doc = Doc {
             format: PRECOMPILED_FORMAT.into(),
             version: PRECOMPILED_VERSION,
             source: source.into(),
             defaults,
             jobs,
+            templates,
             warnings: self.warnings.iter().map(DiagnosticDoc::from).collect(),
             zones: self.zone_data(),
         };
@@ -107,12 +113,16 @@ impl Manifest {
         serde_json::to_string(&doc).unwrap_or_default()
     }
 
-    /// The TZif data (base64) of every zone the manifest names, so that a
+    /// The TZif data (base64) of every zone the manifest names, and of
+    /// those its dynamic jobs' schedules may name
+    /// ([`JobTemplate::zones`](super::JobTemplate::zones)), so that a
     /// program built without the tz database (core's feature `tzdb`) knows
     /// them when it loads the precompiled form. UTC needs none.
     fn zone_data(&self) -> BTreeMap<String, String> {
         let mut zones = BTreeMap::new();
-        for zone in self.jobs.iter().map(|j| j.schedule.zone()) {
+        let named = self.jobs.iter().map(|j| j.schedule.zone());
+        let carried = self.templates.iter().flat_map(|t| t.zones.iter());
+        for zone in named.chain(carried) {
             if zones.contains_key(zone.name()) {
                 continue;
             }
@@ -192,7 +202,43 @@ pub fn load_precompiled(json: &str) -> Result<Manifest, PrecompiledError> {
             jobs.push(spec);
         }
     }
-    if doc.jobs.is_empty() {
+    // Every zone the file carries, for the dynamic jobs' schedules.
+    let carried: Vec<Zone> = doc
+        .zones
+        .keys()
+        .filter_map(|name| zones.0.get(name).and_then(|z| z.clone().ok()))
+        .collect();
+    let mut templates = Vec::with_capacity(doc.templates.len());
+    for (i, text) in doc.templates.iter().enumerate() {
+        let template: TemplateDoc<'_> = match crate::json::from_str(text.get()) {
+            Ok(template) => template,
+            Err(e) => {
+                problems.push(format!("templates[{i}]"), e.to_string());
+                continue;
+            }
+        };
+        if !names.insert(template.name.clone()) {
+            problems.push(
+                format!("templates[{i}]"),
+                format!("duplicate job name {:?}", template.name),
+            );
+        }
+        let Some(policy) = &defaults_policy else {
+            continue;
+        };
+        let default_timeout = doc.defaults.timeout.as_deref();
+        if let Some(t) = template.resolve(
+            i,
+            policy,
+            default_timeout,
+            &carried,
+            &mut zones,
+            &mut problems,
+        ) {
+            templates.push(t);
+        }
+    }
+    if doc.jobs.is_empty() && doc.templates.is_empty() {
         problems.push("jobs".into(), "there is no job".into());
     }
     let warnings = doc
@@ -209,7 +255,7 @@ pub fn load_precompiled(json: &str) -> Result<Manifest, PrecompiledError> {
         Some(defaults) => Ok(Manifest {
             defaults,
             jobs,
-            templates: Vec::new(),
+            templates,
             warnings,
         }),
         // Not reached: a defaults table that does not resolve reports a
@@ -332,6 +378,9 @@ struct Doc<'a> {
     defaults: DefaultsDoc<'a>,
     #[serde(borrow)]
     jobs: Vec<JobDoc<'a>>,
+    /// The dynamic jobs: templates of their schedules.
+    #[serde(borrow, skip_serializing_if = "Vec::is_empty")]
+    templates: Vec<TemplateDoc<'a>>,
     warnings: Vec<DiagnosticDoc>,
     /// TZif data (base64) of the zones named above ([`Manifest::zone_data`]).
     /// Optional: a file without it still loads where the tz database is
@@ -353,6 +402,8 @@ struct DocIn<'a> {
     defaults: DefaultsDoc<'a>,
     #[serde(borrow)]
     jobs: Vec<&'a serde_json::value::RawValue>,
+    #[serde(borrow, default)]
+    templates: Vec<&'a serde_json::value::RawValue>,
     warnings: Vec<DiagnosticDoc>,
     #[serde(default)]
     zones: BTreeMap<String, String>,

@@ -670,3 +670,61 @@ fn the_precompiled_form_says_what_the_toml_path_says() {
         assert_eq!(found, said, "{case:?}");
     }
 }
+
+/// A dynamic job round trips with its policies, a manifest of dynamic jobs
+/// alone is one, and its schedules may name the zones the file carries
+/// (with the carried rules, as a Worker without a tz database has them).
+#[test]
+fn dynamic_jobs_round_trip_with_the_zones_their_schedules_may_name() {
+    let text = r#"[defaults]
+timezone = "Europe/Berlin"
+lease = "5m"
+
+[[job]]
+name = "tenant-invoice"
+dynamic = true
+http = { url = "https://example.com/invoice", method = "post" }
+timeout = "1m"
+retry = { max_attempts = 4, backoff = "30s" }
+overlap = "allow"
+max_concurrency = 2
+end_at = 2030-01-01T00:00:00Z
+"#;
+    let mut parsed = parse("dyn.toml", text);
+    let tokyo = Zone::get("Asia/Tokyo").expect("zone");
+    parsed.templates[0].zones = vec![tokyo.clone()];
+    let json = parsed.to_precompiled("dyn.toml");
+    let loaded = load_precompiled(&json).unwrap_or_else(|e| panic!("{e}\n{json}"));
+    assert!(loaded.jobs.is_empty());
+    let (mut want, got) = (parsed.templates[0].clone(), loaded.templates[0].clone());
+    // The file carries Tokyo, and Berlin (its defaults' zone).
+    let carried: Vec<&str> = got.zones.iter().map(Zone::name).collect();
+    assert_eq!(carried, ["Asia/Tokyo", "Europe/Berlin"]);
+    want.zones = got.zones.clone();
+    assert_eq!(got, want);
+
+    // A schedule in a carried zone plans with the carried rules: give
+    // Tokyo's name New York's data, and the offsets are New York's.
+    let new_york = Zone::get("America/New_York").expect("zone");
+    let mut doc: serde_json::Value = serde_json::from_str(&json).expect("json");
+    doc["zones"]["Asia/Tokyo"] = base64::encode(new_york.tzif().expect("data")).into();
+    let swapped = load_precompiled(&doc.to_string()).expect("loads");
+    let key = crate::schedules::ScheduleKey::new("t1").expect("key");
+    let spec = crate::schedules::ScheduleSpec::from_json(
+        r#"{"cron": "0 9 * * *", "timezone": "Asia/Tokyo"}"#,
+    )
+    .expect("spec");
+    let job = swapped.templates[0]
+        .for_schedule(&key, &spec)
+        .expect("plans");
+    assert_eq!(job.schedule.zone().offset_at(1_780_000_000), -4 * 3600);
+
+    // Two dynamic jobs of one name are refused like two jobs.
+    let mut twice = doc.clone();
+    let first = twice["templates"][0].clone();
+    twice["templates"]
+        .as_array_mut()
+        .expect("templates")
+        .push(first);
+    assert_problem(&twice.to_string(), "duplicate job name \"tenant-invoice\"");
+}
