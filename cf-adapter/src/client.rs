@@ -18,6 +18,10 @@ use jiff::Timestamp;
 use crate::protocol::{Answer, ObjectReply, ObjectRequest, Op, TICK_OBJECT, Woken};
 use crate::spec_text::encode_spec;
 
+#[cfg(feature = "schedules")]
+#[path = "client_schedules.rs"]
+mod schedules;
+
 /// Carries one request body to the object named `job` and returns its
 /// answer body. A transport error is a store error (the object was not
 /// reached, or its answer was lost).
@@ -33,24 +37,58 @@ async fn exchange<T: Transport>(
     spec: String,
     op: Op,
 ) -> Result<Answer, CoordError> {
-    let name = op.name();
     let request = ObjectRequest {
         job: object.to_string(),
         spec,
         op,
+        #[cfg(feature = "schedules")]
+        schedule: None,
     };
-    let body = serde_json::to_string(&request)
+    send_request(transport, &request)
+        .await?
+        .map_err(CoordError::from)
+}
+
+/// Sends `request` and decodes the object's reply: the outer error is the
+/// transport's or an unreadable answer, the inner one the object's.
+async fn send_request<T: Transport>(
+    transport: &T,
+    request: &ObjectRequest,
+) -> Result<ObjectReply, CoordError> {
+    let (object, name) = (request.job.as_str(), request.op.name());
+    let body = serde_json::to_string(request)
         .map_err(|e| StoreError::other(format!("encoding a {name} request: {e}")))?;
     let answer = transport.call(object, body).await?;
-    let reply: ObjectReply = cronslot_core::json::from_str(&answer).map_err(|e| {
+    cronslot_core::json::from_str(&answer).map_err(|e| {
         // The object ran (or not) and its answer is unreadable: whether a
         // write happened is unknown.
-        StoreError::new(
+        CoordError::Store(StoreError::new(
             StoreErrorKind::Ambiguous,
             format!("the object {object:?} answered {name} with something unreadable: {e}"),
-        )
-    })?;
-    reply.map_err(CoordError::from)
+        ))
+    })
+}
+
+/// Where a job's (or a schedule's) requests go: its object, its spec
+/// text, and for a schedule its address among the job's objects.
+#[derive(Clone)]
+struct Target {
+    object: String,
+    spec: String,
+    #[cfg(feature = "schedules")]
+    schedule: Option<crate::protocol::ScheduleAt>,
+}
+
+impl Target {
+    fn request(&self, op: Op) -> ObjectRequest {
+        ObjectRequest {
+            job: self.object.clone(),
+            spec: self.spec.clone(),
+            op,
+            #[cfg(feature = "schedules")]
+            schedule: self.schedule.clone(),
+        }
+    }
 }
 
 /// What the object said after recording a run's end.
@@ -62,12 +100,16 @@ struct Recorded {
     retry_at: Option<Timestamp>,
 }
 
-/// A coordinator whose store is one object per job.
+/// A coordinator whose store is one object per job, and a dynamic job's
+/// schedules spread over several objects by key.
 pub struct ObjectClient<T> {
     transport: T,
-    /// The latest spec text of each job, for effect operations (which name
-    /// only a key).
-    specs: RefCell<HashMap<String, String>>,
+    /// Where each record's requests went last (by record name), for effect
+    /// operations (which name only a key).
+    specs: RefCell<HashMap<String, Target>>,
+    /// How many objects each dynamic job's schedules are spread over.
+    #[cfg(feature = "schedules")]
+    schedule_objects: u32,
     /// What each job's object said when it last recorded a run's end.
     recorded: RefCell<HashMap<String, Recorded>>,
 }
@@ -78,11 +120,26 @@ impl<T: Transport> ObjectClient<T> {
         ObjectClient {
             transport,
             specs: RefCell::new(HashMap::new()),
+            #[cfg(feature = "schedules")]
+            schedule_objects: crate::protocol::DEFAULT_SCHEDULE_OBJECTS,
             recorded: RefCell::new(HashMap::new()),
         }
     }
 
-    /// Whether another claim of the job may find something to run at
+    /// Spreads each dynamic job's schedules over `objects` objects (1 to
+    /// [`MAX_SCHEDULE_OBJECTS`](crate::protocol::MAX_SCHEDULE_OBJECTS);
+    /// [`DEFAULT_SCHEDULE_OBJECTS`](crate::protocol::DEFAULT_SCHEDULE_OBJECTS)
+    /// by default). The count decides which object holds each key: an
+    /// object refuses requests that count otherwise than those that wrote
+    /// it, so it is chosen once, before the first schedule is written.
+    #[cfg(feature = "schedules")]
+    pub fn with_schedule_objects(mut self, objects: u32) -> ObjectClient<T> {
+        self.schedule_objects = objects.clamp(1, crate::protocol::MAX_SCHEDULE_OBJECTS);
+        self
+    }
+
+    /// Whether another claim of the job (`job`: its record's name, `job/key`
+    /// for a schedule) may find something to run at
     /// `now`, judging by what its object answered when this client last
     /// recorded a run's end (the runtime's
     /// [`ServeOptions::more_due`](cronslot_runtime::ServeOptions::more_due)):
@@ -114,24 +171,45 @@ impl<T: Transport> ObjectClient<T> {
         &self.transport
     }
 
-    /// Rendered on every call (small next to the request it rides on, its
-    /// zone's TZif data included): the same job name may carry a changed
-    /// spec, and the object must plan with the new one.
-    fn spec_text(&self, spec: &JobSpec) -> String {
-        let text = encode_spec(spec);
+    /// Where `spec`'s requests go. Its text is rendered on every call
+    /// (small next to the request it rides on, its zone's TZif data
+    /// included): the same job name may carry a changed spec, and the
+    /// object must plan with the new one.
+    fn target(&self, spec: &JobSpec) -> Target {
+        let target = Target {
+            #[cfg(feature = "schedules")]
+            object: match &spec.key {
+                Some(key) => crate::protocol::schedule_object(
+                    spec.name.as_str(),
+                    key.as_str(),
+                    self.schedule_objects,
+                ),
+                None => spec.name.as_str().to_string(),
+            },
+            #[cfg(not(feature = "schedules"))]
+            object: spec.name.as_str().to_string(),
+            spec: encode_spec(spec),
+            #[cfg(feature = "schedules")]
+            schedule: spec.key.as_ref().map(|key| crate::protocol::ScheduleAt {
+                objects: self.schedule_objects,
+                key: Some(key.as_str().to_string()),
+                version: spec.schedule_version,
+            }),
+        };
         self.specs
             .borrow_mut()
-            .insert(spec.name.as_str().to_string(), text.clone());
-        text
+            .insert(spec.record_name().into_owned(), target.clone());
+        target
     }
 
-    async fn send(&self, job: &str, spec: String, op: Op) -> Result<Answer, CoordError> {
-        exchange(&self.transport, job, spec, op).await
+    async fn send(&self, target: &Target, op: Op) -> Result<Answer, CoordError> {
+        send_request(&self.transport, &target.request(op))
+            .await?
+            .map_err(CoordError::from)
     }
 
     async fn op(&self, spec: &JobSpec, op: Op) -> Result<Answer, CoordError> {
-        self.send(spec.name.as_str(), self.spec_text(spec), op)
-            .await
+        self.send(&self.target(spec), op).await
     }
 
     /// The record as stored (not brought up to now); `None` before the
@@ -147,27 +225,30 @@ impl<T: Transport> ObjectClient<T> {
     /// was written before objects kept one ([`Op::RepairWake`]); returns
     /// the wake given, `None` when it needed none.
     pub async fn repair_wake(&self, job: &str) -> Result<Option<Timestamp>, CoordError> {
-        match self.send(job, String::new(), Op::RepairWake).await? {
+        match exchange(&self.transport, job, String::new(), Op::RepairWake).await? {
             Answer::Repaired(wake) => Ok(wake),
             other => Err(unexpected("repair_wake", &other)),
         }
     }
 
-    /// Effects live in the object of their job; the key names it
-    /// (`<job>@<slot>/<name>`). The spec is needed only to address the
-    /// object, and a remembered one is used when the job is known.
+    /// Effects live in the object of their job (or schedule); the key
+    /// names it (`<job>@<slot>/<name>`, `<job>/<key>@<slot>/<name>`), and
+    /// the requests go where the record's went last.
     async fn effect_op(&self, key: &str, op: Op) -> Result<Answer, CoordError> {
-        let job = key.split_once('@').map(|(job, _)| job).ok_or_else(|| {
+        let record = key
+            .split_once('@')
+            .map(|(record, _)| record)
+            .ok_or_else(|| {
+                StoreError::other(format!(
+                    "effect key {key:?} does not name its job (expected <job>@<slot>/<name>)"
+                ))
+            })?;
+        let target = self.specs.borrow().get(record).cloned().ok_or_else(|| {
             StoreError::other(format!(
-                "effect key {key:?} does not name its job (expected <job>@<slot>/<name>)"
+                "effect key {key:?}: job {record:?} has not been used through this client"
             ))
         })?;
-        let spec = self.specs.borrow().get(job).cloned().ok_or_else(|| {
-            StoreError::other(format!(
-                "effect key {key:?}: job {job:?} has not been used through this client"
-            ))
-        })?;
-        self.send(job, spec, op).await
+        self.send(&target, op).await
     }
 }
 
@@ -181,9 +262,10 @@ fn unexpected(op: &str, answer: &Answer) -> CoordError {
     )))
 }
 
-/// The Worker serves no schedules of dynamic jobs yet: a precompiled
-/// manifest has no dynamic jobs (the build refuses them), so its tick
-/// plan has no templates and never asks.
+/// Without the feature `schedules` a Worker serves no dynamic jobs: its
+/// manifest has none (the build refuses them), so its tick plan has no
+/// templates and never asks.
+#[cfg(not(feature = "schedules"))]
 impl<T: Transport> cronslot_runtime::ScheduleSource for ObjectClient<T> {
     async fn schedule_spec(
         &self,
@@ -192,7 +274,7 @@ impl<T: Transport> cronslot_runtime::ScheduleSource for ObjectClient<T> {
         _now: Timestamp,
     ) -> Result<Option<JobSpec>, String> {
         Err(format!(
-            "{}/{key}: the Worker serves no schedules of dynamic jobs yet",
+            "{}/{key}: this Worker is built without cronslot-cf's feature `schedules`",
             template.name
         ))
     }
@@ -211,7 +293,7 @@ impl<T: Transport> Coordinator for ObjectClient<T> {
             trigger,
             owner: owner.to_string(),
         };
-        self.note(spec.name.as_str(), None);
+        self.note(&spec.record_name(), None);
         match self.op(spec, op).await? {
             Answer::Claim(c) => Ok(c),
             other => Err(unexpected("claim", &other)),
@@ -236,7 +318,7 @@ impl<T: Transport> Coordinator for ObjectClient<T> {
                     more_due,
                     retry_at: None,
                 };
-                self.note(spec.name.as_str(), Some(recorded));
+                self.note(&spec.record_name(), Some(recorded));
                 Ok(())
             }
             other => Err(unexpected("complete", &other)),
@@ -263,7 +345,7 @@ impl<T: Transport> Coordinator for ObjectClient<T> {
                     FailOutcome::RetryAt(at) => Some(at),
                     _ => None,
                 };
-                self.note(spec.name.as_str(), Some(Recorded { more_due, retry_at }));
+                self.note(&spec.record_name(), Some(Recorded { more_due, retry_at }));
                 Ok(outcome)
             }
             other => Err(unexpected("fail", &other)),

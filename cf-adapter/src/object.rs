@@ -37,6 +37,10 @@ use cronslot_core::coord::{
 use cronslot_core::manifest::JobSpec;
 use jiff::{SignedDuration, Timestamp};
 
+#[cfg(feature = "schedules")]
+#[path = "object_schedules.rs"]
+mod schedules;
+
 use crate::object_store::{ObjectStore, alarm_ms};
 use crate::protocol::{Answer, ObjectReply, ObjectRequest, Op, TICK_OBJECT, WireError, Woken};
 use crate::spec_text::decode_spec;
@@ -72,6 +76,12 @@ pub struct JobObject<S, A = NoAlarm> {
     spec: RefCell<Option<(String, Rc<JobSpec>)>>,
     /// The tick object's tables (used only when it is the tick object).
     tick: TickTables,
+    /// A schedule object's dynamic job: its text and parse.
+    #[cfg(feature = "schedules")]
+    template: RefCell<Option<(String, Rc<cronslot_core::manifest::JobTemplate>)>>,
+    /// How many objects a schedule object's job is spread over, once read.
+    #[cfg(feature = "schedules")]
+    objects: Cell<Option<u32>>,
     /// Whether requests and alarms are counted in storage.
     counting: Cell<bool>,
 }
@@ -104,6 +114,10 @@ impl<S: Sql, A: Alarm> JobObject<S, A> {
             coordinator: CasCoordinator::new(ObjectStore::with_alarm(sql, alarm), seed),
             spec: RefCell::new(None),
             tick: TickTables::default(),
+            #[cfg(feature = "schedules")]
+            template: RefCell::new(None),
+            #[cfg(feature = "schedules")]
+            objects: Cell::new(None),
             counting: Cell::new(false),
         }
     }
@@ -249,6 +263,10 @@ impl<S: Sql, A: Alarm> JobObject<S, A> {
                 .map(Answer::Repaired)
                 .map_err(|e| WireError::from(&CoordError::Store(e)));
         }
+        #[cfg(feature = "schedules")]
+        if let Some(at) = &request.schedule {
+            return self.schedule_request(request, at).await;
+        }
         let spec = self.spec(request)?;
         self.apply(&spec, &request.op)
             .await
@@ -256,14 +274,7 @@ impl<S: Sql, A: Alarm> JobObject<S, A> {
     }
 
     fn spec(&self, request: &ObjectRequest) -> Result<Rc<JobSpec>, WireError> {
-        if let Some((text, spec)) = self.spec.borrow().as_ref()
-            && *text == request.spec
-        {
-            return Ok(spec.clone());
-        }
-        let spec = decode_spec(&request.spec).map_err(|e| WireError::BadRequest {
-            message: format!("the job spec does not parse: {e}"),
-        })?;
+        let spec = self.parsed_spec(&request.spec)?;
         if spec.name.as_str() != request.job {
             return Err(WireError::BadRequest {
                 message: format!(
@@ -273,8 +284,21 @@ impl<S: Sql, A: Alarm> JobObject<S, A> {
                 ),
             });
         }
+        Ok(spec)
+    }
+
+    /// The spec `text` parses to: parsed once while the same text comes.
+    fn parsed_spec(&self, text: &str) -> Result<Rc<JobSpec>, WireError> {
+        if let Some((cached, spec)) = self.spec.borrow().as_ref()
+            && cached == text
+        {
+            return Ok(spec.clone());
+        }
+        let spec = decode_spec(text).map_err(|e| WireError::BadRequest {
+            message: format!("the job spec does not parse: {e}"),
+        })?;
         let spec = Rc::new(spec);
-        *self.spec.borrow_mut() = Some((request.spec.clone(), spec.clone()));
+        *self.spec.borrow_mut() = Some((text.to_string(), spec.clone()));
         Ok(spec)
     }
 
@@ -317,7 +341,7 @@ impl<S: Sql, A: Alarm> JobObject<S, A> {
     /// coordinator just wrote (or read): `true` when it does not know.
     fn more_due(&self, spec: &JobSpec, now: Timestamp) -> bool {
         self.coordinator
-            .known(spec.name.as_str())
+            .known(&spec.record_name())
             .is_none_or(|v| decide::more_due(spec, &v.value, now))
     }
 
@@ -352,7 +376,7 @@ impl<S: Sql, A: Alarm> JobObject<S, A> {
             Op::Status { now } => Answer::State(Box::new(c.status(spec, *now).await?)),
             Op::Record => Answer::Record(
                 c.store()
-                    .get(spec.name.as_str())
+                    .get(&spec.record_name())
                     .await?
                     .map(|v| Box::new(v.value)),
             ),
@@ -401,6 +425,16 @@ impl<S: Sql, A: Alarm> JobObject<S, A> {
             | Op::Wakes { .. }
             | Op::RepairWake
             | Op::Requests => {
+                return Err(CoordError::Store(StoreError::other(format!(
+                    "{} is not an operation of a job's object",
+                    op.name()
+                ))));
+            }
+            #[cfg(feature = "schedules")]
+            Op::PutSchedule { .. }
+            | Op::DeleteSchedule { .. }
+            | Op::ReadSchedule
+            | Op::ListSchedules { .. } => {
                 return Err(CoordError::Store(StoreError::other(format!(
                     "{} is not an operation of a job's object",
                     op.name()

@@ -14,6 +14,8 @@
 //! are read through serde's generic `Content` buffer, which was ≈ 100 KB of
 //! the Worker (docs/performance.md, "Worker size").
 
+#[cfg(feature = "schedules")]
+use cronslot_core::coord::decide::{Precondition, ScheduleRefusal, ScheduleWrite};
 use cronslot_core::coord::{
     BackfillError, Claim, CoordError, EffectBegin, EffectFinish, EffectRecord, FailOutcome,
     JobState, Refusal, StoreError, StoreErrorKind, Trigger, TriggerError,
@@ -40,6 +42,63 @@ pub struct ObjectRequest {
     pub spec: String,
     /// What to do.
     pub op: Op,
+    /// With a dynamic job's schedules: which ones, and how the job's
+    /// objects are counted. `job` is then one of the job's schedule
+    /// objects ([`schedule_object`]); `spec` the job's template
+    /// ([`encode_template`](crate::spec_text::encode_template)) for the
+    /// schedule operations, the schedule's spec for the others.
+    #[cfg(feature = "schedules")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schedule: Option<ScheduleAt>,
+}
+
+/// The schedules of a dynamic job are spread over this many objects by
+/// default (docs/design.md §12, "Durable Objects"): one object serves
+/// about 1,000 requests a second, and a run costs three, so 16 objects
+/// start about 5,000 slots a second, and a listing reads 16 objects a page.
+pub const DEFAULT_SCHEDULE_OBJECTS: u32 = 16;
+
+/// The most objects one dynamic job's schedules are spread over.
+pub const MAX_SCHEDULE_OBJECTS: u32 = 1024;
+
+/// The object that holds the schedule `key` of the dynamic job `job`, when
+/// the job's schedules are spread over `objects` objects: `job#i`, `i` the
+/// key's 64-bit FNV-1a hash modulo `objects`. A job name has no `#`
+/// (`validate_job_name`), so no job's own object has such a name. The
+/// hash is fixed: every Worker version finds a key in the same object.
+pub fn schedule_object(job: &str, key: &str, objects: u32) -> String {
+    format!("{job}#{}", schedule_shard(key, objects))
+}
+
+/// The index of the object of `key` among `objects` (see
+/// [`schedule_object`]).
+pub fn schedule_shard(key: &str, objects: u32) -> u32 {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for byte in key.bytes() {
+        hash ^= u64::from(byte);
+        hash = hash.wrapping_mul(0x0100_0000_01b3);
+    }
+    // The remainder is below `objects`, a u32.
+    u32::try_from(hash % u64::from(objects.max(1))).unwrap_or(0)
+}
+
+/// Where a request on a dynamic job's schedules goes.
+#[cfg(feature = "schedules")]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ScheduleAt {
+    /// How many objects the job's schedules are spread over (the Worker's
+    /// setting): an object refuses a request that counts them otherwise
+    /// than the requests that wrote its schedules, since the count decides
+    /// where every key is.
+    pub objects: u32,
+    /// The schedule; `None` for a listing of the object's schedules.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
+    /// The schedule's version the spec was read at
+    /// ([`JobSpec::schedule_version`](cronslot_core::manifest::JobSpec)):
+    /// a claim with a spec of another version starts nothing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<u64>,
 }
 
 /// A job whose wake has come, as the tick object holds it.
@@ -230,6 +289,48 @@ pub enum Op {
     /// runs through the admin route `POST {p}/repair`). Needs no spec: the
     /// request carries none. Answered with [`Answer::Repaired`].
     RepairWake,
+    /// To a schedule's object: [`Schedules::put_schedule`](cronslot_core::coord::Schedules::put_schedule).
+    /// Answered with [`Answer::Written`].
+    #[cfg(feature = "schedules")]
+    PutSchedule {
+        /// The schedule's spec, as JSON.
+        spec: String,
+        /// What the write asks of the version it replaces.
+        precondition: Precondition,
+        /// The caller's clock.
+        #[serde(with = "cronslot_core::instant::text")]
+        now: Timestamp,
+    },
+    /// To a schedule's object: [`Schedules::delete_schedule`](cronslot_core::coord::Schedules::delete_schedule).
+    /// Answered with [`Answer::Written`].
+    #[cfg(feature = "schedules")]
+    DeleteSchedule {
+        /// What the delete asks of the version it replaces.
+        precondition: Precondition,
+        /// The caller's clock.
+        #[serde(with = "cronslot_core::instant::text")]
+        now: Timestamp,
+    },
+    /// To a schedule's object: the schedule's record as stored (a
+    /// tombstone's included). Answered with [`Answer::Record`].
+    #[cfg(feature = "schedules")]
+    ReadSchedule,
+    /// To one of a job's schedule objects: a page of the live schedules it
+    /// holds, as [`Schedules::list_schedules`](cronslot_core::coord::Schedules::list_schedules)
+    /// reads them. Answered with [`Answer::Page`].
+    #[cfg(feature = "schedules")]
+    ListSchedules {
+        /// Only keys that start with this.
+        prefix: String,
+        /// Only schedules with this label (`NAME:VALUE`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        label: Option<String>,
+        /// Only keys after this one.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        after: Option<String>,
+        /// At most this many.
+        limit: usize,
+    },
     /// How many requests (and alarms) the object has served, when the
     /// Worker counts them (the `CRONSLOT_COUNT_REQUESTS` variable; tests
     /// measure a tick's cost with it). Not counted itself.
@@ -260,6 +361,14 @@ impl Op {
             Op::Wakes { .. } => "wakes",
             Op::RepairWake => "repair_wake",
             Op::Requests => "requests",
+            #[cfg(feature = "schedules")]
+            Op::PutSchedule { .. } => "put_schedule",
+            #[cfg(feature = "schedules")]
+            Op::DeleteSchedule { .. } => "delete_schedule",
+            #[cfg(feature = "schedules")]
+            Op::ReadSchedule => "read_schedule",
+            #[cfg(feature = "schedules")]
+            Op::ListSchedules { .. } => "list_schedules",
         }
     }
 
@@ -330,6 +439,19 @@ pub enum Answer {
         /// Alarms served.
         alarms: u64,
     },
+    /// To `put_schedule` and `delete_schedule`: what the write did.
+    #[cfg(feature = "schedules")]
+    Written(ScheduleWrite),
+    /// To `list_schedules`: the object's live schedules of the page, in key
+    /// order, each with its record.
+    #[cfg(feature = "schedules")]
+    Page {
+        /// Each schedule's key and record.
+        schedules: Vec<(String, Box<JobState>)>,
+        /// Where the object's next page starts; `None`: it has no more.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cursor: Option<String>,
+    },
 }
 
 impl Answer {
@@ -350,6 +472,10 @@ impl Answer {
             Answer::Tick { .. } => "tick",
             Answer::Repaired(_) => "repaired",
             Answer::Count { .. } => "count",
+            #[cfg(feature = "schedules")]
+            Answer::Written(_) => "written",
+            #[cfg(feature = "schedules")]
+            Answer::Page { .. } => "page",
         }
     }
 }
@@ -411,6 +537,10 @@ pub enum WireError {
         /// What was wrong, for a person.
         message: String,
     },
+    /// [`ScheduleError::Refused`](cronslot_core::coord::ScheduleError):
+    /// a schedule's write was refused, and nothing was written.
+    #[cfg(feature = "schedules")]
+    Schedule(ScheduleRefusal),
 }
 
 /// A [`StoreErrorKind`] on the wire.
@@ -503,6 +633,10 @@ impl From<WireError> for CoordError {
             WireError::BadRequest { message } => CoordError::Store(StoreError::other(format!(
                 "the job's object refused the request: {message}"
             ))),
+            #[cfg(feature = "schedules")]
+            WireError::Schedule(refusal) => CoordError::Store(StoreError::other(
+                cronslot_core::coord::ScheduleError::Refused(refusal).to_string(),
+            )),
         }
     }
 }
@@ -594,6 +728,8 @@ mod tests {
                 trigger: Trigger::Slot(t),
                 owner: "w".into(),
             },
+            #[cfg(feature = "schedules")]
+            schedule: None,
         };
         let json = serde_json::to_string(&req).unwrap();
         assert_eq!(serde_json::from_str::<ObjectRequest>(&json).unwrap(), req);
@@ -627,6 +763,8 @@ mod tests {
                 job: TICK_OBJECT.into(),
                 spec: String::new(),
                 op,
+                #[cfg(feature = "schedules")]
+                schedule: None,
             };
             let json = serde_json::to_string(&req).unwrap();
             assert!(!json.contains("spec"), "{json}");

@@ -34,6 +34,33 @@ pub fn decode_spec(text: &str) -> Result<JobSpec, String> {
     }
 }
 
+/// Renders a dynamic job as a precompiled manifest holding only it, with
+/// the zones its schedules may name ([`JobTemplate::zones`]): what a
+/// schedule object needs to write and list the job's schedules.
+#[cfg(feature = "schedules")]
+pub fn encode_template(template: &cronslot_core::manifest::JobTemplate) -> String {
+    let manifest = Manifest {
+        defaults: Defaults::default(),
+        jobs: Vec::new(),
+        templates: vec![template.clone()],
+        warnings: Vec::new(),
+    };
+    manifest.to_precompiled(template.name.as_str())
+}
+
+/// Parses a dynamic job written by [`encode_template`].
+#[cfg(feature = "schedules")]
+pub fn decode_template(text: &str) -> Result<cronslot_core::manifest::JobTemplate, String> {
+    let manifest = load_precompiled(text).map_err(|e| e.to_string())?;
+    let (jobs, count) = (manifest.jobs.len(), manifest.templates.len());
+    match (manifest.templates.into_iter().next(), jobs, count) {
+        (Some(template), 0, 1) => Ok(template),
+        _ => Err(format!(
+            "a dynamic job's text holds exactly one dynamic job, not {count} (and {jobs} jobs)"
+        )),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

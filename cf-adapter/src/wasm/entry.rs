@@ -262,7 +262,7 @@ impl Cronslot {
         let owner = format!("cf:{}:{:016x}", format_instant(scheduled), random_seed());
         let platform: Rc<dyn Platform> = Rc::new(WorkerPlatform { clock });
         let more_due = |spec: &JobSpec, at: Timestamp| {
-            client.more_due(spec.name.as_str(), at, self.retry_within)
+            client.more_due(&spec.record_name(), at, self.retry_within)
         };
         let plan = if is_tick(&cron) {
             None

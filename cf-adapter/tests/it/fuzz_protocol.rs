@@ -278,6 +278,7 @@ fn request(job: usize, op: Op) -> ObjectRequest {
         job: manifest().jobs[job].name.as_str().to_string(),
         spec: encoded_specs()[job].clone(),
         op,
+        schedule: None,
     }
 }
 
@@ -701,6 +702,7 @@ fn greedy_catch_up_after_a_long_outage_is_bounded() {
                     trigger: Trigger::Tick,
                     owner: "w".into(),
                 },
+                schedule: None,
             })
             .unwrap();
             let _ = block_on(o.handle_text(&body));
@@ -784,6 +786,7 @@ fn tick_request(op: Op) -> ObjectRequest {
         job: TICK_OBJECT.to_string(),
         spec: String::new(),
         op,
+        schedule: None,
     }
 }
 

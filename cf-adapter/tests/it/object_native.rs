@@ -89,3 +89,123 @@ fn garbage_requests_get_errors_not_panics() {
         );
     }
 }
+
+/// The schedules part of the suite, with the job's schedules spread over
+/// the default 16 objects.
+mod schedules {
+    use super::*;
+
+    cronslot_core::schedules_suite!(client(), block_on, "cfs");
+}
+
+/// The suite again with every schedule in one object (the alarm of one
+/// object then serves all of them) and with 3.
+mod schedules_in_one_object {
+    use super::*;
+
+    cronslot_core::schedules_suite!(client().with_schedule_objects(1), block_on, "cfs1");
+}
+
+mod schedules_in_three_objects {
+    use super::*;
+
+    cronslot_core::schedules_suite!(client().with_schedule_objects(3), block_on, "cfs3");
+}
+
+fn dynamic_job(name: &str) -> cronslot_core::manifest::JobTemplate {
+    cronslot_core::manifest::parse_manifest(
+        &format!("[[job]]\nname = \"{name}\"\ndynamic = true\ncommand = [\"true\"]\n"),
+        "t.toml",
+    )
+    .unwrap()
+    .templates
+    .remove(0)
+}
+
+/// A job's schedules land in the object their key hashes to, every object
+/// of the count gets some, and a client that counts the objects otherwise
+/// is refused (the count decides where each key is) before it writes.
+#[test]
+fn schedules_are_spread_over_the_jobs_objects_by_key() {
+    use cronslot_cf::protocol::schedule_object;
+    use cronslot_core::coord::Schedules;
+    use cronslot_core::coord::decide::Precondition;
+    use cronslot_core::schedules::{ScheduleKey, ScheduleSpec};
+
+    let c = client().with_schedule_objects(3);
+    let template = dynamic_job("spread");
+    let now: jiff::Timestamp = "2026-03-01T00:00:00Z".parse().unwrap();
+    let spec = ScheduleSpec::from_json(r#"{"cron": "0 9 * * *", "timezone": "UTC"}"#).unwrap();
+    for i in 0..30 {
+        let key = ScheduleKey::new(format!("tenant-{i}")).unwrap();
+        block_on(c.put_schedule(&template, &key, spec.clone(), Precondition::None, now)).unwrap();
+        let home = c
+            .transport()
+            .object(&schedule_object("spread", key.as_str(), 3));
+        let record = block_on(cronslot_core::coord::StateStore::get(
+            home.store(),
+            &format!("spread/{}", key.as_str()),
+        ))
+        .unwrap();
+        assert!(record.is_some(), "tenant-{i} is in its object");
+    }
+    for shard in 0..3 {
+        let object = c.transport().object(&format!("spread#{shard}"));
+        let held = block_on(cronslot_core::coord::StateStore::jobs(object.store())).unwrap();
+        assert!(
+            (4..=20).contains(&held.len()),
+            "object {shard} holds {} of 30",
+            held.len()
+        );
+    }
+
+    let other = ObjectClient::new(c.transport().clone()).with_schedule_objects(4);
+    let key = ScheduleKey::new("tenant-new").unwrap();
+    let e = block_on(other.put_schedule(&template, &key, spec, Precondition::None, now))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("spread over 3 objects") && e.contains("counts 4"),
+        "{e}"
+    );
+}
+
+/// An object holding many schedules sends every wake that has come with
+/// one alarm, earliest first, and sends each again while its record keeps
+/// it; a write that moves one makes it due at its new time.
+#[test]
+fn one_alarm_sends_the_wakes_of_all_the_objects_schedules() {
+    use cronslot_cf::AlarmStep;
+    use cronslot_core::coord::Schedules;
+    use cronslot_core::coord::decide::Precondition;
+    use cronslot_core::schedules::{ScheduleKey, ScheduleSpec};
+
+    let c = client().with_schedule_objects(1);
+    let template = dynamic_job("many");
+    let now: jiff::Timestamp = "2026-03-01T08:00:00Z".parse().unwrap();
+    for (key, cron) in [("a", "0 9 * * *"), ("b", "0 9 * * *"), ("c", "30 9 * * *")] {
+        let spec = ScheduleSpec::from_json(&format!(r#"{{"cron": "{cron}", "timezone": "UTC"}}"#))
+            .unwrap();
+        let key = ScheduleKey::new(key).unwrap();
+        block_on(c.put_schedule(&template, &key, spec, Precondition::None, now)).unwrap();
+    }
+    let object = c.transport().object("many#0");
+    let nine: jiff::Timestamp = "2026-03-01T09:00:00Z".parse().unwrap();
+    assert_eq!(object.alarm_start(now).unwrap(), AlarmStep::Rearmed);
+    let AlarmStep::Send(sent) = object.alarm_start(nine).unwrap() else {
+        panic!("the wakes of 09:00 have come");
+    };
+    let names: Vec<&str> = sent.iter().map(|w| w.job.as_str()).collect();
+    assert_eq!(names, ["many/a", "many/b"]);
+    object.alarm_end(&sent, true, nine).unwrap();
+    // Sent: not again until the reminder, unless 09:30 comes first.
+    let later = nine
+        .checked_add(jiff::SignedDuration::from_secs(60))
+        .unwrap();
+    assert_eq!(object.alarm_start(later).unwrap(), AlarmStep::Rearmed);
+    let reminder = nine.checked_add(cronslot_cf::WAKE_REMINDER).unwrap();
+    let AlarmStep::Send(again) = object.alarm_start(reminder).unwrap() else {
+        panic!("the reminder sends them again");
+    };
+    assert_eq!(again, sent);
+}

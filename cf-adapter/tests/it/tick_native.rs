@@ -146,6 +146,7 @@ impl Transport_ {
                 now,
                 limit: usize::MAX,
             },
+            schedule: None,
         })
         .unwrap();
         let reply: ObjectReply =

@@ -1,0 +1,230 @@
+//! The Worker's side of a dynamic job's schedules: [`Schedules`] over the
+//! job's schedule objects. A schedule's requests go to the object its key
+//! hashes to ([`schedule_object`]); a listing reads every one of the job's
+//! objects and merges their pages in key order.
+
+use std::collections::BTreeMap;
+
+use cronslot_core::coord::decide::{Precondition, ScheduleWrite};
+use cronslot_core::coord::{
+    CoordError, JobState, MAX_SCHEDULE_PAGE, ScheduleError, SchedulePage, ScheduleQuery,
+    ScheduleRecord, Schedules, StoreError,
+};
+use cronslot_core::manifest::{JobSpec, JobTemplate};
+use cronslot_core::schedules::{ScheduleKey, ScheduleSpec};
+use jiff::Timestamp;
+
+use super::{ObjectClient, Target, Transport, send_request, unexpected};
+use crate::protocol::{Answer, Op, ScheduleAt, WireError, schedule_object};
+use crate::spec_text::encode_template;
+
+fn schedule_error(e: WireError) -> ScheduleError {
+    match e {
+        WireError::Schedule(refusal) => ScheduleError::Refused(refusal),
+        other => ScheduleError::Coord(CoordError::from(other)),
+    }
+}
+
+impl<T: Transport> ObjectClient<T> {
+    /// Where the schedule operations on `key` (or, without one, on the
+    /// object `shard`'s schedules) of `template` go.
+    fn schedule_target(
+        &self,
+        template: &JobTemplate,
+        key: Option<&ScheduleKey>,
+        shard: u32,
+    ) -> Target {
+        let job = template.name.as_str();
+        Target {
+            object: match key {
+                Some(key) => schedule_object(job, key.as_str(), self.schedule_objects),
+                None => format!("{job}#{shard}"),
+            },
+            spec: encode_template(template),
+            schedule: Some(ScheduleAt {
+                objects: self.schedule_objects,
+                key: key.map(|k| k.as_str().to_string()),
+                version: None,
+            }),
+        }
+    }
+
+    async fn schedule_op(
+        &self,
+        template: &JobTemplate,
+        key: Option<&ScheduleKey>,
+        shard: u32,
+        op: Op,
+    ) -> Result<Answer, ScheduleError> {
+        let target = self.schedule_target(template, key, shard);
+        send_request(&self.transport, &target.request(op))
+            .await?
+            .map_err(schedule_error)
+    }
+
+    async fn written(
+        &self,
+        template: &JobTemplate,
+        key: &ScheduleKey,
+        op: Op,
+    ) -> Result<ScheduleWrite, ScheduleError> {
+        match self.schedule_op(template, Some(key), 0, op).await? {
+            Answer::Written(write) => Ok(write),
+            other => Err(unexpected("a schedule's write", &other).into()),
+        }
+    }
+
+    /// The schedule's record as stored.
+    async fn read_schedule(
+        &self,
+        template: &JobTemplate,
+        key: &ScheduleKey,
+    ) -> Result<Option<JobState>, ScheduleError> {
+        match self
+            .schedule_op(template, Some(key), 0, Op::ReadSchedule)
+            .await?
+        {
+            Answer::Record(read) => Ok(read.map(|b| *b)),
+            other => Err(unexpected("read_schedule", &other).into()),
+        }
+    }
+}
+
+impl<T: Transport> Schedules for ObjectClient<T> {
+    async fn put_schedule(
+        &self,
+        template: &JobTemplate,
+        key: &ScheduleKey,
+        spec: ScheduleSpec,
+        precondition: Precondition,
+        now: Timestamp,
+    ) -> Result<ScheduleWrite, ScheduleError> {
+        let op = Op::PutSchedule {
+            spec: spec.to_json(),
+            precondition,
+            now,
+        };
+        self.written(template, key, op).await
+    }
+
+    async fn delete_schedule(
+        &self,
+        template: &JobTemplate,
+        key: &ScheduleKey,
+        precondition: Precondition,
+        now: Timestamp,
+    ) -> Result<ScheduleWrite, ScheduleError> {
+        let op = Op::DeleteSchedule { precondition, now };
+        self.written(template, key, op).await
+    }
+
+    /// One request: the record, read from the schedule's object; the spec
+    /// is the record's, planned here (with the zones the template carries).
+    async fn schedule_for_claim(
+        &self,
+        template: &JobTemplate,
+        key: &ScheduleKey,
+        _now: Timestamp,
+    ) -> Result<Option<JobSpec>, ScheduleError> {
+        let Some(record) = self.read_schedule(template, key).await? else {
+            return Ok(None);
+        };
+        let Some(data) = record.schedule.as_ref() else {
+            return Ok(None);
+        };
+        data.job_spec(template, key).map_err(|p| {
+            ScheduleError::Refused(cronslot_core::coord::decide::ScheduleRefusal::Spec(p))
+        })
+    }
+
+    async fn schedule(
+        &self,
+        template: &JobTemplate,
+        key: &ScheduleKey,
+    ) -> Result<Option<ScheduleRecord>, ScheduleError> {
+        let read = self.read_schedule(template, key).await?;
+        Ok(read.and_then(|record| {
+            let data = record.schedule.clone()?;
+            Some(ScheduleRecord { data, record })
+        }))
+    }
+
+    /// Reads a page from each of the job's objects, each asked for about
+    /// its share of the limit (keys spread evenly), and merges them. The
+    /// page ends where the first object that has more stopped (its
+    /// cursor): up to there every object's schedules were read, so the
+    /// next page, after that key, misses none and repeats none.
+    async fn list_schedules(
+        &self,
+        template: &JobTemplate,
+        query: &ScheduleQuery,
+    ) -> Result<SchedulePage, ScheduleError> {
+        let limit = query.limit.clamp(1, MAX_SCHEDULE_PAGE);
+        let objects = self.schedule_objects;
+        let share = usize::try_from(objects).unwrap_or(1).max(1);
+        let per_object = (limit.div_ceil(share) * 2).clamp(1, limit);
+        let mut merged = BTreeMap::new();
+        let mut bound: Option<String> = None;
+        for shard in 0..objects {
+            let op = Op::ListSchedules {
+                prefix: query.prefix.clone(),
+                label: query.label.clone(),
+                after: query.after.clone(),
+                limit: per_object,
+            };
+            match self.schedule_op(template, None, shard, op).await? {
+                Answer::Page { schedules, cursor } => {
+                    for (key, record) in schedules {
+                        merged.insert(key, *record);
+                    }
+                    if let Some(cursor) = cursor {
+                        if bound.as_ref().is_none_or(|b| cursor < *b) {
+                            bound = Some(cursor);
+                        }
+                    }
+                }
+                other => return Err(unexpected("list_schedules", &other).into()),
+            }
+        }
+        let mut schedules = Vec::new();
+        let mut truncated = false;
+        for (key, record) in merged {
+            if bound.as_ref().is_some_and(|b| key > *b) {
+                break;
+            }
+            if schedules.len() == limit {
+                truncated = true;
+                break;
+            }
+            let Some(data) = record.schedule.clone() else {
+                continue;
+            };
+            let key = ScheduleKey::new(key.clone()).map_err(|e| {
+                ScheduleError::Coord(CoordError::Store(StoreError::new(
+                    cronslot_core::coord::StoreErrorKind::Corrupt,
+                    format!("a schedule object listed a schedule with a bad key {key:?}: {e}"),
+                )))
+            })?;
+            schedules.push((key, ScheduleRecord { data, record }));
+        }
+        let cursor = match (truncated, schedules.last(), bound) {
+            (true, Some((last, _)), _) => Some(last.as_str().to_string()),
+            (false, _, Some(bound)) => Some(bound),
+            _ => None,
+        };
+        Ok(SchedulePage { schedules, cursor })
+    }
+}
+
+impl<T: Transport> cronslot_runtime::ScheduleSource for ObjectClient<T> {
+    async fn schedule_spec(
+        &self,
+        template: &JobTemplate,
+        key: &ScheduleKey,
+        now: Timestamp,
+    ) -> Result<Option<JobSpec>, String> {
+        self.schedule_for_claim(template, key, now)
+            .await
+            .map_err(|e| format!("{}/{key}: {e}", template.name))
+    }
+}

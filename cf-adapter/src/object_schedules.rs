@@ -1,0 +1,242 @@
+//! A schedule object: one of the Durable Objects a dynamic job's schedules
+//! are spread over by key ([`schedule_object`]). It holds each of its
+//! schedules as the record `job/key`, written and read by the core's
+//! [`Schedules`] over the object's own storage (so it agrees with every
+//! other store to the letter), and runs the coordinator's operations on a
+//! schedule's record with the spec the request carries. Its alarm serves
+//! the wakes of all its records (`crate::object_store`).
+
+use std::rc::Rc;
+
+use cronslot_core::coord::{ScheduleError, ScheduleQuery, Schedules, StateStore};
+use cronslot_core::manifest::{JobName, JobTemplate};
+use cronslot_core::schedules::{ScheduleKey, ScheduleSpec, record_name};
+
+use super::JobObject;
+use crate::protocol::{
+    Answer, MAX_SCHEDULE_OBJECTS, ObjectReply, ObjectRequest, Op, ScheduleAt, WireError,
+    schedule_shard,
+};
+use crate::spec_text::decode_template;
+use crate::sql::{Alarm, Sql, SqlValue};
+
+fn bad(message: String) -> WireError {
+    WireError::BadRequest { message }
+}
+
+fn refused(e: ScheduleError) -> WireError {
+    match e {
+        ScheduleError::Refused(refusal) => WireError::Schedule(refusal),
+        ScheduleError::Coord(e) => WireError::from(&e),
+    }
+}
+
+impl<S: Sql, A: Alarm> JobObject<S, A> {
+    /// Serves a request on a dynamic job's schedules (`at` says which).
+    pub(super) async fn schedule_request(
+        &self,
+        request: &ObjectRequest,
+        at: &ScheduleAt,
+    ) -> ObjectReply {
+        let (job, shard) = request
+            .job
+            .rsplit_once('#')
+            .and_then(|(job, i)| Some((job, i.parse::<u32>().ok()?)))
+            .ok_or_else(|| {
+                bad(format!(
+                    "{:?} is not the name of a schedule object (job#index)",
+                    request.job
+                ))
+            })?;
+        let job = JobName::new(job).map_err(|e| bad(e.to_string()))?;
+        if !(1..=MAX_SCHEDULE_OBJECTS).contains(&at.objects) || shard >= at.objects {
+            return Err(bad(format!(
+                "a job's schedules are spread over 1 to {MAX_SCHEDULE_OBJECTS} objects, and the \
+                 request names object {shard} of {}",
+                at.objects
+            )));
+        }
+        self.check_objects(at.objects)?;
+        let key = match &at.key {
+            None => None,
+            Some(k) => {
+                let key = ScheduleKey::new(k.clone()).map_err(|e| bad(e.to_string()))?;
+                let home = schedule_shard(key.as_str(), at.objects);
+                if home != shard {
+                    return Err(bad(format!(
+                        "schedule {key:?} belongs to object {home} of {}, not {shard}",
+                        at.objects
+                    )));
+                }
+                Some(key)
+            }
+        };
+        let c = &self.coordinator;
+        match (&request.op, key) {
+            (
+                Op::PutSchedule {
+                    spec,
+                    precondition,
+                    now,
+                },
+                Some(key),
+            ) => {
+                let template = self.template(&request.spec, &job)?;
+                let spec = ScheduleSpec::from_json(spec).map_err(|problems| {
+                    let problems: Vec<String> = problems.iter().map(ToString::to_string).collect();
+                    bad(format!("the schedule's spec: {}", problems.join("; ")))
+                })?;
+                c.put_schedule(&template, &key, spec, *precondition, *now)
+                    .await
+                    .map(Answer::Written)
+                    .map_err(refused)
+            }
+            (Op::DeleteSchedule { precondition, now }, Some(key)) => {
+                let template = self.template(&request.spec, &job)?;
+                c.delete_schedule(&template, &key, *precondition, *now)
+                    .await
+                    .map(Answer::Written)
+                    .map_err(refused)
+            }
+            (Op::ReadSchedule, Some(key)) => c
+                .store()
+                .get(&record_name(&job, &key))
+                .await
+                .map(|read| Answer::Record(read.map(|v| Box::new(v.value))))
+                .map_err(|e| WireError::from(&e.into())),
+            (
+                Op::ListSchedules {
+                    prefix,
+                    label,
+                    after,
+                    limit,
+                },
+                None,
+            ) => {
+                let template = self.template(&request.spec, &job)?;
+                let query = ScheduleQuery {
+                    prefix: prefix.clone(),
+                    label: label.clone(),
+                    after: after.clone(),
+                    limit: *limit,
+                };
+                let page = c.list_schedules(&template, &query).await.map_err(refused)?;
+                Ok(Answer::Page {
+                    schedules: page
+                        .schedules
+                        .into_iter()
+                        .map(|(key, read)| (key.as_str().to_string(), Box::new(read.record)))
+                        .collect(),
+                    cursor: page.cursor,
+                })
+            }
+            (
+                Op::PutSchedule { .. }
+                | Op::DeleteSchedule { .. }
+                | Op::ReadSchedule
+                | Op::ListSchedules { .. },
+                _,
+            )
+            | (_, None) => Err(bad(format!(
+                "{} {} a schedule's key",
+                request.op.name(),
+                if at.key.is_some() {
+                    "takes no"
+                } else {
+                    "needs"
+                }
+            ))),
+            (op, Some(key)) => {
+                let parsed = self.parsed_spec(&request.spec)?;
+                if parsed.name != job {
+                    return Err(bad(format!(
+                        "the spec is job {:?}, the request names job {:?}",
+                        parsed.name.as_str(),
+                        job.as_str()
+                    )));
+                }
+                let mut spec = (*parsed).clone();
+                spec.key = Some(key);
+                spec.schedule_version = at.version;
+                self.apply(&spec, op).await.map_err(|e| WireError::from(&e))
+            }
+        }
+    }
+
+    /// The dynamic job `text` parses to, parsed once while the same text
+    /// comes; it must be `job`.
+    fn template(&self, text: &str, job: &JobName) -> Result<Rc<JobTemplate>, WireError> {
+        let cached = self
+            .template
+            .borrow()
+            .as_ref()
+            .filter(|(t, _)| t == text)
+            .map(|(_, template)| template.clone());
+        let template = match cached {
+            Some(template) => template,
+            None => {
+                let template = Rc::new(
+                    decode_template(text)
+                        .map_err(|e| bad(format!("the dynamic job's text does not parse: {e}")))?,
+                );
+                *self.template.borrow_mut() = Some((text.to_string(), template.clone()));
+                template
+            }
+        };
+        if template.name != *job {
+            return Err(bad(format!(
+                "the dynamic job is {:?}, the request names job {:?}",
+                template.name.as_str(),
+                job.as_str()
+            )));
+        }
+        Ok(template)
+    }
+
+    /// Refuses a request that counts the job's schedule objects otherwise
+    /// than the first request this object served: the count decides which
+    /// object holds each key, so a changed count would hide schedules.
+    fn check_objects(&self, objects: u32) -> Result<(), WireError> {
+        if self.objects.get() == Some(objects) {
+            return Ok(());
+        }
+        let sql = self.store().sql();
+        let failed = |e: crate::sql::SqlError| WireError::Store {
+            kind: crate::protocol::WireStoreKind::Unavailable,
+            message: format!("schedule object storage: the count of objects: {e}"),
+        };
+        sql.exec(
+            "CREATE TABLE IF NOT EXISTS cronslot_schedule_objects (\
+               singleton INTEGER PRIMARY KEY CHECK (singleton = 1), objects INTEGER NOT NULL)",
+            &[],
+        )
+        .map_err(failed)?;
+        sql.exec(
+            "INSERT INTO cronslot_schedule_objects (singleton, objects) VALUES (1, ?) \
+             ON CONFLICT (singleton) DO NOTHING",
+            &[SqlValue::Integer(i64::from(objects))],
+        )
+        .map_err(failed)?;
+        let rows = sql
+            .exec(
+                "SELECT objects FROM cronslot_schedule_objects WHERE singleton = 1",
+                &[],
+            )
+            .map_err(failed)?;
+        let stored = rows
+            .first()
+            .and_then(|r| r.first())
+            .and_then(SqlValue::as_integer)
+            .and_then(|n| u32::try_from(n).ok());
+        if stored != Some(objects) {
+            return Err(bad(format!(
+                "this object holds schedules spread over {} objects, and the request counts \
+                 {objects}: the count decides which object holds each key, so it cannot change \
+                 while the job has schedules",
+                stored.map_or_else(|| "an unreadable number of".to_string(), |n| n.to_string())
+            )));
+        }
+        self.objects.set(Some(objects));
+        Ok(())
+    }
+}
