@@ -6,6 +6,7 @@
 use std::collections::BTreeMap;
 
 use cronslot_core::coord::decide::{Precondition, ScheduleWrite};
+use cronslot_core::coord::exec::join_all;
 use cronslot_core::coord::{
     CoordError, JobState, MAX_SCHEDULE_PAGE, ScheduleError, SchedulePage, ScheduleQuery,
     ScheduleRecord, Schedules, StoreError,
@@ -149,11 +150,11 @@ impl<T: Transport> Schedules for ObjectClient<T> {
         }))
     }
 
-    /// Reads a page from each of the job's objects, each asked for about
-    /// its share of the limit (keys spread evenly), and merges them. The
-    /// page ends where the first object that has more stopped (its
-    /// cursor): up to there every object's schedules were read, so the
-    /// next page, after that key, misses none and repeats none.
+    /// Reads a page from each of the job's objects at once, each asked
+    /// for about its share of the limit (keys spread evenly), and merges
+    /// them. The page ends where the first object that has more stopped
+    /// (its cursor): up to there every object's schedules were read, so
+    /// the next page, after that key, misses none and repeats none.
     async fn list_schedules(
         &self,
         template: &JobTemplate,
@@ -163,16 +164,25 @@ impl<T: Transport> Schedules for ObjectClient<T> {
         let objects = self.schedule_objects;
         let share = usize::try_from(objects).unwrap_or(1).max(1);
         let per_object = (limit.div_ceil(share) * 2).clamp(1, limit);
+        // Every object at once: a page costs one round trip, not N.
+        let pages = join_all(
+            (0..objects)
+                .map(|shard| {
+                    let op = Op::ListSchedules {
+                        prefix: query.prefix.clone(),
+                        label: query.label.clone(),
+                        after: query.after.clone(),
+                        limit: per_object,
+                    };
+                    self.schedule_op(template, None, shard, op)
+                })
+                .collect(),
+        )
+        .await;
         let mut merged = BTreeMap::new();
         let mut bound: Option<String> = None;
-        for shard in 0..objects {
-            let op = Op::ListSchedules {
-                prefix: query.prefix.clone(),
-                label: query.label.clone(),
-                after: query.after.clone(),
-                limit: per_object,
-            };
-            match self.schedule_op(template, None, shard, op).await? {
+        for page in pages {
+            match page? {
                 Answer::Page { schedules, cursor } => {
                     for (key, record) in schedules {
                         merged.insert(key, *record);

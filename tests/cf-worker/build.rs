@@ -2,7 +2,11 @@
 //! (`$OUT_DIR/manifest.json`) for the program to embed: it then links no
 //! TOML parser (docs/performance.md), and a manifest error fails the build,
 //! located by file, line and column, instead of the first invocation.
+//! It carries the TZif data of the zones the dynamic job's schedules may
+//! name.
 
 fn main() -> std::process::ExitCode {
-    cronslot_core::build_script::precompile_manifest("cronslot.toml")
+    // The dynamic job's schedules may name Europe/Paris as well as the
+    // zones the manifest names (a Worker links no tz database).
+    cronslot_core::build_script::precompile_manifest_with_zones("cronslot.toml", &["Europe/Paris"])
 }

@@ -96,17 +96,20 @@ pub struct Cronslot {
     prefix: String,
     retry_within: std::time::Duration,
     max_jobs_per_tick: usize,
+    #[cfg(feature = "schedules")]
+    schedule_objects: u32,
 }
 
 /// The most jobs one tick serves unless told otherwise
 /// ([`Cronslot::max_jobs_per_tick`]). Each job costs the invocation at
-/// least two subrequests (its claim and its completion, both requests to
-/// its Durable Object) and an http job one more; the tick object two per
-/// tick. 300 jobs stay within the 1,000 subrequests per invocation of the
-/// Workers Paid plan (docs/performance.md, "Platform limits"). The jobs
-/// left are served by the next tick: the mark stays before their slots,
-/// and the tick object keeps their wakes.
-pub const DEFAULT_MAX_JOBS_PER_TICK: usize = 300;
+/// most four subrequests (a schedule's read of its spec, the claim and the
+/// completion, all requests to Durable Objects, and an http job's
+/// request), the tick object two per tick: 240 jobs stay within the 1,000
+/// subrequests per invocation of the Workers Paid plan
+/// (docs/performance.md, "Platform limits"). The jobs left are served by
+/// the next tick: the mark stays before their slots, and the tick object
+/// keeps their wakes.
+pub const DEFAULT_MAX_JOBS_PER_TICK: usize = 240;
 
 impl Cronslot {
     /// `manifest` is the text of `cronslot.toml`, embedded with
@@ -137,6 +140,8 @@ impl Cronslot {
             prefix: admin::DEFAULT_PREFIX.to_string(),
             retry_within: RETRY_WITHIN_EVENT,
             max_jobs_per_tick: DEFAULT_MAX_JOBS_PER_TICK,
+            #[cfg(feature = "schedules")]
+            schedule_objects: crate::protocol::DEFAULT_SCHEDULE_OBJECTS,
         }
     }
 
@@ -194,14 +199,38 @@ impl Cronslot {
         self
     }
 
+    /// How many Durable Objects each dynamic job's schedules are spread
+    /// over (default
+    /// [`DEFAULT_SCHEDULE_OBJECTS`](crate::protocol::DEFAULT_SCHEDULE_OBJECTS),
+    /// 1 to [`MAX_SCHEDULE_OBJECTS`](crate::protocol::MAX_SCHEDULE_OBJECTS)).
+    /// One object serves about 1,000 requests a second and a run costs
+    /// three, so a job whose schedules start more than about 300 slots a
+    /// second per object at its busiest minute needs more; a listing reads
+    /// every object once a page. Chosen before the first schedule is
+    /// written: the count decides which object holds each key, and the
+    /// objects refuse requests that count otherwise (docs/guide/schedules.md).
+    #[cfg(feature = "schedules")]
+    pub fn schedule_objects(mut self, objects: u32) -> Cronslot {
+        self.schedule_objects = objects.clamp(1, crate::protocol::MAX_SCHEDULE_OBJECTS);
+        self
+    }
+
     /// The manifest, checked against the registered functions.
     fn checked(&self) -> Result<&Manifest, String> {
         let manifest = self.loaded.manifest.as_ref().map_err(Clone::clone)?;
+        #[cfg(not(feature = "schedules"))]
+        if let Some(t) = manifest.templates.first() {
+            return Err(format!(
+                "job {:?} is dynamic, and this Worker is built without cronslot-cf's feature \
+                 `schedules`, which serves the schedules of dynamic jobs",
+                t.name.as_str()
+            ));
+        }
         let platform = WorkerPlatform {
             clock: Rc::new(now),
         };
         self.jobs
-            .check(&manifest.jobs, &platform)
+            .check_all(&manifest.jobs, &manifest.templates, &platform)
             .map(|()| manifest)
             .map_err(|e| e.to_string())
     }
@@ -213,14 +242,18 @@ impl Cronslot {
             return plan.clone();
         }
         let specs = manifest.jobs.iter().cloned().map(Rc::new).collect();
-        let plan = Rc::new(TickPlan::new(specs, tick_planned));
+        let templates = manifest.templates.iter().cloned().map(Rc::new).collect();
+        let plan = Rc::new(TickPlan::new(specs, tick_planned).with_templates(templates));
         *self.loaded.plan.borrow_mut() = Some(plan.clone());
         plan
     }
 
-    fn client(env: &Env) -> worker::Result<Rc<Client>> {
+    fn client(&self, env: &Env) -> worker::Result<Rc<Client>> {
         let namespace = env.durable_object(OBJECT_BINDING)?;
-        Ok(Rc::new(ObjectClient::new(StubTransport::new(namespace))))
+        let client = ObjectClient::new(StubTransport::new(namespace));
+        #[cfg(feature = "schedules")]
+        let client = client.with_schedule_objects(self.schedule_objects);
+        Ok(Rc::new(client))
     }
 
     /// Serves a Cron Trigger event, its jobs concurrently, each claimed
@@ -235,7 +268,7 @@ impl Cronslot {
                 return;
             }
         };
-        let client = match Cronslot::client(&env) {
+        let client = match self.client(&env) {
             Ok(c) => c,
             Err(e) => {
                 log(&Line::Note {
@@ -338,7 +371,12 @@ impl Cronslot {
     }
 
     /// Serves the admin routes; anything else is 404.
-    pub async fn fetch(&self, req: Request, env: Env, _ctx: Context) -> worker::Result<Response> {
+    pub async fn fetch(
+        &self,
+        #[allow(unused_mut)] mut req: Request,
+        env: Env,
+        _ctx: Context,
+    ) -> worker::Result<Response> {
         let manifest = match self.checked() {
             Ok(m) => m,
             Err(e) => {
@@ -360,11 +398,27 @@ impl Cronslot {
             .map(|(_, q)| q.to_string());
         let authorization = req.headers().get("Authorization")?;
         let method = req.method().to_string();
+        #[cfg(feature = "schedules")]
+        let (if_match, if_none_match) = (
+            req.headers().get("If-Match")?,
+            req.headers().get("If-None-Match")?,
+        );
+        #[cfg(feature = "schedules")]
+        let body = match read_body(&mut req, &method).await? {
+            Ok(body) => body,
+            Err(refused) => return reply(refused),
+        };
         let request = AdminRequest {
             method: &method,
             path: &path,
             query: query.as_deref(),
             authorization: authorization.as_deref(),
+            #[cfg(feature = "schedules")]
+            if_match: if_match.as_deref(),
+            #[cfg(feature = "schedules")]
+            if_none_match: if_none_match.as_deref(),
+            #[cfg(feature = "schedules")]
+            body: body.as_deref(),
         };
         let token = env.secret(admin::TOKEN_SECRET).ok().map(|s| s.to_string());
         let route = match admin::route(&self.prefix, manifest, &request, token.as_deref()) {
@@ -373,7 +427,7 @@ impl Cronslot {
             Some(Ok(route)) => route,
         };
         let host = WorkerHost {
-            client: Cronslot::client(&env)?,
+            client: self.client(&env)?,
             jobs: &self.jobs,
         };
         reply(admin::dispatch(&route, manifest, &host, now()).await)
@@ -418,6 +472,71 @@ impl admin::AdminHost for WorkerHost<'_> {
     async fn repair_wake(&self, job: &str) -> Result<Option<Timestamp>, CoordError> {
         self.client.repair_wake(job).await
     }
+
+    /// The schedules of the manifest's dynamic jobs, in their objects.
+    #[cfg(feature = "schedules")]
+    async fn schedule_route(
+        &self,
+        route: &admin::AdminRoute,
+        manifest: &Manifest,
+        now: Timestamp,
+    ) -> admin::Reply {
+        admin::execute_schedule(route, manifest, &*self.client, now).await
+    }
+
+    #[cfg(feature = "schedules")]
+    async fn schedule_spec(
+        &self,
+        manifest: &Manifest,
+        job: &cronslot_core::manifest::JobName,
+        key: &cronslot_core::schedules::ScheduleKey,
+    ) -> Result<JobSpec, admin::Reply> {
+        admin::schedule_job_spec(&*self.client, manifest, job, key).await
+    }
+}
+
+/// The body of a `PUT` (a schedule's spec), at most
+/// [`MAX_BODY_BYTES`](admin::MAX_BODY_BYTES); other methods' bodies are
+/// not read (no other route takes one).
+#[cfg(feature = "schedules")]
+async fn read_body(
+    req: &mut Request,
+    method: &str,
+) -> worker::Result<Result<Option<String>, admin::Reply>> {
+    if method != "PUT" {
+        return Ok(Ok(None));
+    }
+    let too_large = || {
+        admin::Reply::error(
+            413,
+            admin::ErrorKind::BadRequest,
+            format!(
+                "the body is larger than {} bytes: a schedule's spec holds at most a 16 KiB payload",
+                admin::MAX_BODY_BYTES
+            ),
+        )
+    };
+    let declared = req.headers().get("Content-Length")?;
+    if declared
+        .and_then(|n| n.trim().parse::<usize>().ok())
+        .is_some_and(|n| n > admin::MAX_BODY_BYTES)
+    {
+        return Ok(Err(too_large()));
+    }
+    let bytes = req.bytes().await?;
+    if bytes.len() > admin::MAX_BODY_BYTES {
+        return Ok(Err(too_large()));
+    }
+    if bytes.is_empty() {
+        return Ok(Ok(None));
+    }
+    Ok(String::from_utf8(bytes).map(Some).map_err(|_| {
+        admin::Reply::error(
+            400,
+            admin::ErrorKind::BadRequest,
+            "the body is not UTF-8 text",
+        )
+    }))
 }
 
 fn reply(r: admin::Reply) -> worker::Result<Response> {

@@ -702,3 +702,119 @@ fn the_tick_objects_operations() {
     );
     assert_eq!(start("01:05:00", 10).mark, Some(at("01:05:00")));
 }
+
+/// A dynamic job's schedules on Durable Objects cost what a static job's
+/// slots do plus the read of each due schedule's spec: one read and two
+/// writes per run, in the object its key hashes to, and two requests to
+/// the tick object. The objects' alarms send their schedules' wakes in one
+/// request each, however many are due in the object; the schedules not
+/// due cost nothing.
+#[test]
+fn a_tick_costs_three_requests_per_due_schedule_and_two_more() {
+    use cronslot_cf::protocol::schedule_object;
+    use cronslot_core::coord::Schedules;
+    use cronslot_core::coord::decide::Precondition;
+    use cronslot_core::schedules::{ScheduleKey, ScheduleSpec};
+
+    let manifest = parse_manifest(
+        "[[job]]\nname = \"tenant\"\ndynamic = true\nlease = \"1m\"\nskew_margin = \"5s\"\n",
+        "t.toml",
+    )
+    .unwrap();
+    let template = Rc::new(manifest.templates[0].clone());
+    let transport = Transport_::default();
+    let client = Rc::new(ObjectClient::new(transport.clone()).with_schedule_objects(4));
+    let seen: Seen = Seen::default();
+    let jobs = {
+        let seen = Arc::clone(&seen);
+        Jobs::new().register("tenant", move |ctx| {
+            seen.lock().unwrap().push((
+                ctx.key().unwrap_or("no key").to_string(),
+                ctx.scheduled_at(),
+                ctx.attempt(),
+            ));
+            async { Ok(()) }
+        })
+    };
+    let written: Timestamp = "2026-03-02T08:00:00Z".parse().unwrap();
+    // Ten schedules due at 09:00, a hundred at 10:00.
+    let keys: Vec<(String, &str)> = (0..110)
+        .map(|i| {
+            let cron = if i < 10 { "0 9 * * *" } else { "0 10 * * *" };
+            (format!("t-{i}"), cron)
+        })
+        .collect();
+    for (key, cron) in &keys {
+        let spec = ScheduleSpec::from_json(&format!(r#"{{"cron": "{cron}", "timezone": "UTC"}}"#))
+            .unwrap();
+        let key = ScheduleKey::new(key).unwrap();
+        block_on(client.put_schedule(&template, &key, spec, Precondition::None, written)).unwrap();
+    }
+    let plan = TickPlan::new(Vec::new(), |_| true).with_templates(vec![template.clone()]);
+    let platform = VirtualPlatform::new(written);
+    let tick_at = |time: Timestamp| {
+        platform.set(time);
+        let before = transport.requests();
+        let as_platform: Rc<dyn Platform> = Rc::new(platform.clone());
+        let more_due = |spec: &JobSpec, now: Timestamp| {
+            client.more_due(&spec.record_name(), now, Duration::ZERO)
+        };
+        let options = TickOptions {
+            owner: "w",
+            max_jobs: None,
+            retry_within: Duration::ZERO,
+            more_due: Some(&more_due),
+        };
+        let index = TickClient::new(&transport);
+        let report = block_on(tick(&plan, &client, &index, &jobs, &as_platform, &options))
+            .expect("the tick starts");
+        (report, transport.since(&before))
+    };
+    let (_, cost) = tick_at("2026-03-02T08:59:00Z".parse().unwrap());
+    assert_eq!(cost, counts(&[(TICK_OBJECT, 2)]), "nothing due");
+
+    let nine: Timestamp = "2026-03-02T09:00:00Z".parse().unwrap();
+    let before = transport.requests();
+    let fired = transport.fire_alarms(nine);
+    let holding: std::collections::BTreeSet<String> = keys[..10]
+        .iter()
+        .map(|(key, _)| schedule_object("tenant", key, 4))
+        .collect();
+    assert_eq!(
+        fired
+            .iter()
+            .cloned()
+            .collect::<std::collections::BTreeSet<_>>(),
+        holding,
+        "the objects holding a schedule due at 09:00 fire, once each"
+    );
+    let alarms = transport.since(&before);
+    assert_eq!(
+        alarms.get(TICK_OBJECT).copied(),
+        Some(holding.len() as u64),
+        "one request to the tick object per object, not per schedule: {alarms:?}"
+    );
+
+    let (report, cost) = tick_at(nine);
+    assert_eq!(report.served.len(), 10, "{report:?}");
+    let mut expected: BTreeMap<String, u64> = BTreeMap::new();
+    for (key, _) in &keys[..10] {
+        *expected
+            .entry(schedule_object("tenant", key, 4))
+            .or_default() += 3;
+    }
+    expected.insert(TICK_OBJECT.to_string(), 2);
+    assert_eq!(cost, expected);
+    assert_eq!(cost.values().sum::<u64>(), 3 * 10 + 2);
+    let mut ran: Vec<(String, Timestamp, u32)> = seen.lock().unwrap().clone();
+    ran.sort();
+    let mut due: Vec<(String, Timestamp, u32)> = keys[..10]
+        .iter()
+        .map(|(k, _)| (k.clone(), nine, 1))
+        .collect();
+    due.sort();
+    assert_eq!(ran, due, "each schedule due at 09:00 ran its slot once");
+    // Between two minutes nothing is due: two requests.
+    let (_, cost) = tick_at("2026-03-02T09:00:40Z".parse().unwrap());
+    assert_eq!(cost, counts(&[(TICK_OBJECT, 2)]));
+}

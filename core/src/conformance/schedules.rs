@@ -40,10 +40,17 @@ fn template(ns: &str) -> JobTemplate {
     let text = format!(
         "[[job]]\nname = \"{ns}\"\ndynamic = true\ncommand = [\"true\"]\nlease = \"2m\"\ntimeout = \"1m\"\n"
     );
-    parse_manifest(&text, "conformance.toml")
+    let mut template = parse_manifest(&text, "conformance.toml")
         .unwrap_or_else(|e| panic!("conformance manifest is invalid:\n{e}"))
         .templates
-        .remove(0)
+        .remove(0);
+    // The zone the suite's schedules name travels with the job, as a
+    // Worker's precompiled manifest carries its zones: a store with no tz
+    // database of its own (Durable Objects) knows it from the job.
+    template
+        .zones
+        .push(crate::schedule::Zone::get("Europe/Berlin").expect("a zone of the tz database"));
+    template
 }
 
 fn key(text: &str) -> ScheduleKey {

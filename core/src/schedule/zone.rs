@@ -90,6 +90,14 @@ impl Zone {
         Zone::from_tzif(canonical, data)
     }
 
+    /// Checks that `name` is written as an IANA zone name (`Area/City`,
+    /// `UTC`), without looking it up: where no tz database is linked, only
+    /// the zones a precompiled manifest carries are known, and whoever
+    /// holds them decides (`JobTemplate::for_schedule`).
+    pub fn check_name(name: &str) -> Result<(), ZoneError> {
+        check_zone_name(name)
+    }
+
     /// Builds the zone `name` from its TZif data (as the tz database's `zic`
     /// writes it). The name is kept as given; it must be a well-formed zone
     /// name, and the data must parse.

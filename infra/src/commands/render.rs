@@ -116,7 +116,6 @@ pub fn exec(args: RenderArgs) -> Result<(), Failure> {
         }
         RenderFormat::Wrangler => {
             refuse_commands(&manifest, "a Worker (it cannot start processes)")?;
-            refuse_dynamic(&manifest, "a Worker")?;
             let name = match &args.name {
                 Some(name) => {
                     wrangler::check_worker_name(name)?;

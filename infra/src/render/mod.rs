@@ -68,7 +68,7 @@ pub fn refuse_dynamic(manifest: &Manifest, platform: &str) -> Result<(), Failure
         return Ok(());
     }
     Err(Failure::bad_input(format!(
-        "error: dynamic jobs are not served by {platform} yet: {}; their schedules run on cronslot's runner (`cronslot render kubernetes`, `cronslot run`, `cronslot serve --run`)",
+        "error: dynamic jobs are not served by {platform} yet: {}; their schedules run on cronslot's runner (`cronslot render kubernetes`, `cronslot run`, `cronslot serve --run`) or on a Worker (`cronslot render wrangler`)",
         dynamic.join(", ")
     )))
 }

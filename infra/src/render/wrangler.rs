@@ -99,6 +99,8 @@ pub fn default_worker_name(manifest: &Path) -> String {
 pub fn render(source: &Source<'_>, name: &str, limit: u32) -> Rendered {
     let manifest = source.manifest;
     let crons = plan::cloudflare_crons(manifest, limit);
+    let mut notes = crons.notes.clone();
+    notes.extend(dynamic_note(manifest));
     let path = source.path.display();
     let mut lines: Vec<String> = Vec::new();
     let mut comment = |text: &str, first: &str, hang: usize| {
@@ -141,10 +143,10 @@ pub fn render(source: &Source<'_>, name: &str, limit: u32) -> Rendered {
         "",
         0,
     );
-    if !crons.notes.is_empty() {
+    if !notes.is_empty() {
         comment("", "", 0);
         comment("Notes:", "", 0);
-        for note in &crons.notes {
+        for note in &notes {
             comment(note, "  - ", 4);
         }
     }
@@ -191,10 +193,26 @@ pub fn render(source: &Source<'_>, name: &str, limit: u32) -> Rendered {
         "new_sqlite_classes = [{}]\n",
         toml_string(DO_CLASS)
     ));
-    Rendered {
-        text,
-        notes: crons.notes,
+    Rendered { text, notes }
+}
+
+/// What a Worker serving dynamic jobs needs beyond this file: their
+/// schedules live in Durable Objects of the same binding and fire from the
+/// tick and the objects' alarms, but only a Worker built with them can
+/// serve them, and it links no tz database.
+fn dynamic_note(manifest: &cronslot_core::manifest::Manifest) -> Option<String> {
+    if manifest.templates.is_empty() {
+        return None;
     }
+    let names: Vec<String> = manifest
+        .templates
+        .iter()
+        .map(|t| format!("{:?}", t.name.as_str()))
+        .collect();
+    Some(format!(
+        "dynamic jobs {}: their schedules live in the Durable Objects of this binding (16 per job unless the Worker sets Cronslot::schedule_objects) and fire from the tick; build the Worker with cronslot-cf's feature `schedules`, and name the zones their schedules may use in its build script (precompile_manifest_with_zones)",
+        names.join(", ")
+    ))
 }
 
 #[cfg(test)]

@@ -354,20 +354,15 @@ fn bad_input_exits_2() {
             stderr(&o)
         );
     }
-    // Dynamic jobs are not served on Lambda or a Worker yet: refused, not
-    // rendered into a deployment that never runs their schedules.
+    // Dynamic jobs are not served on Lambda yet: refused, not rendered
+    // into a deployment that never runs their schedules.
     let dynamic = temp_manifest(
         "dynamic",
         "[[job]]\nname = \"tenant-invoice\"\ndynamic = true\nhttp = { url = \"https://example.com/bill\" }\n",
     );
     let dynamic = dynamic.to_str().unwrap();
-    for format in ["sam", "cloudformation", "wrangler"] {
-        let binary: &[&str] = if format == "wrangler" {
-            &[]
-        } else {
-            &["--binary", "jobs"]
-        };
-        let o = cronslot(&[&["render", format, dynamic], binary].concat());
+    for format in ["sam", "cloudformation"] {
+        let o = cronslot(&["render", format, dynamic, "--binary", "jobs"]);
         assert_eq!(o.status.code(), Some(2), "{format}: {}", stderr(&o));
         assert!(
             stderr(&o).contains("dynamic jobs are not served by")
@@ -376,6 +371,32 @@ fn bad_input_exits_2() {
             stderr(&o)
         );
     }
+    // A Worker serves them from its tick and its Durable Objects: the
+    // rendered file has the tick and says how the Worker must be built,
+    // and `cronslot check` finds it matches the manifest.
+    let o = cronslot(&["render", "wrangler", dynamic]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let rendered = stdout(&o);
+    assert!(
+        rendered.contains("\"* * * * *\",  # the tick"),
+        "the tick serves the schedules: {rendered}"
+    );
+    assert!(
+        stderr(&o).contains("dynamic jobs \"tenant-invoice\"")
+            && stderr(&o).contains("feature `schedules`")
+            && rendered.contains("precompile_manifest_with_zones"),
+        "{}\n{rendered}",
+        stderr(&o)
+    );
+    let wrangler_toml = std::path::Path::new(dynamic).with_file_name("wrangler.toml");
+    std::fs::write(&wrangler_toml, &rendered).expect("write wrangler.toml");
+    let o = cronslot(&[
+        "check",
+        wrangler_toml.to_str().unwrap(),
+        "--manifest",
+        dynamic,
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));
     // Kubernetes runs cronslot's runner: its tick (or its replicas) serve
     // them, with no static job in the manifest.
     let o = cronslot(&["render", "kubernetes", dynamic]);

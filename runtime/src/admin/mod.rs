@@ -31,8 +31,9 @@
 //!
 //! The schedule routes (a dynamic job's schedules, docs/design.md §12) are
 //! built with the feature `schedules` and served by hosts whose coordinator
-//! writes schedules ([`AdminHost::schedule_route`]). A build without it
-//! (the Worker's) answers them 404, saying it serves no schedules.
+//! writes schedules ([`AdminHost::schedule_route`]): `cronslot serve`,
+//! and a Worker built with cronslot-cf's feature `schedules`. A build
+//! without it answers them 404, saying it serves no schedules.
 //!
 //! [`ROUTES`] lists them for programs; `docs/openapi.json` in the
 //! repository describes each (parameters, bodies, every status), and

@@ -269,13 +269,13 @@ fn recognise(
         }
         #[cfg(feature = "schedules")]
         ["schedules", raw_job] => super::schedules::recognise_list(manifest, req, query, raw_job),
-        // Said in so many words, so that a client of a Worker is not sent
-        // looking for a typo: this build has no schedules to serve.
+        // Said in so many words, so that a client is not sent looking for
+        // a typo: this build has no schedules to serve.
         #[cfg(not(feature = "schedules"))]
         ["schedules", ..] => Err(Reply::error(
             404,
             ErrorKind::NotFound,
-            "the Worker serves no schedules yet; `cronslot serve` does",
+            "this build serves no schedules: it is built without the feature `schedules`              (a Worker: cronslot-cf's)",
         )),
         _ => Err(not_found_route(segments)),
     }

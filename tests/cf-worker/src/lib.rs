@@ -1,9 +1,10 @@
 //! The Worker of the Cloudflare tests. Besides cronslot's own routes it has
 //! one test-only route, `POST /__object/<name>`, that hands a raw object
-//! request to the Durable Object of that name (a job's, or the tick
-//! object): the conformance suite drives the objects through it from Rust,
-//! and the tick-cost test reads each object's request count with it. The
-//! example Worker has no such route.
+//! request to the Durable Object of that name (a job's, a schedule
+//! object's with its `#` as `%23`, or the tick object): the conformance
+//! suite drives the objects through it from Rust, and the tick-cost test
+//! reads each object's request count with it. The example Worker has no
+//! such route.
 #![cfg(target_arch = "wasm32")]
 
 use cronslot_cf::{Cronslot, JobError, RunContext};
@@ -17,6 +18,9 @@ fn app() -> Cronslot {
         .register("flaky", flaky)
         .register("slow", slow)
         .register("wobbly", flaky)
+        .register("tenant", tenant)
+        // Few objects for the dynamic job's schedules: the tests list them.
+        .schedule_objects(4)
         // Every retry waits for a later tick, which the tests fire.
         .retry_within_event(std::time::Duration::ZERO)
 }
@@ -31,6 +35,22 @@ async fn quick(ctx: RunContext) -> std::result::Result<(), JobError> {
 async fn flaky(ctx: RunContext) -> std::result::Result<(), JobError> {
     if ctx.attempt() == 1 {
         return Err(JobError::transient("first attempts always fail"));
+    }
+    Ok(())
+}
+
+/// A schedule's run: it must know its key, and its payload must be the
+/// JSON object its schedule was written with, naming that key.
+async fn tenant(ctx: RunContext) -> std::result::Result<(), JobError> {
+    let key = ctx
+        .key()
+        .ok_or_else(|| JobError::permanent("a schedule's run has no key"))?
+        .to_string();
+    let payload = ctx.payload().unwrap_or("null");
+    if !payload.contains(&format!("\"tenant\":\"{key}\"")) {
+        return Err(JobError::permanent(format!(
+            "schedule {key} ran with the payload {payload}"
+        )));
     }
     Ok(())
 }
@@ -57,7 +77,11 @@ async fn scheduled(event: ScheduledEvent, env: Env, ctx: ScheduleContext) {
 
 #[event(fetch)]
 async fn fetch(mut req: Request, env: Env, ctx: Context) -> Result<Response> {
-    if let Some(job) = req.path().strip_prefix("/__object/").map(str::to_string) {
+    if let Some(job) = req
+        .path()
+        .strip_prefix("/__object/")
+        .map(|name| name.replace("%23", "#"))
+    {
         let body = req.text().await?;
         let stub = env
             .durable_object(cronslot_cf::OBJECT_BINDING)?

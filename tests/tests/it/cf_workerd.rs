@@ -21,9 +21,9 @@ struct ViaWorker<'a>(&'a Wrangler);
 
 impl Transport for ViaWorker<'_> {
     async fn call(&self, job: &str, body: String) -> Result<String, StoreError> {
-        let (status, answer) = self
-            .0
-            .request("POST", &format!("/__object/{job}"), None, &body);
+        // A schedule object's `#` would end the path: it travels as %23.
+        let path = format!("/__object/{}", job.replace('#', "%23"));
+        let (status, answer) = self.0.request("POST", &path, None, &body);
         if status != 200 {
             return Err(StoreError::new(
                 StoreErrorKind::Unavailable,
@@ -43,6 +43,146 @@ fn conformance_suite_against_durable_objects_in_workerd() {
     let state = state_dir("cf-conformance");
     let wrangler = Wrangler::start(WORKER, state.path(), &[]);
     run_all_blocking(|| ObjectClient::new(ViaWorker(&wrangler)), "cfw");
+}
+
+/// The schedules part of the conformance suite against the real objects in
+/// workerd, a job's schedules spread over 4 of them (as the test Worker
+/// spreads them).
+#[test]
+fn schedule_conformance_against_durable_objects_in_workerd() {
+    use cronslot_core::conformance::schedules as suite;
+    use cronslot_core::coord::exec::block_on;
+    let state = state_dir("cf-schedule-conformance");
+    let wrangler = Wrangler::start(WORKER, state.path(), &[]);
+    let c = || ObjectClient::new(ViaWorker(&wrangler)).with_schedule_objects(4);
+    block_on(suite::concurrent_upserts_of_one_spec_end_at_version_1(
+        &c(),
+        "cws1",
+    ));
+    block_on(suite::versions_preconditions_and_tombstones(&c(), "cws2"));
+    block_on(suite::a_schedule_runs_and_a_recreate_fences_out_old_runs(
+        &c(),
+        "cws3",
+    ));
+    block_on(suite::listing_pages_each_schedule_once(&c(), "cws4"));
+}
+
+/// A dynamic job's schedules through the Worker: written, read, listed,
+/// paused and deleted with the admin routes; a schedule's slot reaches a
+/// tick through its object's alarm and runs with its key and payload; a
+/// paused and a deleted schedule's do not.
+#[test]
+fn schedules_through_the_workers_routes_and_ticks() {
+    let state = state_dir("cf-schedules");
+    let w = Wrangler::start(WORKER, state.path(), &[("CRONSLOT_ADMIN_TOKEN", TOKEN)]);
+    let call = |method: &str, path: &str, body: &str| {
+        let (code, text) = w.request(method, path, Some(TOKEN), body);
+        let doc = serde_json::from_str::<Value>(&text).unwrap_or(Value::Null);
+        (code, doc, text)
+    };
+    let spec = |key: &str| {
+        serde_json::json!({"cron": "* * * * *", "timezone": "Europe/Paris", "payload": {"tenant": key}})
+            .to_string()
+    };
+    // The first tick sets the mark.
+    let start = jiff::Timestamp::now();
+    assert_eq!(w.fire("* * * * *", start.as_millisecond()).0, 200);
+
+    let (code, doc, text) = call("PUT", "/cronslot/schedules/tenant/t-1", &spec("t-1"));
+    assert_eq!(
+        (code, &doc["version"], &doc["changed"]),
+        (201, &Value::from(1), &Value::from(true)),
+        "{text}"
+    );
+    let (code, doc, text) = call("PUT", "/cronslot/schedules/tenant/t-1", &spec("t-1"));
+    assert_eq!(
+        (code, &doc["version"], &doc["changed"]),
+        (200, &Value::from(1), &Value::from(false)),
+        "{text}"
+    );
+    // A zone the Worker does not carry is refused, naming the field and
+    // the zones its build carries; nothing is written.
+    let tokyo = r#"{"cron": "* * * * *", "timezone": "Asia/Tokyo"}"#;
+    let (code, _, text) = call("PUT", "/cronslot/schedules/tenant/t-9", tokyo);
+    assert_eq!(code, 400, "{text}");
+    assert!(
+        text.contains("timezone") && text.contains("Asia/Tokyo") && text.contains("Europe/Paris"),
+        "{text}"
+    );
+    let (code, _, text) = call("GET", "/cronslot/schedules/tenant/t-9", "");
+    assert_eq!(code, 404, "{text}");
+    for key in ["t-2", "t-3"] {
+        let (code, _, text) = call(
+            "PUT",
+            &format!("/cronslot/schedules/tenant/{key}"),
+            &spec(key),
+        );
+        assert_eq!(code, 201, "{text}");
+    }
+
+    // Pages of two, in key order, across the job's objects.
+    let keys = |doc: &Value| -> Vec<String> {
+        doc["schedules"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["key"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let (code, page, text) = call("GET", "/cronslot/schedules/tenant?limit=2", "");
+    assert_eq!(code, 200, "{text}");
+    let mut listed = keys(&page);
+    let mut cursor = page["cursor"].as_str().map(str::to_string);
+    while let Some(after) = cursor {
+        let (code, page, text) = call(
+            "GET",
+            &format!("/cronslot/schedules/tenant?limit=2&cursor={after}"),
+            "",
+        );
+        assert_eq!(code, 200, "{text}");
+        listed.extend(keys(&page));
+        cursor = page["cursor"].as_str().map(str::to_string);
+    }
+    assert_eq!(listed, ["t-1", "t-2", "t-3"]);
+
+    let (code, one, text) = call("GET", "/cronslot/schedules/tenant/t-1", "");
+    assert_eq!(code, 200, "{text}");
+    assert_eq!(one["next"].as_array().map(Vec::len), Some(10), "{text}");
+
+    // t-2 paused by the job's operation with its key, t-3 deleted.
+    let (code, _, text) = call("POST", "/cronslot/jobs/tenant/pause?key=t-2", "");
+    assert_eq!(code, 200, "{text}");
+    let (code, _, text) = call("DELETE", "/cronslot/schedules/tenant/t-3", "");
+    assert_eq!(code, 200, "{text}");
+
+    // t-1's first slot is the next minute: its object's alarm sends its
+    // wake to the tick object then (real time), and a tick runs it.
+    let first: jiff::Timestamp = one["next"][0]["slot"].as_str().unwrap().parse().unwrap();
+    let at = first.as_millisecond() + 1_000;
+    wait_woken(&w, "tenant/t-1", at);
+    assert!(
+        !woken(&w, at)
+            .iter()
+            .any(|(j, _)| j == "tenant/t-2" || j == "tenant/t-3"),
+        "a paused or deleted schedule has no wake: {:?}",
+        woken(&w, at)
+    );
+    assert_eq!(w.fire("* * * * *", at).0, 200);
+    let (_, one, text) = call("GET", "/cronslot/schedules/tenant/t-1", "");
+    assert_eq!(
+        one["status"]["succeeded"],
+        1,
+        "t-1 ran once, with its key and payload: {text}\n{}",
+        w.log_text()
+    );
+    // The same tick again runs nothing twice.
+    assert_eq!(w.fire("* * * * *", at).0, 200);
+    let (_, one, _) = call("GET", "/cronslot/schedules/tenant/t-1", "");
+    assert_eq!(one["status"]["runs"], 1);
+    let (_, two, text) = call("GET", "/cronslot/schedules/tenant/t-2", "");
+    assert_eq!(two["status"]["runs"], 0, "{text}");
+    let (code, _, _) = call("GET", "/cronslot/schedules/tenant/t-3", "");
+    assert_eq!(code, 404);
 }
 
 /// A ten-minute boundary 10 to 20 minutes ago, in ms since the epoch: a

@@ -126,7 +126,10 @@ fn owed<'a>(spec: &'a JobSpec, state: &'a JobState) -> impl Iterator<Item = Time
 /// lease judges "is the next slot due" by its own clock reading, which may
 /// be from before the slot though the write lands after it; dropping the
 /// wake then would leave the slot to nothing. Once the slot is taken (the
-/// cursor passes it), the wake goes.
+/// cursor passes it), the wake goes, and so it does when the job is
+/// paused: a paused job's slots start nothing, so a tick woken for one
+/// would find only that (what a paused record still owes, `computed`
+/// holds).
 pub fn carry_wake(
     spec: &JobSpec,
     stored: Option<Timestamp>,
@@ -135,7 +138,10 @@ pub fn carry_wake(
 ) -> Option<Timestamp> {
     match stored {
         Some(s)
-            if s > next.cursor && spec.schedule.is_slot(s) && computed.is_none_or(|c| c > s) =>
+            if !next.paused
+                && s > next.cursor
+                && spec.schedule.is_slot(s)
+                && computed.is_none_or(|c| c > s) =>
         {
             Some(s)
         }
