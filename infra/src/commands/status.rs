@@ -93,6 +93,7 @@ fn status_doc<C: Operator + Records>(
         now,
         store: Some(session.store.clone()),
         jobs,
+        dynamic_jobs: cronslot_runtime::admin::dynamic_jobs(&session.manifest, all),
         not_in_manifest,
     })
 }

@@ -247,3 +247,177 @@ fn the_dashboard_works_in_a_real_browser() {
     drop(browser);
     stop(child);
 }
+
+const DYNAMIC: &str = r#"
+[[job]]
+name = "report"
+schedule = "0 3 * * *"
+timeout = "20s"
+command = ["true"]
+
+[[job]]
+name = "tenant-invoice"
+dynamic = true
+timeout = "20s"
+command = ["true"]
+"#;
+
+/// Writes `count` schedules of `tenant-invoice` (`t-000`..), every third
+/// on the plan `pro`, straight into the store.
+fn write_schedules(store_path: &Path, count: usize) {
+    use cronslot_core::coord::exec::block_on;
+    use cronslot_core::coord::{CasCoordinator, Schedules, decide::Precondition};
+    use cronslot_core::manifest::parse_manifest;
+    use cronslot_core::schedules::{ScheduleKey, ScheduleSpec};
+    use cronslot_sqlite::SqliteStore;
+
+    let manifest = parse_manifest(DYNAMIC, "cronslot.toml").expect("manifest");
+    let template = manifest.template("tenant-invoice").expect("dynamic job");
+    let c = CasCoordinator::new(SqliteStore::open(store_path).expect("open the store"), 5);
+    for i in 0..count {
+        let plan = if i % 3 == 0 { "pro" } else { "basic" };
+        let spec = ScheduleSpec::from_json(&format!(
+            r#"{{"cron":"0 9 1 * *","timezone":"Europe/Berlin","payload":{{"tenant":{i}}},"labels":{{"plan":"{plan}"}}}}"#
+        ))
+        .expect("spec");
+        let key = ScheduleKey::new(format!("t-{i:03}")).expect("key");
+        block_on(c.put_schedule(
+            template,
+            &key,
+            spec,
+            Precondition::None,
+            jiff::Timestamp::now(),
+        ))
+        .expect("write the schedule");
+    }
+}
+
+/// A dynamic job's schedules in the browser: listed from the jobs page,
+/// paged 50 at a time and filtered by label; a schedule's page shows its
+/// spec, payload and next slots, pauses and resumes it by its key, and
+/// deletes it on the version it shows.
+#[test]
+fn the_dashboard_pages_through_a_dynamic_jobs_schedules() {
+    let dir = scratch("schedules");
+    let store = due_store(&dir, DYNAMIC);
+    write_schedules(&dir.join("state.db"), 60);
+    let (child, port) = serve(&dir, &store, &[], &[("CRONSLOT_ADMIN_TOKEN", ADMIN_TOKEN)]);
+    let browser = Browser::start(&dir, 1280, 900);
+    browser.goto("about:blank");
+    let blank = browser.screenshot(&dir.join("blank.png")).len();
+    browser.goto(&format!("http://127.0.0.1:{port}/cronslot/"));
+    browser.type_on("#token", ADMIN_TOKEN);
+    browser.click_on("#login button[type=submit]");
+
+    // The jobs page names the dynamic job; its page lists the first 50
+    // schedules in key order, the next page the other 10.
+    browser.click_on("#dynamic a");
+    browser.wait_until(
+        "the first page of schedules",
+        "return document.querySelectorAll('#schedules tbody tr').length === 50",
+    );
+    let keys = |browser: &Browser| {
+        browser.execute(
+            "return [...document.querySelectorAll('#schedules tbody tr')].map(r => r.dataset.key)",
+            json!([]),
+        )
+    };
+    let first: Vec<String> = (0..50).map(|i| format!("t-{i:03}")).collect();
+    assert_eq!(keys(&browser), json!(first));
+    let table = browser.text_of("#schedules");
+    assert!(
+        table.contains("0 9 1 * *")
+            && table.contains("Europe/Berlin")
+            && table.contains("plan=pro"),
+        "{table}"
+    );
+    screenshot(&browser, &dir, "schedules", blank);
+    browser.click_on("#next-page");
+    browser.wait_until(
+        "the second page",
+        "return document.querySelectorAll('#schedules tbody tr').length === 10",
+    );
+    let second: Vec<String> = (50..60).map(|i| format!("t-{i:03}")).collect();
+    assert_eq!(keys(&browser), json!(second));
+    assert_eq!(
+        browser.execute("return !!document.getElementById('next-page')", json!([])),
+        json!(false),
+        "the last page has no next"
+    );
+
+    // A label filter: the schedules on the plan pro (every third).
+    browser.click_on("#first-page");
+    browser.wait_until(
+        "the first page again",
+        "return document.querySelectorAll('#schedules tbody tr').length === 50",
+    );
+    browser.type_on("#filter input[name=label]", "plan:pro");
+    browser.click_on("#filter button[type=submit]");
+    browser.wait_until(
+        "the filtered page",
+        "return document.querySelectorAll('#schedules tbody tr').length === 20",
+    );
+    let pro: Vec<String> = (0..60).step_by(3).map(|i| format!("t-{i:03}")).collect();
+    assert_eq!(keys(&browser), json!(pro));
+
+    // One schedule: its spec, its payload, its next slots.
+    browser.click_on("#schedules a[href='#/schedule/tenant-invoice/t-003']");
+    browser.wait_for("#spec");
+    let spec = browser.text_of("#spec");
+    assert!(
+        spec.contains("0 9 1 * *") && spec.contains("Europe/Berlin") && spec.contains("plan=pro"),
+        "{spec}"
+    );
+    assert!(browser.text_of("#payload").contains("\"tenant\": 3"));
+    browser.wait_for("#next tr");
+    screenshot(&browser, &dir, "schedule", blank);
+
+    // Pause and resume act on that schedule alone.
+    let schedule = |key: &str| {
+        body_json(&call(
+            port,
+            "GET",
+            &format!("/cronslot/schedules/tenant-invoice/{key}"),
+            Some(ADMIN_TOKEN),
+        ))
+    };
+    browser.click_on("#pause");
+    let asked = browser.accept_dialog();
+    assert!(asked.contains("Pause t-003 of tenant-invoice"), "{asked}");
+    browser.wait_for("#resume");
+    assert_eq!(schedule("t-003")["status"]["paused"], true);
+    assert_eq!(schedule("t-004")["status"]["paused"], false);
+    browser.click_on("#resume");
+    browser.accept_dialog();
+    browser.wait_for("#pause");
+    assert_eq!(schedule("t-003")["status"]["paused"], false);
+
+    // Delete, on the version shown: back to the list, without it.
+    browser.click_on("#delete");
+    let asked = browser.accept_dialog();
+    assert!(
+        asked.contains("Delete t-003 of tenant-invoice (version 1)"),
+        "{asked}"
+    );
+    browser.wait_until(
+        "the list, with the outcome",
+        "return !!document.getElementById('schedules') && \
+         document.getElementById('notice').textContent.includes('t-003')",
+    );
+    let gone = call(
+        port,
+        "GET",
+        "/cronslot/schedules/tenant-invoice/t-003",
+        Some(ADMIN_TOKEN),
+    );
+    assert_eq!(gone.status, 404, "{gone:?}");
+    assert_eq!(
+        browser.execute(
+            "return !!document.querySelector('#schedules tr[data-key=\"t-003\"]')",
+            json!([])
+        ),
+        json!(false)
+    );
+    drop(browser);
+    stop(child);
+}

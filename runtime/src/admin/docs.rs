@@ -27,6 +27,11 @@ pub struct StatusDoc {
     pub store: Option<String>,
     /// One report per job.
     pub jobs: Vec<JobReport>,
+    /// The manifest's dynamic jobs (`dynamic = true`), in manifest order:
+    /// their schedules are listed by `GET {p}/schedules/{job}`, not here.
+    /// Absent when there are none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub dynamic_jobs: Vec<String>,
     /// Jobs the store has a record of that the manifest no longer defines
     /// (left alone). Absent when that was not looked for: the admin route,
     /// and `cronslot status --job`.

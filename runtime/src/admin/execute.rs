@@ -60,6 +60,7 @@ async fn run<C: Operator>(
                 now,
                 store: None,
                 jobs,
+                dynamic_jobs: dynamic_jobs(manifest, job.is_none()),
                 not_in_manifest: None,
             };
             Ok(match format {
@@ -498,4 +499,17 @@ pub(crate) fn coord_reply(message: String, e: &CoordError) -> Reply {
     } else {
         reply
     }
+}
+
+/// The names of the manifest's dynamic jobs, for a status of every job
+/// (`all`); none for a status of one job.
+pub fn dynamic_jobs(manifest: &Manifest, all: bool) -> Vec<String> {
+    if !all {
+        return Vec::new();
+    }
+    manifest
+        .templates
+        .iter()
+        .map(|t| t.name.as_str().to_string())
+        .collect()
 }

@@ -92,7 +92,7 @@ pub use docs::{
     JobReport, NextDoc, NextSlot, PauseDoc, RedriveDoc, RepairDoc, RepairedJob, StaleJob,
     StatusDoc, TriggerDoc, TriggerKind, UncheckedJob,
 };
-pub use execute::{execute, job_report};
+pub use execute::{dynamic_jobs, execute, job_report};
 pub use host::{AdminHost, dispatch};
 pub use metrics::prometheus_text;
 pub use repair::{REPAIR_PAGE, repair_page};

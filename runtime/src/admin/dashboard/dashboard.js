@@ -26,12 +26,12 @@
 
   class Unauthorized extends Error {}
 
-  async function api(method, path) {
+  async function api(method, path, headers) {
     const t = token();
     if (!t) throw new Unauthorized("no token");
     const r = await fetch(base + path, {
       method,
-      headers: { Authorization: "Bearer " + t },
+      headers: Object.assign({ Authorization: "Bearer " + t }, headers || {}),
       cache: "no-store",
       credentials: "omit",
       referrerPolicy: "no-referrer",
@@ -93,14 +93,24 @@
     if (Array.isArray(body.redriven)) return body.redriven.length + " dead letter(s) of " + body.job + " sent back to run.";
     if (Array.isArray(body.slots)) return body.slots.length + " slot(s) of " + body.job + " queued to run again.";
     if (typeof body.paused === "boolean") return body.job + (body.paused ? " is paused." : " runs again.") + (body.changed ? "" : " (It already was.)");
+    if (body.key && typeof body.version === "number") return "Schedule " + body.key + " of " + body.job + " deleted (its tombstone holds version " + body.version + ").";
     return "Done.";
   }
 
-  async function act(question, method, path) {
+  let carried = "";
+  // Asks, acts, says what came of it; then `then` (a new hash) or a
+  // re-render of this view.
+  async function act(question, method, path, headers, then) {
     if (!window.confirm(question)) return;
     try {
-      const { status, body } = await api(method, path);
+      const { status, body } = await api(method, path, headers);
       notice(outcome(status, body));
+      if (then && status < 300) {
+        // The outcome outlives the change of view it leads to.
+        carried = outcome(status, body);
+        location.hash = then;
+        return;
+      }
     } catch (e) { fail(e); }
     render();
   }
@@ -119,11 +129,102 @@
       cell("Live leases", j.live_leases),
       cell("Dead letters", j.dead_letters ? el("a", { href: "#/dlq" }, j.dead_letters) : "0"),
     ));
+    const dynamic = s.dynamic_jobs || [];
     return [
       el("h1", {}, "Jobs (" + s.jobs.length + ")"),
-      el("table", { id: "jobs" },
+      s.jobs.length ? el("table", { id: "jobs" },
         el("thead", {}, el("tr", {}, ["Job", "Schedule", "Health", "Last success", "Next slot", "Lag of last run", "Live leases", "Dead letters"].map((h) => el("th", {}, h)))),
-        el("tbody", {}, rows)),
+        el("tbody", {}, rows)) : null,
+      dynamic.length ? [
+        el("h2", {}, "Dynamic jobs (" + dynamic.length + ")"),
+        el("p", {}, "Their schedules are data, written by the application: one page per job."),
+        el("ul", { id: "dynamic" }, dynamic.map((name) => el("li", {}, el("a", { href: schedulesHash(name, {}) }, name)))),
+      ] : null,
+    ];
+  }
+
+  // A dynamic job's schedules: the hash keeps the filter and the page.
+  const PAGE = 50;
+  function schedulesHash(job, q) {
+    const params = new URLSearchParams();
+    for (const k of ["prefix", "label", "cursor"]) if (q[k]) params.set(k, q[k]);
+    const text = params.toString();
+    return "#/schedules/" + encodeURIComponent(job) + (text ? "?" + text : "");
+  }
+  const scheduleHash = (job, key) => "#/schedule/" + encodeURIComponent(job) + "/" + encodeURIComponent(key);
+  const whenOf = (spec) => (spec.at ? "once, at " + spec.at : spec.cron);
+  const labelsOf = (spec) => Object.entries(spec.labels || {}).map(([k, v]) => k + "=" + v).join(", ");
+
+  async function schedulesView(job, q) {
+    const params = new URLSearchParams({ limit: String(PAGE) });
+    for (const k of ["prefix", "label", "cursor"]) if (q[k]) params.set(k, q[k]);
+    const { body: page } = await api("GET", "/schedules/" + encodeURIComponent(job) + "?" + params);
+    const now = ms(page.now);
+    const prefix = el("input", { name: "prefix", placeholder: "key prefix", value: q.prefix || "", size: 16 });
+    const label = el("input", { name: "label", placeholder: "label NAME:VALUE", value: q.label || "", size: 18 });
+    const filter = el("form", { id: "filter", onsubmit: (e) => {
+      e.preventDefault();
+      location.hash = schedulesHash(job, { prefix: prefix.value.trim(), label: label.value.trim() });
+    } }, prefix, label, el("button", { type: "submit" }, "Filter"));
+    const rows = page.schedules.map((x) => el("tr", { "data-key": x.key },
+      cell("Key", el("a", { href: scheduleHash(job, x.key) }, x.key)),
+      cell("When", el("code", {}, whenOf(x.spec)), el("span", { class: "sub" }, x.spec.timezone)),
+      cell("Labels", labelsOf(x.spec)),
+      cell("State", badge(x.spec.paused ? "paused" : "ok")),
+      cell("Version", x.version),
+      cell("Next slot", when(x.next, x.spec.timezone, now)),
+    ));
+    const more = page.cursor ? el("a", { id: "next-page", href: schedulesHash(job, { prefix: q.prefix, label: q.label, cursor: page.cursor }) }, "Next page") : null;
+    const first = q.cursor ? el("a", { id: "first-page", href: schedulesHash(job, { prefix: q.prefix, label: q.label }) }, "First page") : null;
+    return [
+      el("h1", {}, job, " ", el("span", { class: "sub" }, "schedules")),
+      filter,
+      rows.length
+        ? el("table", { id: "schedules" }, el("thead", {}, el("tr", {}, ["Key", "When", "Labels", "State", "Version", "Next slot"].map((h) => el("th", {}, h)))), el("tbody", {}, rows))
+        : el("p", {}, page.cursor ? "None on this page: the filter matched none of the keys read. Go on to the next page." : "No schedules" + (q.cursor ? " after this point." : ".")),
+      el("p", { class: "actions" }, first, more),
+    ];
+  }
+
+  async function scheduleView(job, key) {
+    const path = "/schedules/" + encodeURIComponent(job) + "/" + encodeURIComponent(key);
+    const { body: d } = await api("GET", path);
+    const now = ms(d.now);
+    const j = d.status;
+    const zone = d.spec.timezone;
+    const ops = "/jobs/" + encodeURIComponent(job);
+    const withKey = "?key=" + encodeURIComponent(key);
+    const who = key + " of " + job;
+    const spec = [
+      ["When", el("code", {}, whenOf(d.spec))],
+      ["Zone", zone],
+      ["Start", d.spec.start || "—"],
+      ["End", d.spec.end || "—"],
+      ["Labels", labelsOf(d.spec) || "—"],
+      ["Payload", d.spec.payload === undefined ? "—" : el("pre", { id: "payload" }, JSON.stringify(d.spec.payload, null, 2))],
+      ["Version", d.version + ", written " + inZone(d.changed_at, zone)],
+    ];
+    return [
+      el("h1", {}, el("a", { href: schedulesHash(job, {}) }, job), " / " + key, " ", badge(health(j))),
+      el("table", { id: "spec" }, el("tbody", {}, spec.map(([k, v]) => el("tr", {}, el("th", {}, k), el("td", {}, v))))),
+      el("div", { class: "actions" },
+        el("button", { id: "trigger", type: "button", onclick: () => act("Run the current slot of " + who + " now?", "POST", ops + "/trigger" + withKey) }, "Trigger now"),
+        j.paused
+          ? el("button", { id: "resume", type: "button", onclick: () => act("Resume " + who + "?", "POST", ops + "/resume" + withKey) }, "Resume")
+          : el("button", { id: "pause", type: "button", class: "danger", onclick: () => act("Pause " + who + "? Its slots are skipped until it is resumed.", "POST", ops + "/pause" + withKey) }, "Pause"),
+        j.dead_letters ? el("button", { id: "redrive-all", type: "button", onclick: () => act("Send all " + j.dead_letters + " dead letters of " + who + " back to run?", "POST", ops + "/redrive" + withKey) }, "Redrive all") : null,
+        // Conditional on the version shown: a schedule changed since this
+        // page was read is not deleted by mistake.
+        el("button", { id: "delete", type: "button", class: "danger", onclick: () => act("Delete " + who + " (version " + d.version + ")? No slot of it runs after now.", "DELETE", path, { "If-Match": '"' + d.version + '"' }, schedulesHash(job, {})) }, "Delete")),
+      el("p", {}, "Last success: ", when(j.last_success, zone, now), " · runs " + j.runs + ", succeeded " + j.succeeded + ", failed " + j.failed + ", fence " + j.fence),
+      counts("Missed slots", j.missed, "missed"),
+      counts("Skipped slots", j.skipped, "skipped"),
+      el("h2", {}, "Recent slots"),
+      timeline(j.record, zone, now),
+      el("h2", {}, "Next slots"),
+      d.next.length
+        ? el("table", { id: "next" }, el("tbody", {}, d.next.map((n) => el("tr", {}, cell("Slot", when(n.slot, zone, now)), cell("UTC", el("code", {}, n.slot))))))
+        : el("p", {}, j.paused ? "None while paused." : "No slot left in its window."),
     ];
   }
 
@@ -240,6 +341,16 @@
     $("login-error").textContent = message || "";
   }
 
+  function schedulesRoute(rest) {
+    const [job, query] = rest.split("?");
+    const q = Object.fromEntries(new URLSearchParams(query || ""));
+    return schedulesView(decodeURIComponent(job), q);
+  }
+  function scheduleRoute(rest) {
+    const [job, key] = rest.split("/");
+    return scheduleView(decodeURIComponent(job), decodeURIComponent(key || ""));
+  }
+
   let rendering = false;
   async function render() {
     if (rendering) return;
@@ -248,6 +359,8 @@
     try {
       const h = location.hash || "#/";
       const nodes = h.startsWith("#/job/") ? await jobView(decodeURIComponent(h.slice(6)))
+        : h.startsWith("#/schedules/") ? await schedulesRoute(h.slice(12))
+        : h.startsWith("#/schedule/") ? await scheduleRoute(h.slice(11))
         : h === "#/dlq" ? await dlqView() : await jobsView();
       $("login").hidden = true;
       $("logout").hidden = false;
@@ -265,7 +378,7 @@
     render();
   });
   $("logout").addEventListener("click", () => { sessionStorage.removeItem(KEY); notice(""); showLogin(""); });
-  window.addEventListener("hashchange", () => { notice(""); render(); });
+  window.addEventListener("hashchange", () => { notice(carried); carried = ""; render(); });
   // Refresh by itself, but never under someone typing: a re-render would
   // drop what they typed (the backfill range).
   const editing = () => [...view.querySelectorAll("input")].some((i) => i.value || i === document.activeElement);
