@@ -15,8 +15,8 @@ use cronslot_runtime::{
 };
 use jiff::{SignedDuration, Timestamp};
 use worker::{
-    Context, Env, Fetch, Headers, Method, Request, RequestInit, RequestRedirect, Response,
-    ScheduleContext, ScheduledEvent, console_error, console_log,
+    Context, Env, Fetch, Headers, Request, Response, ScheduleContext, ScheduledEvent,
+    console_error, console_log,
 };
 
 use super::transport::StubTransport;
@@ -604,15 +604,14 @@ async fn send(request: HttpRequest) -> Result<HttpResponse, HttpFailure> {
             .set(name, value)
             .map_err(|e| permanent(format!("header {name:?}"), e))?;
     }
-    let mut init = RequestInit::new();
-    init.with_method(Method::from(request.method.as_str().to_string()))
-        .with_headers(headers)
-        .with_redirect(RequestRedirect::Manual);
-    if let Some(body) = &request.body {
-        init.with_body(Some(wasm_bindgen::JsValue::from_str(body)));
-    }
-    let outgoing = Request::new_with_init(&request.url, &init)
-        .map_err(|e| permanent(format!("request to {}", request.url), e))?;
+    let outgoing = super::outgoing::request(
+        &request.url,
+        request.method.as_str(),
+        Some(&headers),
+        request.body.as_deref(),
+        true,
+    )
+    .map_err(|e| permanent(format!("request to {}", request.url), e))?;
     let mut response = Fetch::Request(outgoing)
         .send()
         .await

@@ -8,6 +8,7 @@ mod entry;
 // `CronslotJob` cannot carry docs.
 #[allow(missing_docs)]
 mod object_class;
+mod outgoing;
 mod transport;
 
 pub use entry::{Cronslot, DEFAULT_MAX_JOBS_PER_TICK};

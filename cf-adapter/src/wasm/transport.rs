@@ -1,7 +1,7 @@
 //! Requests to a job's object through its Durable Object stub.
 
 use cronslot_core::coord::{StoreError, StoreErrorKind};
-use worker::{Method, ObjectNamespace, Request, RequestInit};
+use worker::ObjectNamespace;
 
 use crate::client::Transport;
 
@@ -25,11 +25,15 @@ impl Transport for StubTransport {
             .id_from_name(job)
             .and_then(|id| id.get_stub())
             .map_err(|e| unavailable("addressing the object", e))?;
-        let mut init = RequestInit::new();
-        init.with_method(Method::Post).with_body(Some(body.into()));
         // The host is never resolved: a stub's fetch goes to the object.
-        let request = Request::new_with_init("https://cronslot.object/op", &init)
-            .map_err(|e| unavailable("building the request", e))?;
+        let request = super::outgoing::request(
+            "https://cronslot.object/op",
+            "POST",
+            None,
+            Some(&body),
+            false,
+        )
+        .map_err(|e| unavailable("building the request", e))?;
         // From here on the object may have applied the operation even if
         // the answer is lost: such errors are ambiguous, not unavailable.
         let ambiguous = |e: worker::Error| {

@@ -18,7 +18,9 @@ use crate::manifest::rules::{
     header_value_problem, http_method, schedule, timeout_problem, url_problem, window_problem,
 };
 use crate::manifest::{Action, JobName, JobSpec, JobTemplate};
-use crate::schedule::{Schedule, Zone};
+use crate::schedule::Schedule;
+#[cfg(feature = "schedules")]
+use crate::schedule::Zone;
 
 /// What runs for a slot; `"function"`, `{"command": {…}}` or
 /// `{"http": {…}}`. A timeout is left out where it is `[defaults]`'
@@ -362,6 +364,7 @@ impl TemplateDoc<'_> {
 
     /// The dynamic job, checked as [`JobDoc::resolve`] checks a job; its
     /// schedules may name the zones `carried` (every zone the file has).
+    #[cfg(feature = "schedules")]
     pub(super) fn resolve(
         &self,
         index: usize,

@@ -202,42 +202,28 @@ pub fn load_precompiled(json: &str) -> Result<Manifest, PrecompiledError> {
             jobs.push(spec);
         }
     }
-    // Every zone the file carries, for the dynamic jobs' schedules.
-    let carried: Vec<Zone> = doc
-        .zones
-        .keys()
-        .filter_map(|name| zones.0.get(name).and_then(|z| z.clone().ok()))
-        .collect();
-    let mut templates = Vec::with_capacity(doc.templates.len());
-    for (i, text) in doc.templates.iter().enumerate() {
-        let template: TemplateDoc<'_> = match crate::json::from_str(text.get()) {
-            Ok(template) => template,
-            Err(e) => {
-                problems.push(format!("templates[{i}]"), e.to_string());
-                continue;
-            }
-        };
-        if !names.insert(template.name.clone()) {
+    // A build without schedules serves no dynamic job: it refuses them
+    // rather than carry their code (a Worker's size, docs/performance.md).
+    #[cfg(not(feature = "schedules"))]
+    let templates = {
+        if !doc.templates.is_empty() {
             problems.push(
-                format!("templates[{i}]"),
-                format!("duplicate job name {:?}", template.name),
+                "templates".into(),
+                "the manifest has dynamic jobs, and this build serves none: it is built \
+                 without the feature `schedules` (a Worker: cronslot-cf's)"
+                    .into(),
             );
         }
-        let Some(policy) = &defaults_policy else {
-            continue;
-        };
-        let default_timeout = doc.defaults.timeout.as_deref();
-        if let Some(t) = template.resolve(
-            i,
-            policy,
-            default_timeout,
-            &carried,
-            &mut zones,
-            &mut problems,
-        ) {
-            templates.push(t);
-        }
-    }
+        Vec::new()
+    };
+    #[cfg(feature = "schedules")]
+    let templates = load_templates(
+        &doc,
+        &defaults_policy,
+        &mut names,
+        &mut zones,
+        &mut problems,
+    );
     if doc.jobs.is_empty() && doc.templates.is_empty() {
         problems.push("jobs".into(), "there is no job".into());
     }
@@ -300,6 +286,47 @@ impl Zones {
         self.0.insert(name.to_string(), found.clone());
         found
     }
+}
+
+/// The dynamic jobs, each read from its text and resolved with the
+/// defaults, with every zone the file carries for their schedules.
+#[cfg(feature = "schedules")]
+fn load_templates<'a>(
+    doc: &'a DocIn<'a>,
+    defaults_policy: &Option<policy::PolicyDoc<'_>>,
+    names: &mut BTreeSet<std::borrow::Cow<'a, str>>,
+    zones: &mut Zones,
+    problems: &mut Problems,
+) -> Vec<crate::manifest::JobTemplate> {
+    let carried: Vec<Zone> = doc
+        .zones
+        .keys()
+        .filter_map(|name| zones.0.get(name).and_then(|z| z.clone().ok()))
+        .collect();
+    let mut templates = Vec::with_capacity(doc.templates.len());
+    for (i, text) in doc.templates.iter().enumerate() {
+        let template: TemplateDoc<'_> = match crate::json::from_str(text.get()) {
+            Ok(template) => template,
+            Err(e) => {
+                problems.push(format!("templates[{i}]"), e.to_string());
+                continue;
+            }
+        };
+        if !names.insert(template.name.clone()) {
+            problems.push(
+                format!("templates[{i}]"),
+                format!("duplicate job name {:?}", template.name),
+            );
+        }
+        let Some(policy) = defaults_policy else {
+            continue;
+        };
+        let default_timeout = doc.defaults.timeout.as_deref();
+        if let Some(t) = template.resolve(i, policy, default_timeout, &carried, zones, problems) {
+            templates.push(t);
+        }
+    }
+    templates
 }
 
 /// The zones carried as TZif data, by name; a bad entry is a problem.
