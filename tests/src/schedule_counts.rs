@@ -9,7 +9,7 @@
 
 use std::rc::Rc;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use cronslot_core::coord::decide::{self, Precondition, ScheduleWrite};
 use cronslot_core::coord::exec::join_all;
@@ -34,8 +34,14 @@ pub const DUE_TICK_BOUND: u64 = 40;
 /// due at 10:00, the rest daily at 03:00), ticks before 10:00 (nothing
 /// due) and after it (the due ones), and checks what each tick cost by
 /// `counted` (requests so far) and that each due schedule ran
-/// exactly once. `n` must be at least [`DUE`].
-pub async fn tick_costs_follow_due_work<S>(store: &S, ns: &str, n: usize, counted: impl Fn() -> u64)
+/// exactly once. `n` must be at least [`DUE`]. Returns what it measured
+/// (the benchmark `schedule_tick_costs` prints it for 100,000).
+pub async fn tick_costs_follow_due_work<S>(
+    store: &S,
+    ns: &str,
+    n: usize,
+    counted: impl Fn() -> u64,
+) -> TickCosts
 where
     S: StateStore + EffectLedger + TickIndex + Clone + 'static,
 {
@@ -48,6 +54,7 @@ where
         ScheduleSpec::from_json(r#"{"cron": "0 10 * * *", "payload": {"due": true}}"#).unwrap();
     let later = ScheduleSpec::from_json(r#"{"cron": "0 3 * * *"}"#).unwrap();
     let writer = CasCoordinator::new(store.clone(), 7);
+    let loading = Instant::now();
     let keys: Vec<ScheduleKey> = (0..n)
         .map(|i| ScheduleKey::new(format!("tenant-{i:06}")).unwrap())
         .collect();
@@ -70,6 +77,8 @@ where
             );
         }
     }
+
+    let loaded_in = loading.elapsed();
 
     let ran: Arc<Mutex<Vec<String>>> = Arc::new(Mutex::new(Vec::new()));
     let jobs = {
@@ -130,4 +139,20 @@ where
     assert!(busy <= DUE_TICK_BOUND);
     let again = tick_at("2030-01-07T10:01:05Z").await;
     assert_eq!(again, 2, "after the runs, nothing is due again");
+    TickCosts {
+        loaded_in,
+        idle,
+        busy,
+    }
+}
+
+/// What [`tick_costs_follow_due_work`] measured.
+#[derive(Debug, Clone, Copy)]
+pub struct TickCosts {
+    /// How long writing the schedules took ([`LOAD_BATCH`] at once).
+    pub loaded_in: Duration,
+    /// The requests of a tick with nothing due.
+    pub idle: u64,
+    /// The requests of a tick with [`DUE`] due.
+    pub busy: u64,
 }

@@ -10,7 +10,7 @@ use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
 
 use super::patch::PolicyPatch;
-use super::policy::PolicyDoc;
+use super::policy::{Policy, PolicyDoc};
 use super::{DurationText, Problems, Report, Text, Zones};
 use crate::manifest::duration::format_duration;
 use crate::manifest::rules::{
@@ -187,6 +187,57 @@ impl ActionDoc<'_> {
     }
 }
 
+/// What a job and a dynamic job write alike: the name, the window, the
+/// action and the policies.
+struct Parts<'d, 'a> {
+    name: &'d Text<'a>,
+    start_at: Option<Timestamp>,
+    end_at: Option<Timestamp>,
+    action: &'d ActionDoc<'a>,
+    policy: &'d PolicyPatch<'a>,
+}
+
+impl Parts<'_, '_> {
+    /// The name, the policies over `defaults` and the action, each checked
+    /// with the TOML path's rules; every problem is pushed, at `place`,
+    /// and a part with one is `None`.
+    fn resolve(
+        &self,
+        place: &str,
+        defaults: &PolicyDoc<'_>,
+        default_timeout: Option<&str>,
+        zones: &mut Zones,
+        problems: &mut Problems,
+    ) -> (Option<JobName>, Option<Policy>, Option<Action>) {
+        let before = problems.0.len();
+        let name = JobName::new(&**self.name)
+            .map_err(|e| problems.push(place.to_string(), e.to_string()))
+            .ok();
+        if let (Some(s), Some(e)) = (self.start_at, self.end_at) {
+            if let Some(problem) = window_problem(s, e) {
+                problems.push(place.to_string(), problem);
+            }
+        }
+        // The action first: the checks across the job's policies read its
+        // timeout.
+        let timeout = self.action.timeout(place, default_timeout, problems);
+        let action = self.action.resolve(place, &timeout, problems);
+        let function_job = matches!(self.action, ActionDoc::Function);
+        let policy = self.policy.over(defaults).resolve(
+            place,
+            Some(self.policy),
+            &timeout,
+            function_job,
+            zones,
+            problems,
+        );
+        if problems.0.len() > before {
+            return (None, None, None);
+        }
+        (name, policy, action)
+    }
+}
+
 #[derive(Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct JobDoc<'a> {
@@ -251,36 +302,23 @@ impl JobDoc<'_> {
     ) -> Option<JobSpec> {
         let place = format!("job {:?} (jobs[{index}])", self.name);
         let before = problems.0.len();
-        let name = JobName::new(&*self.name)
-            .map_err(|e| problems.push(place.clone(), e.to_string()))
-            .ok();
         let cron = schedule(&self.schedule)
             .map_err(|problem| problems.push(place.clone(), problem.message))
             .ok();
-        if let (Some(s), Some(e)) = (self.start_at, self.end_at) {
-            if let Some(problem) = window_problem(s, e) {
-                problems.push(place.clone(), problem);
-            }
-        }
-        // The action first: the checks across the job's policies read its
-        // timeout.
-        let timeout = self.action.timeout(&place, default_timeout, problems);
-        let action = self.action.resolve(&place, &timeout, problems);
-        let function_job = matches!(self.action, ActionDoc::Function);
-        let p = self.policy.over(defaults).resolve(
-            &place,
-            Some(&self.policy),
-            &timeout,
-            function_job,
-            zones,
-            problems,
-        );
+        let parts = Parts {
+            name: &self.name,
+            start_at: self.start_at,
+            end_at: self.end_at,
+            action: &self.action,
+            policy: &self.policy,
+        };
+        let (name, p, action) = parts.resolve(&place, defaults, default_timeout, zones, problems);
         if problems.0.len() > before {
             return None;
         }
-        let p = p?;
+        let (name, p, action) = (name?, p?, action?);
         Some(JobSpec {
-            name: name?,
+            name,
             schedule: Schedule::new(cron?, p.zone.clone(), p.dst),
             schedule_text: self.schedule.to_string(),
             timezone: p.zone.name().to_string(),
@@ -298,7 +336,7 @@ impl JobDoc<'_> {
             end_at: self.end_at,
             stale_after: p.stale_after,
             history: p.history,
-            action: action?,
+            action,
             key: None,
             #[cfg(feature = "schedules")]
             schedule_version: None,
@@ -375,32 +413,17 @@ impl TemplateDoc<'_> {
         problems: &mut Problems,
     ) -> Option<JobTemplate> {
         let place = format!("dynamic job {:?} (templates[{index}])", self.name);
-        let before = problems.0.len();
-        let name = JobName::new(&*self.name)
-            .map_err(|e| problems.push(place.clone(), e.to_string()))
-            .ok();
-        if let (Some(s), Some(e)) = (self.start_at, self.end_at) {
-            if let Some(problem) = window_problem(s, e) {
-                problems.push(place.clone(), problem);
-            }
-        }
-        let timeout = self.action.timeout(&place, default_timeout, problems);
-        let action = self.action.resolve(&place, &timeout, problems);
-        let function_job = matches!(self.action, ActionDoc::Function);
-        let p = self.policy.over(defaults).resolve(
-            &place,
-            Some(&self.policy),
-            &timeout,
-            function_job,
-            zones,
-            problems,
-        );
-        if problems.0.len() > before {
-            return None;
-        }
-        let p = p?;
+        let parts = Parts {
+            name: &self.name,
+            start_at: self.start_at,
+            end_at: self.end_at,
+            action: &self.action,
+            policy: &self.policy,
+        };
+        let (name, p, action) = parts.resolve(&place, defaults, default_timeout, zones, problems);
+        let (name, p, action) = (name?, p?, action?);
         Some(JobTemplate {
-            name: name?,
+            name,
             trigger: p.trigger,
             lease: p.lease,
             starting_deadline: p.starting_deadline,
@@ -416,7 +439,7 @@ impl TemplateDoc<'_> {
             end_at: self.end_at,
             stale_after: p.stale_after,
             history: p.history,
-            action: action?,
+            action,
             zones: carried.to_vec(),
         })
     }
