@@ -173,6 +173,16 @@ pub fn resolve<'m>(event: &Event, manifest: &'m Manifest) -> Result<Work<'m>, Ev
         Target::Tick => return Ok(Work::Tick { time: event.time }),
         Target::Job(job) => job,
     };
+    if manifest.templates.iter().any(|t| t.name.as_str() == job) {
+        return Err(EventError::at(
+            &event.target_path,
+            format!(
+                "job {job:?} is dynamic: its schedules run from the tick (the rule {:?}), \
+                 not from an event of their own",
+                TICK_RULE
+            ),
+        ));
+    }
     let Some(spec) = manifest.job(job) else {
         return Err(EventError::at(
             &event.target_path,

@@ -16,7 +16,7 @@ use cronslot_core::manifest::{JobSpec, Manifest, format_duration};
 use cronslot_core::translate::{Platform as Dialect, dedicated};
 use cronslot_runtime::{
     JobError, Jobs, Outcome, Platform, RunReport, ServeOptions, TickJob, TickPlan, TickServer,
-    TickWork, idle_reason, serve, tick_with,
+    TickWork, WokenSchedule, idle_reason, resolve_with, serve, tick_with,
 };
 use jiff::Timestamp;
 use serde_json::{Value, json};
@@ -128,9 +128,13 @@ impl<S: StateStore + EffectLedger + TickIndex + 'static> Handler<S> {
             .iter()
             .map(|s| (s.name.as_str().to_string(), Rc::new(s.clone())))
             .collect();
+        // Dynamic jobs' schedules are served by the tick alone: the wake
+        // index names the due ones, and EventBridge holds no rule of theirs.
+        let templates = manifest.templates.iter().cloned().map(Rc::new).collect();
         let tick_plan = TickPlan::new(specs.values().cloned().collect(), |s| {
             !matches!(dedicated(s, Dialect::EventBridge), Some(Ok(_)))
-        });
+        })
+        .with_templates(templates);
         Ok(Handler {
             manifest,
             specs,
@@ -254,6 +258,18 @@ impl<S: StateStore + EffectLedger + TickIndex + 'static> Handler<S> {
                 "error": e.to_string(),
             }));
         }
+        // A woken schedule whose spec could not be read (the store failed,
+        // or it names a zone this build does not carry) keeps its wake: the
+        // next tick reads it again. Said each time, so it is not silent.
+        for (schedule, why) in &report.unresolved {
+            self.emit(&json!({
+                "level": "error",
+                "msg": "schedule_unresolved",
+                "request_id": inv.request_id,
+                "schedule": schedule,
+                "error": why,
+            }));
+        }
         let work = &report.work;
         let planned = work.jobs.iter().filter(|j| j.planned.is_some()).count();
         let mut summary = json!({
@@ -263,6 +279,7 @@ impl<S: StateStore + EffectLedger + TickIndex + 'static> Handler<S> {
             "planned": planned,
             "woken": work.jobs.len() - planned,
             "unknown_woken": work.unknown,
+            "unresolved": report.unresolved.len(),
             "mark": format_instant(report.mark),
         });
         if let (Some((count, why)), Value::Object(map)) = (&report.left, &mut summary) {
@@ -378,6 +395,8 @@ impl<S: StateStore + EffectLedger + TickIndex + 'static> Handler<S> {
         inv: &Invocation,
     ) -> JobReport {
         let job = spec.name.as_str();
+        // A schedule's record (`job/key`) is not its job's.
+        let record = spec.record_name();
         let platform: Rc<dyn Platform> = Rc::new(self.platform.until(inv.deadline));
         let more_due = |spec: &JobSpec, now: Timestamp| more_due(coord, spec, now);
         let options = ServeOptions {
@@ -395,11 +414,15 @@ impl<S: StateStore + EffectLedger + TickIndex + 'static> Handler<S> {
         };
         // Slots given a fate by this job's writes (missed by a claim, dead
         // by a failure): on the last run's line, or a line of their own.
-        let fates = coord.store().watcher().take_fates(job);
+        let fates = coord.store().watcher().take_fates(&record);
         let last = served.runs.len().saturating_sub(1);
         for (i, run) in served.runs.iter().enumerate() {
             let fates = if i == last { fates } else { Fates::default() };
-            report.runs.push(self.run_line(inv, run, fates));
+            let mut line = self.run_line(inv, run, fates);
+            if let (Some(key), Value::Object(map)) = (&spec.key, &mut line) {
+                map.insert("key".into(), Value::from(key.as_str()));
+            }
+            report.runs.push(line);
             if let Some(e) = run_error(run) {
                 report.errors.push(e);
             }
@@ -502,7 +525,7 @@ impl<S: StateStore + EffectLedger + TickIndex + 'static> Handler<S> {
 /// write left? (Costs no request; a wrong guess costs one read.)
 fn more_due<S>(coord: &Coord<S>, spec: &JobSpec, now: Timestamp) -> bool {
     coord
-        .known(spec.name.as_str())
+        .known(&spec.record_name())
         .is_some_and(|record| decide::more_due(spec, &record.value, now))
 }
 
@@ -534,6 +557,16 @@ impl<S: StateStore + EffectLedger + TickIndex + 'static> TickServer for LambdaTi
 
     fn claim_failed(served: &JobReport) -> bool {
         served.claim_failed
+    }
+
+    /// A woken schedule's spec, read from the store (the read its claim
+    /// then starts from).
+    async fn resolve(
+        &self,
+        woken: &WokenSchedule,
+        now: Timestamp,
+    ) -> Result<Option<Rc<JobSpec>>, String> {
+        resolve_with(&**self.coord, woken, now).await
     }
 }
 

@@ -195,7 +195,7 @@ fn read(path: PathBuf) -> Result<(String, String), InitError> {
 /// environment. Returns the warnings (fine to start with, worth a log line).
 pub fn check(manifest: &Manifest, jobs: &Jobs) -> Result<Vec<String>, InitError> {
     let platform = LambdaPlatform::new(Rc::new(Timestamp::now), Rc::default());
-    let mut problems = match jobs.check(&manifest.jobs, &platform) {
+    let mut problems = match jobs.check_all(&manifest.jobs, &manifest.templates, &platform) {
         Ok(()) => Vec::new(),
         Err(e) => e.problems().to_vec(),
     };

@@ -1085,3 +1085,105 @@ async fn a_panicking_job_is_a_failed_run() {
         .await
         .expect("the retry succeeds");
 }
+
+/// A dynamic job's schedules run from the tick (issue 26): the wake index
+/// names the due ones, the tick reads each one's spec, and the run gets its
+/// key and payload; a redelivered tick runs nothing again, and an event
+/// naming the dynamic job itself is refused (it has no slots of its own).
+#[tokio::test]
+async fn the_tick_runs_the_due_schedules_of_a_dynamic_job() {
+    use cronslot_core::coord::Schedules;
+    use cronslot_core::coord::decide::{Precondition, ScheduleWrite};
+    use cronslot_core::schedules::{ScheduleKey, ScheduleSpec};
+
+    let text = "[[job]]\nname = \"tenant-invoice\"\ndynamic = true\nlease = \"5m\"\n";
+    let ran = Shared::new(Vec::new());
+    let seen = ran.clone();
+    let jobs = Jobs::new().register("tenant-invoice", move |ctx: cronslot_aws::RunContext| {
+        let seen = seen.clone();
+        async move {
+            seen.borrow_mut().push(format!(
+                "{} {} {}",
+                ctx.key().unwrap_or("-"),
+                ctx.payload().unwrap_or("-"),
+                ctx.idempotency_key()
+            ));
+            Ok(())
+        }
+    });
+    let w = World::new(text, jobs, "2026-03-08T14:04:30Z");
+    let template = manifest(text).templates.remove(0);
+    let writer = CasCoordinator::new(w.store.clone(), 99);
+    for (key, spec) in [
+        (
+            "acme",
+            r#"{"cron": "5 14 * * *", "payload": {"plan": "pro"}}"#,
+        ),
+        ("globex", r#"{"cron": "0 3 * * *"}"#),
+    ] {
+        let written = writer
+            .put_schedule(
+                &template,
+                &ScheduleKey::new(key).expect("key"),
+                ScheduleSpec::from_json(spec).expect("spec"),
+                Precondition::None,
+                at("2026-03-08T14:04:30Z"),
+            )
+            .await;
+        assert!(
+            matches!(written, Ok(ScheduleWrite::Created { version: 1 })),
+            "{written:?}"
+        );
+    }
+    // The table's first tick writes the mark.
+    w.deliver(&fixture("tick-scheduler.json"))
+        .await
+        .expect("tick");
+    assert_eq!(ran.get(), Vec::<String>::new());
+
+    w.set("2026-03-08T14:05:00.200Z");
+    let out = w
+        .deliver(&fixture("tick-scheduler.json"))
+        .await
+        .expect("tick");
+    assert_eq!(
+        ran.get(),
+        [r#"acme {"plan": "pro"} tenant-invoice/acme@2026-03-08T14:05:00Z"#]
+    );
+    let runs = out["runs"].as_array().expect("runs");
+    assert_eq!(runs.len(), 1, "{out}");
+    assert_eq!(
+        (runs[0]["job"].as_str(), runs[0]["key"].as_str()),
+        (Some("tenant-invoice"), Some("acme"))
+    );
+    assert_eq!(runs[0]["outcome"], "succeeded");
+    assert_eq!(out["woken"].as_u64(), Some(1), "{out}");
+    // The slot's state is the schedule's record.
+    let record = cronslot_core::coord::StateStore::get(&w.store, "tenant-invoice/acme")
+        .await
+        .expect("read")
+        .expect("the schedule's record");
+    assert_eq!(
+        record.value.last_success.map(|s| s.slot),
+        Some(at("2026-03-08T14:05:00Z"))
+    );
+
+    // A redelivery of the same tick: the slot is taken, nothing runs.
+    w.set("2026-03-08T14:05:20Z");
+    let out = w
+        .deliver(&fixture("tick-scheduler.json"))
+        .await
+        .expect("tick");
+    assert_eq!(out["runs"], Value::Array(vec![]), "{out}");
+    assert_eq!(ran.get().len(), 1);
+
+    // The dynamic job has no slots of its own to trigger.
+    let event =
+        json!({"cronslot": {"job": "tenant-invoice", "scheduled_time": "2026-03-08T14:05:00Z"}});
+    let refused = w.deliver(&event).await;
+    assert_eq!(kind(&refused), Some(ErrorKind::InvalidEvent), "{refused:?}");
+    assert!(
+        format!("{:?}", refused.err()).contains("is dynamic"),
+        "the error says why"
+    );
+}

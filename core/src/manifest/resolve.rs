@@ -335,9 +335,8 @@ pub(super) fn resolve_job(
         zones: Vec::new(),
     };
     if job.is_dynamic() {
-        // Served by cronslot's runner and by a Worker. Where schedules are
-        // not served yet (Lambda), `cronslot render` refuses the job, so it
-        // is never silently left alone.
+        // Its schedules are served by every platform's tick (the runner's,
+        // a Worker's, a Lambda function's), from the store's wake index.
         return Some(Resolved::Template(policies));
     }
     let cron = job.cron.clone()?;

@@ -143,7 +143,7 @@ impl JobTemplate {
                 known.push("UTC");
                 Err(format!(
                     "{name:?} is not a zone this build knows: it carries no tz database, only \
-                     the zones of its precompiled manifest ({}); a Worker's build script adds \
+                     the zones of its precompiled manifest ({}); its build script adds \
                      zones with cronslot_core::build_script::precompile_manifest_with_zones",
                     known.join(", ")
                 ))

@@ -163,6 +163,8 @@ pub fn check(
             needs_tick.push(name);
         }
     }
+    // Dynamic jobs' schedules run from the tick alone.
+    needs_tick.extend(manifest.templates.iter().map(|t| t.name.as_str()));
     for (job, found) in &by_job {
         for e in found {
             report.problem(
@@ -179,7 +181,7 @@ pub fn check(
         report.problem(
             None,
             format!(
-                "missing: the tick ({EVENTBRIDGE_TICK} with input {{\"cronslot\":{{\"tick\":true,…}}}}) that runs the tick-mode jobs {}",
+                "missing: the tick ({EVENTBRIDGE_TICK} with input {{\"cronslot\":{{\"tick\":true,…}}}}) that runs the tick-mode and dynamic jobs {}",
                 quoted(&needs_tick)
             ),
             Vec::new(),

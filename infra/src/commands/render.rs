@@ -12,7 +12,7 @@ use crate::manifest::read_manifest;
 use crate::parse::parse_instant;
 use crate::render::{
     Source, aws, cargo_binary, default_code_uri, kubernetes, markdown, plan, refuse_commands,
-    refuse_dynamic, wrangler, write_file,
+    wrangler, write_file,
 };
 
 #[derive(Debug, Args)]
@@ -95,7 +95,6 @@ pub fn exec(args: RenderArgs) -> Result<(), Failure> {
                 &manifest,
                 "Lambda (provided.al2023 has no tools a command could rely on)",
             )?;
-            refuse_dynamic(&manifest, "Lambda")?;
             let sam = args.format == RenderFormat::Sam;
             let binary = match &args.binary {
                 Some(b) => Some(b.clone()),

@@ -157,6 +157,9 @@ pub fn render(source: &Source<'_>, options: &Options) -> Rendered {
         .filter(|(_, p)| !p.is_dedicated())
         .map(|(j, _)| j.name.as_str())
         .collect();
+    // Dynamic jobs' schedules run from the tick alone (the wake index
+    // names the due ones): no schedule of their own.
+    let dynamic: Vec<&str> = manifest.templates.iter().map(|t| t.name.as_str()).collect();
     let timeout = plan::function_timeout(manifest);
 
     let mut resources = Map::new();
@@ -358,11 +361,24 @@ pub fn render(source: &Source<'_>, options: &Options) -> Rendered {
             );
         }
     }
-    if !tick_jobs.is_empty() {
+    if !tick_jobs.is_empty() || !dynamic.is_empty() {
+        let mut serves = Vec::new();
+        if !tick_jobs.is_empty() {
+            serves.push(format!(
+                "plans the tick-mode jobs ({})",
+                tick_jobs.join(", ")
+            ));
+        }
+        if !dynamic.is_empty() {
+            serves.push(format!(
+                "serves the due schedules of the dynamic jobs ({})",
+                dynamic.join(", ")
+            ));
+        }
         let mut comment = comment_lines(
             &format!(
-                "The tick: every minute, the function plans the tick-mode jobs ({}).",
-                tick_jobs.join(", ")
+                "The tick: every minute, the function {}.",
+                serves.join(" and ")
             ),
             "",
             0,

@@ -55,24 +55,6 @@ pub fn refuse_commands(manifest: &Manifest, platform: &str) -> Result<(), Failur
     )))
 }
 
-/// Refuses a manifest with dynamic jobs (`dynamic = true`) for a platform
-/// that does not serve their schedules yet: a deployment rendered without
-/// them would leave every schedule the application writes unrun.
-pub fn refuse_dynamic(manifest: &Manifest, platform: &str) -> Result<(), Failure> {
-    let dynamic: Vec<String> = manifest
-        .templates
-        .iter()
-        .map(|t| format!("{:?}", t.name.as_str()))
-        .collect();
-    if dynamic.is_empty() {
-        return Ok(());
-    }
-    Err(Failure::bad_input(format!(
-        "error: dynamic jobs are not served by {platform} yet: {}; their schedules run on cronslot's runner (`cronslot render kubernetes`, `cronslot run`, `cronslot serve --run`) or on a Worker (`cronslot render wrangler`)",
-        dynamic.join(", ")
-    )))
-}
-
 /// Writes `text` to `out` (its directory created), never half a file.
 pub fn write_file(out: &Path, text: &str) -> Result<(), Failure> {
     let fail = |e: std::io::Error| {

@@ -194,10 +194,12 @@ pub fn alarm_plan(spec: &JobSpec) -> AlarmPlan {
 /// invocation plus its skew margin (the adapter refuses a job whose lease
 /// does not), and Lambda allows at most 15 minutes.
 pub fn function_timeout(manifest: &Manifest) -> u64 {
-    manifest
-        .jobs
-        .iter()
-        .map(|j| j.lease.saturating_sub(j.skew_margin).as_secs())
+    // A dynamic job's schedules run in the same function, on its lease.
+    let leases = manifest.jobs.iter().map(|j| (j.lease, j.skew_margin));
+    let templates = manifest.templates.iter().map(|t| (t.lease, t.skew_margin));
+    leases
+        .chain(templates)
+        .map(|(lease, skew)| lease.saturating_sub(skew).as_secs())
         .min()
         .unwrap_or(900)
         .clamp(1, 900)

@@ -354,8 +354,8 @@ fn bad_input_exits_2() {
             stderr(&o)
         );
     }
-    // Dynamic jobs are not served on Lambda yet: refused, not rendered
-    // into a deployment that never runs their schedules.
+    // Lambda serves them from its tick: the template has the tick, whose
+    // comment names them, and `cronslot check` finds it matches.
     let dynamic = temp_manifest(
         "dynamic",
         "[[job]]\nname = \"tenant-invoice\"\ndynamic = true\nhttp = { url = \"https://example.com/bill\" }\n",
@@ -363,13 +363,32 @@ fn bad_input_exits_2() {
     let dynamic = dynamic.to_str().unwrap();
     for format in ["sam", "cloudformation"] {
         let o = cronslot(&["render", format, dynamic, "--binary", "jobs"]);
-        assert_eq!(o.status.code(), Some(2), "{format}: {}", stderr(&o));
+        assert_eq!(o.status.code(), Some(0), "{format}: {}", stderr(&o));
+        let rendered = stdout(&o);
         assert!(
-            stderr(&o).contains("dynamic jobs are not served by")
-                && stderr(&o).contains("\"tenant-invoice\""),
-            "{format}: {}",
+            rendered.contains("TickSchedule")
+                && (format == "cloudformation"
+                    || rendered.contains("the function serves the due schedules of the dynamic")
+                        && rendered.contains("(tenant-invoice)")),
+            "{format}: {rendered}"
+        );
+        let template = std::path::Path::new(dynamic).with_file_name(format!("{format}.yaml"));
+        std::fs::write(&template, &rendered).expect("write the template");
+        let o = cronslot(&["check", template.to_str().unwrap(), "--manifest", dynamic]);
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "{format}: {}{}",
+            stdout(&o),
             stderr(&o)
         );
+        // A tick slower than every minute is refused: due schedules would
+        // start late.
+        let untick = rendered.replace("rate(1 minute)", "rate(5 minutes)");
+        assert_ne!(untick, rendered, "{format}: the tick's expression");
+        std::fs::write(&template, &untick).expect("write the template");
+        let o = cronslot(&["check", template.to_str().unwrap(), "--manifest", dynamic]);
+        assert_ne!(o.status.code(), Some(0), "{format}: {}", stdout(&o));
     }
     // A Worker serves them from its tick and its Durable Objects: the
     // rendered file has the tick and says how the Worker must be built,
