@@ -79,6 +79,11 @@ pub enum Line<'a> {
         /// The woken jobs this manifest does not have.
         #[serde(skip_serializing_if = "Option::is_none")]
         unknown_woken: Option<&'a [String]>,
+        /// Woken schedules not served, each `[record, why]` (their read
+        /// failed, or the bound on jobs left no room): they keep their
+        /// wakes, and the next tick reads them again.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        unresolved: Option<&'a [(String, String)]>,
         /// How many jobs the tick object woke.
         woken: usize,
     },
@@ -206,6 +211,7 @@ pub fn tick_lines(report: &TickReport) -> Vec<Line<'_>> {
         planned,
         reason: report.left.as_ref().map(|(_, why)| why.as_str()),
         unknown_woken: (!report.work.unknown.is_empty()).then_some(&report.work.unknown[..]),
+        unresolved: (!report.unresolved.is_empty()).then_some(&report.unresolved[..]),
         woken: report.work.jobs.len() - planned,
     });
     out

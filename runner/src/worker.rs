@@ -245,6 +245,11 @@ impl<S: RunnerStore> Worker<S> {
             // which the store answers as already claimed. Nothing is lost.
             tracing::warn!(owner = %self.owner, error = %e, "cannot move the tick mark");
         }
+        for (schedule, why) in &report.unresolved {
+            // It keeps its wake: the next tick reads it again.
+            tracing::warn!(owner = %self.owner, schedule = %schedule, error = %why,
+                "cannot serve a woken schedule");
+        }
         report.served.iter().filter_map(|(next, _)| *next).min()
     }
 

@@ -506,37 +506,14 @@ async fn read_body(
     if method != "PUT" {
         return Ok(Ok(None));
     }
-    let too_large = || {
-        admin::Reply::error(
-            413,
-            admin::ErrorKind::BadRequest,
-            format!(
-                "the body is larger than {} bytes: a schedule's spec holds at most a 16 KiB payload",
-                admin::MAX_BODY_BYTES
-            ),
-        )
-    };
     let declared = req.headers().get("Content-Length")?;
     if declared
         .and_then(|n| n.trim().parse::<usize>().ok())
         .is_some_and(|n| n > admin::MAX_BODY_BYTES)
     {
-        return Ok(Err(too_large()));
+        return Ok(Err(admin::body_too_large()));
     }
-    let bytes = req.bytes().await?;
-    if bytes.len() > admin::MAX_BODY_BYTES {
-        return Ok(Err(too_large()));
-    }
-    if bytes.is_empty() {
-        return Ok(Ok(None));
-    }
-    Ok(String::from_utf8(bytes).map(Some).map_err(|_| {
-        admin::Reply::error(
-            400,
-            admin::ErrorKind::BadRequest,
-            "the body is not UTF-8 text",
-        )
-    }))
+    Ok(admin::body_text(req.bytes().await?))
 }
 
 fn reply(r: admin::Reply) -> worker::Result<Response> {

@@ -358,23 +358,8 @@ fn header_text(req: &Request, name: &str) -> Result<Option<String>, Reply> {
 async fn read_body(req: Request) -> Result<Option<String>, Reply> {
     let bytes = axum::body::to_bytes(req.into_body(), admin::MAX_BODY_BYTES)
         .await
-        .map_err(|_| {
-            Reply::error(
-                413,
-                ErrorKind::BadRequest,
-                format!(
-                    "the body is larger than {} bytes (or was cut off): a schedule's spec \
-                     holds at most a 16 KiB payload",
-                    admin::MAX_BODY_BYTES
-                ),
-            )
-        })?;
-    if bytes.is_empty() {
-        return Ok(None);
-    }
-    String::from_utf8(bytes.to_vec())
-        .map(Some)
-        .map_err(|_| Reply::error(400, ErrorKind::BadRequest, "the body is not UTF-8 text"))
+        .map_err(|_| admin::body_too_large())?;
+    admin::body_text(bytes.to_vec())
 }
 
 /// What a request asks for, once it is authorised.

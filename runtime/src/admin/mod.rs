@@ -100,7 +100,8 @@ pub use route::{ROUTES, route};
 #[cfg(feature = "schedules")]
 pub use schedules::{
     DEFAULT_PAGE, ListedScheduleDoc, MAX_BODY_BYTES, ScheduleDeleteDoc, ScheduleDoc,
-    SchedulePageDoc, ScheduleWriteDoc, etag, execute_schedule, list_query, schedule_job_spec,
+    SchedulePageDoc, ScheduleWriteDoc, body_text, body_too_large, etag, execute_schedule,
+    list_query, schedule_job_spec,
 };
 pub use trigger::{TriggerOutcome, trigger_doc, trigger_outcome, trigger_reply, trigger_run};
 

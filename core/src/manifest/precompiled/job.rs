@@ -200,7 +200,7 @@ struct Parts<'d, 'a> {
 impl Parts<'_, '_> {
     /// The name, the policies over `defaults` and the action, each checked
     /// with the TOML path's rules; every problem is pushed, at `place`,
-    /// and a part with one is `None`.
+    /// and any problem makes it `None`.
     fn resolve(
         &self,
         place: &str,
@@ -208,7 +208,7 @@ impl Parts<'_, '_> {
         default_timeout: Option<&str>,
         zones: &mut Zones,
         problems: &mut Problems,
-    ) -> (Option<JobName>, Option<Policy>, Option<Action>) {
+    ) -> Option<(JobName, Policy, Action)> {
         let before = problems.0.len();
         let name = JobName::new(&**self.name)
             .map_err(|e| problems.push(place.to_string(), e.to_string()))
@@ -232,9 +232,9 @@ impl Parts<'_, '_> {
             problems,
         );
         if problems.0.len() > before {
-            return (None, None, None);
+            return None;
         }
-        (name, policy, action)
+        Some((name?, policy?, action?))
     }
 }
 
@@ -301,7 +301,6 @@ impl JobDoc<'_> {
         problems: &mut Problems,
     ) -> Option<JobSpec> {
         let place = format!("job {:?} (jobs[{index}])", self.name);
-        let before = problems.0.len();
         let cron = schedule(&self.schedule)
             .map_err(|problem| problems.push(place.clone(), problem.message))
             .ok();
@@ -312,11 +311,8 @@ impl JobDoc<'_> {
             action: &self.action,
             policy: &self.policy,
         };
-        let (name, p, action) = parts.resolve(&place, defaults, default_timeout, zones, problems);
-        if problems.0.len() > before {
-            return None;
-        }
-        let (name, p, action) = (name?, p?, action?);
+        let (name, p, action) =
+            parts.resolve(&place, defaults, default_timeout, zones, problems)?;
         Some(JobSpec {
             name,
             schedule: Schedule::new(cron?, p.zone.clone(), p.dst),
@@ -420,8 +416,8 @@ impl TemplateDoc<'_> {
             action: &self.action,
             policy: &self.policy,
         };
-        let (name, p, action) = parts.resolve(&place, defaults, default_timeout, zones, problems);
-        let (name, p, action) = (name?, p?, action?);
+        let (name, p, action) =
+            parts.resolve(&place, defaults, default_timeout, zones, problems)?;
         Some(JobTemplate {
             name,
             trigger: p.trigger,

@@ -180,28 +180,19 @@ pub fn load_precompiled(json: &str) -> Result<Manifest, PrecompiledError> {
     let mut names = BTreeSet::new();
     // Each job is read from its text and resolved before the next is read:
     // what loading holds at once is the specs, not every job's document.
-    for (i, text) in doc.jobs.iter().enumerate() {
-        let job: JobDoc<'_> = match crate::json::from_str(text.get()) {
-            Ok(job) => job,
-            Err(e) => {
-                problems.push(format!("jobs[{i}]"), e.to_string());
-                continue;
-            }
-        };
-        if !names.insert(job.name.clone()) {
-            problems.push(
-                format!("jobs[{i}]"),
-                format!("duplicate job name {:?}", job.name),
-            );
-        }
-        let Some(policy) = &defaults_policy else {
-            continue;
-        };
-        let default_timeout = doc.defaults.timeout.as_deref();
-        if let Some(spec) = job.resolve(i, policy, default_timeout, &mut zones, &mut problems) {
-            jobs.push(spec);
-        }
-    }
+    let default_timeout = doc.defaults.timeout.as_deref();
+    each_named(
+        &doc.jobs,
+        "jobs",
+        |job: &JobDoc<'_>| job.name.clone(),
+        &mut names,
+        &mut problems,
+        |i, job, problems| {
+            let policy = defaults_policy.as_ref()?;
+            job.resolve(i, policy, default_timeout, &mut zones, problems)
+                .map(|spec| jobs.push(spec))
+        },
+    );
     // A build without schedules serves no dynamic job: it refuses them
     // rather than carry their code (a Worker's size, docs/performance.md).
     #[cfg(not(feature = "schedules"))]
@@ -304,29 +295,51 @@ fn load_templates<'a>(
         .filter_map(|name| zones.0.get(name).and_then(|z| z.clone().ok()))
         .collect();
     let mut templates = Vec::with_capacity(doc.templates.len());
-    for (i, text) in doc.templates.iter().enumerate() {
-        let template: TemplateDoc<'_> = match crate::json::from_str(text.get()) {
-            Ok(template) => template,
+    let default_timeout = doc.defaults.timeout.as_deref();
+    each_named(
+        &doc.templates,
+        "templates",
+        |template: &TemplateDoc<'_>| template.name.clone(),
+        names,
+        problems,
+        |i, template, problems| {
+            let policy = defaults_policy.as_ref()?;
+            template
+                .resolve(i, policy, default_timeout, &carried, zones, problems)
+                .map(|t| templates.push(t))
+        },
+    );
+    templates
+}
+
+/// Reads each document of the list `list` from its text, refuses a name
+/// `names` already has, and hands it to `resolve` with its index; a text
+/// that does not read is a problem at `list[i]`, and the next is read.
+fn each_named<'a, D: serde::Deserialize<'a>>(
+    texts: &[&'a serde_json::value::RawValue],
+    list: &str,
+    name: impl Fn(&D) -> Text<'a>,
+    names: &mut BTreeSet<Text<'a>>,
+    problems: &mut Problems,
+    mut resolve: impl FnMut(usize, D, &mut Problems) -> Option<()>,
+) {
+    for (i, text) in texts.iter().enumerate() {
+        let doc: D = match crate::json::from_str(text.get()) {
+            Ok(doc) => doc,
             Err(e) => {
-                problems.push(format!("templates[{i}]"), e.to_string());
+                problems.push(format!("{list}[{i}]"), e.to_string());
                 continue;
             }
         };
-        if !names.insert(template.name.clone()) {
+        let named = name(&doc);
+        if !names.insert(named.clone()) {
             problems.push(
-                format!("templates[{i}]"),
-                format!("duplicate job name {:?}", template.name),
+                format!("{list}[{i}]"),
+                format!("duplicate job name {named:?}"),
             );
         }
-        let Some(policy) = defaults_policy else {
-            continue;
-        };
-        let default_timeout = doc.defaults.timeout.as_deref();
-        if let Some(t) = template.resolve(i, policy, default_timeout, &carried, zones, problems) {
-            templates.push(t);
-        }
+        resolve(i, doc, problems);
     }
-    templates
 }
 
 /// The zones carried as TZif data, by name; a bad entry is a problem.

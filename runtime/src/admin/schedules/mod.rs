@@ -35,8 +35,65 @@ pub const DEFAULT_PAGE: usize = 100;
 /// before it is read whole.
 pub const MAX_BODY_BYTES: usize = 64 * 1024;
 
+/// The answer to a body longer than [`MAX_BODY_BYTES`] (413), however the
+/// host found out (a declared length, or reading stopped at the bound).
+pub fn body_too_large() -> super::Reply {
+    super::Reply::error(
+        413,
+        super::ErrorKind::BadRequest,
+        format!(
+            "the body is larger than {MAX_BODY_BYTES} bytes (or was cut off): a schedule's spec \
+             holds at most a 16 KiB payload"
+        ),
+    )
+}
+
+/// A request's body as the routes take it: `None` when empty, the text
+/// when it is UTF-8 and at most [`MAX_BODY_BYTES`]; otherwise the answer.
+pub fn body_text(bytes: Vec<u8>) -> Result<Option<String>, super::Reply> {
+    if bytes.len() > MAX_BODY_BYTES {
+        return Err(body_too_large());
+    }
+    if bytes.is_empty() {
+        return Ok(None);
+    }
+    String::from_utf8(bytes).map(Some).map_err(|_| {
+        super::Reply::error(
+            400,
+            super::ErrorKind::BadRequest,
+            "the body is not UTF-8 text",
+        )
+    })
+}
+
 /// The entity tag of a schedule's version, as `ETag` carries it and
 /// `If-Match` sends it back: `"3"`.
 pub fn etag(version: u64) -> String {
     format!("\"{version}\"")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_body_is_text_of_at_most_the_bound() {
+        assert_eq!(body_text(Vec::new()).map_err(|r| r.status), Ok(None));
+        let spec = br#"{"cron": "0 9 * * *"}"#.to_vec();
+        assert_eq!(
+            body_text(spec).map_err(|r| r.status),
+            Ok(Some(r#"{"cron": "0 9 * * *"}"#.to_string()))
+        );
+        assert_eq!(body_text(vec![0xff, 0xfe]).map_err(|r| r.status), Err(400));
+        assert_eq!(
+            body_text(vec![b' '; MAX_BODY_BYTES])
+                .map(|b| b.map(|t| t.len()))
+                .map_err(|r| r.status),
+            Ok(Some(MAX_BODY_BYTES))
+        );
+        assert_eq!(
+            body_text(vec![b' '; MAX_BODY_BYTES + 1]).map_err(|r| r.status),
+            Err(413)
+        );
+    }
 }
