@@ -413,6 +413,24 @@ impl<S: Sql, A: Alarm> StateStore for ObjectStore<S, A> {
         }
     }
 
+    /// The record and its wake go together: the object's requests run one
+    /// at a time, so nothing comes between the two statements.
+    async fn delete(&self, job: &str, expected: Version) -> Result<bool, StoreError> {
+        let Ok(expected) = i64::try_from(expected) else {
+            return Ok(false);
+        };
+        let rows = self.exec(
+            &format!("deleting the record of job {job:?}"),
+            "DELETE FROM cronslot_state WHERE job = ? AND version = ? RETURNING version",
+            &[SqlValue::Text(job.to_string()), SqlValue::Integer(expected)],
+        )?;
+        if rows.is_empty() {
+            return Ok(false);
+        }
+        self.sync_wake(job, None)?;
+        Ok(true)
+    }
+
     async fn jobs(&self) -> Result<Vec<String>, StoreError> {
         let rows = self.exec(
             "listing jobs",

@@ -33,6 +33,8 @@ mod failures;
 mod leases;
 mod operator;
 mod overlap;
+/// Public, as `schedules` is.
+pub mod runs;
 /// Public: a store's own test can run one test of the schedules suite
 /// (the Durable Objects' in workerd runs them through the Worker).
 pub mod schedules;
@@ -60,6 +62,10 @@ pub use operator::{
     schedule_change_keeps_cursor,
 };
 pub use overlap::{overlap_allow, overlap_forbid, overlap_replace};
+pub use runs::{
+    a_dead_keyed_run_is_redriven, a_key_is_remembered_for_its_retention_then_forgotten,
+    a_keyed_run_answers_its_status_through_its_life, concurrent_enqueues_of_one_key_create_one_run,
+};
 pub use schedules::{
     a_schedule_runs_and_a_recreate_fences_out_old_runs,
     concurrent_upserts_of_one_spec_end_at_version_1, listing_pages_each_schedule_once,
@@ -246,6 +252,7 @@ mod tests {
         ("leases", include_str!("conformance/leases.rs")),
         ("operator", include_str!("conformance/operator.rs")),
         ("overlap", include_str!("conformance/overlap.rs")),
+        ("runs", include_str!("conformance/runs.rs")),
         ("schedules", include_str!("conformance/schedules.rs")),
         ("schema", include_str!("conformance/schema.rs")),
         ("tick", include_str!("conformance/tick.rs")),

@@ -283,6 +283,10 @@ impl StateStore for AnyStore {
         with_store!(self, s => s.put(job, state, expected).await)
     }
 
+    async fn delete(&self, job: &str, expected: Version) -> Result<bool, StoreError> {
+        with_store!(self, s => s.delete(job, expected).await)
+    }
+
     async fn jobs(&self) -> Result<Vec<String>, StoreError> {
         with_store!(self, s => s.jobs().await)
     }

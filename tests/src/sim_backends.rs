@@ -173,6 +173,10 @@ impl StateStore for ObjectStores {
         self.object(job)?.put(job, state, expected).await
     }
 
+    async fn delete(&self, job: &str, expected: Version) -> Result<bool, StoreError> {
+        self.object(job)?.delete(job, expected).await
+    }
+
     async fn jobs(&self) -> Result<Vec<String>, StoreError> {
         let objects: Vec<Object> = self.objects.borrow().values().cloned().collect();
         let mut jobs = Vec::new();
@@ -262,6 +266,10 @@ impl<S: StateStore> StateStore for OnTokio<S> {
         expected: Option<Version>,
     ) -> Result<PutResult, StoreError> {
         self.runtime.block_on(self.inner.put(job, state, expected))
+    }
+
+    async fn delete(&self, job: &str, expected: Version) -> Result<bool, StoreError> {
+        self.runtime.block_on(self.inner.delete(job, expected))
     }
 
     async fn jobs(&self) -> Result<Vec<String>, StoreError> {

@@ -675,6 +675,13 @@ mod tests {
         ) -> Result<PutResult, StoreError> {
             self.inner.put(job, state, expected).await
         }
+        async fn delete(
+            &self,
+            job: &str,
+            expected: super::super::store::Version,
+        ) -> Result<bool, StoreError> {
+            self.inner.delete(job, expected).await
+        }
         async fn jobs(&self) -> Result<Vec<String>, StoreError> {
             self.inner.jobs().await
         }

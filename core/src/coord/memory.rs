@@ -185,6 +185,21 @@ impl StateStore for MemoryStore {
         }
     }
 
+    async fn delete(&self, job: &str, expected: Version) -> Result<bool, StoreError> {
+        self.pause_point().await;
+        if self.next_fault() == Some(Fault::Unavailable) {
+            return Err(unavailable());
+        }
+        let mut inner = self.lock();
+        if inner.states.get(job).map(|(_, v)| *v) != Some(expected) {
+            return Ok(false);
+        }
+        inner.states.remove(job);
+        inner.wakes.remove(job);
+        inner.writes += 1;
+        Ok(true)
+    }
+
     async fn jobs(&self) -> Result<Vec<String>, StoreError> {
         self.pause_point().await;
         Ok(self.lock().states.keys().cloned().collect())

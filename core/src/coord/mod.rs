@@ -10,6 +10,8 @@ pub mod location;
 mod memory;
 mod rng;
 #[cfg(feature = "schedules")]
+mod runs;
+#[cfg(feature = "schedules")]
 mod schedules;
 mod slot;
 mod state;
@@ -24,6 +26,8 @@ pub use location::{BareUserinfo, Secret, redact_url};
 pub use memory::{Fault, MemoryStore};
 pub use rng::{RandomSource, SplitMix64};
 #[cfg(feature = "schedules")]
+pub use runs::{RunError, Runs};
+#[cfg(feature = "schedules")]
 pub use schedules::{
     MAX_SCHEDULE_PAGE, ScheduleError, SchedulePage, ScheduleQuery, ScheduleRecord, Schedules,
 };
@@ -34,7 +38,7 @@ pub use state::{
     SkipReason, decode_state, encode_state,
 };
 #[cfg(feature = "schedules")]
-pub use state::{PinnedVersion, ScheduleData};
+pub use state::{KeyedRun, PinnedVersion, ScheduleData};
 pub use store::{
     EffectBegin, EffectFinish, EffectLedger, EffectRecord, EffectState, LocationError, PutResult,
     StateStore, StoreError, StoreErrorKind, TickIndex, TickStart, Version, Versioned, decide_begin,

@@ -20,7 +20,7 @@ use super::state::{JobState, ScheduleData};
 
 use super::store::{PutResult, StateStore, Versioned};
 use crate::manifest::{JobSpec, JobTemplate};
-use crate::schedules::{ScheduleKey, ScheduleSpec, record_name};
+use crate::schedules::{ScheduleKey, ScheduleSpec, SpecProblem, record_name};
 
 /// Why a schedule operation did not happen.
 #[derive(Debug, Clone, PartialEq)]
@@ -180,9 +180,11 @@ pub trait Schedules {
 }
 
 impl<S: StateStore> CasCoordinator<S> {
-    /// Reads the record, lets `decide` make the next one, and writes it
-    /// conditionally, reading and deciding again when another writer won.
-    async fn write_schedule(
+    /// Reads the record of `template`'s schedule (or keyed run) `key`, lets
+    /// `decide` make the next one, and writes it conditionally, reading and
+    /// deciding again when another writer won. `refused` turns a spec the
+    /// written record holds that cannot run here into the caller's error.
+    pub(super) async fn write_keyed<T, E>(
         &self,
         template: &JobTemplate,
         key: &ScheduleKey,
@@ -191,30 +193,29 @@ impl<S: StateStore> CasCoordinator<S> {
             Option<JobState>,
             Timestamp,
             &mut dyn super::rng::RandomSource,
-        ) -> Result<(ScheduleWrite, Option<JobState>), ScheduleRefusal>,
-    ) -> Result<ScheduleWrite, ScheduleError> {
+        ) -> Result<(T, Option<JobState>), E>,
+        refused: impl Fn(SpecProblem) -> E,
+    ) -> Result<T, E>
+    where
+        E: From<CoordError> + From<super::store::StoreError>,
+    {
         let name = record_name(&template.name, key);
         let (mut current, now) = self.store().get_judged(&name, now).await?;
         for _ in 0..MAX_CAS_ATTEMPTS {
             let expected = current.as_ref().map(|v| v.version);
             let mut rng = self.random();
-            let (write, next) = decide(current.as_ref().map(|v| v.value.clone()), now, &mut rng)
-                .map_err(ScheduleError::Refused)?;
+            let (write, next) = decide(current.as_ref().map(|v| v.value.clone()), now, &mut rng)?;
             let Some(mut next) = next else {
                 return Ok(write);
             };
             decide::fit_record(&mut next);
             let in_force = match &next.schedule {
-                Some(data) => data
-                    .spec()
-                    .map_err(|p| ScheduleError::Refused(ScheduleRefusal::Spec(p)))?,
+                Some(data) => data.spec().map_err(&refused)?,
                 None => None,
             };
             next.wake_at = match in_force {
                 Some(spec) => {
-                    let in_force = template
-                        .for_schedule(key, &spec)
-                        .map_err(|p| ScheduleError::Refused(ScheduleRefusal::Spec(p)))?;
+                    let in_force = template.for_schedule(key, &spec).map_err(&refused)?;
                     decide::next_wake(&in_force, &next, now)
                 }
                 // A tombstone starts nothing: no tick needs to look at it.
@@ -238,9 +239,10 @@ impl<S: StateStore> CasCoordinator<S> {
                 }
             }
         }
-        Err(ScheduleError::Coord(CoordError::Contention {
+        Err(CoordError::Contention {
             attempts: MAX_CAS_ATTEMPTS,
-        }))
+        }
+        .into())
     }
 }
 
@@ -253,9 +255,16 @@ impl<S: StateStore> Schedules for CasCoordinator<S> {
         precondition: Precondition,
         now: Timestamp,
     ) -> Result<ScheduleWrite, ScheduleError> {
-        self.write_schedule(template, key, now, |current, now, rng| {
-            decide::put_schedule(template, key, current, spec.clone(), precondition, now, rng)
-        })
+        self.write_keyed(
+            template,
+            key,
+            now,
+            |current, now, rng| {
+                decide::put_schedule(template, key, current, spec.clone(), precondition, now, rng)
+                    .map_err(ScheduleError::Refused)
+            },
+            spec_refused,
+        )
         .await
     }
 
@@ -266,10 +275,17 @@ impl<S: StateStore> Schedules for CasCoordinator<S> {
         precondition: Precondition,
         now: Timestamp,
     ) -> Result<ScheduleWrite, ScheduleError> {
-        self.write_schedule(template, key, now, |current, now, rng| {
-            decide::delete_schedule(template, key, current, precondition, now, rng)
-                .map(|(write, state)| (write, Some(state)))
-        })
+        self.write_keyed(
+            template,
+            key,
+            now,
+            |current, now, rng| {
+                decide::delete_schedule(template, key, current, precondition, now, rng)
+                    .map(|(write, state)| (write, Some(state)))
+                    .map_err(ScheduleError::Refused)
+            },
+            spec_refused,
+        )
         .await
     }
 
@@ -281,6 +297,16 @@ impl<S: StateStore> Schedules for CasCoordinator<S> {
     ) -> Result<Option<JobSpec>, ScheduleError> {
         let name = record_name(&template.name, key);
         let (read, judged) = self.store().get_judged(&name, now).await?;
+        if let Some(stored) = &read
+            && decide::forget_at(&stored.value).is_some_and(|t| t <= judged)
+        {
+            // A keyed run past its key's retention: its wake was this, and
+            // forgetting it is what the tick owes it (one delete, which a
+            // write since the read makes a no-op).
+            self.store().delete(&name, stored.version).await?;
+            self.remember(&name, None);
+            return Ok(None);
+        }
         self.remember(&name, read.as_ref());
         let Some(data) = read.as_ref().and_then(|v| v.value.schedule.as_ref()) else {
             return Ok(None);
@@ -365,6 +391,10 @@ impl<S: StateStore> Schedules for CasCoordinator<S> {
             cursor: cursor(after, &job_prefix),
         })
     }
+}
+
+fn spec_refused(problem: SpecProblem) -> ScheduleError {
+    ScheduleError::Refused(ScheduleRefusal::Spec(problem))
 }
 
 /// The record as a listing shows it: `None` for a tombstone, a record

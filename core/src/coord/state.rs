@@ -489,7 +489,7 @@ pub struct JobState {
 }
 
 #[cfg(feature = "schedules")]
-pub use schedule_data::{PinnedVersion, ScheduleData};
+pub use schedule_data::{KeyedRun, PinnedVersion, ScheduleData};
 
 /// A schedule's data in its record (feature `schedules`).
 #[cfg(feature = "schedules")]
@@ -523,6 +523,20 @@ mod schedule_data {
         /// its instant. Dropped once nothing refers to them.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         pub pinned: Vec<PinnedVersion>,
+        /// Set when the schedule is a keyed run (a one-off enqueued under a
+        /// business key, [`crate::schedules::RunRequest`]): how long its key
+        /// is remembered once the run ends.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub run: Option<KeyedRun>,
+    }
+
+    /// What a keyed run's record keeps beyond a one-off schedule's.
+    #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+    pub struct KeyedRun {
+        /// The key is remembered this many seconds after the run ends (the
+        /// job's `key_retention` when the run was enqueued); then the
+        /// record is forgotten, and the key may name a new run.
+        pub retention_secs: u64,
     }
 
     /// An earlier version's payload, kept for the runs that belong to it.
@@ -543,6 +557,7 @@ mod schedule_data {
                 spec_json: Some(spec.to_json()),
                 changed_at: at,
                 pinned: Vec::new(),
+                run: None,
             }
         }
 

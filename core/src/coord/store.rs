@@ -218,6 +218,15 @@ pub trait StateStore {
         expected: Option<Version>,
     ) -> Result<PutResult, StoreError>;
 
+    /// Deletes the record of `job` if its stored version is `expected`
+    /// (with its entries in the store's indexes); answers whether it did.
+    /// A record written since it was read at `expected` stays: the
+    /// forgetting of a keyed run's record ([`decide::forget_at`]) must not
+    /// delete a run enqueued again meanwhile.
+    ///
+    /// [`decide::forget_at`]: super::decide::forget_at
+    async fn delete(&self, job: &str, expected: Version) -> Result<bool, StoreError>;
+
     /// Every job that has a record, sorted.
     async fn jobs(&self) -> Result<Vec<String>, StoreError>;
 

@@ -98,7 +98,14 @@ pub mod defaults {
     /// `catch_up = "all"` with more than this many late slots draws a
     /// warning: after an outage they all run back to back.
     pub const LARGE_CATCH_UP: u32 = 100;
+    /// `key_retention`: a keyed run's key is remembered 30 days after the
+    /// run ends.
+    pub const KEY_RETENTION: Duration = Duration::from_secs(30 * 86_400);
 }
+
+/// The shortest `key_retention`: 30 days, the retention promised for every
+/// keyed run (docs/design.md, "Keyed runs").
+pub const MIN_KEY_RETENTION: std::time::Duration = defaults::KEY_RETENTION;
 
 /// How a job's slots reach it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]

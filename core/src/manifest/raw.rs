@@ -25,10 +25,11 @@ use super::{CatchUp, Delivery, Trigger};
 use crate::schedule::{DstGap, DstOverlap};
 
 /// Every key a `[defaults]` or `[[job]]` table may have.
-pub(super) const KEYS: [&str; 25] = [
+pub(super) const KEYS: [&str; 26] = [
     "name",
     "schedule",
     "dynamic",
+    "key_retention",
     "timezone",
     "trigger",
     "lease",
@@ -54,8 +55,16 @@ pub(super) const KEYS: [&str; 25] = [
 ];
 
 /// Keys that describe one job and so cannot be defaults.
-pub(super) const JOB_ONLY_KEYS: [&str; 8] = [
-    "name", "schedule", "dynamic", "start_at", "end_at", "command", "http", "env",
+pub(super) const JOB_ONLY_KEYS: [&str; 9] = [
+    "name",
+    "schedule",
+    "dynamic",
+    "key_retention",
+    "start_at",
+    "end_at",
+    "command",
+    "http",
+    "env",
 ];
 
 /// One `[defaults]` or `[[job]]` table. Both share this shape so a job-only
@@ -67,6 +76,9 @@ pub(super) struct RawTable {
     pub schedule: Option<Spanned<String>>,
     /// `true`: the job's schedules are data, and it has no `schedule`.
     pub dynamic: Option<Spanned<bool>>,
+    /// A dynamic job's: how long a keyed run's key is remembered after the
+    /// run ends.
+    pub key_retention: Option<Spanned<DurationValue>>,
     pub timezone: Option<Spanned<String>>,
     pub trigger: Option<Spanned<Trigger>>,
     pub lease: Option<Spanned<DurationValue>>,
@@ -103,6 +115,10 @@ impl RawTable {
         add("name", self.name.as_ref().map(Spanned::span));
         add("schedule", self.schedule.as_ref().map(Spanned::span));
         add("dynamic", self.dynamic.as_ref().map(Spanned::span));
+        add(
+            "key_retention",
+            self.key_retention.as_ref().map(Spanned::span),
+        );
         add("timezone", self.timezone.as_ref().map(Spanned::span));
         add("trigger", self.trigger.as_ref().map(Spanned::span));
         add("lease", self.lease.as_ref().map(Spanned::span));
@@ -470,7 +486,7 @@ mod tests {
     /// [`KEYS`] names every field of [`RawTable`], in its order.
     #[test]
     fn keys_are_the_fields_of_a_table() {
-        let text = "name = \"a\"\nschedule = \"* * * * *\"\ndynamic = false\ntimezone = \"UTC\"\ntrigger = \"tick\"\nlease = \"2m\"\nstarting_deadline = \"1m\"\ncatch_up = \"all\"\nmax_catch_up = 2\noverlap = \"allow\"\nmax_concurrency = 2\nretry = { max_attempts = 1 }\ndelivery = \"at_most_once\"\ndst_gap = \"skip\"\ndst_overlap = \"twice\"\nskew_margin = \"1s\"\npaused = true\nstart_at = \"2026-01-01T00:00:00Z\"\nend_at = \"2027-01-01T00:00:00Z\"\nstale_after = \"1h\"\nhistory = { failed = 1 }\ntimeout = \"1m\"\ncommand = [\"true\"]\nhttp = { url = \"https://example.com\" }\nenv = { A = \"b\" }\n";
+        let text = "name = \"a\"\nschedule = \"* * * * *\"\ndynamic = false\nkey_retention = \"30d\"\ntimezone = \"UTC\"\ntrigger = \"tick\"\nlease = \"2m\"\nstarting_deadline = \"1m\"\ncatch_up = \"all\"\nmax_catch_up = 2\noverlap = \"allow\"\nmax_concurrency = 2\nretry = { max_attempts = 1 }\ndelivery = \"at_most_once\"\ndst_gap = \"skip\"\ndst_overlap = \"twice\"\nskew_margin = \"1s\"\npaused = true\nstart_at = \"2026-01-01T00:00:00Z\"\nend_at = \"2027-01-01T00:00:00Z\"\nstale_after = \"1h\"\nhistory = { failed = 1 }\ntimeout = \"1m\"\ncommand = [\"true\"]\nhttp = { url = \"https://example.com\" }\nenv = { A = \"b\" }\n";
         let table = DeTable::parse(text).expect("toml");
         let outcome = deserialize_table(&Spanned::new(table.span(), table.get_ref()), "[[job]]");
         assert!(outcome.problems.is_empty(), "{:?}", outcome.problems);

@@ -330,6 +330,11 @@ pub(super) fn resolve_job(
         stale_after: p.stale_after.value,
         history: p.history(),
         action: action?,
+        key_retention: job
+            .raw
+            .key_retention
+            .as_ref()
+            .map_or(super::defaults::KEY_RETENTION, |r| r.get_ref().0),
         // The tz database knows every zone; a precompiled manifest carries
         // the zones it needs instead (`precompiled::TemplateDoc`).
         zones: Vec::new(),

@@ -100,6 +100,17 @@ pub(super) fn timeout_problem(timeout: Duration) -> Option<String> {
 }
 
 /// Why `bound` cannot be a `stale_after`, if it cannot.
+/// `key_retention`, at least [`MIN_KEY_RETENTION`](super::MIN_KEY_RETENTION).
+pub(super) fn key_retention_problem(retention: Duration) -> Option<String> {
+    (retention < super::MIN_KEY_RETENTION).then(|| {
+        format!(
+            "key_retention is at least 30d: a key is remembered at least 30 days after its run \
+             ends, so that a retried request never runs it twice (here {})",
+            super::duration::format_duration(retention)
+        )
+    })
+}
+
 pub(super) fn stale_after_problem(bound: Duration) -> Option<String> {
     positive(
         "stale_after",

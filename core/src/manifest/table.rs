@@ -200,6 +200,7 @@ pub(super) fn check_table(
         Level::Job => {
             check_name(sink, &mut c);
             check_schedule(sink, &mut c);
+            check_key_retention(sink, &mut c);
             check_command(sink, &mut c);
             check_http(sink, &mut c);
             check_env(sink, &mut c);
@@ -228,6 +229,27 @@ fn check_name(sink: &mut Sink<'_>, c: &mut Checked) {
             sink.error(at..name.span().end, e.to_string());
             c.poison("name");
         }
+    }
+}
+
+/// `key_retention`: a dynamic job's, and long enough
+/// ([`rules::key_retention_problem`]).
+fn check_key_retention(sink: &mut Sink<'_>, c: &mut Checked) {
+    let Some(retention) = &c.raw.key_retention else {
+        return;
+    };
+    let problem = if !c.is_dynamic() {
+        Some(
+            "key_retention applies only to a dynamic job (dynamic = true), whose keyed runs \
+             it keeps; remove it"
+                .to_string(),
+        )
+    } else {
+        rules::key_retention_problem(retention.get_ref().0)
+    };
+    if let Some(problem) = problem {
+        sink.error(retention.span(), problem);
+        c.poison("key_retention");
     }
 }
 

@@ -55,6 +55,9 @@ pub struct JobTemplate {
     pub history: HistoryLimits,
     /// What runs for a slot of any of its schedules.
     pub action: Action,
+    /// `key_retention`: how long a keyed run's key is remembered after the
+    /// run ends (at least [`MIN_KEY_RETENTION`](super::MIN_KEY_RETENTION)).
+    pub key_retention: std::time::Duration,
     /// Zones a schedule's `timezone` may name beyond the build's tz
     /// database: those a precompiled manifest carries as TZif data. A
     /// Worker links no tz database (core's feature `tzdb`), so these are

@@ -9,9 +9,11 @@
 //! here: its [key](ScheduleKey) and its [spec](ScheduleSpec).
 
 mod key;
+mod run;
 mod spec;
 
 pub use key::{KeyError, ScheduleKey};
+pub use run::{RunRequest, RunStatus, RunView, same_payload, slot_of_now};
 pub use spec::{
     MAX_LABEL_NAME_CHARS, MAX_LABEL_VALUE_CHARS, MAX_LABELS, MAX_PAYLOAD_BYTES, ScheduleSpec,
     SpecProblem, When,

@@ -75,6 +75,7 @@ use aws_sdk_dynamodb::config::timeout::TimeoutConfig;
 use aws_sdk_dynamodb::error::BuildError;
 use aws_sdk_dynamodb::error::ProvideErrorMetadata;
 use aws_sdk_dynamodb::operation::create_table::CreateTableError;
+use aws_sdk_dynamodb::operation::delete_item::DeleteItemError;
 use aws_sdk_dynamodb::operation::put_item::PutItemError;
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::types::{
@@ -691,6 +692,33 @@ impl StateStore for DynamoStore {
                 maybe_applied,
                 ..
             }) => self.state_conflict(job, e.item(), attempted, maybe_applied),
+            Err(e) => Err(store_error(e)),
+        }
+    }
+
+    /// One conditional `DeleteItem` at the version read; the wake index's
+    /// entry is the item's own attributes, so it goes with it. A retried
+    /// delete whose first attempt landed answers `false`.
+    async fn delete(&self, job: &str, expected: Version) -> Result<bool, StoreError> {
+        let (condition, names, values) = state_condition(Some(expected));
+        let what = self.what(&format!("deleting the record of {job:?}"));
+        let result = call(self.budget(), &what, Kind::Write, no_more, || {
+            self.client
+                .delete_item()
+                .table_name(&self.table)
+                .set_key(Some(key_of(job_pk(job))))
+                .condition_expression(&condition)
+                .set_expression_attribute_names(Some(names.clone()))
+                .set_expression_attribute_values(values.clone())
+                .send()
+        })
+        .await;
+        match result {
+            Ok(_) => Ok(true),
+            Err(CallError::Service {
+                err: DeleteItemError::ConditionalCheckFailedException(_),
+                ..
+            }) => Ok(false),
             Err(e) => Err(store_error(e)),
         }
     }

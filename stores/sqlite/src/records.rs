@@ -7,6 +7,24 @@
 use super::*;
 
 impl SqliteStore {
+    /// One statement: the row goes only at the version read (the wake
+    /// index is a column of the row, so it goes with it).
+    fn delete_now(&self, job: &str, expected: Version) -> Result<bool, StoreError> {
+        let where_ = self.where_();
+        let Ok(expected) = i64::try_from(expected) else {
+            return Ok(false);
+        };
+        let conn = self.lock();
+        self.count(1);
+        let deleted = conn
+            .execute(
+                "DELETE FROM job_state WHERE job = ?1 AND version = ?2",
+                (job, expected),
+            )
+            .map_err(|e| where_.error(&format!("deleting the record of {job:?}"), &e))?;
+        Ok(deleted == 1)
+    }
+
     fn get_now(&self, job: &str) -> Result<Option<Versioned<JobState>>, StoreError> {
         let conn = self.lock();
         self.count(1);
@@ -157,6 +175,10 @@ impl StateStore for SqliteStore {
         expected: Option<Version>,
     ) -> Result<PutResult, StoreError> {
         self.put_now(job, state, expected)
+    }
+
+    async fn delete(&self, job: &str, expected: Version) -> Result<bool, StoreError> {
+        self.delete_now(job, expected)
     }
 
     async fn jobs(&self) -> Result<Vec<String>, StoreError> {

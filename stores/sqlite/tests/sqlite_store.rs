@@ -1037,6 +1037,14 @@ impl StateStore for Counting {
         result
     }
 
+    async fn delete(
+        &self,
+        job: &str,
+        expected: cronslot_core::coord::Version,
+    ) -> Result<bool, StoreError> {
+        self.store.delete(job, expected).await
+    }
+
     async fn jobs(&self) -> Result<Vec<String>, StoreError> {
         self.store.jobs().await
     }

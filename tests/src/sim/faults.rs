@@ -223,6 +223,18 @@ impl<S: StateStore> StateStore for FaultStore<S> {
         }
     }
 
+    async fn delete(&self, job: &str, expected: Version) -> Result<bool, StoreError> {
+        match self.gate(true).await {
+            Some(StoreErrorKind::Ambiguous) => {
+                // Applied if the version matched, either way unknown.
+                let _ = self.inner.delete(job, expected).await;
+                Err(ambiguous())
+            }
+            Some(_) => Err(unavailable()),
+            None => self.inner.delete(job, expected).await,
+        }
+    }
+
     async fn jobs(&self) -> Result<Vec<String>, StoreError> {
         self.inner.jobs().await
     }

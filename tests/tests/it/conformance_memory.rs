@@ -20,3 +20,15 @@ mod schedules {
         "mem"
     );
 }
+
+/// Keyed runs, on the same yielding store: the eight concurrent enqueues
+/// really interleave.
+mod runs {
+    use cronslot_core::coord::{CasCoordinator, MemoryStore};
+
+    cronslot_core::runs_suite!(
+        CasCoordinator::new(MemoryStore::yielding(), 7),
+        cronslot_core::coord::exec::block_on,
+        "mem"
+    );
+}

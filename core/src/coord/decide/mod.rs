@@ -23,6 +23,8 @@ mod operator;
 mod outcome;
 mod record;
 #[cfg(feature = "schedules")]
+mod run;
+#[cfg(feature = "schedules")]
 mod schedule;
 #[cfg(all(test, feature = "toml"))]
 mod tests;
@@ -41,6 +43,8 @@ pub use claim::claim;
 pub use operator::{BackfillError, backfill, pause, redrive, resume};
 pub use outcome::{checkpoint, complete, fail, heartbeat};
 pub use record::{creation_instant, fit_record};
+#[cfg(feature = "schedules")]
+pub use run::{Enqueued, RunRefusal, enqueue_run, forget_at, run_view};
 #[cfg(feature = "schedules")]
 pub use schedule::{Precondition, ScheduleRefusal, ScheduleWrite, delete_schedule, put_schedule};
 pub use wake::{carry_wake, migrated_wake, more_due, next_wake};

@@ -132,6 +132,9 @@ pub fn put_schedule(
             message: format!("the record {:?} is not a schedule's", state.job),
         }));
     };
+    if data.run.is_some() {
+        return Err(keyed_run_refusal(&state));
+    }
     let version = data.version + 1;
     let Some(old_spec) = data.spec().map_err(ScheduleRefusal::Spec)? else {
         // A re-create over a tombstone: the version and the fence go on, so
@@ -197,6 +200,9 @@ pub fn delete_schedule(
     let Some(data) = state.schedule.take() else {
         return Err(ScheduleRefusal::NotFound);
     };
+    if data.run.is_some() {
+        return Err(keyed_run_refusal(&state));
+    }
     let Some(old_spec) = data.spec().map_err(ScheduleRefusal::Spec)? else {
         return Err(ScheduleRefusal::NotFound);
     };
@@ -237,8 +243,22 @@ pub fn delete_schedule(
         spec_json: None,
         changed_at: now,
         pinned,
+        run: None,
     });
     Ok((ScheduleWrite::Deleted { version }, state))
+}
+
+/// A schedule's write over a keyed run's record: the key names a run, whose
+/// request is never replaced ([`super::enqueue_run`]).
+fn keyed_run_refusal(state: &JobState) -> ScheduleRefusal {
+    ScheduleRefusal::Spec(SpecProblem {
+        field: String::new(),
+        message: format!(
+            "{:?} is a keyed run, not a schedule: its request is never replaced, and it is \
+             forgotten its key_retention after it ends",
+            state.job
+        ),
+    })
 }
 
 /// Brings the record up to `now` under the version being replaced

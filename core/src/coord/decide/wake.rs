@@ -98,7 +98,13 @@ fn schedule_wake(spec: &JobSpec, state: &JobState) -> Option<Timestamp> {
         .schedule
         .next_after(from)
         .filter(|s| !state.paused && spec.end_at.is_none_or(|e| *s < e));
-    owed(spec, state).chain(next).min()
+    // A keyed run that ended wakes once more, when its key is forgotten:
+    // the tick's read of it then deletes it (`Schedules::schedule_for_claim`),
+    // so the store's wake index is what sweeps keys, in the tick's batches.
+    owed(spec, state)
+        .chain(next)
+        .min()
+        .or_else(|| super::forget_at(state))
 }
 
 /// What a record owes whatever its schedule: each live lease's expiry once

@@ -12,10 +12,11 @@ use serde::{Deserialize, Serialize};
 use super::patch::PolicyPatch;
 use super::policy::{Policy, PolicyDoc};
 use super::{DurationText, Problems, Report, Text, Zones};
-use crate::manifest::duration::format_duration;
+use crate::manifest::duration::{format_duration, parse_duration};
 use crate::manifest::rules::{
     Origin, Setting, command_problems, env_name_problem, env_value_problem, header_name_problem,
-    header_value_problem, http_method, schedule, timeout_problem, url_problem, window_problem,
+    header_value_problem, http_method, key_retention_problem, schedule, timeout_problem,
+    url_problem, window_problem,
 };
 use crate::manifest::{Action, JobName, JobSpec, JobTemplate};
 use crate::schedule::Schedule;
@@ -362,6 +363,9 @@ pub(super) struct TemplateDoc<'a> {
     pub(super) action: ActionDoc<'a>,
     #[serde(borrow, default, skip_serializing_if = "PolicyPatch::is_empty")]
     pub(super) policy: PolicyPatch<'a>,
+    /// `key_retention`, left out when it is the default.
+    #[serde(borrow, default, skip_serializing_if = "Option::is_none")]
+    pub(super) key_retention: Option<DurationText<'a>>,
 }
 
 impl TemplateDoc<'_> {
@@ -393,6 +397,8 @@ impl TemplateDoc<'_> {
             end_at: t.end_at,
             action: ActionDoc::new(&t.action, default_timeout),
             policy: PolicyPatch::between(&policy, defaults),
+            key_retention: (t.key_retention != crate::manifest::defaults::KEY_RETENTION)
+                .then(|| Cow::Owned(format_duration(t.key_retention))),
         }
     }
 
@@ -418,6 +424,18 @@ impl TemplateDoc<'_> {
         };
         let (name, p, action) =
             parts.resolve(&place, defaults, default_timeout, zones, problems)?;
+        let key_retention = match self.key_retention.as_deref().map(parse_duration) {
+            None => crate::manifest::defaults::KEY_RETENTION,
+            Some(Ok(retention)) => retention,
+            Some(Err(e)) => {
+                problems.push(place, format!("key_retention: {e}"));
+                return None;
+            }
+        };
+        if let Some(problem) = key_retention_problem(key_retention) {
+            problems.push(place, problem);
+            return None;
+        }
         Some(JobTemplate {
             name,
             trigger: p.trigger,
@@ -436,6 +454,7 @@ impl TemplateDoc<'_> {
             stale_after: p.stale_after,
             history: p.history,
             action,
+            key_retention,
             zones: carried.to_vec(),
         })
     }

@@ -15,6 +15,11 @@ cronslot_core::schedules_suite!(
     support::block_on,
     "dynamo"
 );
+cronslot_core::runs_suite!(
+    support::conformance_coordinator(),
+    support::block_on,
+    "dynamo"
+);
 
 /// A schema-1 record put straight into the table (as an older cronslot left
 /// it) loads, and the job runs on from it.

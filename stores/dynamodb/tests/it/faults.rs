@@ -385,6 +385,10 @@ impl StateStore for ReadTogether {
         self.inner.put(job, state, expected).await
     }
 
+    async fn delete(&self, job: &str, expected: Version) -> Result<bool, StoreError> {
+        self.inner.delete(job, expected).await
+    }
+
     async fn jobs(&self) -> Result<Vec<String>, StoreError> {
         self.inner.jobs().await
     }

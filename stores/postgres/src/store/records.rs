@@ -50,6 +50,34 @@ impl PgStore {
             .await
     }
 
+    async fn delete_state(&self, job: &str, expected: Version) -> Result<bool, StoreError> {
+        let Ok(expected) = i64::try_from(expected) else {
+            return Ok(false);
+        };
+        let (shared, sql, job) = (self.shared.clone(), self.sql.clone(), job.to_string());
+        self.shared
+            .driver
+            .run(async move {
+                let doing = || format!("deleting the record of {job:?}");
+                let mut conn = shared.checkout().await?;
+                let rows = conn
+                    .query(
+                        Phase::Write,
+                        false,
+                        &doing,
+                        &sql.delete,
+                        &[(&job, Type::TEXT), (&expected, Type::INT8)],
+                    )
+                    .await?;
+                let deleted = match rows.first() {
+                    Some(row) => conn.column::<i64>(row, 0, &doing)?,
+                    None => 0,
+                };
+                Ok(deleted == 1)
+            })
+            .await
+    }
+
     async fn list_jobs(&self) -> Result<Vec<String>, StoreError> {
         let (shared, sql) = (self.shared.clone(), self.sql.clone());
         self.shared
@@ -246,6 +274,10 @@ impl StateStore for PgStore {
         expected: Option<Version>,
     ) -> Result<PutResult, StoreError> {
         self.put_state(job, state, expected).await
+    }
+
+    async fn delete(&self, job: &str, expected: Version) -> Result<bool, StoreError> {
+        self.delete_state(job, expected).await
     }
 
     async fn jobs(&self) -> Result<Vec<String>, StoreError> {

@@ -9,6 +9,7 @@ pub(super) struct Sql {
     pub(super) get: String,
     pub(super) insert: String,
     pub(super) update: String,
+    pub(super) delete: String,
     pub(super) jobs: String,
     pub(super) page: String,
     pub(super) effect_get: String,
@@ -55,6 +56,12 @@ impl Sql {
                    FROM (SELECT 1) AS one
                    LEFT JOIN {s}.job_state j
                      ON j.job = $1 AND NOT EXISTS (SELECT 1 FROM written)"
+            ),
+            // Only at the version read: a record written since stays.
+            delete: format!(
+                "WITH gone AS (DELETE FROM {s}.job_state WHERE job = $1 AND version = $2
+                                RETURNING 1)
+                 SELECT count(*) FROM gone"
             ),
             jobs: format!("SELECT job FROM {s}.job_state ORDER BY job"),
             // A range of the primary key (collation "C": byte order),

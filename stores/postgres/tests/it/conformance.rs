@@ -8,6 +8,7 @@ use crate::support;
 
 cronslot_core::conformance_suite!(support::conformance_coordinator(), support::block_on, "pg");
 cronslot_core::schedules_suite!(support::conformance_coordinator(), support::block_on, "pg");
+cronslot_core::runs_suite!(support::conformance_coordinator(), support::block_on, "pg");
 
 /// A schema-1 record written straight into the table (as an older cronslot
 /// left it) loads, and the job runs on from it.

@@ -147,6 +147,41 @@ impl RedisStore {
             .await
     }
 
+    async fn delete_state(&self, job: &str, expected: Version) -> Result<bool, StoreError> {
+        let (shared, scripts) = (self.shared.clone(), self.scripts.clone());
+        let (key, wakes, names) = (self.keys.state(job), self.keys.wakes(), self.keys.names());
+        let job = job.to_string();
+        let replicas = Replicas::of(self.location());
+        self.shared
+            .driver
+            .run(async move {
+                let doing = || format!("deleting the record of {job:?}");
+                let (deleted, acked): (i64, Option<u32>) = shared
+                    .request(Phase::Write, false, &doing, |mut conn| {
+                        let scripts = scripts.clone();
+                        let (key, wakes, names) = (key.clone(), wakes.clone(), names.clone());
+                        let job = job.clone();
+                        async move {
+                            let deleted: i64 = scripts
+                                .delete
+                                .key(&key)
+                                .key(&wakes)
+                                .key(&names)
+                                .arg(&job)
+                                .arg(expected.to_string())
+                                .invoke_async(&mut conn)
+                                .await?;
+                            let acked = replicas.wait_if(deleted == 1, &mut conn).await?;
+                            Ok((deleted, acked))
+                        }
+                    })
+                    .await?;
+                replicas.check(&shared.shown, &doing(), acked)?;
+                Ok(deleted == 1)
+            })
+            .await
+    }
+
     async fn list_jobs(&self) -> Result<Vec<String>, StoreError> {
         let (shared, wakes) = (self.shared.clone(), self.keys.wakes());
         self.shared
@@ -262,6 +297,10 @@ impl StateStore for RedisStore {
         expected: Option<Version>,
     ) -> Result<PutResult, StoreError> {
         self.put_state(job, state, expected).await
+    }
+
+    async fn delete(&self, job: &str, expected: Version) -> Result<bool, StoreError> {
+        self.delete_state(job, expected).await
     }
 
     async fn jobs(&self) -> Result<Vec<String>, StoreError> {

@@ -34,6 +34,20 @@ redis.call('ZADD', KEYS[3], 0, ARGV[1])
 return {'written', ARGV[3]}
 ";
 
+/// The delete of a record at the version read, with its entries in the
+/// wake and name indexes.
+///
+/// KEYS: the record, the wake index, the name index. ARGV: job, expected
+/// version. Answers 1 when it deleted, 0 when the record is at another
+/// version (or gone).
+const DELETE: &str = r"
+if redis.call('HGET', KEYS[1], 'v') ~= ARGV[2] then return 0 end
+redis.call('DEL', KEYS[1])
+redis.call('ZREM', KEYS[2], ARGV[1])
+redis.call('ZREM', KEYS[3], ARGV[1])
+return 1
+";
+
 /// A page of the name index and each record on it, read at one instant:
 /// the names from a start to an end of a prefix's range (`ZRANGEBYLEX` forms:
 /// `[NAME` inclusive, `(NAME` exclusive, `+` the last), at most a limit,
@@ -133,6 +147,7 @@ return {'', '0'}
 
 pub(super) struct Scripts {
     pub(super) put: Script,
+    pub(super) delete: Script,
     pub(super) effect_put: Script,
     pub(super) tick_start: Script,
     pub(super) tick_end: Script,
@@ -144,6 +159,7 @@ impl Scripts {
     pub(super) fn new() -> Scripts {
         Scripts {
             put: Script::new(PUT),
+            delete: Script::new(DELETE),
             effect_put: Script::new(EFFECT_PUT),
             tick_start: Script::new(TICK_START),
             tick_end: Script::new(TICK_END),

@@ -16,6 +16,11 @@ cronslot_core::schedules_suite!(
     support::block_on,
     "redis"
 );
+cronslot_core::runs_suite!(
+    support::conformance_coordinator(),
+    support::block_on,
+    "redis"
+);
 
 /// A schema-1 record written straight into the record's key (as an older
 /// cronslot left it) loads, and the job runs on from it.

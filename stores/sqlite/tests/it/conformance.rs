@@ -45,6 +45,11 @@ mod on_file {
         cronslot_core::coord::exec::block_on,
         "sqlite-file"
     );
+    cronslot_core::runs_suite!(
+        CasCoordinator::new(SqliteStore::open(shared_file()).unwrap(), 7),
+        cronslot_core::coord::exec::block_on,
+        "sqlite-file"
+    );
 }
 
 /// A schema-1 record written straight into the file (as an older cronslot
