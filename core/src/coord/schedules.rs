@@ -208,19 +208,7 @@ impl<S: StateStore> CasCoordinator<S> {
             let Some(mut next) = next else {
                 return Ok(write);
             };
-            decide::fit_record(&mut next);
-            let in_force = match &next.schedule {
-                Some(data) => data.spec().map_err(&refused)?,
-                None => None,
-            };
-            next.wake_at = match in_force {
-                Some(spec) => {
-                    let in_force = template.for_schedule(key, &spec).map_err(&refused)?;
-                    decide::next_wake(&in_force, &next, now)
-                }
-                // A tombstone starts nothing: no tick needs to look at it.
-                None => None,
-            };
+            decide::seal_keyed(template, key, &mut next, now).map_err(&refused)?;
             match self.put_resolving_ambiguity(&name, &next, expected).await? {
                 PutResult::Written(version) => {
                     self.remember(

@@ -46,7 +46,9 @@ pub use record::{creation_instant, fit_record};
 #[cfg(feature = "schedules")]
 pub use run::{Enqueued, RunRefusal, enqueue_run, forget_at, run_view};
 #[cfg(feature = "schedules")]
-pub use schedule::{Precondition, ScheduleRefusal, ScheduleWrite, delete_schedule, put_schedule};
+pub use schedule::{
+    Precondition, ScheduleRefusal, ScheduleWrite, delete_schedule, put_schedule, seal_keyed,
+};
 pub use wake::{carry_wake, migrated_wake, more_due, next_wake};
 
 /// Most slots one backfill may queue (pending runs live in the state record).

@@ -343,3 +343,30 @@ fn still_referenced(state: &JobState, pinned: Vec<PinnedVersion>) -> Vec<PinnedV
         })
         .collect()
 }
+
+/// Makes `next`, a schedule's or keyed run's record that a write decided,
+/// ready to store at `now`: its history fitted to the job's bounds and its
+/// wake set from the spec in force (none for a tombstone: no tick needs to
+/// look at it). Every writer of such a record calls it, the coordinator's
+/// compare-and-set and a store's write inside an application's transaction
+/// alike, so that the wake index always says when the record is due.
+pub fn seal_keyed(
+    template: &JobTemplate,
+    key: &ScheduleKey,
+    next: &mut JobState,
+    now: Timestamp,
+) -> Result<(), SpecProblem> {
+    super::fit_record(next);
+    let in_force = match &next.schedule {
+        Some(data) => data.spec()?,
+        None => None,
+    };
+    next.wake_at = match in_force {
+        Some(spec) => {
+            let in_force = template.for_schedule(key, &spec)?;
+            super::next_wake(&in_force, next, now)
+        }
+        None => None,
+    };
+    Ok(())
+}
