@@ -18,6 +18,7 @@ use crate::commands::next::NextArgs;
 use crate::commands::pause::PauseArgs;
 use crate::commands::render::RenderArgs;
 use crate::commands::run::RunArgs;
+use crate::commands::runs::RunsArgs;
 use crate::commands::schedule::ScheduleArgs;
 use crate::commands::serve::ServeArgs;
 use crate::commands::status::StatusArgs;
@@ -131,6 +132,20 @@ pub enum Command {
     /// (no such schedule, another version, the store failed), 2 on bad
     /// input (a job that is not dynamic, a bad key or spec).
     Schedule(ScheduleArgs),
+    /// Enqueue or show a keyed run of a dynamic job: one run per business key.
+    ///
+    /// `put JOB KEY --payload JSON` enqueues a one-off run of the job under
+    /// the key, due now (or --at): the key is claimed atomically, so the
+    /// same key with the same payload, within the job's key_retention (30
+    /// days after the run ends unless the job says longer), answers the run
+    /// it names and never makes a second one; another payload is refused.
+    /// `get JOB KEY` shows the run's status (pending, running, retrying,
+    /// succeeded, dead), attempts, last error, instants and fence. The same
+    /// operations as the admin routes PUT and GET /cronslot/runs/JOB/KEY;
+    /// --format json prints their documents. Exits 0 when enqueued (or
+    /// already there) or read, 1 when it could not be done (another
+    /// payload under the key, no such run, the store failed), 2 on bad input.
+    Runs(RunsArgs),
     /// Run the current slot of a job now, once (even if it is late).
     ///
     /// Claims the job's latest slot at or before now as a runner would (a

@@ -98,6 +98,7 @@ pub(crate) fn emit_run(report: &RunReport) {
         ($level:ident) => {
             tracing::$level!(
                 job = %report.job,
+                key = report.key.as_deref().map(tracing::field::display),
                 slot = %slot,
                 scheduled_at = %scheduled_at,
                 attempt = report.attempt,

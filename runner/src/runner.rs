@@ -251,6 +251,11 @@ impl<S: RunnerStore> Runner<S> {
             .iter()
             .map(|s| s.name.as_str().to_string())
             .collect();
+        let template_names: Vec<String> = self
+            .templates
+            .iter()
+            .map(|t| t.name.as_str().to_string())
+            .collect();
         let main = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
@@ -342,6 +347,7 @@ impl<S: RunnerStore> Runner<S> {
                 speed: self.clock.speed(),
                 workers: self.workers,
                 jobs: &names,
+                templates: &template_names,
                 before: &before,
                 after: &after,
                 worker_failures,

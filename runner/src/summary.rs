@@ -314,6 +314,9 @@ pub(crate) struct SummaryInput<'a> {
     pub speed: f64,
     pub workers: u32,
     pub jobs: &'a [String],
+    /// The dynamic jobs: each gets one entry for all its schedules' and
+    /// keyed runs' records (`job/key`), after the jobs.
+    pub templates: &'a [String],
     pub before: &'a HashMap<String, JobState>,
     pub after: &'a HashMap<String, JobState>,
     pub worker_failures: Vec<String>,
@@ -363,7 +366,11 @@ pub(crate) fn summarize(mut tally: Tally, input: SummaryInput<'_>) -> Summary {
                 dead_letters,
             }
         })
-        .collect();
+        .collect::<Vec<_>>();
+    let mut jobs = jobs;
+    for template in input.templates {
+        jobs.push(dynamic_summary(&mut tally, template));
+    }
     Summary {
         started_at: input.started_at,
         stopped_at: input.stopped_at,
@@ -376,6 +383,37 @@ pub(crate) fn summarize(mut tally: Tally, input: SummaryInput<'_>) -> Summary {
         slots_run_twice: tally.run_twice.into_iter().collect(),
         worker_failures: input.worker_failures,
     }
+}
+
+/// A dynamic job's part of the summary: the runs of all its records
+/// (`job/key`) together, as this runner counted them. (Its records' fates
+/// are each schedule's; `cronslot status` and the schedule routes show
+/// them.)
+fn dynamic_summary(tally: &mut Tally, template: &str) -> JobSummary {
+    let prefix = format!("{template}/");
+    let records: Vec<String> = tally
+        .jobs
+        .keys()
+        .filter(|name| name.starts_with(&prefix))
+        .cloned()
+        .collect();
+    let mut summary = JobSummary {
+        job: template.to_string(),
+        ..JobSummary::default()
+    };
+    for name in records {
+        let Some(t) = tally.jobs.remove(&name) else {
+            continue;
+        };
+        summary.slots_run += t.slots_run;
+        summary.runs += t.runs;
+        summary.succeeded += t.succeeded;
+        summary.retries += t.retries;
+        summary.dead += t.dead;
+        summary.lease_lost += t.lease_lost;
+        summary.unrecorded += t.unrecorded;
+    }
+    summary
 }
 
 /// Per reason, how much a counter grew from `before` to `after`.

@@ -38,7 +38,9 @@ pub enum RunEvent<'a> {
     /// is, another worker may rightly claim the slot's retry: a watcher
     /// counts the run as finished here.)
     WorkEnded {
-        /// The job.
+        /// The job's record: the job's name, or `job/key` for a slot of a
+        /// dynamic job's schedule (two schedules of one job may share an
+        /// instant).
         job: &'a str,
         /// The slot's scheduled instant.
         slot: Timestamp,

@@ -47,6 +47,9 @@ const CATCH_UP_MARGIN: Duration = Duration::from_secs(2);
 pub struct RunReport {
     /// The job.
     pub job: String,
+    /// The schedule's key, for a slot of a dynamic job's schedule or keyed
+    /// run (its slot id is then `job/key@instant`).
+    pub key: Option<String>,
     /// The slot's scheduled instant.
     pub slot: Timestamp,
     /// 1 on the slot's first attempt.
@@ -75,9 +78,13 @@ pub struct RunReport {
 }
 
 impl RunReport {
-    /// `job@2026-03-08T07:00:00Z`.
+    /// `job@2026-03-08T07:00:00Z`, or `job/key@2026-03-08T07:00:00Z` for
+    /// a schedule's slot: the idempotency key the run was given.
     pub fn slot_id(&self) -> String {
-        format!("{}@{}", self.job, format_instant(self.slot))
+        match &self.key {
+            None => format!("{}@{}", self.job, format_instant(self.slot)),
+            Some(key) => format!("{}/{key}@{}", self.job, format_instant(self.slot)),
+        }
     }
 
     /// From the scheduled instant to the start, in milliseconds (negative
@@ -121,6 +128,7 @@ impl RunReport {
             error: self.error(),
             fence: self.fence,
             job: &self.job,
+            key: self.key.as_deref(),
             lag_ms: self.lag_ms(),
             msg,
             outcome: self.outcome.as_str(),
@@ -157,6 +165,9 @@ pub struct RunLine<'a> {
     pub fence: u64,
     /// The job.
     pub job: &'a str,
+    /// The schedule's key, for a dynamic job's slot.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub key: Option<&'a str>,
     /// From the scheduled instant to the start, in milliseconds.
     pub lag_ms: i64,
     /// The line's message, on the platforms whose lines carry one.
@@ -171,7 +182,8 @@ pub struct RunLine<'a> {
     pub retry_at: Option<String>,
     /// The slot's scheduled instant.
     pub scheduled_at: String,
-    /// The slot id (`job@2026-03-08T07:00:00Z`).
+    /// The slot id (`job@2026-03-08T07:00:00Z`, `job/key@…` for a
+    /// schedule's).
     pub slot: String,
 }
 
@@ -335,11 +347,12 @@ pub async fn run_lease<C: Coordinator + 'static>(
     let ended = supervise(spec, &lease, &ctx, deadline, by_platform, jobs, platform).await;
     let ran_until = platform.now();
     platform.observe(&RunEvent::WorkEnded {
-        job: spec.name.as_str(),
+        job: &spec.record_name(),
         slot: lease.slot,
     });
     let mut report = RunReport {
         job: spec.name.as_str().to_string(),
+        key: spec.key.as_ref().map(|k| k.as_str().to_string()),
         slot: lease.slot,
         attempt: lease.attempt,
         fence: lease.fence,

@@ -418,11 +418,7 @@ impl<S: StateStore + EffectLedger + TickIndex + 'static> Handler<S> {
         let last = served.runs.len().saturating_sub(1);
         for (i, run) in served.runs.iter().enumerate() {
             let fates = if i == last { fates } else { Fates::default() };
-            let mut line = self.run_line(inv, run, fates);
-            if let (Some(key), Value::Object(map)) = (&spec.key, &mut line) {
-                map.insert("key".into(), Value::from(key.as_str()));
-            }
-            report.runs.push(line);
+            report.runs.push(self.run_line(inv, run, fates));
             if let Some(e) = run_error(run) {
                 report.errors.push(e);
             }
@@ -451,13 +447,17 @@ impl<S: StateStore + EffectLedger + TickIndex + 'static> Handler<S> {
     /// Logs a run's line (its EMF document) and returns its summary.
     fn run_line(&self, inv: &Invocation, run: &RunReport, fates: Fates) -> Value {
         self.emit(&log::run_line(&inv.request_id, run, fates));
-        json!({
+        let mut line = json!({
             "job": run.job,
             "slot": format_instant(run.slot),
             "attempt": run.attempt,
             "fence": run.fence,
             "outcome": run.outcome.as_str(),
-        })
+        });
+        if let (Some(key), Value::Object(map)) = (&run.key, &mut line) {
+            map.insert("key".into(), Value::from(key.as_str()));
+        }
+        line
     }
 
     fn fates(&self, inv: &Invocation, job: &str, fates: Fates) {

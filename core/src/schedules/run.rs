@@ -154,11 +154,21 @@ impl RunStatus {
     }
 }
 
-/// A keyed run as a client polls it.
+/// A keyed run as a client polls it: the document of `GET {p}/runs/{job}/{key}`
+/// and, with `created`, of the enqueue's answer.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct RunView {
-    /// The run id: the slot id `job/key@instant`.
+    /// The dynamic job.
+    pub job: String,
+    /// The business key.
+    pub key: String,
+    /// The run id: the slot id `job/key@instant`, which is also the
+    /// run's idempotency key (`Idempotency-Key`, `CRONSLOT_IDEMPOTENCY_KEY`).
     pub run: String,
+    /// On an enqueue's answer: whether this request created the run
+    /// (`false`: the key named it already). Absent on a status read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub created: Option<bool>,
     /// Where it is.
     pub status: RunStatus,
     /// Attempts started so far (0 while pending).
@@ -200,35 +210,38 @@ impl PartialEq for RunView {
     /// Payloads compare by their text, as [`ScheduleSpec`](super::ScheduleSpec)'s do.
     fn eq(&self, other: &RunView) -> bool {
         let text = |v: &RunView| v.payload.as_ref().map(|p| p.get().to_string());
-        (
-            &self.run,
-            self.status,
-            self.attempts,
-            &self.last_error,
-            self.enqueued,
-            self.at,
-            self.started,
-            self.finished,
-            self.next_attempt,
-            self.fence,
-            self.remembered_until,
-        ) == (
-            &other.run,
-            other.status,
-            other.attempts,
-            &other.last_error,
-            other.enqueued,
-            other.at,
-            other.started,
-            other.finished,
-            other.next_attempt,
-            other.fence,
-            other.remembered_until,
-        ) && text(self) == text(other)
+        (&self.job, &self.key, &self.run, self.created)
+            == (&other.job, &other.key, &other.run, other.created)
+            && (
+                self.status,
+                self.attempts,
+                &self.last_error,
+                self.enqueued,
+                self.at,
+                self.started,
+                self.finished,
+                self.next_attempt,
+                self.fence,
+                self.remembered_until,
+            ) == (
+                other.status,
+                other.attempts,
+                &other.last_error,
+                other.enqueued,
+                other.at,
+                other.started,
+                other.finished,
+                other.next_attempt,
+                other.fence,
+                other.remembered_until,
+            )
+            && text(self) == text(other)
     }
 }
 
 impl Eq for RunView {}
+
+impl Eq for RunRequest {}
 
 impl PartialEq for RunRequest {
     fn eq(&self, other: &RunRequest) -> bool {

@@ -15,6 +15,7 @@ pub mod next;
 pub mod pause;
 pub mod render;
 pub mod run;
+pub mod runs;
 pub mod schedule;
 pub mod serve;
 pub mod status;
@@ -44,6 +45,7 @@ pub fn exec(command: Command) -> Result<(), Failure> {
         Command::Resume(args) => pause::resume(args),
         Command::Backfill(args) => backfill::exec(args),
         Command::Schedule(args) => schedule::exec(args),
+        Command::Runs(args) => runs::exec(args),
         Command::Trigger(args) => trigger::exec(args),
         Command::Render(args) => render::exec(args),
         Command::Check(args) => check::exec(args),

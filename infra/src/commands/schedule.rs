@@ -289,7 +289,7 @@ pub fn exec(args: ScheduleArgs) -> Result<(), Failure> {
     }
 }
 
-fn parse_key(key: &str) -> Result<ScheduleKey, Failure> {
+pub(crate) fn parse_key(key: &str) -> Result<ScheduleKey, Failure> {
     ScheduleKey::new(key).map_err(|e| Failure::bad_input(format!("error: KEY: {e}")))
 }
 
@@ -398,21 +398,39 @@ fn read_spec(source: &str) -> Result<ScheduleSpec, Failure> {
 /// The session, once the job is known to be a dynamic one of the
 /// manifest: bad input never touches the store.
 fn open(store: &StoreArgs, job: &str) -> Result<Session, Failure> {
+    open_dynamic(
+        store,
+        job,
+        "`cronslot schedule` writes schedules",
+        &format!("PUT, GET or DELETE {{}}/schedules/{job}/KEY"),
+    )
+}
+
+/// The session of a command on a dynamic job's records (`schedule`,
+/// `runs`), once the job is known to be a dynamic one of the manifest:
+/// bad input never touches the store. `what` says what the command does
+/// and `routes` which routes of an admin URL do it instead (`{}`: the URL).
+pub(crate) fn open_dynamic(
+    store: &StoreArgs,
+    job: &str,
+    what: &str,
+    routes: &str,
+) -> Result<Session, Failure> {
     let session = Session::open_checked(store, |manifest, path| {
         dynamic_job(manifest, path, job).map(|_| ())
     })?;
     if let Backend::Admin(_) = session.backend {
         return Err(Failure::bad_input(format!(
-            "error: store {}: `cronslot schedule` writes schedules in a store this process opens \
-             (sqlite:, postgres://, redis://, dynamodb://); over an admin URL, send its routes \
-             PUT, GET or DELETE {}/schedules/{job}/KEY",
-            session.store, session.store
+            "error: store {}: {what} in a store this process opens (sqlite:, postgres://, \
+             redis://, dynamodb://); over an admin URL, send its routes {}",
+            session.store,
+            routes.replace("{}", &session.store)
         )));
     }
     Ok(session)
 }
 
-fn template_name(session: &Session, job: &str) -> Result<JobName, Failure> {
+pub(crate) fn template_name(session: &Session, job: &str) -> Result<JobName, Failure> {
     dynamic_job(&session.manifest, &session.manifest_path, job)
 }
 
@@ -420,21 +438,31 @@ fn dynamic_job(manifest: &Manifest, path: &Path, job: &str) -> Result<JobName, F
     find_template(manifest, path, job).map(|t| t.name.clone())
 }
 
-/// Runs the route on the session's store; a refusal or a failure is the
-/// route's error document, as a failure with the exit code it calls for.
-fn run(session: &Session, route: &AdminRoute) -> Result<Reply, Failure> {
+/// Runs the route (a schedule's or a keyed run's) on the session's store;
+/// a refusal or a failure is the route's error document, as a failure with
+/// the exit code it calls for.
+pub(crate) fn run(session: &Session, route: &AdminRoute) -> Result<Reply, Failure> {
     let Backend::Store(coordinator) = &session.backend else {
         return Err(Failure::problem(format!(
             "error: store {}: not a store this process opened",
             session.store
         )));
     };
-    let reply = wait(admin::execute_schedule(
-        route,
-        &session.manifest,
-        &**coordinator,
-        session.now,
-    ));
+    let reply = if route.is_run() {
+        wait(admin::execute_run(
+            route,
+            &session.manifest,
+            &**coordinator,
+            session.now,
+        ))
+    } else {
+        wait(admin::execute_schedule(
+            route,
+            &session.manifest,
+            &**coordinator,
+            session.now,
+        ))
+    };
     if (200..300).contains(&reply.status) {
         return Ok(reply);
     }
@@ -489,7 +517,7 @@ fn run(session: &Session, route: &AdminRoute) -> Result<Reply, Failure> {
     })
 }
 
-fn decode<T: DeserializeOwned>(reply: &Reply) -> Result<T, Failure> {
+pub(crate) fn decode<T: DeserializeOwned>(reply: &Reply) -> Result<T, Failure> {
     serde_json::from_str(&reply.body).map_err(|e| {
         Failure::problem(format!(
             "error: cannot read the answer ({} bytes): {e}",

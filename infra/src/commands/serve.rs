@@ -456,6 +456,13 @@ impl<S: RunnerStore> AdminHost for ServeHost<'_, S> {
     ) -> Result<JobSpec, Reply> {
         admin::schedule_job_spec(&*self.coordinator, manifest, job, key).await
     }
+
+    /// The keyed runs of the manifest's dynamic jobs, in the store this
+    /// process opened. A run enqueued here starts at the next tick of
+    /// whichever runner serves the store.
+    async fn run_route(&self, route: &AdminRoute, manifest: &Manifest, now: Timestamp) -> Reply {
+        admin::execute_run(route, manifest, &*self.coordinator, now).await
+    }
 }
 
 /// A seed for retry jitter, different per request.

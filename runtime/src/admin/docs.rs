@@ -431,6 +431,15 @@ pub struct ErrorDoc {
     #[cfg(feature = "schedules")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub version: Option<u64>,
+    /// The fields of a keyed run's request that differ from the run its
+    /// key names (409, `differs`): `payload`, `at`.
+    #[cfg(feature = "schedules")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub differs: Option<Vec<String>>,
+    /// The run the key names (409, `differs`).
+    #[cfg(feature = "schedules")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run: Option<Box<cronslot_core::schedules::RunView>>,
 }
 
 impl ErrorDoc {
@@ -449,6 +458,10 @@ impl ErrorDoc {
             problems: None,
             #[cfg(feature = "schedules")]
             version: None,
+            #[cfg(feature = "schedules")]
+            differs: None,
+            #[cfg(feature = "schedules")]
+            run: None,
         }
     }
 }
@@ -485,10 +498,14 @@ pub enum ErrorKind {
     /// `version`); nothing was written.
     #[cfg(feature = "schedules")]
     PreconditionFailed,
-    /// 409: `If-None-Match: *` met an existing schedule (see `version`);
-    /// nothing was written.
+    /// 409: `If-None-Match: *` met an existing schedule, or a keyed
+    /// run's key names a schedule (see `version`); nothing was written.
     #[cfg(feature = "schedules")]
     Exists,
+    /// 409: a keyed run's key names a run enqueued with another request
+    /// (see `differs` and `run`); nothing was written.
+    #[cfg(feature = "schedules")]
+    Differs,
     /// 500.
     Internal,
     /// A kind this build does not know (a newer Worker).

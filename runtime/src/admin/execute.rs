@@ -121,6 +121,13 @@ async fn run<C: Operator>(
             "a schedule's route runs over a coordinator that writes schedules \
              (admin::execute_schedule, through admin::dispatch)",
         )),
+        #[cfg(feature = "schedules")]
+        AdminRoute::EnqueueRun { .. } | AdminRoute::GetRun { .. } => Err(Reply::error(
+            500,
+            ErrorKind::Internal,
+            "a keyed run's route runs over a coordinator that keeps keyed runs \
+             (admin::execute_run, through admin::dispatch)",
+        )),
     }
 }
 

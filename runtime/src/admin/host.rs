@@ -75,6 +75,20 @@ pub trait AdminHost {
         let _ = (manifest, job, key);
         Err(no_schedules())
     }
+
+    /// Serves a keyed run's route ([`AdminRoute::is_run`]) at `now`. A
+    /// host whose coordinator keeps keyed runs answers with
+    /// [`execute_run`](super::execute_run) over it; the default answers
+    /// 404 saying this host serves no keyed runs.
+    #[cfg(feature = "schedules")]
+    async fn run_route(&self, route: &AdminRoute, manifest: &Manifest, now: Timestamp) -> Reply {
+        let _ = (route, manifest, now);
+        Reply::error(
+            404,
+            ErrorKind::NotFound,
+            "this host does not serve the keyed runs of dynamic jobs; `cronslot serve` does",
+        )
+    }
 }
 
 #[cfg(feature = "schedules")]
@@ -161,6 +175,8 @@ pub async fn dispatch<H: AdminHost>(
         }
         #[cfg(feature = "schedules")]
         route if route.is_schedule() => host.schedule_route(route, manifest, now).await,
+        #[cfg(feature = "schedules")]
+        route if route.is_run() => host.run_route(route, manifest, now).await,
         route => execute(route, manifest, &**host.coordinator(), now).await,
     }
 }

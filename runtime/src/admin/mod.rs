@@ -28,12 +28,17 @@
 //! | GET | `{p}/schedules/{job}/{key}` | — | 200 `ScheduleDoc`, `ETag` (feature `schedules`) |
 //! | DELETE | `{p}/schedules/{job}/{key}` | — | 200 `ScheduleDeleteDoc` (feature `schedules`) |
 //! | GET | `{p}/schedules/{job}` | `prefix`, `label`, `cursor`, `limit` | 200 `SchedulePageDoc` (feature `schedules`) |
+//! | PUT | `{p}/runs/{job}/{key}` | — | 202 / 200 `RunView`, `Location` (feature `schedules`) |
+//! | GET | `{p}/runs/{job}/{key}` | — | 200 `RunView` (feature `schedules`) |
 //!
 //! The schedule routes (a dynamic job's schedules, docs/design.md §12) are
 //! built with the feature `schedules` and served by hosts whose coordinator
 //! writes schedules ([`AdminHost::schedule_route`]): `cronslot serve`,
 //! and a Worker built with cronslot-cf's feature `schedules`. A build
-//! without it answers them 404, saying it serves no schedules.
+//! without it answers them 404, saying it serves no schedules. The keyed
+//! runs' routes (a one-off run under a business key, enqueued once) are
+//! served likewise by hosts whose coordinator keeps them
+//! ([`AdminHost::run_route`]).
 //!
 //! [`ROUTES`] lists them for programs; `docs/openapi.json` in the
 //! repository describes each (parameters, bodies, every status), and
@@ -72,6 +77,8 @@ mod query;
 mod repair;
 mod route;
 #[cfg(feature = "schedules")]
+mod runs;
+#[cfg(feature = "schedules")]
 mod schedules;
 mod trigger;
 
@@ -81,7 +88,7 @@ use cronslot_core::coord::ScheduleQuery;
 use cronslot_core::coord::decide::Precondition;
 use cronslot_core::manifest::JobName;
 #[cfg(feature = "schedules")]
-use cronslot_core::schedules::{ScheduleKey, ScheduleSpec};
+use cronslot_core::schedules::{RunRequest, ScheduleKey, ScheduleSpec};
 use jiff::Timestamp;
 use serde::Serialize;
 
@@ -97,6 +104,8 @@ pub use host::{AdminHost, dispatch};
 pub use metrics::prometheus_text;
 pub use repair::{REPAIR_PAGE, repair_page};
 pub use route::{ROUTES, route};
+#[cfg(feature = "schedules")]
+pub use runs::execute_run;
 #[cfg(feature = "schedules")]
 pub use schedules::{
     DEFAULT_PAGE, ListedScheduleDoc, MAX_BODY_BYTES, ScheduleDeleteDoc, ScheduleDoc,
@@ -373,6 +382,28 @@ pub enum AdminRoute {
         /// The prefix, the label, the cursor and the limit asked for.
         query: ScheduleQuery,
     },
+    /// `PUT {p}/runs/{job}/{key}`: enqueues the keyed run `key` of the
+    /// dynamic job `job`, once; served by [`execute_run`] through
+    /// [`AdminHost::run_route`].
+    #[cfg(feature = "schedules")]
+    EnqueueRun {
+        /// The dynamic job.
+        job: JobName,
+        /// The business key.
+        key: ScheduleKey,
+        /// The payload and the instant the body sent, checked.
+        request: RunRequest,
+        /// The run's path under the routes' prefix, for `Location`.
+        location: String,
+    },
+    /// `GET {p}/runs/{job}/{key}`: the keyed run's status.
+    #[cfg(feature = "schedules")]
+    GetRun {
+        /// The dynamic job.
+        job: JobName,
+        /// The business key.
+        key: ScheduleKey,
+    },
 }
 
 impl AdminRoute {
@@ -394,7 +425,9 @@ impl AdminRoute {
             AdminRoute::PutSchedule { job, .. }
             | AdminRoute::GetSchedule { job, .. }
             | AdminRoute::DeleteSchedule { job, .. }
-            | AdminRoute::ListSchedules { job, .. } => Some(job),
+            | AdminRoute::ListSchedules { job, .. }
+            | AdminRoute::EnqueueRun { job, .. }
+            | AdminRoute::GetRun { job, .. } => Some(job),
             #[cfg(feature = "schedules")]
             AdminRoute::OfSchedule { action, .. } => action.job(),
         }
@@ -410,6 +443,16 @@ impl AdminRoute {
                 | AdminRoute::GetSchedule { .. }
                 | AdminRoute::DeleteSchedule { .. }
                 | AdminRoute::ListSchedules { .. }
+        )
+    }
+
+    /// Whether the route is one of a dynamic job's keyed runs (served by
+    /// [`AdminHost::run_route`]).
+    #[cfg(feature = "schedules")]
+    pub fn is_run(&self) -> bool {
+        matches!(
+            self,
+            AdminRoute::EnqueueRun { .. } | AdminRoute::GetRun { .. }
         )
     }
 
@@ -447,6 +490,10 @@ impl AdminRoute {
             AdminRoute::ListSchedules { .. } => ("GET", "/schedules/{job}"),
             #[cfg(feature = "schedules")]
             AdminRoute::OfSchedule { action, .. } => action.template(),
+            #[cfg(feature = "schedules")]
+            AdminRoute::EnqueueRun { .. } => ("PUT", "/runs/{job}/{key}"),
+            #[cfg(feature = "schedules")]
+            AdminRoute::GetRun { .. } => ("GET", "/runs/{job}/{key}"),
         }
     }
 }

@@ -96,6 +96,10 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("DELETE", "/schedules/{job}/{key}"),
     #[cfg(feature = "schedules")]
     ("GET", "/schedules/{job}"),
+    #[cfg(feature = "schedules")]
+    ("GET", "/runs/{job}/{key}"),
+    #[cfg(feature = "schedules")]
+    ("PUT", "/runs/{job}/{key}"),
 ];
 
 /// The routes' paths, for 404 messages.
@@ -107,7 +111,8 @@ const ROUTE_LIST: &str = "GET / (the dashboard), GET openapi.json, GET health, G
 const ROUTE_LIST: &str = "GET / (the dashboard), GET openapi.json, GET health, GET status, \
                           GET metrics, GET dlq, GET jobs/{job}/next, \
                           POST jobs/{job}/redrive|pause|resume|backfill|trigger, POST repair, \
-                          PUT|GET|DELETE schedules/{job}/{key}, GET schedules/{job}";
+                          PUT|GET|DELETE schedules/{job}/{key}, GET schedules/{job}, \
+                          PUT|GET runs/{job}/{key}";
 
 fn recognise(
     manifest: &Manifest,
@@ -269,10 +274,14 @@ fn recognise(
         }
         #[cfg(feature = "schedules")]
         ["schedules", raw_job] => super::schedules::recognise_list(manifest, req, query, raw_job),
+        #[cfg(feature = "schedules")]
+        ["runs", raw_job, raw_key] => {
+            super::runs::recognise(manifest, req, query, raw_job, raw_key, base)
+        }
         // Said in so many words, so that a client is not sent looking for
         // a typo: this build has no schedules to serve.
         #[cfg(not(feature = "schedules"))]
-        ["schedules", ..] => Err(Reply::error(
+        ["schedules", ..] | ["runs", ..] => Err(Reply::error(
             404,
             ErrorKind::NotFound,
             "this build serves no schedules: it is built without the feature `schedules`              (a Worker: cronslot-cf's)",
@@ -471,8 +480,13 @@ mod tests {
             if_match: None,
             #[cfg(feature = "schedules")]
             if_none_match: None,
+            // A schedule's spec, or a keyed run's request.
             #[cfg(feature = "schedules")]
-            body: Some(r#"{"cron": "0 9 * * *"}"#),
+            body: Some(if path.contains("/runs/") {
+                r#"{"payload": {"order": 1}}"#
+            } else {
+                r#"{"cron": "0 9 * * *"}"#
+            }),
         };
         route("/cronslot", m, &req, Some(TOKEN)).expect("under the prefix")
     }
@@ -488,8 +502,8 @@ mod tests {
                 listed.insert((method, template)),
                 "{method} {template} listed twice"
             );
-            // A schedule's routes are a dynamic job's.
-            let job = if template.starts_with("/schedules/") {
+            // A schedule's and a keyed run's routes are a dynamic job's.
+            let job = if template.starts_with("/schedules/") || template.starts_with("/runs/") {
                 "invoice"
             } else {
                 "report"
@@ -592,6 +606,18 @@ mod tests {
                 key: key(),
                 action: Box::new(AdminRoute::Pause { job: job() }),
             },
+            #[cfg(feature = "schedules")]
+            AdminRoute::EnqueueRun {
+                job: job(),
+                key: key(),
+                request: cronslot_core::schedules::RunRequest::from_json("{}").expect("a request"),
+                location: "/cronslot/runs/a/k".to_string(),
+            },
+            #[cfg(feature = "schedules")]
+            AdminRoute::GetRun {
+                job: job(),
+                key: key(),
+            },
         ];
         let mut templates = BTreeSet::new();
         for r in &every {
@@ -613,7 +639,9 @@ mod tests {
                 | AdminRoute::GetSchedule { .. }
                 | AdminRoute::DeleteSchedule { .. }
                 | AdminRoute::ListSchedules { .. }
-                | AdminRoute::OfSchedule { .. } => {}
+                | AdminRoute::OfSchedule { .. }
+                | AdminRoute::EnqueueRun { .. }
+                | AdminRoute::GetRun { .. } => {}
             }
             assert!(ROUTES.contains(&r.template()), "{r:?} is not in ROUTES");
             templates.insert(r.template());

@@ -4,6 +4,7 @@
 //! `cargo test -p cronslot-runtime --test it -- run_loop::`.
 
 mod admin;
+mod admin_runs;
 mod admin_schedules;
 mod run_loop;
 mod schedules;

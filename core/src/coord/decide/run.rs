@@ -88,6 +88,8 @@ pub fn enqueue_run(
                 if forget_at(&state).is_none_or(|t| t > now) {
                     let fields = differences(request, &existing, data);
                     return if fields.is_empty() {
+                        let mut existing = existing;
+                        existing.created = Some(false);
                         Ok((Enqueued::Existing(existing), None))
                     } else {
                         Err(RunRefusal::Differs {
@@ -155,7 +157,8 @@ pub fn enqueue_run(
         retention_secs: template.key_retention.as_secs(),
     });
     state.schedule = Some(data);
-    let view = run_view(&state).map_err(RunRefusal::Spec)?;
+    let mut view = run_view(&state).map_err(RunRefusal::Spec)?;
+    view.created = Some(true);
     Ok((Enqueued::Created(view), Some(state)))
 }
 
@@ -190,10 +193,14 @@ pub fn run_view(state: &JobState) -> Result<RunView, SpecProblem> {
     let When::At(slot) = spec.when else {
         return Err(not_a_run());
     };
+    let (job, key) = state.job.split_once('/').ok_or_else(not_a_run)?;
     // The slot id, as a run of the slot's spec names it (`SlotId::new`).
     let run = format!("{}@{}", state.job, format_instant(slot));
     let mut view = RunView {
+        job: job.to_string(),
+        key: key.to_string(),
         run,
+        created: None,
         status: RunStatus::Pending,
         attempts: 0,
         last_error: None,

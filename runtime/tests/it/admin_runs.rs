@@ -1,0 +1,294 @@
+//! The keyed runs' routes (`PUT`, `GET {p}/runs/{job}/{key}`) end to end
+//! over the core's memory store: the router, the executor and a host's
+//! dispatch, with the store's reads and writes counted.
+
+use cronslot_core::coord::exec::block_on;
+use cronslot_core::coord::{CasCoordinator, Claim, Coordinator, MemoryStore, Schedules, Trigger};
+use cronslot_core::manifest::{Manifest, parse_manifest};
+use cronslot_core::schedules::{RunStatus, RunView, ScheduleKey};
+use cronslot_runtime::admin::{self, AdminRequest, ErrorDoc, ErrorKind, Reply};
+use jiff::Timestamp;
+use serde::de::DeserializeOwned;
+
+const MANIFEST: &str = r#"
+[[job]]
+name = "report"
+schedule = "* * * * *"
+
+[[job]]
+name = "mail"
+dynamic = true
+command = ["true"]
+key_retention = "90d"
+"#;
+
+const TOKEN: &str = "s3cret-token";
+const NOW: &str = "2026-03-08T12:00:30Z";
+const PATH: &str = "/cronslot/runs/mail/order-123";
+
+fn at(text: &str) -> Timestamp {
+    text.parse().unwrap()
+}
+
+fn manifest() -> Manifest {
+    parse_manifest(MANIFEST, "cronslot.toml").unwrap()
+}
+
+fn world() -> (MemoryStore, CasCoordinator<MemoryStore>) {
+    let store = MemoryStore::new();
+    (store.clone(), CasCoordinator::new(store, 7))
+}
+
+/// Sends a request through the router and, when it routes, the runs'
+/// executor at `now`.
+fn send_at(
+    c: &CasCoordinator<MemoryStore>,
+    method: &str,
+    path: &str,
+    headers: (Option<&str>, Option<&str>),
+    body: Option<&str>,
+    now: &str,
+) -> Reply {
+    let m = manifest();
+    let req = AdminRequest {
+        method,
+        path,
+        query: None,
+        authorization: Some("Bearer s3cret-token"),
+        if_match: headers.0,
+        if_none_match: headers.1,
+        body,
+    };
+    match admin::route("/cronslot", &m, &req, Some(TOKEN)) {
+        None => panic!("{path} is not an admin route"),
+        Some(Err(reply)) => reply,
+        Some(Ok(route)) => {
+            assert!(route.is_run(), "{route:?}");
+            block_on(admin::execute_run(&route, &m, c, at(now)))
+        }
+    }
+}
+
+fn enqueue(c: &CasCoordinator<MemoryStore>, body: &str) -> Reply {
+    send_at(c, "PUT", PATH, (None, None), Some(body), NOW)
+}
+
+fn body<T: DeserializeOwned>(reply: &Reply) -> T {
+    assert_eq!(reply.content_type, admin::JSON);
+    serde_json::from_str(&reply.body).unwrap_or_else(|e| panic!("{e}: {}", reply.body))
+}
+
+/// A new key: 202 with the run id, pending, created, and where to poll it;
+/// the same request again (a retry, a double click): 200 with the same run,
+/// not created; a different payload: 409 naming the field and carrying the
+/// run. The enqueue cost one read and one write, the duplicates one read
+/// each and no write.
+#[test]
+fn the_first_enqueue_is_202_and_the_same_key_answers_its_run() {
+    let (store, c) = world();
+    let payload = r#"{"payload": {"order": 123, "to": "a@example.com"}}"#;
+    let first = enqueue(&c, payload);
+    assert_eq!(first.status, 202, "{}", first.body);
+    assert_eq!(first.header("Location"), Some(PATH));
+    let run: RunView = body(&first);
+    assert_eq!(run.run, "mail/order-123@2026-03-08T12:00:00Z");
+    assert_eq!((run.job.as_str(), run.key.as_str()), ("mail", "order-123"));
+    assert_eq!(run.status, RunStatus::Pending);
+    assert_eq!(run.created, Some(true));
+    assert_eq!(run.enqueued, at(NOW));
+    assert_eq!(
+        (store.reads(), store.writes()),
+        (1, 1),
+        "an enqueue costs one read and one write"
+    );
+    let raw: serde_json::Value = serde_json::from_str(&first.body).unwrap();
+    assert_eq!(raw["status"], "pending");
+    assert_eq!(raw["created"], true);
+
+    let again = enqueue(&c, r#"{"payload": {"to": "a@example.com", "order": 123}}"#);
+    assert_eq!(again.status, 200, "{}", again.body);
+    let same: RunView = body(&again);
+    assert_eq!(
+        (same.run.as_str(), same.created),
+        (run.run.as_str(), Some(false))
+    );
+    assert_eq!(
+        (store.reads(), store.writes()),
+        (2, 1),
+        "a duplicate enqueue costs one read and no write"
+    );
+
+    let other = enqueue(&c, r#"{"payload": {"order": 124}}"#);
+    assert_eq!(other.status, 409, "{}", other.body);
+    let doc: ErrorDoc = body(&other);
+    assert_eq!(doc.error, ErrorKind::Differs);
+    assert_eq!(doc.differs.as_deref(), Some(&["payload".to_string()][..]));
+    assert_eq!(doc.run.map(|r| r.run), Some(run.run.clone()));
+    assert!(doc.message.contains("another payload"), "{}", doc.message);
+    assert_eq!(store.writes(), 1, "a conflict writes nothing");
+}
+
+/// The status through the run's life: pending, running with its fence,
+/// succeeded with its instants and when the key is forgotten; an unknown
+/// key is 404.
+#[test]
+fn the_status_follows_the_run() {
+    let (_, c) = world();
+    let m = manifest();
+    assert_eq!(enqueue(&c, r#"{"payload": 1}"#).status, 202);
+    let get = |now: &str| send_at(&c, "GET", PATH, (None, None), None, now);
+    let pending: RunView = body(&get(NOW));
+    assert_eq!(pending.status, RunStatus::Pending);
+    assert_eq!(
+        pending.created, None,
+        "a status read says nothing of creation"
+    );
+
+    let template = m.template("mail").unwrap();
+    let key = ScheduleKey::new("order-123").unwrap();
+    let spec = block_on(c.schedule_for_claim(template, &key, at("2026-03-08T12:00:40Z")))
+        .unwrap()
+        .unwrap();
+    let lease = match block_on(c.claim(&spec, at("2026-03-08T12:00:40Z"), Trigger::Tick, "w")) {
+        Ok(Claim::Claimed(lease)) => lease,
+        other => panic!("the run is due at once: {other:?}"),
+    };
+    let running: RunView = body(&get("2026-03-08T12:00:41Z"));
+    assert_eq!(
+        (running.status, running.attempts, running.fence),
+        (RunStatus::Running, 1, lease.fence)
+    );
+    block_on(c.complete(&spec, lease.fence, None, at("2026-03-08T12:00:50Z"))).unwrap();
+    let done: RunView = body(&get("2026-03-08T12:01:00Z"));
+    assert_eq!(done.status, RunStatus::Succeeded);
+    assert_eq!(done.finished, Some(at("2026-03-08T12:00:50Z")));
+    assert_eq!(
+        done.remembered_until,
+        Some(at("2026-06-06T12:00:50Z")),
+        "the job's key_retention, 90 days after the run ended"
+    );
+
+    let unknown = send_at(
+        &c,
+        "GET",
+        "/cronslot/runs/mail/order-9",
+        (None, None),
+        None,
+        NOW,
+    );
+    assert_eq!(unknown.status, 404, "{}", unknown.body);
+    let doc: ErrorDoc = body(&unknown);
+    assert!(doc.message.contains("90 days"), "{}", doc.message);
+}
+
+/// A request (method, path, `If-Match` and `If-None-Match`, body) and what
+/// it must answer (status, a phrase of the body).
+type Case<'a> = (
+    &'a str,
+    &'a str,
+    (Option<&'a str>, Option<&'a str>),
+    Option<&'a str>,
+    u16,
+    &'a str,
+);
+
+/// What a client gets wrong is refused before the store, naming it.
+#[test]
+fn bad_requests_are_refused_naming_what_is_wrong() {
+    let (store, c) = world();
+    let cases: &[Case<'_>] = &[
+        (
+            "PUT",
+            PATH,
+            (None, None),
+            Some(r#"{"paylaod": 1}"#),
+            400,
+            "paylaod",
+        ),
+        (
+            "PUT",
+            PATH,
+            (None, None),
+            Some(r#"{"at": "2026-03-08T12:00:30Z"}"#),
+            400,
+            "whole minute",
+        ),
+        (
+            "PUT",
+            PATH,
+            (Some("\"1\""), None),
+            Some("{}"),
+            400,
+            "If-Match",
+        ),
+        (
+            "PUT",
+            PATH,
+            (None, Some("*")),
+            Some("{}"),
+            400,
+            "If-None-Match",
+        ),
+        (
+            "PUT",
+            "/cronslot/runs/mail/order%2F1",
+            (None, None),
+            Some("{}"),
+            400,
+            "key",
+        ),
+        (
+            "PUT",
+            "/cronslot/runs/report/k",
+            (None, None),
+            Some("{}"),
+            404,
+            "not dynamic",
+        ),
+        (
+            "PUT",
+            "/cronslot/runs/nope/k",
+            (None, None),
+            Some("{}"),
+            404,
+            "no job",
+        ),
+        ("DELETE", PATH, (None, None), None, 405, "GET, PUT"),
+        ("GET", PATH, (None, None), None, 404, "never enqueued"),
+    ];
+    for &(method, path, headers, body_text, status, says) in cases {
+        let reply = send_at(&c, method, path, headers, body_text, NOW);
+        assert_eq!(reply.status, status, "{method} {path}: {}", reply.body);
+        assert!(reply.body.contains(says), "{method} {path}: {}", reply.body);
+    }
+    assert_eq!(store.writes(), 0, "nothing refused was written");
+    // An empty body is a run without a payload, due now.
+    let empty = send_at(&c, "PUT", PATH, (None, None), None, NOW);
+    assert_eq!(empty.status, 202, "{}", empty.body);
+    let run: RunView = body(&empty);
+    assert!(run.payload.is_none());
+}
+
+/// A key that names a schedule of the job is not a run: 409 with the
+/// schedule's version, and the schedule is untouched.
+#[test]
+fn a_key_naming_a_schedule_is_refused() {
+    let (_, c) = world();
+    let m = manifest();
+    let template = m.template("mail").unwrap();
+    let key = ScheduleKey::new("order-123").unwrap();
+    let spec =
+        cronslot_core::schedules::ScheduleSpec::from_json(r#"{"cron": "0 9 * * *"}"#).unwrap();
+    block_on(c.put_schedule(
+        template,
+        &key,
+        spec,
+        cronslot_core::coord::decide::Precondition::None,
+        at(NOW),
+    ))
+    .unwrap();
+    let reply = enqueue(&c, "{}");
+    assert_eq!(reply.status, 409, "{}", reply.body);
+    let doc: ErrorDoc = body(&reply);
+    assert_eq!((doc.error, doc.version), (ErrorKind::Exists, Some(1)));
+}
