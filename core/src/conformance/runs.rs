@@ -126,6 +126,14 @@ pub async fn a_keyed_run_answers_its_status_through_its_life<C: Runs + Schedules
         .await
         .expect("enqueues");
     assert!(matches!(created, Enqueued::Created(_)), "{created:?}");
+    let listed = c
+        .list_schedules(&t, &crate::coord::ScheduleQuery::default())
+        .await
+        .expect("lists");
+    assert!(
+        listed.schedules.is_empty(),
+        "a keyed run is not listed among the job's schedules: {listed:?}"
+    );
     let spec = c
         .schedule_for_claim(&t, &k, at(HOUR))
         .await

@@ -392,7 +392,9 @@ fn listed(
     record: JobState,
     query: &ScheduleQuery,
 ) -> Result<Option<(ScheduleKey, ScheduleRecord)>, ScheduleError> {
-    let Some(data) = record.schedule.clone() else {
+    // A keyed run is a one-off schedule in its record, but not one the
+    // application wrote as a schedule: its route is the runs'.
+    let Some(data) = record.schedule.clone().filter(|d| d.run.is_none()) else {
         return Ok(None);
     };
     let Some(spec) = data

@@ -409,6 +409,7 @@ fn serve_answers_every_route_as_the_document_says() {
     c.check("POST", "/repair", "/repair?after=export", t);
 
     schedules(&mut c);
+    runs(&mut c);
 
     // After the runs: the records hold history, leases' traces, pending
     // runs, the dead letter again.
@@ -443,6 +444,85 @@ fn serve_answers_every_route_as_the_document_says() {
     c.check("GET", "/openapi.json", "/openapi.json", None);
     c.check("GET", "/health", "/health", None);
     stop(child);
+}
+
+/// The keyed runs' routes of the dynamic job `invoice`, each answer
+/// checked against the document, and what the answers say.
+fn runs(c: &mut Checker<'_>) {
+    const T: &str = "/runs/{job}/{key}";
+    const PATH: &str = "/runs/invoice/order-123";
+    let body = r#"{"payload":{"order":123}}"#;
+    let a = c.check_with("PUT", T, PATH, &[], body);
+    assert_eq!(a.status, 202, "{a:?}");
+    assert_eq!(
+        a.header("location"),
+        Some("/cronslot/runs/invoice/order-123")
+    );
+    let run = json(&a);
+    assert_eq!(
+        (run["status"].as_str(), run["created"].as_bool()),
+        (Some("pending"), Some(true))
+    );
+    let id = run["run"].as_str().expect("a run id").to_string();
+    assert!(id.starts_with("invoice/order-123@"), "{id}");
+    let a = c.check_with("PUT", T, PATH, &[], r#"{ "payload": { "order": 123 } }"#);
+    assert_eq!(a.status, 200, "the same request: {a:?}");
+    assert_eq!(
+        (json(&a)["run"].as_str(), json(&a)["created"].as_bool()),
+        (Some(id.as_str()), Some(false))
+    );
+    let a = c.check_with("PUT", T, PATH, &[], r#"{"payload":{"order":124}}"#);
+    assert_eq!(a.status, 409, "{a:?}");
+    let doc = json(&a);
+    assert_eq!(
+        (doc["error"].as_str(), doc["run"]["run"].as_str()),
+        (Some("differs"), Some(id.as_str()))
+    );
+    assert_eq!(doc["differs"], serde_json::json!(["payload"]));
+    // A key naming a schedule is not a run.
+    let spec = r#"{"cron":"0 0 1 1 *"}"#;
+    let a = c.check_with(
+        "PUT",
+        "/schedules/{job}/{key}",
+        "/schedules/invoice/s-1",
+        &[],
+        spec,
+    );
+    assert_eq!(a.status, 201, "{a:?}");
+    let a = c.check_with("PUT", T, "/runs/invoice/s-1", &[], body);
+    assert_eq!(
+        (a.status, json(&a)["error"].as_str()),
+        (409, Some("exists")),
+        "{a:?}"
+    );
+    let a = c.check_with("PUT", T, PATH, &[], r#"{"paylaod":1}"#);
+    assert_eq!(
+        (a.status, json(&a)["error"].as_str()),
+        (400, Some("spec")),
+        "{a:?}"
+    );
+    let a = c.check_with("PUT", T, PATH, &[("If-Match", "\"1\"")], body);
+    assert_eq!(
+        (a.status, json(&a)["parameter"].as_str()),
+        (400, Some("If-Match"))
+    );
+    let a = c.check_with("PUT", T, "/runs/report/k", &[], body);
+    assert_eq!(a.status, 404, "a static job has no keyed runs: {a:?}");
+    let big = format!(r#"{{"payload":"{}"}}"#, "x".repeat(70 * 1024));
+    let a = c.check_with("PUT", T, PATH, &[], &big);
+    assert_eq!(a.status, 413, "{a:?}");
+
+    let a = c.check("GET", T, PATH, Some(ADMIN_TOKEN));
+    assert_eq!(a.status, 200, "{a:?}");
+    let doc = json(&a);
+    assert_eq!(
+        (doc["run"].as_str(), doc["payload"]["order"].as_u64()),
+        (Some(id.as_str()), Some(123))
+    );
+    assert!(doc.get("created").is_none(), "{doc}");
+    let a = c.check("GET", T, "/runs/invoice/never", Some(ADMIN_TOKEN));
+    assert_eq!(a.status, 404, "{a:?}");
+    c.check("DELETE", T, PATH, Some(ADMIN_TOKEN));
 }
 
 /// The schedule routes of the dynamic job `invoice`, each answer checked
