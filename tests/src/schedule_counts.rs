@@ -156,3 +156,126 @@ pub struct TickCosts {
     /// The requests of a tick with [`DUE`] due.
     pub busy: u64,
 }
+
+/// What keyed runs cost (issue 27), written once for every store: an
+/// enqueue at most one read and one write, a duplicate enqueue one read
+/// and no write, a run one read and two writes (the tick reads the woken
+/// record, the claim and the completion write it), a status read one
+/// read. `counted` gives the requests so far as (reads, writes); a store
+/// that counts only statements (SQLite) gives its total as reads and
+/// passes `split: false`, and then the totals are asserted.
+pub async fn keyed_run_costs<S>(store: &S, ns: &str, counted: impl Fn() -> (u64, u64), split: bool)
+where
+    S: StateStore + EffectLedger + TickIndex + Clone + 'static,
+{
+    use cronslot_core::coord::Runs;
+    use cronslot_core::coord::decide::Enqueued;
+    use cronslot_core::schedules::{RunRequest, RunStatus};
+
+    let name = format!("{ns}-runs");
+    let text = format!("[[job]]\nname = \"{name}\"\ndynamic = true\nlease = \"5m\"\n");
+    let manifest = parse_manifest(&text, "runs.toml").unwrap();
+    let template = Rc::new(manifest.templates[0].clone());
+    let key = ScheduleKey::new("order-123").unwrap();
+    let request = RunRequest::from_json(r#"{"payload": {"order": 123}}"#).unwrap();
+    let start = "2030-01-07T09:58:10Z".parse::<Timestamp>().unwrap();
+    let check = |what: &str, before: (u64, u64), expected: (u64, u64)| {
+        let now = counted();
+        let cost = (now.0 - before.0, now.1 - before.1);
+        if split {
+            assert_eq!(cost, expected, "{what}: (reads, writes)");
+        } else {
+            assert_eq!(
+                cost.0 + cost.1,
+                expected.0 + expected.1,
+                "{what}: requests (statements)"
+            );
+        }
+    };
+
+    let ran: Arc<Mutex<Vec<String>>> = Arc::new(Mutex::new(Vec::new()));
+    let jobs = {
+        let ran = Arc::clone(&ran);
+        Jobs::new().register(&name, move |ctx| {
+            let ran = Arc::clone(&ran);
+            async move {
+                assert_eq!(ctx.payload(), Some(r#"{"order": 123}"#));
+                ran.lock().unwrap().push(ctx.idempotency_key());
+                Ok(())
+            }
+        })
+    };
+    let plan = TickPlan::new(Vec::new(), |_| true).with_templates(vec![Rc::clone(&template)]);
+    let clock = VirtualPlatform::new(start);
+    let platform: Rc<dyn Platform> = Rc::new(clock.clone());
+    let coordinator = Rc::new(CasCoordinator::new(store.clone(), 8));
+    // As the runner and the Lambda do: whether a job may have more due is
+    // decided on the record the claim wrote, without reading it again.
+    let known = Rc::clone(&coordinator);
+    let more_due = move |spec: &JobSpec, now: Timestamp| {
+        known
+            .known(&spec.record_name())
+            .is_none_or(|r| decide::more_due(spec, &r.value, now))
+    };
+    let options = TickOptions {
+        owner: "counts",
+        max_jobs: None,
+        retry_within: Duration::ZERO,
+        more_due: Some(&more_due),
+    };
+    let tick_at = async |now: Timestamp| {
+        clock.set(now);
+        let report = tick(&plan, &coordinator, store, &jobs, &platform, &options)
+            .await
+            .unwrap();
+        assert!(report.unresolved.is_empty(), "{:?}", report.unresolved);
+        assert!(report.mark_error.is_none(), "{:?}", report.mark_error);
+    };
+    // The store's first tick writes its mark; the next, with nothing due,
+    // costs the mark's read and write.
+    tick_at(start).await;
+    let before = counted();
+    tick_at("2030-01-07T09:58:20Z".parse().unwrap()).await;
+    check("a tick with nothing due", before, (1, 1));
+
+    let writer = CasCoordinator::new(store.clone(), 7);
+    let enqueued_at = "2030-01-07T09:58:30Z".parse::<Timestamp>().unwrap();
+    let before = counted();
+    let created = writer
+        .enqueue_run(&template, &key, &request, enqueued_at)
+        .await
+        .unwrap();
+    assert!(matches!(created, Enqueued::Created(_)), "{created:?}");
+    check("an enqueue", before, (1, 1));
+    let before = counted();
+    let again = writer
+        .enqueue_run(&template, &key, &request, enqueued_at)
+        .await
+        .unwrap();
+    assert!(matches!(again, Enqueued::Existing(_)), "{again:?}");
+    check("a duplicate enqueue", before, (1, 0));
+
+    let before = counted();
+    tick_at("2030-01-07T09:58:40Z".parse().unwrap()).await;
+    check(
+        "a tick that runs the keyed run: the mark's read and write, the run's read and two writes",
+        before,
+        (2, 3),
+    );
+    assert_eq!(
+        *ran.lock().unwrap(),
+        [format!("{name}/order-123@2030-01-07T09:58:00Z")],
+        "the run ran once, its idempotency key the run id"
+    );
+    let before = counted();
+    let view = writer
+        .run_status(&template, &key, "2030-01-07T09:58:50Z".parse().unwrap())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(view.status, RunStatus::Succeeded);
+    check("a status read", before, (1, 0));
+    let before = counted();
+    tick_at("2030-01-07T09:59:10Z".parse().unwrap()).await;
+    check("a tick after the run: nothing due again", before, (1, 1));
+}

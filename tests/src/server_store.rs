@@ -930,3 +930,23 @@ pub fn an_acknowledged_claim_survives_a_crash<H: Harness>(
     let next = lease(block_on(claim(&a, &spec, at(181), Trigger::Tick, "a")));
     assert!(next.fence > live.fence, "{next:?} after {live:?}");
 }
+
+/// [`schedule_counts::keyed_run_costs`] on a fresh store of the shared
+/// server: an enqueue costs one read and one write, a duplicate one read,
+/// a run one read and two writes, a status read one read.
+///
+/// [`schedule_counts::keyed_run_costs`]: crate::schedule_counts::keyed_run_costs
+pub fn keyed_run_costs_are_exact<H: Harness>() {
+    let store = block_on(open::<H>(
+        &H::fresh_url("keyed_runs"),
+        OpenOptions::default().judge(JudgeClock::Caller),
+    ))
+    .unwrap();
+    let counter = store.clone();
+    block_on(crate::schedule_counts::keyed_run_costs(
+        &store,
+        H::NS,
+        move || rw(H::requests(&counter)),
+        true,
+    ));
+}

@@ -194,3 +194,35 @@ fn sqlite_schedule_ticks_cost_what_is_due() {
         move || counter.statements(),
     ));
 }
+
+// --------------------------------------------------------- keyed runs ----
+
+/// What a keyed run costs (issue 27) on the memory store and on SQLite
+/// (statements); the server stores run it too
+/// (`server_store::keyed_run_costs_are_exact`).
+#[test]
+fn memory_keyed_runs_cost_one_read_and_a_write_each() {
+    let store = cronslot_core::coord::MemoryStore::new();
+    let counter = store.clone();
+    cronslot_core::coord::exec::block_on(schedule_counts::keyed_run_costs(
+        &store,
+        "mem",
+        move || (counter.reads(), counter.writes()),
+        true,
+    ));
+}
+
+#[test]
+fn sqlite_keyed_runs_cost_one_read_and_a_write_each() {
+    let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("keyed-run-costs");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let store = SqliteStore::open(dir.join("runs.db")).unwrap();
+    let counter = store.clone();
+    cronslot_core::coord::exec::block_on(schedule_counts::keyed_run_costs(
+        &store,
+        "lite",
+        move || (counter.statements(), 0),
+        false,
+    ));
+}

@@ -439,3 +439,11 @@ fn a_version_1_schema_is_migrated() {
         vec!["j".to_string()]
     );
 }
+
+/// A keyed run's costs, exact (issue 27): an enqueue one read and one
+/// write, a duplicate one read, a run one read and two writes
+/// (`server_store::keyed_run_costs_are_exact`).
+#[test]
+fn keyed_run_costs_are_exact() {
+    server_store::keyed_run_costs_are_exact::<Pg>();
+}

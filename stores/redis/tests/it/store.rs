@@ -443,3 +443,11 @@ fn the_store_is_send_and_sync() {
     fn check<T: Send + Sync + Clone + 'static>() {}
     check::<RedisStore>();
 }
+
+/// A keyed run's costs, exact (issue 27): an enqueue one read and one
+/// write, a duplicate one read, a run one read and two writes
+/// (`server_store::keyed_run_costs_are_exact`).
+#[test]
+fn keyed_run_costs_are_exact() {
+    server_store::keyed_run_costs_are_exact::<Redis>();
+}
