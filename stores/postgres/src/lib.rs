@@ -78,3 +78,7 @@ pub use location::{
 };
 pub use schema::{InitReport, STORE_SCHEMA_VERSION};
 pub use store::{DEFAULT_MAX_CONNECTIONS, PgOptions, PgStore};
+/// The client this store is built on: an application that enqueues runs
+/// in its own transactions ([`PgStore::enqueue_run_in`]) uses this one, so
+/// that its `Transaction` is the type the store takes.
+pub use tokio_postgres;
