@@ -31,6 +31,7 @@ mod location;
 mod records;
 mod schema;
 mod tick;
+mod txn;
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -51,6 +52,10 @@ use rusqlite::types::Value;
 use rusqlite::{Connection, OpenFlags, OptionalExtension, Transaction, TransactionBehavior};
 
 pub use location::{MISSING, SqliteLocation, parse_sqlite_location};
+/// The SQLite binding this store is built on: an application that
+/// enqueues runs in its own transactions ([`SqliteStore::enqueue_run_in`])
+/// uses this one, so that its `Transaction` is the type the store takes.
+pub use rusqlite;
 
 use schema::init_schema;
 
