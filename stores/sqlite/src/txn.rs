@@ -60,7 +60,7 @@ impl SqliteStore {
         self.check_same_file(tx)?;
         let job = record_name(&template.name, key);
         self.count(1);
-        let mut current = read_state(tx, where_, &job)?;
+        let mut current = read_state(tx, where_, &job).map_err(in_transaction)?;
         for _ in 0..MAX_ATTEMPTS {
             let expected = current.as_ref().map(|v| v.version);
             let (enqueued, next) =
@@ -73,12 +73,14 @@ impl SqliteStore {
                 .map_err(|p| RunError::Refused(RunRefusal::Spec(p)))?;
             self.count(1);
             let text = encode_state(&next);
-            if write_state(tx, where_, &job, &text, next.wake_at, expected)?.is_some() {
+            let written = write_state(tx, where_, &job, &text, next.wake_at, expected)
+                .map_err(in_transaction)?;
+            if written.is_some() {
                 return Ok(enqueued);
             }
             // The record changed since the read: decide again over it.
             self.count(1);
-            current = read_state(tx, where_, &job)?;
+            current = read_state(tx, where_, &job).map_err(in_transaction)?;
         }
         Err(CoordError::Contention {
             attempts: MAX_ATTEMPTS,
@@ -110,4 +112,18 @@ impl SqliteStore {
              store's file"
         )))
     }
+}
+
+/// An error of a statement in the application's transaction, saying what
+/// becomes of the transaction: nothing of it is committed, so whatever the
+/// error, the application rolls it back; when it is worth retrying, it
+/// runs the whole transaction again.
+fn in_transaction(mut e: StoreError) -> StoreError {
+    let advice = if e.kind == StoreErrorKind::Unavailable {
+        "roll back the application's transaction and run it again (worth retrying)"
+    } else {
+        "roll back the application's transaction"
+    };
+    e.message = format!("{} (in the application's transaction): {advice}", e.message);
+    e
 }

@@ -394,3 +394,34 @@ fn a_transaction_on_another_database_is_refused() {
         "{refused:?}"
     );
 }
+
+/// A deferred transaction that read the file before another connection
+/// wrote the key's record cannot write over what it read: SQLite answers
+/// busy at once, an `Unavailable` error that asks to roll back and run the
+/// transaction again; run again, it answers the run.
+#[test]
+fn a_deferred_transaction_overtaken_by_another_write_is_asked_to_retry() {
+    let (store, mut conn, _) = setup("deferred");
+    let (t, k, c) = (template(), key("order-600"), coordinator(&store));
+    let now = at("2026-01-05T00:00:30Z");
+    let body = request(r#"{"payload":{"order":600}}"#);
+    let tx = conn.transaction().unwrap();
+    // The transaction's snapshot starts with its first read.
+    assert_eq!(order_count(&tx), 0);
+    let created = block_on(c.enqueue_run(&t, &k, &body, now)).unwrap();
+    match store.enqueue_run_in(&tx, &t, &k, &body, now) {
+        Err(RunError::Coord(CoordError::Store(e))) => {
+            assert_eq!(e.kind, StoreErrorKind::Unavailable, "{e}");
+            assert!(e.message.contains("another connection wrote since"), "{e}");
+            assert!(e.message.contains("run it again"), "{e}");
+        }
+        other => panic!("the write over a stale read is refused: {other:?}"),
+    }
+    tx.rollback().unwrap();
+    let tx = conn.transaction().unwrap();
+    match store.enqueue_run_in(&tx, &t, &k, &body, now) {
+        Ok(Enqueued::Existing(view)) => assert_eq!(view.run, created.view().run),
+        other => panic!("run again, the transaction finds the run: {other:?}"),
+    }
+    tx.commit().unwrap();
+}
