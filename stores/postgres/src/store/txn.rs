@@ -57,7 +57,8 @@ impl PgStore {
     /// store's pool): the run exists if and only if `tx` commits.
     ///
     /// One read of the record with the server's clock (the instant the
-    /// run is enqueued at), the core's [`decide::enqueue_run`], and at
+    /// run is enqueued at, whatever [`PgStore::judge_by`] says: there is
+    /// no caller's instant here), the core's [`decide::enqueue_run`], and at
     /// most one conditional write: the statements of the store's own
     /// reads and writes, so the record is what the store writes (the
     /// runner's tick finds it by its wake once `tx` commits). An enqueue
@@ -78,7 +79,9 @@ impl PgStore {
     /// After any error the transaction is aborted (PostgreSQL refuses its
     /// later statements): roll it back. A lost connection is never
     /// ambiguous here: the transaction had not committed, so the server
-    /// rolls it back.
+    /// rolls it back. The statements run on the application's connection
+    /// with its settings: its `statement_timeout` bounds them (a client
+    /// from [`PgStore::connect_client`] has the store's).
     pub async fn enqueue_run_in(
         &self,
         tx: &Transaction<'_>,
@@ -92,9 +95,8 @@ impl PgStore {
             shown: &self.shared.shown,
             counts: &self.shared.counts,
         };
-        // The server's clock judges, whatever this handle's judge clock:
-        // there is no caller's instant here, and the record's instants
-        // must be the ones the store's readers compare with.
+        // The server's clock judges (see above): the record's instants are
+        // then the ones the store's readers compare with.
         let (mut current, now) = read_state(&mut session, &self.sql, &job).await?;
         for _ in 0..MAX_ATTEMPTS {
             let expected = current.as_ref().map(|v| v.version);

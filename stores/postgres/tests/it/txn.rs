@@ -22,7 +22,8 @@ use cronslot_core::manifest::{JobTemplate, parse_manifest};
 use cronslot_core::schedules::{RunRequest, RunStatus, ScheduleKey};
 use cronslot_postgres::tokio_postgres::{Client, IsolationLevel};
 use cronslot_postgres::{PgOptions, PgStore};
-use cronslot_tests::server_store::rw;
+use cronslot_tests::postgres::{shared, unique};
+use cronslot_tests::server_store::{SECRET, assert_hidden, rw, shown};
 use jiff::Timestamp;
 
 use crate::support::{block_on, fresh_url, open};
@@ -493,5 +494,47 @@ fn repeatable_read_asks_to_retry_the_transaction() {
             other => panic!("run again, the transaction finds the run: {other:?}"),
         }
         tx2.commit().await.unwrap();
+    });
+}
+
+/// An enqueue in a transaction an earlier statement of the application
+/// already failed: refused by the server (25P02), the error says to roll
+/// back; no error of the store, opened by a role with a password, shows
+/// the password.
+#[test]
+fn an_aborted_transaction_is_named_and_no_error_shows_the_password() {
+    let db = shared().fresh_database("txn_secret");
+    let role = unique("txn_role");
+    shared().create_role(&role, Some(SECRET));
+    shared().psql(&db, &format!("GRANT CREATE ON DATABASE {db} TO {role}"));
+    let url = format!("{}&schema=s", shared().url_as(&role, Some(SECRET), &db));
+    block_on(async {
+        let store = open(&url, PgOptions::default()).await.unwrap();
+        let mut client = store.connect_client().await.unwrap();
+        let tx = client.transaction().await.unwrap();
+        assert!(tx.execute("SELECT 1 / 0", &[]).await.is_err());
+        let body = request(r#"{"payload":{"order":700}}"#);
+        match store
+            .enqueue_run_in(&tx, &template(), &key("order-700"), &body)
+            .await
+        {
+            Err(RunError::Coord(CoordError::Store(e))) => {
+                assert_eq!(e.kind, StoreErrorKind::Other, "{e}");
+                assert_eq!(e.code(), Some("25P02"), "{e}");
+                assert!(
+                    e.message
+                        .contains("an earlier statement of the transaction failed"),
+                    "{e}"
+                );
+                assert!(e.message.contains("reading the state of job \"order-confirmation/order-700\" in the application's transaction"), "{e}");
+                assert!(
+                    e.message.contains(&role),
+                    "the message names the store: {e}"
+                );
+                assert_hidden("an aborted transaction", &shown(&e));
+            }
+            other => panic!("the aborted transaction is refused: {other:?}"),
+        }
+        tx.rollback().await.unwrap();
     });
 }
