@@ -9,11 +9,15 @@
 //! ```
 //!
 //! Routes: `GET /` (what this is), `GET /rollups` (the slots of
-//! `orders-rollup` this server ran), `GET /healthz` and `GET /readyz` (the
-//! runner's liveness and readiness, for a load balancer or Kubernetes).
+//! `orders-rollup` this server ran), `POST /orders` (an order's row and its
+//! confirmation run in one transaction: PostgreSQL or SQLite), `GET
+//! /confirmations` (the confirmations this server ran), `GET /healthz` and
+//! `GET /readyz` (the runner's liveness and readiness, for a load balancer
+//! or Kubernetes).
 //! SIGTERM or Ctrl-C: the runner claims nothing more and lets running jobs
 //! finish, the server stops accepting, and the process exits.
 
+mod orders;
 mod service;
 
 use std::process::ExitCode;

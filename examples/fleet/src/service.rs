@@ -7,9 +7,9 @@ use std::sync::{Arc, Mutex};
 
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use axum::routing::{get, put};
+use axum::routing::{get, post, put};
 use axum::{Json, Router};
-use cronslot_core::coord::decide::{Precondition, ScheduleWrite};
+use cronslot_core::coord::decide::{Enqueued, Precondition, ScheduleWrite};
 use cronslot_core::coord::{CasCoordinator, Schedules};
 use cronslot_core::manifest::{JobTemplate, parse_manifest};
 use cronslot_core::schedules::{ScheduleKey, ScheduleSpec};
@@ -19,6 +19,8 @@ use cronslot_runner::{
 };
 use cronslot_runtime::JobResult;
 use cronslot_stores::{OpenOptions, StoreUrl};
+
+use crate::orders::{CONFIRMATION_JOB, Order, Orders};
 
 /// The manifest, embedded: the service and its jobs ship together.
 const MANIFEST: &str = include_str!("../cronslot.toml");
@@ -34,8 +36,8 @@ pub struct Options {
     pub json: bool,
 }
 
-/// The slots of `orders-rollup` and `tenant-invoice` this server ran,
-/// newest last.
+/// The slots of `orders-rollup`, `tenant-invoice` and
+/// `order-confirmation` this server ran, newest last.
 type Rollups = Arc<Mutex<VecDeque<serde_json::Value>>>;
 
 /// The dynamic job whose schedules the service writes, one per tenant.
@@ -46,9 +48,13 @@ struct AppState<S> {
     health: Arc<Health>,
     rollups: Rollups,
     invoices: Rollups,
+    confirmations: Rollups,
     /// Where the schedules are written: the runners' store.
     store: S,
     invoice: Arc<JobTemplate>,
+    /// Where orders are written with their confirmation runs.
+    orders: Arc<Orders>,
+    confirmation: Arc<JobTemplate>,
 }
 
 /// Runs the service until SIGTERM or Ctrl-C; `Ok(false)` when the runner
@@ -68,11 +74,19 @@ pub fn run(options: Options) -> Result<bool, String> {
     init_logging(format, &clock).map_err(|e| e.to_string())?;
     let rollups: Rollups = Arc::default();
     let invoices: Rollups = Arc::default();
-    let jobs = jobs(Arc::clone(&rollups), Arc::clone(&invoices));
-    let invoice = manifest
-        .template(INVOICE_JOB)
-        .cloned()
-        .ok_or_else(|| format!("cronslot.toml has no dynamic job {INVOICE_JOB:?}"))?;
+    let confirmations: Rollups = Arc::default();
+    let jobs = jobs(
+        Arc::clone(&rollups),
+        Arc::clone(&invoices),
+        Arc::clone(&confirmations),
+    );
+    let template = |name: &str| {
+        manifest
+            .template(name)
+            .cloned()
+            .ok_or_else(|| format!("cronslot.toml has no dynamic job {name:?}"))
+    };
+    let (invoice, confirmation) = (template(INVOICE_JOB)?, template(CONFIRMATION_JOB)?);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -87,6 +101,7 @@ pub fn run(options: Options) -> Result<bool, String> {
     let store = runtime
         .block_on(url.open(OpenOptions::default()))
         .map_err(|e| e.message.clone())?;
+    let orders = runtime.block_on(Orders::open(&store))?;
     // Time runs by the clock that judges the leases (the database's).
     let clock = clock.timed_by(&store);
     let runner = Runner::new(store.clone(), specs, clock).with_templates(templates);
@@ -94,14 +109,17 @@ pub fn run(options: Options) -> Result<bool, String> {
         health: runner.health(),
         rollups,
         invoices,
+        confirmations,
         store,
         invoice: Arc::new(invoice),
+        orders: Arc::new(orders),
+        confirmation: Arc::new(confirmation),
     };
     serve(runtime, listener, runner, jobs, options.workers, state)
 }
 
-/// This service's jobs: the shared example functions, and two of its own.
-fn jobs(rollups: Rollups, invoices: Rollups) -> Jobs {
+/// This service's jobs: the shared example functions, and three of its own.
+fn jobs(rollups: Rollups, invoices: Rollups, confirmations: Rollups) -> Jobs {
     example_jobs::jobs()
         .register("orders-rollup", move |ctx: RunContext| {
             let rollups = Arc::clone(&rollups);
@@ -111,6 +129,31 @@ fn jobs(rollups: Rollups, invoices: Rollups) -> Jobs {
             let invoices = Arc::clone(&invoices);
             async move { tenant_invoice(ctx, invoices).await }
         })
+        .register(CONFIRMATION_JOB, move |ctx: RunContext| {
+            let confirmations = Arc::clone(&confirmations);
+            async move { confirm_order(ctx, confirmations).await }
+        })
+}
+
+/// Confirms one order, whose row was committed with this run. A real one
+/// would send the mail with `ctx.idempotency_key()` as the mail
+/// provider's idempotency key, so a retry never mails twice.
+async fn confirm_order(ctx: RunContext, confirmations: Rollups) -> JobResult {
+    let payload: serde_json::Value = ctx
+        .payload()
+        .map(serde_json::from_str)
+        .transpose()
+        .map_err(|e| cronslot_runtime::JobError::permanent(format!("the payload: {e}")))?
+        .unwrap_or_default();
+    remember(
+        &confirmations,
+        serde_json::json!({
+            "slot": ctx.slot_id().to_string(),
+            "order": payload["order"],
+            "owner": ctx.owner(),
+        }),
+    );
+    Ok(())
 }
 
 /// Invoices one tenant for one slot of its schedule. A real one would
@@ -176,6 +219,8 @@ fn serve<S: RunnerStore>(
         .route("/", get(index))
         .route("/rollups", get(list_rollups))
         .route("/invoices", get(list_invoices))
+        .route("/confirmations", get(list_confirmations))
+        .route("/orders", post(post_order))
         .route(
             "/tenants/{tenant}/invoice-schedule",
             put(put_invoice_schedule),
@@ -223,7 +268,8 @@ async fn shutdown(stop: StopHandle) {
 
 async fn index() -> &'static str {
     "cronslot fleet example: a web service that also runs scheduled jobs.\n\
-     GET /rollups, /invoices, /healthz, /readyz\n\
+     GET /rollups, /invoices, /confirmations, /healthz, /readyz\n\
+     POST /orders {\"id\": 123, \"total_cents\": 4250}\n\
      PUT /tenants/{tenant}/invoice-schedule {\"cron\": \"0 9 1 * *\", \"timezone\": \"Europe/Berlin\"}\n"
 }
 
@@ -235,6 +281,51 @@ async fn list_rollups<S>(State(state): State<AppState<S>>) -> Json<Vec<serde_jso
 async fn list_invoices<S>(State(state): State<AppState<S>>) -> Json<Vec<serde_json::Value>> {
     let kept = state.invoices.lock().unwrap_or_else(|p| p.into_inner());
     Json(kept.iter().cloned().collect())
+}
+
+async fn list_confirmations<S>(State(state): State<AppState<S>>) -> Json<Vec<serde_json::Value>> {
+    let kept = state
+        .confirmations
+        .lock()
+        .unwrap_or_else(|p| p.into_inner());
+    Json(kept.iter().cloned().collect())
+}
+
+/// Stores an order and enqueues its confirmation in one transaction
+/// (orders.rs): 202 with the run when created, 200 with it when the order
+/// was placed already (a retried request), 409 when the id was placed
+/// with another total.
+async fn post_order<S>(
+    State(state): State<AppState<S>>,
+    Json(order): Json<Order>,
+) -> (StatusCode, Json<serde_json::Value>) {
+    let id = order.id;
+    match state
+        .orders
+        .place(Arc::clone(&state.confirmation), order)
+        .await
+    {
+        Ok(enqueued) => {
+            let (status, created) = match &enqueued {
+                Enqueued::Created(_) => (StatusCode::ACCEPTED, true),
+                Enqueued::Existing(_) => (StatusCode::OK, false),
+            };
+            let view = enqueued.view();
+            (
+                status,
+                Json(serde_json::json!({
+                    "order": id,
+                    "run": view.run,
+                    "status": view.status.as_str(),
+                    "created": created,
+                })),
+            )
+        }
+        Err(failure) => (
+            failure.status,
+            Json(serde_json::json!({ "error": failure.message })),
+        ),
+    }
 }
 
 /// What a tenant's invoice schedule is sent as: when, in the tenant's

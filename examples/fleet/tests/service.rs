@@ -2,7 +2,8 @@
 //! service share one database, both answer their routes and probes, and
 //! each slot of their every-minute job runs on exactly one of them. A
 //! tenant's schedule, created through both at once, is one schedule at
-//! version 1, and its slot runs once too.
+//! version 1, and its slot runs once too. An order posted to it is its row
+//! and its confirmation run, committed together (PostgreSQL and SQLite).
 
 use std::io::Read;
 use std::process::{Child, Command, Stdio};
@@ -165,4 +166,87 @@ fn two_servers_share_the_minute_job_and_answer_their_probes() {
         }
         assert!(summary.contains("orders-rollup"), "the summary: {summary}");
     }
+}
+
+/// Waits until the service answers `/readyz`.
+fn ready(s: &Service) {
+    let up = Instant::now() + Duration::from_secs(30);
+    while get(s.port, "/readyz").map(|r| r.0) != Some(200) {
+        assert!(Instant::now() < up, "service on {} not ready", s.port);
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// `POST /orders`: the order's row and its confirmation run commit
+/// together; the same order again is the same run (nothing stored twice),
+/// the same id with another total is refused with nothing stored, and the
+/// confirmation runs once. `orders` counts the rows of the orders table.
+fn an_order_and_its_confirmation(s: &Service, orders: &dyn Fn() -> i64) {
+    let post = |body: &str| {
+        let answer = send_json(s.port, "POST", "/orders", body).expect("an answer");
+        let json: serde_json::Value = serde_json::from_str(&answer.body).expect("JSON");
+        (answer.status, json)
+    };
+    let (status, placed) = post(r#"{"id": 7, "total_cents": 4250}"#);
+    assert_eq!(status, 202, "{placed}");
+    assert_eq!(placed["created"], true, "{placed}");
+    let run = placed["run"].as_str().expect("the run").to_string();
+    assert!(run.starts_with("order-confirmation/order-7@"), "{run}");
+    let (status, again) = post(r#"{"id": 7, "total_cents": 4250}"#);
+    assert_eq!(
+        (status, &again["run"], &again["created"]),
+        (200, &placed["run"], &serde_json::json!(false)),
+        "{again}"
+    );
+    let (status, other) = post(r#"{"id": 7, "total_cents": 1}"#);
+    assert_eq!(status, 409, "{other}");
+    assert!(
+        other["error"].as_str().unwrap().contains("payload"),
+        "{other}"
+    );
+    assert_eq!(orders(), 1, "one order row");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let (_, body) = get(s.port, "/confirmations").expect("a list");
+        let confirmed = slots(&body);
+        if !confirmed.is_empty() {
+            assert_eq!(confirmed, [run.as_str()], "confirmed once");
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the confirmation did not run within 30 s"
+        );
+        std::thread::sleep(Duration::from_millis(250));
+    }
+}
+
+#[test]
+fn an_order_and_its_confirmation_commit_together_on_postgres() {
+    let server = postgres::shared();
+    let db = server.fresh_database("fleet_orders");
+    let service = start(&server.url(&db));
+    ready(&service);
+    an_order_and_its_confirmation(&service, &|| {
+        server
+            .psql(&db, "SELECT count(*) FROM orders")
+            .trim()
+            .parse()
+            .expect("a count")
+    });
+}
+
+#[test]
+fn an_order_and_its_confirmation_commit_together_on_sqlite() {
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("fleet_orders");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("a directory");
+    let file = dir.join("fleet.db");
+    let service = start(&format!("sqlite:{}", file.display()));
+    ready(&service);
+    an_order_and_its_confirmation(&service, &|| {
+        let conn = cronslot_sqlite::rusqlite::Connection::open(&file).expect("the file");
+        conn.query_row("SELECT count(*) FROM orders", [], |r| r.get(0))
+            .expect("a count")
+    });
 }

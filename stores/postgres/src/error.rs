@@ -95,6 +95,62 @@ pub(crate) fn classify(
     )
 }
 
+/// Classifies the error of a statement sent in an application's own
+/// transaction (`PgStore::enqueue_run_in`). Nothing there is ambiguous: the
+/// transaction has not committed, so when its connection is lost the
+/// server rolls back everything it wrote. A serialization failure or a
+/// deadlock aborts the transaction: the application rolls it back and runs
+/// it again. Either is [`StoreErrorKind::Unavailable`] (worth retrying,
+/// the whole transaction).
+pub(crate) fn classify_in_transaction(
+    store: &str,
+    doing: &str,
+    e: &tokio_postgres::Error,
+) -> StoreError {
+    if let Some(db) = e.as_db_error() {
+        let code = db.code();
+        let advice = if *code == SqlState::T_R_SERIALIZATION_FAILURE
+            || *code == SqlState::T_R_DEADLOCK_DETECTED
+        {
+            Some((
+                StoreErrorKind::Unavailable,
+                "the transaction conflicted with a concurrent one and is aborted: roll it back \
+                 and run it again (worth retrying)",
+            ))
+        } else if *code == SqlState::IN_FAILED_SQL_TRANSACTION {
+            Some((
+                StoreErrorKind::Other,
+                "an earlier statement of the transaction failed, so it is aborted: roll it back \
+                 (and handle that statement's error)",
+            ))
+        } else {
+            None
+        };
+        if let Some((kind, advice)) = advice {
+            return StoreError::new(
+                kind,
+                format!(
+                    "PostgreSQL store {store}: {doing}: {}: {} ({}): {advice}",
+                    db.severity(),
+                    db.message(),
+                    code.code()
+                ),
+            )
+            .with_code(code.code());
+        }
+        return from_db(store, doing, Phase::Read, db);
+    }
+    if e.is_closed() || find_cause::<io::Error>(e).is_some() {
+        return StoreError::unavailable(format!(
+            "PostgreSQL store {store}: {doing}: {}: the connection was lost before the \
+             transaction committed, so the server rolls it back and nothing it wrote exists: \
+             run it again on a new connection (worth retrying)",
+            chain(e)
+        ));
+    }
+    classify(store, doing, Phase::Read, e)
+}
+
 fn from_db(store: &str, doing: &str, phase: Phase, db: &DbError) -> StoreError {
     let code = db.code();
     let class = &code.code()[..2];

@@ -28,6 +28,11 @@
 //!   tokio runtime, where connections are made and driven; clones share it
 //!   and its connection pool, and callers on any runtime (or none) await
 //!   answers.
+//! - **Your transactions.** [`PgStore::enqueue_run_in`] enqueues a keyed
+//!   run inside the application's own `tokio_postgres` transaction (this
+//!   crate re-exports [`tokio_postgres`]): one read and at most one write,
+//!   the store's own statements, and the run exists if and only if the
+//!   transaction commits (docs/guide/runs-in-a-transaction.md).
 //! - **Errors** are the core's kinds, each in one sentence that names the
 //!   store (the URL without its password) and says what to do: unreachable,
 //!   timed out or a serialization failure is `Unavailable`; a write whose
@@ -78,3 +83,7 @@ pub use location::{
 };
 pub use schema::{InitReport, STORE_SCHEMA_VERSION};
 pub use store::{DEFAULT_MAX_CONNECTIONS, PgOptions, PgStore};
+/// The client this store is built on: an application that enqueues runs
+/// in its own transactions ([`PgStore::enqueue_run_in`]) uses this one, so
+/// that its `Transaction` is the type the store takes.
+pub use tokio_postgres;

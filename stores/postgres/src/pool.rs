@@ -155,7 +155,9 @@ impl Shared {
         })
     }
 
-    async fn connect(&self) -> Result<Client, StoreError> {
+    /// A new connection, driven by a task on the current runtime (the
+    /// store's, inside [`Driver::run`]).
+    pub(crate) async fn connect(&self) -> Result<Client, StoreError> {
         self.counts.connection();
         let limit = self.location.connect_timeout();
         let connecting = async {
@@ -212,11 +214,6 @@ impl Drop for Conn<'_> {
 }
 
 impl Conn<'_> {
-    /// The store, as shown in messages.
-    pub(crate) fn store(&self) -> &str {
-        &self.shared.shown
-    }
-
     /// Closes this connection instead of returning it (what it was doing
     /// is rolled back by the server).
     pub(crate) fn discard(&mut self) {
@@ -313,22 +310,65 @@ impl Conn<'_> {
             }
         }
     }
+}
+
+/// Column `i` of `row`, or a corrupt-record error naming it and the store.
+pub(crate) fn column<'r, T: FromSql<'r>>(
+    store: &str,
+    row: &'r Row,
+    i: usize,
+    doing: &(dyn Fn() -> String + Sync),
+) -> Result<T, StoreError> {
+    row.try_get::<_, T>(i).map_err(|e| {
+        StoreError::corrupt(format!(
+            "PostgreSQL store {store}: {}: column {i} of the answer cannot be read ({e}): the \
+             tables do not have the layout this cronslot expects",
+            doing()
+        ))
+    })
+}
+
+/// Where the statements on a job's record run: a connection of the
+/// store's pool ([`Conn`]), or an application's own transaction
+/// (`store/txn.rs`). The record's read and conditional write are written
+/// once, over this.
+pub(crate) trait Session {
+    /// The store, as shown in messages (never with a password).
+    fn store(&self) -> &str;
+
+    /// One statement, counted as a read or a write by `phase`.
+    fn statement(
+        &mut self,
+        phase: Phase,
+        doing: &(dyn Fn() -> String + Sync),
+        sql: &str,
+        params: &[(&(dyn ToSql + Sync), Type)],
+    ) -> impl Future<Output = Result<Vec<Row>, StoreError>> + Send;
 
     /// Column `i` of `row`, or a corrupt-record error naming it.
-    pub(crate) fn column<'r, T: FromSql<'r>>(
+    fn column<'r, T: FromSql<'r>>(
         &self,
         row: &'r Row,
         i: usize,
         doing: &(dyn Fn() -> String + Sync),
     ) -> Result<T, StoreError> {
-        row.try_get::<_, T>(i).map_err(|e| {
-            StoreError::corrupt(format!(
-                "PostgreSQL store {}: {}: column {i} of the answer cannot be read ({e}): the \
-                 tables do not have the layout this cronslot expects",
-                self.shared.shown,
-                doing()
-            ))
-        })
+        column(self.store(), row, i, doing)
+    }
+}
+
+impl Session for Conn<'_> {
+    fn store(&self) -> &str {
+        &self.shared.shown
+    }
+
+    async fn statement(
+        &mut self,
+        phase: Phase,
+        doing: &(dyn Fn() -> String + Sync),
+        sql: &str,
+        params: &[(&(dyn ToSql + Sync), Type)],
+    ) -> Result<Vec<Row>, StoreError> {
+        self.query(phase, false, doing, sql, params).await
     }
 }
 

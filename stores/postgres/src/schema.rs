@@ -12,7 +12,7 @@ use std::fmt;
 use tokio_postgres::types::Type;
 
 use crate::error::Phase;
-use crate::pool::Conn;
+use crate::pool::{Conn, Session};
 use crate::time::PgTime;
 use cronslot_core::coord::StoreError;
 

@@ -4,6 +4,7 @@ mod ledger;
 mod records;
 mod sql;
 mod tick;
+mod txn;
 
 use std::fmt;
 use std::sync::Arc;
@@ -25,7 +26,7 @@ use tokio_postgres::types::Type;
 
 use crate::error::Phase;
 use crate::location::{PgLocation, parse_postgres_location};
-use crate::pool::{Conn, Shared};
+use crate::pool::{Conn, Session, Shared};
 use crate::schema::{InitReport, ensure, quoted};
 use crate::time::PgTime;
 
@@ -190,7 +191,7 @@ impl PgStore {
     }
 }
 
-fn unexpected(conn: &Conn<'_>, doing: &(dyn Fn() -> String + Sync)) -> StoreError {
+fn unexpected(conn: &impl Session, doing: &(dyn Fn() -> String + Sync)) -> StoreError {
     StoreError::other(format!(
         "PostgreSQL store {}: {}: the server answered with no row: this is a bug",
         conn.store(),

@@ -15,6 +15,11 @@
 //! another process's lock, is capped by the busy timeout. Handing them to a
 //! thread pool would need a runtime, which core deliberately has none of.
 //!
+//! An application enqueues a keyed run inside its own transaction on the
+//! store's file with [`SqliteStore::enqueue_run_in`] (this crate
+//! re-exports [`rusqlite`]): the run exists if and only if the transaction
+//! commits (docs/guide/runs-in-a-transaction.md).
+//!
 //! Records are kept as the JSON text of [`encode_state`] so that a table
 //! browser shows them and [`decode_state`] migrates old layouts on read.
 
@@ -31,6 +36,7 @@ mod location;
 mod records;
 mod schema;
 mod tick;
+mod txn;
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -51,6 +57,10 @@ use rusqlite::types::Value;
 use rusqlite::{Connection, OpenFlags, OptionalExtension, Transaction, TransactionBehavior};
 
 pub use location::{MISSING, SqliteLocation, parse_sqlite_location};
+/// The SQLite binding this store is built on: an application that
+/// enqueues runs in its own transactions ([`SqliteStore::enqueue_run_in`])
+/// uses this one, so that its `Transaction` is the type the store takes.
+pub use rusqlite;
 
 use schema::init_schema;
 
@@ -237,6 +247,21 @@ impl Where<'_> {
             rusqlite::Error::SqliteFailure(err, message) => {
                 let detail = message.clone().unwrap_or_else(|| err.to_string());
                 match err.code {
+                    // A transaction that read before it wrote, and whose
+                    // snapshot another connection has since written past
+                    // (an application's deferred transaction): waiting
+                    // cannot help, SQLite answers at once.
+                    ErrorCode::DatabaseBusy
+                        if err.extended_code == rusqlite::ffi::SQLITE_BUSY_SNAPSHOT =>
+                    {
+                        (
+                            StoreErrorKind::Unavailable,
+                            format!(
+                                "{detail} (another connection wrote since this transaction read, \
+                                 so it cannot write)"
+                            ),
+                        )
+                    }
                     ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked => (
                         StoreErrorKind::Unavailable,
                         format!(

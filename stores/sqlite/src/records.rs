@@ -50,41 +50,8 @@ impl SqliteStore {
         let mut conn = self.lock();
         let tx = begin_immediate(&mut conn, where_, &doing)?;
         let text = encode_state(state);
-        let wake = state.wake_at.map(nanos);
         self.count(1);
-        let written: Option<Version> = match expected {
-            None => {
-                let sql = format!(
-                    "INSERT INTO job_state (job, version, state, wake_at, updated_at) \
-                     VALUES (?1, 1, ?2, ?3, {SQL_NOW}) ON CONFLICT (job) DO NOTHING"
-                );
-                let changed = tx
-                    .execute(&sql, (job, &text, wake))
-                    .map_err(|e| where_.error(&doing(), &e))?;
-                (changed == 1).then_some(1)
-            }
-            // A version beyond SQLite's integer range was never issued by
-            // this store: it cannot match, so it is a conflict.
-            Some(expected) => match i64::try_from(expected) {
-                Err(_) => None,
-                Ok(expected_sql) => {
-                    let next = expected_sql.checked_add(1).ok_or_else(|| {
-                        StoreError::other(format!(
-                            "{where_}: the version of job {job:?} cannot grow past {expected}"
-                        ))
-                    })?;
-                    let sql = format!(
-                        "UPDATE job_state SET version = ?3, state = ?2, wake_at = ?5, \
-                         updated_at = {SQL_NOW} WHERE job = ?1 AND version = ?4"
-                    );
-                    let changed = tx
-                        .execute(&sql, (job, &text, next, expected_sql, wake))
-                        .map_err(|e| where_.error(&doing(), &e))?;
-                    // `next` is positive, so it converts back.
-                    (changed == 1).then(|| expected.saturating_add(1))
-                }
-            },
-        };
+        let written = write_state(&tx, where_, job, &text, state.wake_at, expected)?;
         if let Some(version) = written {
             commit(tx, where_, &doing)?;
             return Ok(PutResult::Written(version));
@@ -195,7 +162,58 @@ impl StateStore for SqliteStore {
     }
 }
 
-fn read_state(
+/// The conditional write of `job`'s record (its text and its wake), in a
+/// transaction that holds the write lock: the first write when `expected`
+/// is `None`, else the write over that version. The version written, or
+/// `None` when the record is not as expected (nothing written). One
+/// statement; the store's own writes and a write in an application's
+/// transaction (txn.rs) both make it.
+pub(crate) fn write_state(
+    conn: &Connection,
+    where_: Where<'_>,
+    job: &str,
+    text: &str,
+    wake: Option<Timestamp>,
+    expected: Option<Version>,
+) -> Result<Option<Version>, StoreError> {
+    let doing = || format!("writing the state of job {job:?}");
+    let wake = wake.map(nanos);
+    match expected {
+        None => {
+            let sql = format!(
+                "INSERT INTO job_state (job, version, state, wake_at, updated_at) \
+                 VALUES (?1, 1, ?2, ?3, {SQL_NOW}) ON CONFLICT (job) DO NOTHING"
+            );
+            let changed = conn
+                .execute(&sql, (job, text, wake))
+                .map_err(|e| where_.error(&doing(), &e))?;
+            Ok((changed == 1).then_some(1))
+        }
+        // A version beyond SQLite's integer range was never issued by
+        // this store: it cannot match, so it is a conflict.
+        Some(expected) => match i64::try_from(expected) {
+            Err(_) => Ok(None),
+            Ok(expected_sql) => {
+                let next = expected_sql.checked_add(1).ok_or_else(|| {
+                    StoreError::other(format!(
+                        "{where_}: the version of job {job:?} cannot grow past {expected}"
+                    ))
+                })?;
+                let sql = format!(
+                    "UPDATE job_state SET version = ?3, state = ?2, wake_at = ?5, \
+                     updated_at = {SQL_NOW} WHERE job = ?1 AND version = ?4"
+                );
+                let changed = conn
+                    .execute(&sql, (job, text, next, expected_sql, wake))
+                    .map_err(|e| where_.error(&doing(), &e))?;
+                // `next` is positive, so it converts back.
+                Ok((changed == 1).then(|| expected.saturating_add(1)))
+            }
+        },
+    }
+}
+
+pub(crate) fn read_state(
     conn: &Connection,
     where_: Where<'_>,
     job: &str,

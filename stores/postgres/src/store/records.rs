@@ -139,14 +139,14 @@ impl PgStore {
 }
 
 /// The record of `job` (if any) and the server's clock, in one statement.
-async fn read_state(
-    conn: &mut Conn<'_>,
+pub(super) async fn read_state(
+    conn: &mut impl Session,
     sql: &Sql,
     job: &str,
 ) -> Result<(Option<Versioned<JobState>>, Timestamp), StoreError> {
     let doing = || format!("reading the state of job {job:?}");
     let rows = conn
-        .query(Phase::Read, false, &doing, &sql.get, &[(&job, Type::TEXT)])
+        .statement(Phase::Read, &doing, &sql.get, &[(&job, Type::TEXT)])
         .await?;
     let Some(row) = rows.first() else {
         return Err(unexpected(conn, &doing));
@@ -159,7 +159,7 @@ async fn read_state(
 /// The record in columns `first` (version) and `first + 1` (state) of
 /// `row`, when they are not null.
 fn versioned(
-    conn: &Conn<'_>,
+    conn: &impl Session,
     row: &Row,
     first: usize,
     job: &str,
@@ -182,8 +182,8 @@ fn versioned(
     Ok(Some(Versioned { value, version }))
 }
 
-async fn put_state(
-    conn: &mut Conn<'_>,
+pub(super) async fn put_state(
+    conn: &mut impl Session,
     sql: &Sql,
     job: &str,
     text: &str,
@@ -193,9 +193,8 @@ async fn put_state(
     let doing = || format!("writing the state of job {job:?}");
     let rows = match expected {
         None => {
-            conn.query(
+            conn.statement(
                 Phase::Write,
-                false,
                 &doing,
                 &sql.insert,
                 &[
@@ -219,9 +218,8 @@ async fn put_state(
                     conn.store()
                 ))
             })?;
-            conn.query(
+            conn.statement(
                 Phase::Write,
-                false,
                 &doing,
                 &sql.update,
                 &[

@@ -15,3 +15,4 @@ mod errors;
 mod faults;
 mod store;
 mod tls;
+mod txn;
