@@ -282,6 +282,7 @@ impl<S: RunnerStore> Runner<S> {
             speed = self.clock.speed(),
             until = until.map(|t| tracing::field::display(format_instant(t))),
             jobs = names.len(),
+            dynamic_jobs = template_names.len(),
             "runner started"
         );
         let mut worker_failures = Vec::new();
