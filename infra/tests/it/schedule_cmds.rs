@@ -551,3 +551,11 @@ fn bad_input_is_refused_before_the_store() {
     assert!(stderr(&o).contains("does not exist yet"), "{}", stderr(&o));
     assert!(!dir.join("state.db").exists());
 }
+
+/// Eight processes enqueue one key at once on one SQLite file: one run.
+#[test]
+fn eight_processes_enqueueing_one_key_make_one_run_on_sqlite() {
+    let dir = scratch("runs");
+    init(&dir);
+    crate::server_cmds::eight_processes_enqueueing_one_key_make_one_run(&dir, "sqlite:state.db");
+}

@@ -282,3 +282,78 @@ pub fn closed_port() -> u16 {
     let l = std::net::TcpListener::bind("127.0.0.1:0").expect("port");
     l.local_addr().expect("addr").port()
 }
+
+/// Eight `cronslot runs put` processes enqueue one key at once on `store`
+/// (issue 27): exactly one creates the run, the seven others answer it
+/// (`"created": false`), every one exits 0 with the same run id; a ninth
+/// with another payload is refused (exit 1, `differs`); a tick runs it
+/// once. The store must be initialised already.
+pub fn eight_processes_enqueueing_one_key_make_one_run(dir: &Path, store: &str) {
+    std::fs::write(
+        dir.join("cronslot.toml"),
+        "[[job]]\nname = \"order-mail\"\ndynamic = true\ncommand = [\"true\"]\n",
+    )
+    .expect("the manifest");
+    let put = |payload: &str| {
+        Command::new(env!("CARGO_BIN_EXE_cronslot"))
+            .args(["runs", "put", "order-mail", "order-123", "--format", "json"])
+            .args(["--payload", payload])
+            .env("CRONSLOT_STORE", store)
+            .env_remove("CRONSLOT_LOG")
+            .env_remove("PGPASSWORD")
+            .env_remove("REDISCLI_AUTH")
+            .current_dir(dir)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("run cronslot")
+    };
+    let children: Vec<_> = (0..8).map(|_| put(r#"{"order": 123}"#)).collect();
+    let outputs: Vec<Output> = children
+        .into_iter()
+        .map(|c| c.wait_with_output().expect("cronslot's output"))
+        .collect();
+    let docs: Vec<serde_json::Value> = outputs
+        .iter()
+        .map(|o| {
+            json(&{
+                ok(o);
+                o.clone()
+            })
+        })
+        .collect();
+    let created = docs.iter().filter(|d| d["created"] == true).count();
+    assert_eq!(created, 1, "exactly one process creates the run: {docs:?}");
+    let run = docs[0]["run"].as_str().expect("a run id").to_string();
+    assert!(
+        docs.iter().all(|d| d["run"] == run.as_str()),
+        "every process answers the same run: {docs:?}"
+    );
+    let other = put(r#"{"order": 124}"#).wait_with_output().expect("output");
+    assert_eq!(other.status.code(), Some(1), "{}", stderr(&other));
+    assert!(
+        stderr(&other).contains("another payload"),
+        "{}",
+        stderr(&other)
+    );
+    let tick = cronslot(dir, &["tick"], store);
+    assert!(
+        ok(&tick).contains("order-mail: 1 run(s), 1 succeeded"),
+        "{}",
+        stdout(&tick)
+    );
+    let got = cronslot(
+        dir,
+        &["runs", "get", "order-mail", "order-123", "--format", "json"],
+        store,
+    );
+    let doc = json(&{
+        ok(&got);
+        got
+    });
+    assert_eq!(
+        (doc["status"].as_str(), doc["attempts"].as_u64()),
+        (Some("succeeded"), Some(1))
+    );
+    assert_eq!(doc["run"], run.as_str());
+}

@@ -140,3 +140,15 @@ fn postgres_errors_name_the_store_and_never_the_password() {
         &cases,
     );
 }
+
+/// Eight processes enqueue one key at once on PostgreSQL: one run.
+#[test]
+fn eight_processes_enqueueing_one_key_make_one_run_on_postgres() {
+    let server = cronslot_tests::postgres::shared();
+    let db = server.fresh_database("runs");
+    let url = server.url(&db);
+    let dir = server_cmds::scratch("pg", "runs");
+    let init = server_cmds::cronslot(&dir, &["init"], &url);
+    assert!(init.status.success(), "{init:?}");
+    server_cmds::eight_processes_enqueueing_one_key_make_one_run(&dir, &url);
+}

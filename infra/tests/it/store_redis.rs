@@ -326,3 +326,14 @@ fn init_and_run_warn_of_a_server_that_can_lose_a_claim() {
         assert!(!text(output).contains("s3cret-pass"));
     }
 }
+
+/// Eight processes enqueue one key at once on Redis: one run.
+#[test]
+fn eight_processes_enqueueing_one_key_make_one_run_on_redis() {
+    let server = cronslot_tests::redis::shared();
+    let url = server.url(&cronslot_tests::redis::unique("runs"));
+    let dir = server_cmds::scratch("redis", "runs");
+    let init = server_cmds::cronslot(&dir, &["init"], &url);
+    assert!(init.status.success(), "{init:?}");
+    server_cmds::eight_processes_enqueueing_one_key_make_one_run(&dir, &url);
+}
