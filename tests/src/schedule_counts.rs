@@ -278,4 +278,68 @@ where
     let before = counted();
     tick_at("2030-01-07T09:59:10Z".parse().unwrap()).await;
     check("a tick after the run: nothing due again", before, (1, 1));
+
+    // The key is remembered 30 days after the run ended; then the record
+    // wakes, and the tick that reads it deletes it: the sweep costs the
+    // woken record's read and one conditional delete.
+    let forget = view.remembered_until.expect("the run ended");
+    let before = counted();
+    tick_at(
+        forget
+            .checked_sub(jiff::SignedDuration::from_secs(60))
+            .unwrap(),
+    )
+    .await;
+    check("a tick before the key is forgotten", before, (1, 1));
+    let still = writer
+        .enqueue_run(
+            &template,
+            &key,
+            &request,
+            forget
+                .checked_sub(jiff::SignedDuration::from_secs(60))
+                .unwrap(),
+        )
+        .await
+        .unwrap();
+    assert!(
+        matches!(still, Enqueued::Existing(_)),
+        "remembered: {still:?}"
+    );
+    let before = counted();
+    tick_at(
+        forget
+            .checked_add(jiff::SignedDuration::from_secs(5))
+            .unwrap(),
+    )
+    .await;
+    check(
+        "the tick that forgets the key: the mark's read and write, the record's read and delete",
+        before,
+        (2, 2),
+    );
+    assert_eq!(
+        *ran.lock().unwrap(),
+        [format!("{name}/order-123@2030-01-07T09:58:00Z")],
+        "forgetting runs nothing"
+    );
+    let page = store
+        .records_page(&format!("{name}/"), None, 10)
+        .await
+        .unwrap();
+    assert!(page.is_empty(), "the record is deleted: {page:?}");
+    assert_eq!(
+        writer
+            .run_status(
+                &template,
+                &key,
+                forget
+                    .checked_add(jiff::SignedDuration::from_secs(6))
+                    .unwrap()
+            )
+            .await
+            .unwrap(),
+        None,
+        "a forgotten key names no run"
+    );
 }

@@ -277,3 +277,21 @@ async fn a_tick_among_schedules_costs_what_is_due() {
     })
     .await;
 }
+
+/// A keyed run's costs on DynamoDB, as on every store
+/// (`cronslot_tests::schedule_counts::keyed_run_costs`): an enqueue one
+/// read and one write, a duplicate one read, a run one read and two
+/// writes, a status read one read, and forgetting the key once its
+/// retention has passed the woken record's read and one conditional delete.
+#[tokio::test(flavor = "current_thread")]
+async fn keyed_run_costs_are_exact() {
+    let setup = Setup::new();
+    let store = setup.fresh_store("keyed-runs").await;
+    cronslot_tests::schedule_counts::keyed_run_costs(
+        &store,
+        "req",
+        || setup.counts.reads_writes(),
+        true,
+    )
+    .await;
+}
