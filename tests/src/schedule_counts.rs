@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use cronslot_core::coord::decide::{self, Precondition, ScheduleWrite};
 use cronslot_core::coord::exec::join_all;
 use cronslot_core::coord::{CasCoordinator, EffectLedger, Schedules, StateStore, TickIndex};
-use cronslot_core::manifest::{JobSpec, parse_manifest};
+use cronslot_core::manifest::{JobSpec, JobTemplate, parse_manifest};
 use cronslot_core::schedules::{ScheduleKey, ScheduleSpec};
 use cronslot_runtime::{Jobs, Platform, TickOptions, TickPlan, VirtualPlatform, tick};
 use jiff::Timestamp;
@@ -92,30 +92,10 @@ where
             }
         })
     };
-    let plan = TickPlan::new(Vec::new(), |_| true).with_templates(vec![template]);
-    let clock = VirtualPlatform::new(created);
-    let platform: Rc<dyn Platform> = Rc::new(clock.clone());
-    let coordinator = Rc::new(CasCoordinator::new(store.clone(), 8));
-    let known = Rc::clone(&coordinator);
-    let more_due = move |spec: &JobSpec, now: Timestamp| {
-        known
-            .known(&spec.record_name())
-            .is_none_or(|r| decide::more_due(spec, &r.value, now))
-    };
-    let options = TickOptions {
-        owner: "counts",
-        max_jobs: None,
-        retry_within: Duration::ZERO,
-        more_due: Some(&more_due),
-    };
+    let ticks = Ticks::new(store, template, jobs, created);
     let tick_at = async |now: &str| {
-        clock.set(now.parse().unwrap());
         let before = counted();
-        let report = tick(&plan, &coordinator, store, &jobs, &platform, &options)
-            .await
-            .unwrap();
-        assert!(report.unresolved.is_empty(), "{:?}", report.unresolved);
-        assert!(report.mark_error.is_none(), "{:?}", report.mark_error);
+        ticks.at(now.parse().unwrap()).await;
         counted() - before
     };
     // The store's first tick writes its mark.
@@ -143,6 +123,67 @@ where
         loaded_in,
         idle,
         busy,
+    }
+}
+
+/// Ticks of one dynamic job's schedules on a virtual clock, as a runner
+/// serves them: the runtime's tick over a coordinator of the store, the
+/// job's function registered, and whether a job may have more due decided
+/// on the record the claim wrote, without reading it again (as the runner
+/// and the Lambda do).
+struct Ticks<'s, S> {
+    store: &'s S,
+    plan: TickPlan,
+    clock: VirtualPlatform,
+    platform: Rc<dyn Platform>,
+    coordinator: Rc<CasCoordinator<S>>,
+    jobs: Jobs,
+}
+
+impl<'s, S> Ticks<'s, S>
+where
+    S: StateStore + EffectLedger + TickIndex + Clone + 'static,
+{
+    fn new(store: &'s S, template: Rc<JobTemplate>, jobs: Jobs, start: Timestamp) -> Self {
+        let clock = VirtualPlatform::new(start);
+        Ticks {
+            store,
+            plan: TickPlan::new(Vec::new(), |_| true).with_templates(vec![template]),
+            platform: Rc::new(clock.clone()),
+            clock,
+            coordinator: Rc::new(CasCoordinator::new(store.clone(), 8)),
+            jobs,
+        }
+    }
+
+    /// One tick at `now`, which must serve every woken record and move
+    /// the mark.
+    async fn at(&self, now: Timestamp) {
+        self.clock.set(now);
+        let known = Rc::clone(&self.coordinator);
+        let more_due = move |spec: &JobSpec, now: Timestamp| {
+            known
+                .known(&spec.record_name())
+                .is_none_or(|r| decide::more_due(spec, &r.value, now))
+        };
+        let options = TickOptions {
+            owner: "counts",
+            max_jobs: None,
+            retry_within: Duration::ZERO,
+            more_due: Some(&more_due),
+        };
+        let report = tick(
+            &self.plan,
+            &self.coordinator,
+            self.store,
+            &self.jobs,
+            &self.platform,
+            &options,
+        )
+        .await
+        .unwrap();
+        assert!(report.unresolved.is_empty(), "{:?}", report.unresolved);
+        assert!(report.mark_error.is_none(), "{:?}", report.mark_error);
     }
 }
 
@@ -205,32 +246,8 @@ where
             }
         })
     };
-    let plan = TickPlan::new(Vec::new(), |_| true).with_templates(vec![Rc::clone(&template)]);
-    let clock = VirtualPlatform::new(start);
-    let platform: Rc<dyn Platform> = Rc::new(clock.clone());
-    let coordinator = Rc::new(CasCoordinator::new(store.clone(), 8));
-    // As the runner and the Lambda do: whether a job may have more due is
-    // decided on the record the claim wrote, without reading it again.
-    let known = Rc::clone(&coordinator);
-    let more_due = move |spec: &JobSpec, now: Timestamp| {
-        known
-            .known(&spec.record_name())
-            .is_none_or(|r| decide::more_due(spec, &r.value, now))
-    };
-    let options = TickOptions {
-        owner: "counts",
-        max_jobs: None,
-        retry_within: Duration::ZERO,
-        more_due: Some(&more_due),
-    };
-    let tick_at = async |now: Timestamp| {
-        clock.set(now);
-        let report = tick(&plan, &coordinator, store, &jobs, &platform, &options)
-            .await
-            .unwrap();
-        assert!(report.unresolved.is_empty(), "{:?}", report.unresolved);
-        assert!(report.mark_error.is_none(), "{:?}", report.mark_error);
-    };
+    let ticks = Ticks::new(store, Rc::clone(&template), jobs, start);
+    let tick_at = async |now: Timestamp| ticks.at(now).await;
     // The store's first tick writes its mark; the next, with nothing due,
     // costs the mark's read and write.
     tick_at(start).await;

@@ -4,7 +4,7 @@
 //! core's decisions. The run commits or rolls back with the application's
 //! rows.
 
-use cronslot_core::coord::decide::{self, Enqueued, RunRefusal};
+use cronslot_core::coord::decide::{self, Enqueued};
 use cronslot_core::coord::{CoordError, RunError};
 use cronslot_core::manifest::JobTemplate;
 use cronslot_core::schedules::{RunRequest, ScheduleKey, record_name};
@@ -64,13 +64,11 @@ impl SqliteStore {
         for _ in 0..MAX_ATTEMPTS {
             let expected = current.as_ref().map(|v| v.version);
             let (enqueued, next) =
-                decide::enqueue_run(template, key, current.map(|v| v.value), request, now)
+                decide::enqueue_sealed(template, key, current.map(|v| v.value), request, now)
                     .map_err(RunError::Refused)?;
-            let Some(mut next) = next else {
+            let Some(next) = next else {
                 return Ok(enqueued);
             };
-            decide::seal_keyed(template, key, &mut next, now)
-                .map_err(|p| RunError::Refused(RunRefusal::Spec(p)))?;
             self.count(1);
             let text = encode_state(&next);
             let written = write_state(tx, where_, &job, &text, next.wake_at, expected)

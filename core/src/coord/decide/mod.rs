@@ -44,7 +44,7 @@ pub use operator::{BackfillError, backfill, pause, redrive, resume};
 pub use outcome::{checkpoint, complete, fail, heartbeat};
 pub use record::{creation_instant, fit_record};
 #[cfg(feature = "schedules")]
-pub use run::{Enqueued, RunRefusal, enqueue_run, forget_at, run_view};
+pub use run::{Enqueued, RunRefusal, enqueue_run, enqueue_sealed, forget_at, run_view};
 #[cfg(feature = "schedules")]
 pub use schedule::{
     Precondition, ScheduleRefusal, ScheduleWrite, delete_schedule, put_schedule, seal_keyed,

@@ -162,6 +162,25 @@ pub fn enqueue_run(
     Ok((Enqueued::Created(view), Some(state)))
 }
 
+/// [`enqueue_run`], with the record to write made ready to store
+/// ([`seal_keyed`](super::seal_keyed): its wake set): what a store's own
+/// write of an enqueue calls, such as one inside an application's
+/// transaction (`PgStore::enqueue_run_in`, `SqliteStore::enqueue_run_in`).
+pub fn enqueue_sealed(
+    template: &JobTemplate,
+    key: &ScheduleKey,
+    current: Option<JobState>,
+    request: &RunRequest,
+    now: Timestamp,
+) -> Result<(Enqueued, Option<JobState>), RunRefusal> {
+    let (enqueued, next) = enqueue_run(template, key, current, request, now)?;
+    let Some(mut next) = next else {
+        return Ok((enqueued, None));
+    };
+    super::seal_keyed(template, key, &mut next, now).map_err(RunRefusal::Spec)?;
+    Ok((enqueued, Some(next)))
+}
+
 /// The fields of `request` that differ from the run's: the payload, and
 /// the `at` when the request names one (a request without one means "now",
 /// whenever it is sent again).

@@ -4,7 +4,7 @@
 //! connection of the pool, around the core's decisions. The run commits
 //! or rolls back with the application's rows.
 
-use cronslot_core::coord::decide::{self, Enqueued, RunRefusal};
+use cronslot_core::coord::decide::{self, Enqueued};
 use cronslot_core::coord::{CoordError, RunError};
 use cronslot_core::manifest::JobTemplate;
 use cronslot_core::schedules::{RunRequest, ScheduleKey, record_name};
@@ -101,13 +101,11 @@ impl PgStore {
         for _ in 0..MAX_ATTEMPTS {
             let expected = current.as_ref().map(|v| v.version);
             let (enqueued, next) =
-                decide::enqueue_run(template, key, current.map(|v| v.value), request, now)
+                decide::enqueue_sealed(template, key, current.map(|v| v.value), request, now)
                     .map_err(RunError::Refused)?;
-            let Some(mut next) = next else {
+            let Some(next) = next else {
                 return Ok(enqueued);
             };
-            decide::seal_keyed(template, key, &mut next, now)
-                .map_err(|p| RunError::Refused(RunRefusal::Spec(p)))?;
             let text = encode_state(&next);
             let wake = next.wake_at.map(PgTime);
             match put_state(&mut session, &self.sql, &job, &text, wake, expected).await? {
