@@ -118,7 +118,9 @@ fn a_keyed_runs_seed_replays_exactly() {
 
 /// The same simulation on the SQLite store (a file on tmpfs when there is
 /// one), a few seeds: the store's own compare-and-set, conditional delete,
-/// wake index and effect ledger under the same checks.
+/// wake index and effect ledger under the same checks. The store adds no
+/// await point of its own, so each seed must also run exactly as on the
+/// memory store (the same report, trace included).
 #[test]
 fn keyed_runs_end_once_on_sqlite() {
     for seed in [3, 11] {
@@ -128,7 +130,13 @@ fn keyed_runs_end_once_on_sqlite() {
             tempfile::tempdir().unwrap()
         };
         let store = SqliteStore::open(dir.path().join("runs-sim.db")).unwrap();
-        let r = checked(run_runs_sim(store, &RunSimConfig::new(seed)), "sqlite");
+        let cfg = RunSimConfig::new(seed);
+        let r = checked(run_runs_sim(store, &cfg), "sqlite");
         eprintln!("{}", r.summary("sqlite"));
+        assert_eq!(
+            r,
+            run_runs_sim_memory(&cfg),
+            "seed {seed}: SQLite ran otherwise than the memory store"
+        );
     }
 }
