@@ -4,7 +4,9 @@
 
 use crate::coord::decide::{Enqueued, RunRefusal};
 use crate::coord::exec::join_all;
-use crate::coord::{Claim, Coordinator, FailOutcome, Operator, RunError, Runs, Schedules, Trigger};
+use crate::coord::{
+    Claim, Coordinator, FailOutcome, JobContext, Operator, RunError, Runs, Schedules, Trigger,
+};
 use crate::manifest::{JobTemplate, parse_manifest};
 use crate::schedules::{RunRequest, RunStatus, ScheduleKey};
 
@@ -20,6 +22,7 @@ macro_rules! run_tests {
             a_keyed_run_answers_its_status_through_its_life,
             a_dead_keyed_run_is_redriven,
             a_key_is_remembered_for_its_retention_then_forgotten,
+            the_runs_of_two_keys_in_one_minute_keep_their_effects_apart,
         }
     };
 }
@@ -328,4 +331,42 @@ pub async fn a_key_is_remembered_for_its_retention_then_forgotten<
         }
         other => panic!("a forgotten key names a new run: {other:?}"),
     }
+}
+
+/// Two keys' runs in the same minute are two runs to the effect ledger:
+/// each effect is keyed by its run id (`job/key@instant`), so one key's
+/// effect done does not make the other's look done.
+pub async fn the_runs_of_two_keys_in_one_minute_keep_their_effects_apart<
+    C: Runs + Schedules + Coordinator,
+>(
+    c: &C,
+    ns: &str,
+) {
+    let t = template(ns);
+    let sent = std::cell::Cell::new(0);
+    let clock = || at(20);
+    for name in ["refund-1", "refund-2"] {
+        let k = key(name);
+        c.enqueue_run(&t, &k, &request(r#"{"payload":1}"#), at(10))
+            .await
+            .expect("enqueues");
+        let spec = c.schedule_for_claim(&t, &k, at(20)).await.unwrap().unwrap();
+        let lease = match c.claim(&spec, at(20), Trigger::Tick, "w").await {
+            Ok(Claim::Claimed(lease)) => lease,
+            other => panic!("due now: {other:?}"),
+        };
+        let ctx = JobContext::new(c, &spec, lease, &clock);
+        assert_eq!(
+            ctx.effect_key("send"),
+            format!("{ns}/{name}@2026-01-05T00:00:00Z/send"),
+            "the ledger key is the run id's"
+        );
+        ctx.effect("send", || async {
+            sent.set(sent.get() + 1);
+            Ok::<_, String>("sent".to_string())
+        })
+        .await
+        .expect("effect");
+    }
+    assert_eq!(sent.get(), 2, "each key's run does its own effect");
 }

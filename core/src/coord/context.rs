@@ -166,11 +166,13 @@ impl<'a, C: Coordinator> JobContext<'a, C> {
         Ok(expires)
     }
 
-    /// The ledger key of an effect of this slot.
+    /// The ledger key of an effect of this slot: the slot id's job part
+    /// (`job`, or `job/key` for a schedule or a keyed run of a dynamic
+    /// job), then the instant and the effect's name.
     pub fn effect_key(&self, name: &str) -> String {
         format!(
             "{}@{}/{}",
-            self.job(),
+            self.spec.record_name(),
             format_instant(self.lease.slot),
             name
         )

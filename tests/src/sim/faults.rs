@@ -47,6 +47,12 @@ pub struct FaultPlan {
     /// store applied them: the model checks each transition (a per-step read
     /// would miss a pause, a claim and a resume within one step).
     pub applied: Option<Vec<Applied>>,
+    /// While `applied` is `Some`, every delete the store really applied:
+    /// the record's name, after how many of `applied`'s writes.
+    pub deleted: Vec<(usize, String)>,
+    /// While `applied` is `Some`, the records whose write the store did
+    /// not apply (another writer had won) but answered as ambiguous.
+    pub ambiguous_unapplied: Vec<String>,
 }
 
 /// What the model needs of one applied write: a summary of the record
@@ -124,6 +130,8 @@ impl FaultPlan {
             forced: std::collections::VecDeque::new(),
             dirty: std::collections::BTreeSet::new(),
             applied: None,
+            deleted: Vec::new(),
+            ambiguous_unapplied: Vec::new(),
         }
     }
 
@@ -212,6 +220,12 @@ impl<S: StateStore> StateStore for FaultStore<S> {
                 // Applied if the version matched, either way unknown.
                 let r = self.inner.put(job, state, expected).await;
                 applied(&r);
+                if let Ok(PutResult::Conflict(_)) = r {
+                    let mut plan = self.plan.borrow_mut();
+                    if plan.applied.is_some() {
+                        plan.ambiguous_unapplied.push(job.to_string());
+                    }
+                }
                 Err(ambiguous())
             }
             Some(_) => Err(unavailable()),
@@ -224,14 +238,28 @@ impl<S: StateStore> StateStore for FaultStore<S> {
     }
 
     async fn delete(&self, job: &str, expected: Version) -> Result<bool, StoreError> {
-        match self.gate(true).await {
+        let gate = self.gate(true).await;
+        let deleted = |r: &Result<bool, StoreError>| {
+            if let Ok(true) = r {
+                let mut plan = self.plan.borrow_mut();
+                if let Some(n) = plan.applied.as_ref().map(Vec::len) {
+                    plan.deleted.push((n, job.to_string()));
+                }
+            }
+        };
+        match gate {
             Some(StoreErrorKind::Ambiguous) => {
                 // Applied if the version matched, either way unknown.
-                let _ = self.inner.delete(job, expected).await;
+                let r = self.inner.delete(job, expected).await;
+                deleted(&r);
                 Err(ambiguous())
             }
             Some(_) => Err(unavailable()),
-            None => self.inner.delete(job, expected).await,
+            None => {
+                let r = self.inner.delete(job, expected).await;
+                deleted(&r);
+                r
+            }
         }
     }
 

@@ -32,6 +32,7 @@
 
 pub mod faults;
 pub mod model;
+pub mod runs;
 pub mod schedules;
 pub mod stores;
 pub mod ticks;

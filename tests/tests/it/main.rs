@@ -16,6 +16,7 @@ mod crash_points;
 mod examples;
 mod memory_store;
 mod policies;
+mod simulation_runs;
 mod simulation_schedules;
 mod simulation_stores;
 mod simulation_ticks;
