@@ -22,7 +22,7 @@ macro_rules! run_tests {
             a_keyed_run_answers_its_status_through_its_life,
             a_dead_keyed_run_is_redriven,
             a_key_is_remembered_for_its_retention_then_forgotten,
-            the_runs_of_two_keys_in_one_minute_keep_their_effects_apart,
+            two_keys_in_one_minute_keep_their_effects_apart,
         }
     };
 }
@@ -336,9 +336,7 @@ pub async fn a_key_is_remembered_for_its_retention_then_forgotten<
 /// Two keys' runs in the same minute are two runs to the effect ledger:
 /// each effect is keyed by its run id (`job/key@instant`), so one key's
 /// effect done does not make the other's look done.
-pub async fn the_runs_of_two_keys_in_one_minute_keep_their_effects_apart<
-    C: Runs + Schedules + Coordinator,
->(
+pub async fn two_keys_in_one_minute_keep_their_effects_apart<C: Runs + Schedules + Coordinator>(
     c: &C,
     ns: &str,
 ) {
