@@ -418,6 +418,31 @@ pub enum EffectState {
     },
 }
 
+/// How long a done effect is kept before a store may delete its entry (a
+/// sweep, a TTL), unless the store is told otherwise: far longer than any
+/// retry of a slot.
+pub const DEFAULT_EFFECT_RETENTION: Duration = Duration::from_secs(30 * 24 * 3600);
+
+impl EffectRecord {
+    /// When a store may delete this entry (its sweep, its TTL), the one
+    /// rule every store keeps: a hold when it lapses (no entry then reads
+    /// as a lapsed hold to [`decide_begin`]: another run may take the
+    /// effect over either way), a done effect `retention` after it was done
+    /// (a retry of its slot later than that would do it again, so the
+    /// retention is far longer than any retry). Saturates at
+    /// [`Timestamp::MAX`].
+    pub fn sweep_at(&self, retention: Duration) -> Timestamp {
+        match &self.state {
+            EffectState::InProgress { expires_at } => *expires_at,
+            EffectState::Done { done_at, .. } => {
+                let retention =
+                    jiff::SignedDuration::try_from(retention).unwrap_or(jiff::SignedDuration::MAX);
+                done_at.checked_add(retention).unwrap_or(Timestamp::MAX)
+            }
+        }
+    }
+}
+
 /// [`EffectRecord`] as stored, with the state's fields beside the key's
 /// (`"state": "done", "result": …`): a plain struct, for the reason given at
 /// `StoredRun` (serde's `flatten` and `tag` buffer through `Content`).
