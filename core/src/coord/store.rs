@@ -668,6 +668,25 @@ mod tests {
     }
 
     #[test]
+    fn an_entry_may_go_when_its_hold_lapses_or_its_retention_after_done() {
+        let t: Timestamp = "2026-03-08T07:00:00.5Z".parse().expect("valid");
+        let mut record = EffectRecord {
+            key: "k".into(),
+            owner: "w".into(),
+            fence: 1,
+            state: EffectState::InProgress { expires_at: t },
+        };
+        assert_eq!(record.sweep_at(DEFAULT_EFFECT_RETENTION), t);
+        record.state = EffectState::Done {
+            result: "r".into(),
+            done_at: t,
+        };
+        let thirty_days: Timestamp = "2026-04-07T07:00:00.5Z".parse().expect("valid");
+        assert_eq!(record.sweep_at(DEFAULT_EFFECT_RETENTION), thirty_days);
+        assert_eq!(record.sweep_at(Duration::MAX), Timestamp::MAX, "saturates");
+    }
+
+    #[test]
     fn ledger_entries_keep_their_flat_layout_and_round_trip() {
         let t: Timestamp = "2026-03-08T07:00:00Z".parse().expect("valid");
         let cases = [
