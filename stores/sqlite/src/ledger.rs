@@ -71,8 +71,9 @@ impl SqliteStore {
     /// their record, one more statement each), then the entries due. An
     /// old store's entries thus join the rule a batch at a time, and a
     /// sweep never holds the file for long. What a sweep may not judge
-    /// (a record that does not read) is kept.
-    pub fn sweep_expired(
+    /// (a record that does not read) is kept. `async` as the store's other
+    /// operations (and PostgreSQL's sweep) are; it runs inline.
+    pub async fn sweep_expired(
         &self,
         now: Timestamp,
         batch: u32,

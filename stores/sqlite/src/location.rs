@@ -113,7 +113,7 @@ impl UrlStore for SqliteStore {
         batch: u32,
         max_batches: u32,
     ) -> Result<u64, StoreError> {
-        SqliteStore::sweep_expired(self, now, batch, max_batches)
+        SqliteStore::sweep_expired(self, now, batch, max_batches).await
     }
 
     fn sweeps(&self) -> bool {

@@ -52,6 +52,15 @@ fn entries(path: &Path) -> i64 {
         .unwrap()
 }
 
+fn sweep(
+    store: &SqliteStore,
+    now: Timestamp,
+    batch: u32,
+    max_batches: u32,
+) -> Result<u64, cronslot_core::coord::StoreError> {
+    block_on(store.sweep_expired(now, batch, max_batches))
+}
+
 fn present(store: &SqliteStore, key: &str) -> bool {
     block_on(store.read_effect(key)).unwrap().is_some()
 }
@@ -80,7 +89,7 @@ fn the_sweep_deletes_what_is_due_in_bounded_batches() {
     let now = after(120);
 
     let before = store.statements();
-    assert_eq!(store.sweep_expired(now, 2, 2).unwrap(), 4);
+    assert_eq!(sweep(&store, now, 2, 2).unwrap(), 4);
     assert_eq!(store.statements() - before, 2 * 2, "two statements a batch");
     assert_eq!(entries(&path), 9);
 
@@ -106,35 +115,27 @@ fn the_sweep_deletes_what_is_due_in_bounded_batches() {
     }
     // Nothing more is due: one batch of two statements finds nothing.
     let before = store.statements();
-    assert_eq!(store.sweep_expired(now, 2, 10).unwrap(), 0);
+    assert_eq!(sweep(&store, now, 2, 10).unwrap(), 0);
     assert_eq!(store.statements() - before, 2);
-    assert_eq!(
-        store.sweep_expired(now, 0, 10).unwrap(),
-        0,
-        "an empty batch"
-    );
-    assert_eq!(store.sweep_expired(now, 10, 0).unwrap(), 0, "no batch");
+    assert_eq!(sweep(&store, now, 0, 10).unwrap(), 0, "an empty batch");
+    assert_eq!(sweep(&store, now, 10, 0).unwrap(), 0, "no batch");
 
     // The hold goes when it lapses, the done effects their retention
     // after they were done, not a nanosecond before.
     let lapse = after(660);
     assert_eq!(
-        store
-            .sweep_expired(lapse - SignedDuration::from_nanos(1), 10, 10)
-            .unwrap(),
+        sweep(&store, lapse - SignedDuration::from_nanos(1), 10, 10).unwrap(),
         0
     );
-    assert_eq!(store.sweep_expired(lapse, 10, 10).unwrap(), 1);
+    assert_eq!(sweep(&store, lapse, 10, 10).unwrap(), 1);
     let retained = t0()
         .checked_add(SignedDuration::try_from(DEFAULT_EFFECT_RETENTION).unwrap())
         .unwrap();
     assert_eq!(
-        store
-            .sweep_expired(retained - SignedDuration::from_nanos(1), 10, 10)
-            .unwrap(),
+        sweep(&store, retained - SignedDuration::from_nanos(1), 10, 10).unwrap(),
         0
     );
-    assert_eq!(store.sweep_expired(retained, 10, 10).unwrap(), 3);
+    assert_eq!(sweep(&store, retained, 10, 10).unwrap(), 3);
     assert_eq!(entries(&path), 0);
     assert!(UrlStore::sweeps(&store), "a runner sweeps a SQLite store");
 }
@@ -246,7 +247,7 @@ fn a_schema_2_store_is_migrated_and_its_old_entries_are_swept_by_their_records()
     // Batches of 4: the first times four entries (one of them due), the
     // second the other two (one due) and stops, short on both counts.
     let before = store.statements();
-    assert_eq!(store.sweep_expired(now, 4, 10).unwrap(), 2);
+    assert_eq!(sweep(&store, now, 4, 10).unwrap(), 2);
     assert_eq!(
         store.statements() - before,
         (1 + 4 + 1) + (1 + 2 + 1),
