@@ -1,10 +1,13 @@
 //! A schedule object: one of the Durable Objects a dynamic job's schedules
-//! are spread over by key ([`schedule_object`]). It holds each of its
-//! schedules as the record `job/key`, written and read by the core's
-//! [`Schedules`] over the object's own storage (so it agrees with every
-//! other store to the letter), and runs the coordinator's operations on a
-//! schedule's record with the spec the request carries. Its alarm serves
-//! the wakes of all its records (`crate::object_store`).
+//! (and keyed runs) are spread over by key ([`schedule_object`]). It holds
+//! each of its schedules and keyed runs as the record `job/key`, written
+//! and read by the core's [`Schedules`] and [`Runs`] over the object's own
+//! storage (so it agrees with every other store to the letter), and runs
+//! the coordinator's operations on a schedule's record with the spec the
+//! request carries. Its alarm serves the wakes of all its records
+//! (`crate::object_store`), a keyed run's forget time among them: the
+//! tick's read for the claim then ([`Op::ReadScheduleForClaim`]) deletes
+//! it.
 
 use std::rc::Rc;
 
