@@ -1,19 +1,22 @@
-//! The Worker's side of a dynamic job's schedules: [`Schedules`] over the
-//! job's schedule objects. A schedule's requests go to the object its key
-//! hashes to ([`schedule_object`]); a listing reads every one of the job's
-//! objects and merges their pages in key order.
+//! The Worker's side of a dynamic job's schedules and keyed runs:
+//! [`Schedules`] and [`Runs`] over the job's schedule objects. A
+//! schedule's (or keyed run's) requests go to the object its key hashes to
+//! ([`schedule_object`]), one request per operation; a listing reads every
+//! one of the job's objects and merges their pages in key order.
 
 use std::collections::BTreeMap;
 
-use cronslot_core::coord::decide::{Precondition, ScheduleWrite};
+use cronslot_core::coord::decide::{Enqueued, Precondition, ScheduleWrite};
 use cronslot_core::coord::exec::join_all;
 use cronslot_core::coord::{
-    CoordError, JobState, MAX_SCHEDULE_PAGE, ScheduleError, SchedulePage, ScheduleQuery,
-    ScheduleRecord, Schedules, StoreError,
+    CoordError, JobState, MAX_SCHEDULE_PAGE, RunError, Runs, ScheduleError, SchedulePage,
+    ScheduleQuery, ScheduleRecord, Schedules, StoreError,
 };
 use cronslot_core::manifest::{JobSpec, JobTemplate};
-use cronslot_core::schedules::{ScheduleKey, ScheduleSpec};
+use cronslot_core::schedules::{RunRequest, RunView, ScheduleKey, ScheduleSpec};
 use jiff::Timestamp;
+use serde::Serialize;
+use serde_json::value::RawValue;
 
 use super::{ObjectClient, Target, Transport, send_request, unexpected};
 use crate::protocol::{Answer, Op, ScheduleAt, WireError, schedule_object};
@@ -24,6 +27,37 @@ fn schedule_error(e: WireError) -> ScheduleError {
         WireError::Schedule(refusal) => ScheduleError::Refused(refusal),
         other => ScheduleError::Coord(CoordError::from(other)),
     }
+}
+
+fn run_error(e: WireError) -> RunError {
+    match e {
+        WireError::Run(refusal) => RunError::Refused(refusal),
+        other => RunError::Coord(CoordError::from(other)),
+    }
+}
+
+/// A run request as the JSON body of an enqueue, the form
+/// [`RunRequest::from_json`] reads (the object reads it so, checking it
+/// again).
+#[derive(Serialize)]
+struct RunBody<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    payload: Option<&'a RawValue>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(with = "cronslot_core::instant::text::option")]
+    at: Option<Timestamp>,
+}
+
+fn run_body(request: &RunRequest) -> Result<String, RunError> {
+    let body = RunBody {
+        payload: request.payload.as_deref(),
+        at: request.at,
+    };
+    serde_json::to_string(&body).map_err(|e| {
+        RunError::Coord(CoordError::Store(StoreError::other(format!(
+            "encoding a run request: {e}"
+        ))))
+    })
 }
 
 impl<T: Transport> ObjectClient<T> {
@@ -75,6 +109,19 @@ impl<T: Transport> ObjectClient<T> {
         }
     }
 
+    /// A keyed run's operation, sent to the object its key names.
+    async fn run_op(
+        &self,
+        template: &JobTemplate,
+        key: &ScheduleKey,
+        op: Op,
+    ) -> Result<Answer, RunError> {
+        let target = self.schedule_target(template, Some(key), 0);
+        send_request(&self.transport, &target.request(op))
+            .await?
+            .map_err(run_error)
+    }
+
     /// The schedule's record as stored.
     async fn read_schedule(
         &self,
@@ -119,15 +166,22 @@ impl<T: Transport> Schedules for ObjectClient<T> {
         self.written(template, key, op).await
     }
 
-    /// One request: the record, read from the schedule's object; the spec
-    /// is the record's, planned here (with the zones the template carries).
+    /// One request: the record, read from the schedule's object for the
+    /// claim (which forgets a keyed run past its key's retention, as every
+    /// store's read for a claim does); the spec is the record's, planned
+    /// here (with the zones the template carries).
     async fn schedule_for_claim(
         &self,
         template: &JobTemplate,
         key: &ScheduleKey,
-        _now: Timestamp,
+        now: Timestamp,
     ) -> Result<Option<JobSpec>, ScheduleError> {
-        let Some(record) = self.read_schedule(template, key).await? else {
+        let op = Op::ReadScheduleForClaim { now };
+        let record = match self.schedule_op(template, Some(key), 0, op).await? {
+            Answer::Record(read) => read.map(|b| *b),
+            other => return Err(unexpected("schedule_for_claim", &other).into()),
+        };
+        let Some(record) = record else {
             return Ok(None);
         };
         let Some(data) = record.schedule.as_ref() else {
@@ -223,6 +277,41 @@ impl<T: Transport> Schedules for ObjectClient<T> {
             _ => None,
         };
         Ok(SchedulePage { schedules, cursor })
+    }
+}
+
+/// A keyed run's requests go to the object its key names, as a schedule's,
+/// one request per enqueue and per status read; the object decides with
+/// the core ([`CasCoordinator`](cronslot_core::coord::CasCoordinator)'s
+/// [`Runs`]) and writes the record as a schedule's write does.
+impl<T: Transport> Runs for ObjectClient<T> {
+    async fn enqueue_run(
+        &self,
+        template: &JobTemplate,
+        key: &ScheduleKey,
+        request: &RunRequest,
+        now: Timestamp,
+    ) -> Result<Enqueued, RunError> {
+        let op = Op::EnqueueRun {
+            request: run_body(request)?,
+            now,
+        };
+        match self.run_op(template, key, op).await? {
+            Answer::Enqueued(enqueued) => Ok(enqueued),
+            other => Err(unexpected("enqueue_run", &other).into()),
+        }
+    }
+
+    async fn run_status(
+        &self,
+        template: &JobTemplate,
+        key: &ScheduleKey,
+        now: Timestamp,
+    ) -> Result<Option<RunView>, RunError> {
+        match self.run_op(template, key, Op::RunStatus { now }).await? {
+            Answer::Run(view) => Ok(view.map(|b| *b)),
+            other => Err(unexpected("run_status", &other).into()),
+        }
     }
 }
 

@@ -434,6 +434,9 @@ impl<S: Sql, A: Alarm> JobObject<S, A> {
             Op::PutSchedule { .. }
             | Op::DeleteSchedule { .. }
             | Op::ReadSchedule
+            | Op::ReadScheduleForClaim { .. }
+            | Op::EnqueueRun { .. }
+            | Op::RunStatus { .. }
             | Op::ListSchedules { .. } => {
                 return Err(CoordError::Store(StoreError::other(format!(
                     "{} is not an operation of a job's object",

@@ -1,16 +1,19 @@
 //! A schedule object: one of the Durable Objects a dynamic job's schedules
-//! are spread over by key ([`schedule_object`]). It holds each of its
-//! schedules as the record `job/key`, written and read by the core's
-//! [`Schedules`] over the object's own storage (so it agrees with every
-//! other store to the letter), and runs the coordinator's operations on a
-//! schedule's record with the spec the request carries. Its alarm serves
-//! the wakes of all its records (`crate::object_store`).
+//! (and keyed runs) are spread over by key ([`schedule_object`]). It holds
+//! each of its schedules and keyed runs as the record `job/key`, written
+//! and read by the core's [`Schedules`] and [`Runs`] over the object's own
+//! storage (so it agrees with every other store to the letter), and runs
+//! the coordinator's operations on a schedule's record with the spec the
+//! request carries. Its alarm serves the wakes of all its records
+//! (`crate::object_store`), a keyed run's forget time among them: the
+//! tick's read for the claim then ([`Op::ReadScheduleForClaim`]) deletes
+//! it.
 
 use std::rc::Rc;
 
-use cronslot_core::coord::{ScheduleError, ScheduleQuery, Schedules, StateStore};
+use cronslot_core::coord::{RunError, Runs, ScheduleError, ScheduleQuery, Schedules, StateStore};
 use cronslot_core::manifest::{JobName, JobTemplate};
-use cronslot_core::schedules::{ScheduleKey, ScheduleSpec, record_name};
+use cronslot_core::schedules::{RunRequest, ScheduleKey, ScheduleSpec, SpecProblem, record_name};
 
 use super::JobObject;
 use crate::protocol::{
@@ -29,6 +32,19 @@ fn refused(e: ScheduleError) -> WireError {
         ScheduleError::Refused(refusal) => WireError::Schedule(refusal),
         ScheduleError::Coord(e) => WireError::from(&e),
     }
+}
+
+fn run_refused(e: RunError) -> WireError {
+    match e {
+        RunError::Refused(refusal) => WireError::Run(refusal),
+        RunError::Coord(e) => WireError::from(&e),
+    }
+}
+
+/// Problems of a request's body, each naming its field, as one message.
+fn problems(what: &str, problems: &[SpecProblem]) -> WireError {
+    let problems: Vec<String> = problems.iter().map(ToString::to_string).collect();
+    bad(format!("{what}: {}", problems.join("; ")))
 }
 
 impl<S: Sql, A: Alarm> JobObject<S, A> {
@@ -82,10 +98,8 @@ impl<S: Sql, A: Alarm> JobObject<S, A> {
                 Some(key),
             ) => {
                 let template = self.template(&request.spec, &job)?;
-                let spec = ScheduleSpec::from_json(spec).map_err(|problems| {
-                    let problems: Vec<String> = problems.iter().map(ToString::to_string).collect();
-                    bad(format!("the schedule's spec: {}", problems.join("; ")))
-                })?;
+                let spec = ScheduleSpec::from_json(spec)
+                    .map_err(|p| problems("the schedule's spec", &p))?;
                 c.put_schedule(&template, &key, spec, *precondition, *now)
                     .await
                     .map(Answer::Written)
@@ -104,6 +118,35 @@ impl<S: Sql, A: Alarm> JobObject<S, A> {
                 .await
                 .map(|read| Answer::Record(read.map(|v| Box::new(v.value))))
                 .map_err(|e| WireError::from(&e.into())),
+            (Op::ReadScheduleForClaim { now }, Some(key)) => {
+                // The core's read for a claim, to the letter: it forgets a
+                // keyed run past its key's retention (one delete, which
+                // removes the record's wake with it) and primes the record
+                // for the claim that follows. The record it read (or none,
+                // forgotten) is the coordinator's last known one.
+                let template = self.template(&request.spec, &job)?;
+                c.schedule_for_claim(&template, &key, *now)
+                    .await
+                    .map_err(refused)?;
+                let known = c.known(&record_name(&job, &key));
+                Ok(Answer::Record(known.map(|v| Box::new(v.value))))
+            }
+            (Op::EnqueueRun { request: body, now }, Some(key)) => {
+                let template = self.template(&request.spec, &job)?;
+                let run =
+                    RunRequest::from_json(body).map_err(|p| problems("the run request", &p))?;
+                c.enqueue_run(&template, &key, &run, *now)
+                    .await
+                    .map(Answer::Enqueued)
+                    .map_err(run_refused)
+            }
+            (Op::RunStatus { now }, Some(key)) => {
+                let template = self.template(&request.spec, &job)?;
+                c.run_status(&template, &key, *now)
+                    .await
+                    .map(|view| Answer::Run(view.map(Box::new)))
+                    .map_err(run_refused)
+            }
             (
                 Op::ListSchedules {
                     prefix,
@@ -134,6 +177,9 @@ impl<S: Sql, A: Alarm> JobObject<S, A> {
                 Op::PutSchedule { .. }
                 | Op::DeleteSchedule { .. }
                 | Op::ReadSchedule
+                | Op::ReadScheduleForClaim { .. }
+                | Op::EnqueueRun { .. }
+                | Op::RunStatus { .. }
                 | Op::ListSchedules { .. },
                 _,
             )

@@ -1,5 +1,8 @@
 //! The job object's storage: its state record (versioned, replaced only when
 //! the version matches) and its effect ledger, in the object's own SQLite.
+//! Each write of a ledger entry first deletes a bounded batch of the
+//! entries whose time is up ([`ObjectStore::sweep`]), so the ledger stays
+//! bounded without a sweeper.
 //!
 //! One object holds one job, but the tables are keyed by job anyway: the
 //! store contract is the same as SQLite's and DynamoDB's, and a record
@@ -16,9 +19,9 @@ use std::cell::Cell;
 use std::time::Duration;
 
 use cronslot_core::coord::{
-    EffectBegin, EffectFinish, EffectLedger, EffectRecord, EffectState, JobState, PutResult,
-    StateStore, StoreError, StoreErrorKind, Version, Versioned, decide_begin, decide_finish,
-    decode_state, encode_state,
+    DEFAULT_EFFECT_RETENTION, EffectBegin, EffectFinish, EffectLedger, EffectRecord, EffectState,
+    JobState, PutResult, StateStore, StoreError, StoreErrorKind, Version, Versioned, decide_begin,
+    decide_finish, decode_state, encode_state,
 };
 use jiff::Timestamp;
 
@@ -55,6 +58,30 @@ const SCHEMA: [&str; 7] = [
     "DELETE FROM cronslot_wake",
 ];
 
+/// The effect ledger's sweep time, added to the table of the first layout
+/// (when `sqlite_master` shows the table without it: `ALTER TABLE` has no
+/// `IF NOT EXISTS`), and its index. `sweep_ms` is the entry's
+/// [`EffectRecord::sweep_at`] as an alarm instant (the millisecond at or
+/// after it, so never early); NULL for an entry written before (or by a
+/// Worker of the layout before, which names its columns and so writes on
+/// unharmed): the sweep gives those theirs from their records.
+const SWEEP_LAYOUT: [&str; 2] = [
+    "ALTER TABLE cronslot_effects ADD COLUMN sweep_ms INTEGER",
+    "CREATE INDEX IF NOT EXISTS cronslot_effects_sweep ON cronslot_effects (sweep_ms)",
+];
+
+/// How many ledger entries each write of an entry deletes at most, of those
+/// whose time is up (and, while the object holds entries of the layout
+/// before, gives a sweep time at most). The sweep rides on the writes, not
+/// on the alarm: the ledger grows only by writes, one entry at most each,
+/// so sweeping up to this many per write keeps the entries that are due
+/// from piling up (an object's backlog from before sweeping shrinks by at
+/// least this many less one a write), while the alarm, which serves the
+/// wakes of every record of the object (up to 100,000 schedules), keeps
+/// reading only its wakes. Its cost is bounded: one indexed range read
+/// that finds nothing when nothing is due, at most this many rows deleted.
+pub(crate) const SWEEP_PER_WRITE: usize = 16;
+
 /// The most wakes one alarm sends the tick object at once: a request of
 /// about 100 KB. More due wait for the next alarm, set at once.
 pub(crate) const MAX_WAKES_SENT: usize = 1000;
@@ -64,6 +91,10 @@ pub struct ObjectStore<S, A = NoAlarm> {
     sql: S,
     alarm: A,
     ready: Cell<bool>,
+    /// Whether ledger entries without a sweep time may remain (entries of
+    /// the layout before): the sweep looks for them until it finds fewer
+    /// than a batch, once per object start.
+    untimed: Cell<bool>,
 }
 
 impl<S: Sql> ObjectStore<S> {
@@ -83,6 +114,13 @@ pub(crate) fn alarm_ms(at: Timestamp) -> i64 {
     i64::try_from(ms).unwrap_or(if ms < 0 { i64::MIN } else { i64::MAX })
 }
 
+/// The whole millisecond at or before `at`: an entry whose sweep time
+/// ([`alarm_ms`], at or after its instant) is at or before it is due.
+fn floor_ms(at: Timestamp) -> i64 {
+    let ms = at.as_nanosecond().div_euclid(1_000_000);
+    i64::try_from(ms).unwrap_or(if ms < 0 { i64::MIN } else { i64::MAX })
+}
+
 impl<S: Sql, A: Alarm> ObjectStore<S, A> {
     /// The store over the object's SQLite `sql` and its `alarm`.
     pub fn with_alarm(sql: S, alarm: A) -> ObjectStore<S, A> {
@@ -90,6 +128,7 @@ impl<S: Sql, A: Alarm> ObjectStore<S, A> {
             sql,
             alarm,
             ready: Cell::new(false),
+            untimed: Cell::new(true),
         }
     }
 
@@ -234,10 +273,29 @@ impl<S: Sql, A: Alarm> ObjectStore<S, A> {
         params: &[SqlValue],
     ) -> Result<Vec<Vec<SqlValue>>, StoreError> {
         if !self.ready.get() {
+            let creating = |e: SqlError| failed("creating the object's tables", &e);
             for statement in SCHEMA {
-                self.sql
-                    .exec(statement, &[])
-                    .map_err(|e| failed("creating the object's tables", &e))?;
+                self.sql.exec(statement, &[]).map_err(creating)?;
+            }
+            let table = self
+                .sql
+                .exec(
+                    "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'cronslot_effects'",
+                    &[],
+                )
+                .map_err(creating)?;
+            let swept = table
+                .first()
+                .and_then(|r| r.first())
+                .and_then(SqlValue::as_text)
+                .is_some_and(|t| t.contains("sweep_ms"));
+            let layout = if swept {
+                &SWEEP_LAYOUT[1..]
+            } else {
+                &SWEEP_LAYOUT[..]
+            };
+            for statement in layout {
+                self.sql.exec(statement, &[]).map_err(creating)?;
             }
             self.ready.set(true);
         }
@@ -301,20 +359,72 @@ impl<S: Sql, A: Alarm> ObjectStore<S, A> {
         Ok(Some(record))
     }
 
-    fn write_effect(&self, record: &EffectRecord) -> Result<(), StoreError> {
+    /// Writes `record` at `now`, after sweeping ([`ObjectStore::sweep`]):
+    /// the entry written is never the one swept.
+    fn write_effect(&self, record: &EffectRecord, now: Timestamp) -> Result<(), StoreError> {
+        self.sweep(now)?;
         let text = serde_json::to_string(record)
             .map_err(|e| StoreError::other(format!("encoding effect {:?}: {e}", record.key)))?;
         let expires_at = match &record.state {
             EffectState::InProgress { expires_at } => SqlValue::Text(expires_at.to_string()),
             EffectState::Done { .. } => SqlValue::Null,
         };
+        let sweep_ms = SqlValue::Integer(alarm_ms(record.sweep_at(DEFAULT_EFFECT_RETENTION)));
         self.exec(
             &format!("writing effect {:?}", record.key),
-            "INSERT INTO cronslot_effects (key, record, expires_at) VALUES (?, ?, ?) \
-             ON CONFLICT (key) DO UPDATE SET record = excluded.record, expires_at = excluded.expires_at",
-            &[SqlValue::Text(record.key.clone()), SqlValue::Text(text), expires_at],
+            "INSERT INTO cronslot_effects (key, record, expires_at, sweep_ms) VALUES (?, ?, ?, ?) \
+             ON CONFLICT (key) DO UPDATE SET record = excluded.record, \
+             expires_at = excluded.expires_at, sweep_ms = excluded.sweep_ms",
+            &[
+                SqlValue::Text(record.key.clone()),
+                SqlValue::Text(text),
+                expires_at,
+                sweep_ms,
+            ],
         )?;
         Ok(())
+    }
+
+    /// Deletes at most [`SWEEP_PER_WRITE`] ledger entries whose time is up
+    /// at `now` ([`EffectRecord::sweep_at`]: a hold once it lapses, a done
+    /// effect [`DEFAULT_EFFECT_RETENTION`] after it was done), first giving
+    /// as many entries of the layout before their sweep time from their
+    /// records, while there may be some. Returns how many it deleted. An
+    /// entry whose record does not read is never swept (reading it
+    /// reports it).
+    pub fn sweep(&self, now: Timestamp) -> Result<u64, StoreError> {
+        let batch = SqlValue::Integer(i64::try_from(SWEEP_PER_WRITE).unwrap_or(i64::MAX));
+        if self.untimed.get() {
+            let rows = self.exec(
+                "reading the effects without a sweep time",
+                "SELECT key, record FROM cronslot_effects WHERE sweep_ms IS NULL LIMIT ?",
+                std::slice::from_ref(&batch),
+            )?;
+            self.untimed.set(rows.len() >= SWEEP_PER_WRITE);
+            for row in rows {
+                let (Some(key), record) = (row.first().and_then(SqlValue::as_text), row.get(1))
+                else {
+                    continue;
+                };
+                let sweep_ms = record
+                    .and_then(SqlValue::as_text)
+                    .and_then(|text| cronslot_core::json::from_str::<EffectRecord>(text).ok())
+                    .filter(|r| r.key == key)
+                    .map_or(i64::MAX, |r| alarm_ms(r.sweep_at(DEFAULT_EFFECT_RETENTION)));
+                self.exec(
+                    &format!("giving effect {key:?} its sweep time"),
+                    "UPDATE cronslot_effects SET sweep_ms = ? WHERE key = ?",
+                    &[SqlValue::Integer(sweep_ms), SqlValue::Text(key.to_string())],
+                )?;
+            }
+        }
+        let deleted = self.exec(
+            "sweeping the effect ledger",
+            "DELETE FROM cronslot_effects WHERE key IN (SELECT key FROM cronslot_effects \
+             WHERE sweep_ms <= ? ORDER BY sweep_ms LIMIT ?) RETURNING key",
+            &[SqlValue::Integer(floor_ms(now)), batch],
+        )?;
+        Ok(u64::try_from(deleted.len()).unwrap_or(u64::MAX))
     }
 }
 
@@ -464,7 +574,7 @@ impl<S: Sql, A: Alarm> EffectLedger for ObjectStore<S, A> {
         let current = self.read_effect_now(key)?;
         let (decision, write) = decide_begin(current.as_ref(), key, owner, fence, now, hold);
         if let Some(record) = write {
-            self.write_effect(&record)?;
+            self.write_effect(&record, now)?;
         }
         Ok(decision)
     }
@@ -479,7 +589,7 @@ impl<S: Sql, A: Alarm> EffectLedger for ObjectStore<S, A> {
         let current = self.read_effect_now(key)?;
         let (decision, write) = decide_finish(current.as_ref(), fence, result, now);
         if let Some(record) = write {
-            self.write_effect(&record)?;
+            self.write_effect(&record, now)?;
         }
         Ok(decision)
     }

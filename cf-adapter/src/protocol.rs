@@ -15,11 +15,15 @@
 //! the Worker (docs/performance.md, "Worker size").
 
 #[cfg(feature = "schedules")]
-use cronslot_core::coord::decide::{Precondition, ScheduleRefusal, ScheduleWrite};
+use cronslot_core::coord::decide::{
+    Enqueued, Precondition, RunRefusal, ScheduleRefusal, ScheduleWrite,
+};
 use cronslot_core::coord::{
     BackfillError, Claim, CoordError, EffectBegin, EffectFinish, EffectRecord, FailOutcome,
     JobState, Refusal, StoreError, StoreErrorKind, Trigger, TriggerError,
 };
+#[cfg(feature = "schedules")]
+use cronslot_core::schedules::RunView;
 use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
 
@@ -315,6 +319,38 @@ pub enum Op {
     /// tombstone's included). Answered with [`Answer::Record`].
     #[cfg(feature = "schedules")]
     ReadSchedule,
+    /// To a schedule's object: the record for the claim that follows, as
+    /// [`Schedules::schedule_for_claim`](cronslot_core::coord::Schedules::schedule_for_claim)
+    /// reads it at `now` (the tick's read of a woken schedule): a keyed
+    /// run's record past its key's retention is deleted then, and read as
+    /// none. Answered with [`Answer::Record`].
+    #[cfg(feature = "schedules")]
+    ReadScheduleForClaim {
+        /// The caller's clock.
+        #[serde(with = "cronslot_core::instant::text")]
+        now: Timestamp,
+    },
+    /// To a keyed run's object (the one its key names, as a schedule's):
+    /// [`Runs::enqueue_run`](cronslot_core::coord::Runs::enqueue_run).
+    /// Answered with [`Answer::Enqueued`]; a refusal is [`WireError::Run`].
+    #[cfg(feature = "schedules")]
+    EnqueueRun {
+        /// The run's request, as the JSON body of an enqueue
+        /// ([`RunRequest::from_json`](cronslot_core::schedules::RunRequest::from_json)
+        /// reads it again in the object, with every check).
+        request: String,
+        /// The caller's clock.
+        #[serde(with = "cronslot_core::instant::text")]
+        now: Timestamp,
+    },
+    /// To a keyed run's object: [`Runs::run_status`](cronslot_core::coord::Runs::run_status).
+    /// Answered with [`Answer::Run`].
+    #[cfg(feature = "schedules")]
+    RunStatus {
+        /// The caller's clock.
+        #[serde(with = "cronslot_core::instant::text")]
+        now: Timestamp,
+    },
     /// To one of a job's schedule objects: a page of the live schedules it
     /// holds, as [`Schedules::list_schedules`](cronslot_core::coord::Schedules::list_schedules)
     /// reads them. Answered with [`Answer::Page`].
@@ -369,6 +405,12 @@ impl Op {
             Op::ReadSchedule => "read_schedule",
             #[cfg(feature = "schedules")]
             Op::ListSchedules { .. } => "list_schedules",
+            #[cfg(feature = "schedules")]
+            Op::ReadScheduleForClaim { .. } => "read_schedule_for_claim",
+            #[cfg(feature = "schedules")]
+            Op::EnqueueRun { .. } => "enqueue_run",
+            #[cfg(feature = "schedules")]
+            Op::RunStatus { .. } => "run_status",
         }
     }
 
@@ -452,6 +494,12 @@ pub enum Answer {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         cursor: Option<String>,
     },
+    /// To `enqueue_run`: the run, created or found.
+    #[cfg(feature = "schedules")]
+    Enqueued(Enqueued),
+    /// To `run_status`: the run, `None` when the key names none.
+    #[cfg(feature = "schedules")]
+    Run(Option<Box<RunView>>),
 }
 
 impl Answer {
@@ -476,6 +524,10 @@ impl Answer {
             Answer::Written(_) => "written",
             #[cfg(feature = "schedules")]
             Answer::Page { .. } => "page",
+            #[cfg(feature = "schedules")]
+            Answer::Enqueued(_) => "enqueued",
+            #[cfg(feature = "schedules")]
+            Answer::Run(_) => "run",
         }
     }
 }
@@ -541,6 +593,10 @@ pub enum WireError {
     /// a schedule's write was refused, and nothing was written.
     #[cfg(feature = "schedules")]
     Schedule(ScheduleRefusal),
+    /// [`RunError::Refused`](cronslot_core::coord::RunError): an enqueue
+    /// was refused, and nothing was written.
+    #[cfg(feature = "schedules")]
+    Run(RunRefusal),
 }
 
 /// A [`StoreErrorKind`] on the wire.
@@ -636,6 +692,10 @@ impl From<WireError> for CoordError {
             #[cfg(feature = "schedules")]
             WireError::Schedule(refusal) => CoordError::Store(StoreError::other(
                 cronslot_core::coord::ScheduleError::Refused(refusal).to_string(),
+            )),
+            #[cfg(feature = "schedules")]
+            WireError::Run(refusal) => CoordError::Store(StoreError::other(
+                cronslot_core::coord::RunError::Refused(refusal).to_string(),
             )),
         }
     }
@@ -797,6 +857,81 @@ mod tests {
                 Ok(answer)
             );
         }
+    }
+
+    /// The keyed runs' operations and answers on the wire: their names
+    /// are the wire's, and they round-trip.
+    #[cfg(feature = "schedules")]
+    #[test]
+    fn keyed_run_messages_round_trip_and_are_named_as_on_the_wire() {
+        use cronslot_core::coord::decide::{Enqueued, RunRefusal};
+        use cronslot_core::schedules::{RunStatus, RunView};
+        let t: Timestamp = "2026-01-05T00:00:00Z".parse().unwrap();
+        let view = RunView {
+            run: "mail/k@2026-01-05T00:00:00Z".into(),
+            status: RunStatus::Pending,
+            attempts: 0,
+            last_error: None,
+            enqueued: t,
+            at: t,
+            started: None,
+            finished: None,
+            next_attempt: Some(t),
+            fence: 0,
+            remembered_until: None,
+            payload: serde_json::value::RawValue::from_string(r#"{"a":1}"#.into()).ok(),
+        };
+        for (op, name) in [
+            (
+                Op::EnqueueRun {
+                    request: r#"{"payload":1}"#.into(),
+                    now: t,
+                },
+                "enqueue_run",
+            ),
+            (Op::RunStatus { now: t }, "run_status"),
+            (
+                Op::ReadScheduleForClaim { now: t },
+                "read_schedule_for_claim",
+            ),
+        ] {
+            let wire = serde_json::to_value(&op).unwrap();
+            assert_eq!(
+                wire.as_object().and_then(|m| m.keys().next()).unwrap(),
+                name
+            );
+            assert_eq!(op.name(), name);
+            let back: Op = serde_json::from_value(wire).unwrap();
+            assert_eq!(back, op);
+        }
+        for answer in [
+            Answer::Enqueued(Enqueued::Created(view.clone())),
+            Answer::Run(Some(Box::new(view.clone()))),
+            Answer::Run(None),
+        ] {
+            let json = serde_json::to_string(&Ok::<_, WireError>(answer.clone())).unwrap();
+            let wire: serde_json::Value = serde_json::from_str(&json).unwrap();
+            assert_eq!(
+                wire["Ok"]
+                    .as_object()
+                    .and_then(|m| m.keys().next())
+                    .unwrap(),
+                answer.name()
+            );
+            assert_eq!(
+                serde_json::from_str::<ObjectReply>(&json).unwrap(),
+                Ok(answer)
+            );
+        }
+        let refusal = WireError::Run(RunRefusal::Differs {
+            fields: vec!["payload".into()],
+            existing: Box::new(view),
+        });
+        let json = serde_json::to_string(&refusal).unwrap();
+        assert_eq!(serde_json::from_str::<WireError>(&json).unwrap(), refusal);
+        // An object of a version without these operations refuses them as
+        // a request it cannot read (not a guess at what they mean).
+        assert!(serde_json::from_str::<Op>(r#"{"enqueue_run_v2":{}}"#).is_err());
     }
 
     #[test]

@@ -248,13 +248,14 @@ impl AnyStore {
     }
 
     /// Whether [`AnyStore::sweep_expired`] deletes anything on this store
-    /// (PostgreSQL: the others expire entries themselves, or keep them).
+    /// (PostgreSQL and SQLite: Redis and DynamoDB expire entries
+    /// themselves).
     pub fn sweeps(&self) -> bool {
         with_store!(self, s => s.sweeps())
     }
 
     /// Deletes expired effect ledger entries: at most `max_batches`
-    /// statements of `batch` rows; answers how many.
+    /// batches of `batch` rows; answers how many.
     pub async fn sweep_expired(
         &self,
         now: Timestamp,
@@ -353,6 +354,28 @@ impl EffectLedger for AnyStore {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A SQLite store opened by URL sweeps its ledger through the one
+    /// dispatch a runner calls.
+    #[cfg(feature = "sqlite")]
+    #[test]
+    fn a_sqlite_store_sweeps_through_the_dispatch() {
+        use cronslot_core::coord::EffectLedger;
+        use cronslot_core::coord::exec::block_on;
+        let dir =
+            std::env::temp_dir().join(format!("cronslot-stores-sweep-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let url = StoreUrl::parse(&format!("sqlite:{}", dir.join("c.db").display())).unwrap();
+        let store = block_on(url.open(OpenOptions::default())).unwrap();
+        assert!(store.sweeps());
+        let t: Timestamp = "2030-01-01T00:00:00Z".parse().unwrap();
+        let hold = std::time::Duration::from_secs(60);
+        block_on(store.begin_effect("j@s/e", "w", 1, t, hold)).unwrap();
+        let later = t.checked_add(jiff::SignedDuration::from_secs(61)).unwrap();
+        assert_eq!(block_on(store.sweep_expired(later, 10, 10)).unwrap(), 1);
+        assert_eq!(block_on(store.read_effect("j@s/e")).unwrap(), None);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 
     #[test]
     fn parses_by_scheme_and_says_what_it_expects() {

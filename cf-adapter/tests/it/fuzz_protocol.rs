@@ -19,6 +19,11 @@
 //! - A job object's alarm follows its record's wake: after any request,
 //!   the alarm was set to the new wake (or deleted) exactly when the
 //!   record's wake changed.
+//! - A dynamic job's keyed runs on a schedule object: sequences of
+//!   `enqueue_run` (valid, odd and arbitrary bodies), `run_status` and
+//!   `read_schedule_for_claim` at any instant get an answer of their kind
+//!   or an error, never a panic; an enqueue of the same request again
+//!   names the same run.
 //! - The wire types round-trip through JSON.
 //! - `spec_text::decode_spec` on arbitrary text and mutated encoded specs:
 //!   no panic; an accepted spec re-encodes to itself.
@@ -915,5 +920,105 @@ proptest! {
             }
             before = after;
         }
+    }
+}
+
+// ------------------------------------------------------------ keyed runs
+
+/// The dynamic job the keyed runs' requests name, encoded as a Worker
+/// sends it.
+fn runs_template() -> String {
+    static TEXT: OnceLock<String> = OnceLock::new();
+    TEXT.get_or_init(|| {
+        let manifest = parse_manifest(
+            "[[job]]\nname = \"runs\"\ndynamic = true\ncommand = [\"true\"]\n\
+             retry = { max_attempts = 2, backoff = \"1s\", max_backoff = \"1s\" }\n",
+            "fuzz.toml",
+        )
+        .expect("the fuzz manifest parses");
+        cronslot_cf::spec_text::encode_template(&manifest.templates[0])
+    })
+    .clone()
+}
+
+/// A keyed run's request body: valid ones (with and without a payload
+/// and an `at`, at any instant), and arbitrary JSON.
+fn run_body() -> BoxedStrategy<String> {
+    prop_oneof![
+        2 => Just("{}".to_string()),
+        2 => Just(r#"{"payload":{"order":1}}"#.to_string()),
+        2 => instant().prop_map(|t| format!(r#"{{"payload":1,"at":"{t}"}}"#)),
+        1 => Just(format!(r#"{{"payload":"{}"}}"#, "x".repeat(20_000))),
+        1 => any_json().prop_map(|v| v.to_string()),
+    ]
+    .boxed()
+}
+
+fn run_op() -> BoxedStrategy<Op> {
+    prop_oneof![
+        3 => (run_body(), instant()).prop_map(|(request, now)| Op::EnqueueRun { request, now }),
+        2 => instant().prop_map(|now| Op::RunStatus { now }),
+        2 => instant().prop_map(|now| Op::ReadScheduleForClaim { now }),
+    ]
+    .boxed()
+}
+
+fn run_request(key: &str, op: Op) -> ObjectRequest {
+    ObjectRequest {
+        job: "runs#0".to_string(),
+        spec: runs_template(),
+        op,
+        schedule: Some(cronslot_cf::protocol::ScheduleAt {
+            objects: 1,
+            key: Some(key.to_string()),
+            version: None,
+        }),
+    }
+}
+
+proptest! {
+    #![proptest_config(config(150))]
+
+    #[test]
+    fn keyed_run_requests_get_answers_of_their_kind(
+        ops in prop::collection::vec((prop::sample::select(&["k", "k.2"][..]), run_op()), 1..8),
+    ) {
+        let o = object();
+        for (key, op) in ops {
+            let body = serde_json::to_string(&run_request(key, op.clone())).expect("encodes");
+            let reply = serve(&o, &body)?;
+            match (&op, reply) {
+                (Op::EnqueueRun { request, now }, Ok(Answer::Enqueued(enqueued))) => {
+                    let prefix = format!("runs/{key}@");
+                    prop_assert!(enqueued.view().run.starts_with(&prefix), "{enqueued:?}");
+                    // The same request again names the same run.
+                    let again = serde_json::to_string(&run_request(key, Op::EnqueueRun {
+                        request: request.clone(),
+                        now: *now,
+                    })).expect("encodes");
+                    match serve(&o, &again)? {
+                        Ok(Answer::Enqueued(e)) => {
+                            prop_assert!(
+                                matches!(e, cronslot_core::coord::decide::Enqueued::Existing(_)),
+                                "{e:?}"
+                            );
+                            prop_assert_eq!(&e.view().run, &enqueued.view().run);
+                        }
+                        other => prop_assert!(false, "enqueued again: {other:?}"),
+                    }
+                }
+                (Op::RunStatus { .. }, Ok(Answer::Run(_)))
+                | (Op::ReadScheduleForClaim { .. }, Ok(Answer::Record(_)))
+                | (_, Err(_)) => {}
+                (op, Ok(answer)) => prop_assert!(false, "{} answered {}", op.name(), answer.name()),
+            }
+        }
+    }
+
+    #[test]
+    fn keyed_run_requests_round_trip_through_json(key in "[a-z]{1,8}", op in run_op()) {
+        let r = run_request(&key, op);
+        let text = serde_json::to_string(&r).expect("encodes");
+        prop_assert_eq!(serde_json::from_str::<ObjectRequest>(&text).ok(), Some(r));
     }
 }

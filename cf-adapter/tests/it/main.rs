@@ -4,6 +4,7 @@
 //! `cargo test -p cronslot-cf --test it -- object_native::`.
 
 mod fuzz_protocol;
+mod ledger_native;
 mod object_native;
 mod run_native;
 mod tick_native;

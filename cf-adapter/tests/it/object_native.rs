@@ -112,6 +112,26 @@ mod schedules_in_three_objects {
     cronslot_core::schedules_suite!(client().with_schedule_objects(3), block_on, "cfs3");
 }
 
+/// The keyed runs part of the suite, each key's run in the object its key
+/// names among the default 16, in one object, and among 3.
+mod runs {
+    use super::*;
+
+    cronslot_core::runs_suite!(client(), block_on, "cfr");
+}
+
+mod runs_in_one_object {
+    use super::*;
+
+    cronslot_core::runs_suite!(client().with_schedule_objects(1), block_on, "cfr1");
+}
+
+mod runs_in_three_objects {
+    use super::*;
+
+    cronslot_core::runs_suite!(client().with_schedule_objects(3), block_on, "cfr3");
+}
+
 fn dynamic_job(name: &str) -> cronslot_core::manifest::JobTemplate {
     cronslot_core::manifest::parse_manifest(
         &format!("[[job]]\nname = \"{name}\"\ndynamic = true\ncommand = [\"true\"]\n"),
@@ -208,4 +228,137 @@ fn one_alarm_sends_the_wakes_of_all_the_objects_schedules() {
         panic!("the reminder sends them again");
     };
     assert_eq!(again, sent);
+}
+
+/// Counts the requests a client sends, each to the objects.
+#[derive(Clone, Default)]
+struct Counted(Objects, Rc<std::cell::Cell<u32>>);
+
+impl Transport for Counted {
+    async fn call(&self, job: &str, body: String) -> Result<String, StoreError> {
+        self.1.set(self.1.get() + 1);
+        self.0.call(job, body).await
+    }
+}
+
+/// A keyed run costs one request per enqueue and per status read; once it
+/// has ended its record's wake, in its object's wake table and alarm, is
+/// the key's forget time; the tick's read of it then (the read for a claim)
+/// deletes the record and its wake, so the object's alarm has nothing left
+/// to send.
+#[test]
+fn a_keyed_run_wakes_its_object_when_its_key_is_forgotten() {
+    use cronslot_cf::AlarmStep;
+    use cronslot_cf::protocol::Woken;
+    use cronslot_core::coord::decide::Enqueued;
+    use cronslot_core::coord::{Claim, Coordinator, Runs, Schedules, StateStore, Trigger};
+    use cronslot_core::schedules::{RunRequest, RunStatus, ScheduleKey};
+    use jiff::{SignedDuration, Timestamp};
+
+    let counted = Counted::default();
+    let c = ObjectClient::new(counted.clone()).with_schedule_objects(1);
+    let template = dynamic_job("mail");
+    let key = ScheduleKey::new("order-7").unwrap();
+    let request = RunRequest::from_json(r#"{"payload":{"to":"a@b.c"}}"#).unwrap();
+    let t0: Timestamp = "2026-03-01T08:00:30Z".parse().unwrap();
+    let sent = |f: &dyn Fn()| {
+        let before = counted.1.get();
+        f();
+        counted.1.get() - before
+    };
+
+    assert_eq!(
+        sent(&|| {
+            let e = block_on(c.enqueue_run(&template, &key, &request, t0)).unwrap();
+            assert!(matches!(e, Enqueued::Created(_)), "{e:?}");
+        }),
+        1,
+        "one request per enqueue"
+    );
+    assert_eq!(
+        sent(&|| {
+            let e = block_on(c.enqueue_run(&template, &key, &request, t0)).unwrap();
+            assert!(matches!(e, Enqueued::Existing(_)), "{e:?}");
+        }),
+        1,
+        "one request per enqueue of a key that names the run"
+    );
+    assert_eq!(
+        sent(&|| {
+            let view = block_on(c.run_status(&template, &key, t0))
+                .unwrap()
+                .unwrap();
+            assert_eq!(view.status, RunStatus::Pending);
+        }),
+        1,
+        "one request per status read"
+    );
+    let object = counted.0.object("mail#0");
+    let slot: Timestamp = "2026-03-01T08:00:00Z".parse().unwrap();
+    assert_eq!(
+        object.store().wake().unwrap(),
+        Some(Woken {
+            job: "mail/order-7".into(),
+            at: slot
+        }),
+        "a waiting run wakes its object at its slot"
+    );
+
+    let spec = block_on(c.schedule_for_claim(&template, &key, t0))
+        .unwrap()
+        .expect("a keyed run is a one-off schedule");
+    let Claim::Claimed(lease) = block_on(c.claim(&spec, t0, Trigger::Tick, "w")).unwrap() else {
+        panic!("the run is due");
+    };
+    let done = t0.checked_add(SignedDuration::from_secs(5)).unwrap();
+    block_on(c.complete(&spec, lease.fence, None, done)).unwrap();
+    let view = block_on(c.run_status(&template, &key, done))
+        .unwrap()
+        .unwrap();
+    assert_eq!(view.status, RunStatus::Succeeded);
+    let forget = done
+        .checked_add(SignedDuration::from_hours(30 * 24))
+        .unwrap();
+    assert_eq!(view.remembered_until, Some(forget));
+    assert_eq!(
+        object.store().wake().unwrap(),
+        Some(Woken {
+            job: "mail/order-7".into(),
+            at: forget
+        }),
+        "the object wakes when the key is forgotten"
+    );
+    let before = forget.checked_sub(SignedDuration::from_secs(60)).unwrap();
+    assert_eq!(object.alarm_start(before).unwrap(), AlarmStep::Rearmed);
+    let AlarmStep::Send(woken) = object.alarm_start(forget).unwrap() else {
+        panic!("the forget time has come");
+    };
+    assert_eq!(woken.len(), 1);
+    assert_eq!(woken[0].at, forget);
+
+    // A read for a claim a minute early keeps it; at the forget time it
+    // deletes the record and its wake, in that one request.
+    assert!(
+        block_on(c.schedule_for_claim(&template, &key, before))
+            .unwrap()
+            .is_some()
+    );
+    assert_eq!(
+        sent(&|| {
+            assert_eq!(
+                block_on(c.schedule_for_claim(&template, &key, forget)),
+                Ok(None)
+            );
+        }),
+        1,
+        "the read for the claim forgets the key in one request"
+    );
+    assert_eq!(
+        block_on(object.store().get("mail/order-7")).unwrap(),
+        None,
+        "the record is deleted"
+    );
+    assert_eq!(object.store().wake().unwrap(), None, "and its wake");
+    assert_eq!(object.alarm_start(forget).unwrap(), AlarmStep::Nothing);
+    assert_eq!(block_on(c.run_status(&template, &key, forget)), Ok(None));
 }

@@ -40,8 +40,8 @@ pub use state::{
 #[cfg(feature = "schedules")]
 pub use state::{KeyedRun, PinnedVersion, ScheduleData};
 pub use store::{
-    EffectBegin, EffectFinish, EffectLedger, EffectRecord, EffectState, LocationError, PutResult,
-    StateStore, StoreError, StoreErrorKind, TickIndex, TickStart, Version, Versioned, decide_begin,
-    decide_finish, prefix_end, repair_wake,
+    DEFAULT_EFFECT_RETENTION, EffectBegin, EffectFinish, EffectLedger, EffectRecord, EffectState,
+    LocationError, PutResult, StateStore, StoreError, StoreErrorKind, TickIndex, TickStart,
+    Version, Versioned, decide_begin, decide_finish, prefix_end, repair_wake,
 };
 pub use watched::{RecordWatcher, Watched};

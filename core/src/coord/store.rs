@@ -418,6 +418,31 @@ pub enum EffectState {
     },
 }
 
+/// How long a done effect is kept before a store may delete its entry (a
+/// sweep, a TTL), unless the store is told otherwise: far longer than any
+/// retry of a slot.
+pub const DEFAULT_EFFECT_RETENTION: Duration = Duration::from_secs(30 * 24 * 3600);
+
+impl EffectRecord {
+    /// When a store may delete this entry (its sweep, its TTL), the one
+    /// rule every store keeps: a hold when it lapses (no entry then reads
+    /// as a lapsed hold to [`decide_begin`]: another run may take the
+    /// effect over either way), a done effect `retention` after it was done
+    /// (a retry of its slot later than that would do it again, so the
+    /// retention is far longer than any retry). Saturates at
+    /// [`Timestamp::MAX`].
+    pub fn sweep_at(&self, retention: Duration) -> Timestamp {
+        match &self.state {
+            EffectState::InProgress { expires_at } => *expires_at,
+            EffectState::Done { done_at, .. } => {
+                let retention =
+                    jiff::SignedDuration::try_from(retention).unwrap_or(jiff::SignedDuration::MAX);
+                done_at.checked_add(retention).unwrap_or(Timestamp::MAX)
+            }
+        }
+    }
+}
+
 /// [`EffectRecord`] as stored, with the state's fields beside the key's
 /// (`"state": "done", "result": …`): a plain struct, for the reason given at
 /// `StoredRun` (serde's `flatten` and `tag` buffer through `Content`).
@@ -640,6 +665,25 @@ mod tests {
             assert!(name < end.as_str(), "{name:?}");
         }
         assert!("job0" >= end.as_str());
+    }
+
+    #[test]
+    fn an_entry_may_go_when_its_hold_lapses_or_its_retention_after_done() {
+        let t: Timestamp = "2026-03-08T07:00:00.5Z".parse().expect("valid");
+        let mut record = EffectRecord {
+            key: "k".into(),
+            owner: "w".into(),
+            fence: 1,
+            state: EffectState::InProgress { expires_at: t },
+        };
+        assert_eq!(record.sweep_at(DEFAULT_EFFECT_RETENTION), t);
+        record.state = EffectState::Done {
+            result: "r".into(),
+            done_at: t,
+        };
+        let thirty_days: Timestamp = "2026-04-07T07:00:00.5Z".parse().expect("valid");
+        assert_eq!(record.sweep_at(DEFAULT_EFFECT_RETENTION), thirty_days);
+        assert_eq!(record.sweep_at(Duration::MAX), Timestamp::MAX, "saturates");
     }
 
     #[test]

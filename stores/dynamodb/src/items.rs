@@ -15,8 +15,7 @@ use std::time::Duration;
 
 use aws_sdk_dynamodb::types::AttributeValue;
 use cronslot_core::coord::{
-    EffectRecord, EffectState, JobState, StoreError, StoreErrorKind, Version, Versioned,
-    decode_state,
+    EffectRecord, JobState, StoreError, StoreErrorKind, Version, Versioned, decode_state,
 };
 use jiff::Timestamp;
 
@@ -271,24 +270,14 @@ pub(crate) fn effect_item(
     ])
 }
 
-/// When DynamoDB may delete an effect item (epoch seconds): a hold when it
-/// lapses (a deleted hold reads as "no entry", which `decide_begin` treats
-/// like a lapsed one), a done entry after the retention period, long after
-/// any retry of its slot.
+/// When DynamoDB may delete an effect item (epoch seconds, rounded up: it
+/// deletes at or after the time): the one rule of every store,
+/// [`EffectRecord::sweep_at`] (a hold when it lapses, a done entry after
+/// the retention period, long after any retry of its slot).
 pub(crate) fn effect_ttl(record: &EffectRecord, retention: Duration) -> i64 {
-    match &record.state {
-        EffectState::InProgress { expires_at } => {
-            let secs = expires_at.as_second();
-            if expires_at.subsec_nanosecond() > 0 {
-                secs.saturating_add(1)
-            } else {
-                secs
-            }
-        }
-        EffectState::Done { done_at, .. } => done_at
-            .as_second()
-            .saturating_add(i64::try_from(retention.as_secs()).unwrap_or(i64::MAX)),
-    }
+    let at = record.sweep_at(retention);
+    at.as_second()
+        .saturating_add(i64::from(at.subsec_nanosecond() > 0))
 }
 
 /// The size DynamoDB counts for an item: attribute names plus values
@@ -357,7 +346,7 @@ mod tests {
             result: "r".into(),
             done_at: at,
         };
-        assert_eq!(effect_ttl(&record, Duration::from_secs(10)), secs + 10);
+        assert_eq!(effect_ttl(&record, Duration::from_secs(10)), secs + 11);
     }
 
     #[test]

@@ -7,13 +7,12 @@
 //! on what beat the write. SQLite and the Durable Object decide inside one
 //! transaction instead and need no loop.
 
-use std::time::Duration;
-
 use cronslot_core::coord::{EffectRecord, StoreError, StoreErrorKind};
 
 /// How long a done effect is kept before a sweep (or a TTL) may delete it,
-/// unless the store is told otherwise: far longer than any retry of a slot.
-pub const DEFAULT_EFFECT_RETENTION: Duration = Duration::from_secs(30 * 24 * 3600);
+/// unless the store is told otherwise: the core's, where the rule of when
+/// an entry may go is written ([`EffectRecord::sweep_at`]).
+pub use cronslot_core::coord::DEFAULT_EFFECT_RETENTION;
 
 /// How many times the read-decide-write is redone after losing a race
 /// before the store reports itself unavailable.
@@ -127,6 +126,8 @@ pub async fn settle_effect<E: EffectEntry, D: Clone>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
+
     use cronslot_core::coord::exec::block_on;
     use cronslot_core::coord::{EffectBegin, decide_begin};
     use jiff::Timestamp;

@@ -100,9 +100,9 @@ pub trait UrlStore:
     }
 
     /// Deletes expired effect ledger entries, at most `max_batches` batches
-    /// of `batch`, for a store that does not expire them itself; answers
-    /// how many it deleted. Stores that expire entries themselves (Redis,
-    /// DynamoDB's TTL) or keep them (SQLite) delete nothing.
+    /// of `batch`, for a store that does not expire them itself
+    /// (PostgreSQL, SQLite); answers how many it deleted. Stores that
+    /// expire entries themselves (Redis, DynamoDB's TTL) delete nothing.
     async fn sweep_expired(
         &self,
         now: Timestamp,

@@ -66,7 +66,7 @@ use schema::init_schema;
 
 /// The layout of the tables, as recorded in `schema_meta`. A file with a
 /// higher number was written by a newer cronslot and is refused.
-pub const STORE_SCHEMA_VERSION: i64 = 2;
+pub const STORE_SCHEMA_VERSION: i64 = 3;
 
 /// How long an operation waits for another connection's write lock before
 /// it reports the store unavailable. Transactions hold the lock for
@@ -200,8 +200,9 @@ impl SqliteStore {
 
     /// How many SQL statements that read or write data this store (and its
     /// clones) have run: one per read, one per conditional write (two when
-    /// it conflicts), one per tick start or end. Transaction control is
-    /// not counted.
+    /// it conflicts), one per tick start or end, and those of a sweep of
+    /// the effect ledger ([`SqliteStore::sweep_expired`]). Transaction
+    /// control is not counted.
     pub fn statements(&self) -> u64 {
         self.inner.statements.load(Ordering::Relaxed)
     }

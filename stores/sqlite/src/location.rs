@@ -104,4 +104,19 @@ impl UrlStore for SqliteStore {
         }
         SqliteStore::open(path)
     }
+
+    /// The effect ledger's entries whose time is up, deleted in bounded
+    /// batches ([`SqliteStore::sweep_expired`]).
+    async fn sweep_expired(
+        &self,
+        now: Timestamp,
+        batch: u32,
+        max_batches: u32,
+    ) -> Result<u64, StoreError> {
+        SqliteStore::sweep_expired(self, now, batch, max_batches).await
+    }
+
+    fn sweeps(&self) -> bool {
+        true
+    }
 }

@@ -1,7 +1,8 @@
 //! The tables: their layout by schema version, creating them in a new
-//! file, checking an existing file's version, and the migration from
-//! schema 1 (the wake index and the records it must repair). Apart
-//! because only opening a store runs it.
+//! file, checking an existing file's version, and the migrations from
+//! schema 1 (the wake index and the records it must repair) and 2 (the
+//! effect ledger's sweep time). Apart because only opening a store runs
+//! it.
 
 use super::*;
 
@@ -40,6 +41,19 @@ CREATE TABLE tick_mark (
     mark INTEGER NOT NULL,
     updated_at TEXT NOT NULL
 ) STRICT;
+";
+
+/// Version 3: each effect ledger entry's sweep time (Unix nanoseconds,
+/// [`EffectRecord::sweep_at`]: a hold when it lapses, a done effect its
+/// retention after it was done), indexed, so that a sweep deletes what is
+/// due in bounded batches without reading the table
+/// ([`SqliteStore::sweep_expired`]). Entries written before have none
+/// (NULL): the sweep gives them theirs from their record, a bounded batch
+/// at a time, so the migration itself costs only the index, however many
+/// entries an old store holds (it never deleted any).
+const SCHEMA_V3: &str = "
+ALTER TABLE effects ADD COLUMN sweep_at INTEGER;
+CREATE INDEX effects_sweep ON effects (sweep_at);
 ";
 
 /// The records a migration to schema 2 must give a wake: those whose text
@@ -111,6 +125,7 @@ pub(crate) fn init_schema(conn: &mut Connection, where_: Where<'_>) -> Result<()
         let created = "creating the tables".to_string();
         tx.execute_batch(SCHEMA_V1)
             .and_then(|()| tx.execute_batch(SCHEMA_V2))
+            .and_then(|()| tx.execute_batch(SCHEMA_V3))
             .map_err(|e| where_.error(&created, &e))?;
         let sql = format!(
             "INSERT INTO schema_meta (singleton, schema_version, created_by, created_at) \
@@ -131,13 +146,29 @@ pub(crate) fn init_schema(conn: &mut Connection, where_: Where<'_>) -> Result<()
         .map_err(|e| where_.error(&doing(), &e))?;
     match version {
         Some(Value::Integer(v)) if v == STORE_SCHEMA_VERSION => Ok(()),
-        Some(Value::Integer(1)) => {
+        Some(Value::Integer(from @ (1 | 2))) => {
             // Records written before version 2 have no wake yet: those
             // with waiting runs or live leases get one here, in the same
-            // transaction (`repair_wakes`); the others need none.
-            let migrating = "adding the wake index (store schema 1 to 2)".to_string();
-            tx.execute_batch(SCHEMA_V2)
-                .and_then(|()| repair_wakes(&tx))
+            // transaction (`repair_wakes`); the others need none. Effects
+            // written before version 3 get their sweep time from the sweep
+            // (SCHEMA_V3).
+            let migrating = format!(
+                "migrating the tables (store schema {from} to {STORE_SCHEMA_VERSION}: {})",
+                if from == 1 {
+                    "the wake index and the effects' sweep time"
+                } else {
+                    "the effects' sweep time"
+                }
+            );
+            let wakes = || -> rusqlite::Result<()> {
+                if from == 1 {
+                    tx.execute_batch(SCHEMA_V2)?;
+                    repair_wakes(&tx)?;
+                }
+                Ok(())
+            };
+            wakes()
+                .and_then(|()| tx.execute_batch(SCHEMA_V3))
                 .and_then(|()| {
                     tx.execute(
                         "UPDATE schema_meta SET schema_version = ?1 WHERE singleton = 1",

@@ -655,7 +655,7 @@ fn a_schema_1_store_is_migrated_on_open() {
         block_on(store.tick_start(t0(), 10)).unwrap().woken,
         vec!["j".to_string()]
     );
-    // Opening again finds schema 2 and changes nothing.
+    // Opening again finds the current schema and changes nothing.
     drop(store);
     let again = SqliteStore::open(&path).unwrap();
     assert_eq!(

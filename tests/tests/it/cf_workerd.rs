@@ -67,6 +67,32 @@ fn schedule_conformance_against_durable_objects_in_workerd() {
     block_on(suite::listing_pages_each_schedule_once(&c(), "cws4"));
 }
 
+/// The keyed runs part of the conformance suite against the real objects
+/// in workerd: each key's run in the object its key names among the test
+/// Worker's 4, through the object protocol's `enqueue_run`, `run_status`
+/// and `read_schedule_for_claim`.
+#[test]
+fn runs_conformance_against_durable_objects_in_workerd() {
+    use cronslot_core::conformance::runs as suite;
+    use cronslot_core::coord::exec::block_on;
+    let state = state_dir("cf-runs-conformance");
+    let wrangler = Wrangler::start(WORKER, state.path(), &[]);
+    let c = || ObjectClient::new(ViaWorker(&wrangler)).with_schedule_objects(4);
+    block_on(suite::concurrent_enqueues_of_one_key_create_one_run(
+        &c(),
+        "cwr1",
+    ));
+    block_on(suite::a_keyed_run_answers_its_status_through_its_life(
+        &c(),
+        "cwr2",
+    ));
+    block_on(suite::a_dead_keyed_run_is_redriven(&c(), "cwr3"));
+    block_on(suite::a_key_is_remembered_for_its_retention_then_forgotten(
+        &c(),
+        "cwr4",
+    ));
+}
+
 /// A dynamic job's schedules through the Worker: written, read, listed,
 /// paused and deleted with the admin routes; a schedule's slot reaches a
 /// tick through its object's alarm and runs with its key and payload; a

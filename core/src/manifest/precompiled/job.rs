@@ -12,11 +12,10 @@ use serde::{Deserialize, Serialize};
 use super::patch::PolicyPatch;
 use super::policy::{Policy, PolicyDoc};
 use super::{DurationText, Problems, Report, Text, Zones};
-use crate::manifest::duration::{format_duration, parse_duration};
+use crate::manifest::duration::format_duration;
 use crate::manifest::rules::{
     Origin, Setting, command_problems, env_name_problem, env_value_problem, header_name_problem,
-    header_value_problem, http_method, key_retention_problem, schedule, timeout_problem,
-    url_problem, window_problem,
+    header_value_problem, http_method, schedule, timeout_problem, url_problem, window_problem,
 };
 use crate::manifest::{Action, JobName, JobSpec, JobTemplate};
 use crate::schedule::Schedule;
@@ -424,7 +423,11 @@ impl TemplateDoc<'_> {
         };
         let (name, p, action) =
             parts.resolve(&place, defaults, default_timeout, zones, problems)?;
-        let key_retention = match self.key_retention.as_deref().map(parse_duration) {
+        let key_retention = match self
+            .key_retention
+            .as_deref()
+            .map(crate::manifest::duration::parse_duration)
+        {
             None => crate::manifest::defaults::KEY_RETENTION,
             Some(Ok(retention)) => retention,
             Some(Err(e)) => {
@@ -432,7 +435,7 @@ impl TemplateDoc<'_> {
                 return None;
             }
         };
-        if let Some(problem) = key_retention_problem(key_retention) {
+        if let Some(problem) = crate::manifest::rules::key_retention_problem(key_retention) {
             problems.push(place, problem);
             return None;
         }

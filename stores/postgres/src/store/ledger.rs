@@ -205,7 +205,7 @@ async fn write_effect(
             doing()
         ))
     })?;
-    let sweep_at = PgTime(sweep_time(record, retention));
+    let sweep_at = PgTime(record.sweep_at(retention));
     let key = record.key.as_str();
     let rows = match rev {
         None => {
@@ -239,18 +239,6 @@ async fn write_effect(
         }
     };
     Ok(!rows.is_empty())
-}
-
-/// When a sweep may delete a ledger entry: a hold when it lapses, a done
-/// effect `retention` after it was done.
-fn sweep_time(record: &EffectRecord, retention: Duration) -> Timestamp {
-    match &record.state {
-        EffectState::InProgress { expires_at } => *expires_at,
-        EffectState::Done { done_at, .. } => {
-            let retention = SignedDuration::try_from(retention).unwrap_or(SignedDuration::MAX);
-            done_at.checked_add(retention).unwrap_or(Timestamp::MAX)
-        }
-    }
 }
 
 impl EffectLedger for PgStore {

@@ -4,3 +4,4 @@
 //! ignored `child_process_entry` test as the child.
 
 mod conformance;
+mod sweep;
