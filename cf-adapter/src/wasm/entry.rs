@@ -493,6 +493,18 @@ impl admin::AdminHost for WorkerHost<'_> {
     ) -> Result<JobSpec, admin::Reply> {
         admin::schedule_job_spec(&*self.client, manifest, job, key).await
     }
+
+    /// The keyed runs of the manifest's dynamic jobs, each in the object
+    /// its key names; the next tick (within a minute) starts a run due now.
+    #[cfg(feature = "schedules")]
+    async fn run_route(
+        &self,
+        route: &admin::AdminRoute,
+        manifest: &Manifest,
+        now: Timestamp,
+    ) -> admin::Reply {
+        admin::execute_run(route, manifest, &*self.client, now).await
+    }
 }
 
 /// The body of a `PUT` (a schedule's spec), at most

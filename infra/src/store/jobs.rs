@@ -19,7 +19,7 @@ use super::{StoreTarget, store_failure, wait};
 use crate::exit::Failure;
 
 /// How often a long-running `cronslot run` sweeps an effect ledger that
-/// the store does not expire itself (PostgreSQL's), and how much one sweep
+/// the store does not expire itself (PostgreSQL's and SQLite's), and how much one sweep
 /// may delete (in statements of [`SWEEP_BATCH`] rows): bounded work, so a
 /// sweep never holds the database for long, and entries expire at a rate
 /// far above any job's.

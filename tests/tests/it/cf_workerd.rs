@@ -209,6 +209,39 @@ fn schedules_through_the_workers_routes_and_ticks() {
     assert_eq!(two["status"]["runs"], 0, "{text}");
     let (code, _, _) = call("GET", "/cronslot/schedules/tenant/t-3", "");
     assert_eq!(code, 404);
+
+    // A keyed run through the Worker's routes: 202 with its id and
+    // Location, the same request 200 with the same run, another payload
+    // 409; its object's alarm wakes it at once, and the next tick runs it.
+    let body = r#"{"payload": {"tenant":"r-1"}}"#;
+    let (code, run, text) = call("PUT", "/cronslot/runs/tenant/r-1", body);
+    assert_eq!((code, &run["created"]), (202, &Value::from(true)), "{text}");
+    let id = run["run"].as_str().unwrap().to_string();
+    assert!(id.starts_with("tenant/r-1@"), "{text}");
+    let (code, again, text) = call("PUT", "/cronslot/runs/tenant/r-1", body);
+    assert_eq!(
+        (code, again["run"].as_str(), &again["created"]),
+        (200, Some(id.as_str()), &Value::from(false)),
+        "{text}"
+    );
+    let (code, refused, text) = call("PUT", "/cronslot/runs/tenant/r-1", r#"{"payload": 2}"#);
+    assert_eq!(
+        (code, &refused["error"]),
+        (409, &Value::from("differs")),
+        "{text}"
+    );
+    let now = jiff::Timestamp::now().as_millisecond() + 1_000;
+    wait_woken(&w, "tenant/r-1", now);
+    assert_eq!(w.fire("* * * * *", now).0, 200);
+    let (code, done, text) = call("GET", "/cronslot/runs/tenant/r-1", "");
+    assert_eq!(
+        (code, done["status"].as_str(), done["attempts"].as_u64()),
+        (200, Some("succeeded"), Some(1)),
+        "{text}\n{}",
+        w.log_text()
+    );
+    let (code, _, text) = call("GET", "/cronslot/runs/tenant/r-2", "");
+    assert_eq!(code, 404, "{text}");
 }
 
 /// A ten-minute boundary 10 to 20 minutes ago, in ms since the epoch: a
