@@ -99,8 +99,10 @@ pub(super) fn timeout_problem(timeout: Duration) -> Option<String> {
     )
 }
 
-/// Why `bound` cannot be a `stale_after`, if it cannot.
-/// `key_retention`, at least [`MIN_KEY_RETENTION`](super::MIN_KEY_RETENTION).
+/// Why `retention` cannot be a dynamic job's `key_retention` (read from
+/// TOML or from the precompiled form), if it cannot: it is at least
+/// [`MIN_KEY_RETENTION`](super::MIN_KEY_RETENTION).
+#[cfg(any(feature = "toml", feature = "schedules"))]
 pub(super) fn key_retention_problem(retention: Duration) -> Option<String> {
     (retention < super::MIN_KEY_RETENTION).then(|| {
         format!(
@@ -111,6 +113,7 @@ pub(super) fn key_retention_problem(retention: Duration) -> Option<String> {
     })
 }
 
+/// Why `bound` cannot be a `stale_after`, if it cannot.
 pub(super) fn stale_after_problem(bound: Duration) -> Option<String> {
     positive(
         "stale_after",

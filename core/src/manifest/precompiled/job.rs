@@ -12,11 +12,14 @@ use serde::{Deserialize, Serialize};
 use super::patch::PolicyPatch;
 use super::policy::{Policy, PolicyDoc};
 use super::{DurationText, Problems, Report, Text, Zones};
-use crate::manifest::duration::{format_duration, parse_duration};
+use crate::manifest::duration::format_duration;
+#[cfg(feature = "schedules")]
+use crate::manifest::duration::parse_duration;
+#[cfg(feature = "schedules")]
+use crate::manifest::rules::key_retention_problem;
 use crate::manifest::rules::{
     Origin, Setting, command_problems, env_name_problem, env_value_problem, header_name_problem,
-    header_value_problem, http_method, key_retention_problem, schedule, timeout_problem,
-    url_problem, window_problem,
+    header_value_problem, http_method, schedule, timeout_problem, url_problem, window_problem,
 };
 use crate::manifest::{Action, JobName, JobSpec, JobTemplate};
 use crate::schedule::Schedule;
