@@ -606,6 +606,13 @@ fn the_dashboard_lists_a_dynamic_jobs_keyed_runs_and_redrives_a_dead_one() {
         "return location.hash === '#/schedules/order-mail' && \
          document.querySelector('.tabs a[aria-current]').textContent === 'Schedules'",
     );
+
+    // A refused listing says why: `report` has no keyed runs.
+    browser.execute("location.hash = '#/runs/report'", json!([]));
+    browser.wait_until(
+        "the route's refusal",
+        "return document.getElementById('notice').textContent.includes('is not dynamic')",
+    );
     drop(browser);
     stop(child);
 }

@@ -43,6 +43,14 @@
     return { status: r.status, body };
   }
 
+  // A document a view reads; an error's message when the route refuses
+  // (a host that serves no keyed runs, a job gone from the manifest).
+  async function read(path) {
+    const { status, body } = await api("GET", path);
+    if (status >= 300) throw new Error(body.message || "GET " + path + ": HTTP " + status);
+    return body;
+  }
+
   // Time.
   const ms = (t) => (t ? Date.parse(t) : NaN);
   function ago(t, now) {
@@ -178,7 +186,7 @@
   const labelsOf = (spec) => Object.entries(spec.labels || {}).map(([k, v]) => k + "=" + v).join(", ");
 
   async function schedulesView(job, q) {
-    const { body: page } = await api("GET", "/schedules/" + encodeURIComponent(job) + "?" + params(q, ["prefix", "label", "cursor"], { limit: PAGE }));
+    const page = await read("/schedules/" + encodeURIComponent(job) + "?" + params(q, ["prefix", "label", "cursor"], { limit: PAGE }));
     const now = ms(page.now);
     const prefix = el("input", { name: "prefix", placeholder: "key prefix", value: q.prefix || "", size: 16 });
     const label = el("input", { name: "label", placeholder: "label NAME:VALUE", value: q.label || "", size: 18 });
@@ -207,7 +215,7 @@
   // shows the page read newest first.
   const STATUSES = ["pending", "running", "retrying", "succeeded", "dead"];
   async function runsView(job, q) {
-    const { body: page } = await api("GET", "/runs/" + encodeURIComponent(job) + "?" + params(q, ["prefix", "status", "cursor"], { limit: PAGE }));
+    const page = await read("/runs/" + encodeURIComponent(job) + "?" + params(q, ["prefix", "status", "cursor"], { limit: PAGE }));
     const now = ms(page.now);
     const recent = q.order === "recent";
     const prefix = el("input", { name: "prefix", placeholder: "key prefix", value: q.prefix || "", size: 16 });
