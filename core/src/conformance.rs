@@ -65,6 +65,7 @@ pub use overlap::{overlap_allow, overlap_forbid, overlap_replace};
 pub use runs::{
     a_dead_keyed_run_is_redriven, a_key_is_remembered_for_its_retention_then_forgotten,
     a_keyed_run_answers_its_status_through_its_life, concurrent_enqueues_of_one_key_create_one_run,
+    keyed_runs_are_listed_in_key_order_with_status,
     two_keys_in_one_minute_keep_their_effects_apart,
 };
 pub use schedules::{

@@ -140,10 +140,12 @@ pub enum Command {
     /// days after the run ends unless the job says longer), answers the run
     /// it names and never makes a second one; another payload is refused.
     /// `get JOB KEY` shows the run's status (pending, running, retrying,
-    /// succeeded, dead), attempts, last error, instants and fence. The same
-    /// operations as the admin routes PUT and GET /cronslot/runs/JOB/KEY;
-    /// --format json prints their documents. Exits 0 when enqueued (or
-    /// already there) or read, 1 when it could not be done (another
+    /// succeeded, dead), attempts, last error, instants and fence. `ls JOB`
+    /// lists a page of the job's runs in key order (--prefix, --status,
+    /// --limit, --cursor). The same operations as the admin routes PUT and
+    /// GET /cronslot/runs/JOB/KEY and GET /cronslot/runs/JOB; --format json
+    /// prints their documents. Exits 0 when enqueued (or already there),
+    /// read or listed, 1 when it could not be done (another
     /// payload under the key, no such run, the store failed), 2 on bad input.
     Runs(RunsArgs),
     /// Run the current slot of a job now, once (even if it is late).

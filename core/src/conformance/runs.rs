@@ -5,7 +5,8 @@
 use crate::coord::decide::{Enqueued, RunRefusal};
 use crate::coord::exec::join_all;
 use crate::coord::{
-    Claim, Coordinator, FailOutcome, JobContext, Operator, RunError, Runs, Schedules, Trigger,
+    Claim, Coordinator, FailOutcome, JobContext, Operator, RunError, RunPage, RunQuery, Runs,
+    Schedules, Trigger,
 };
 use crate::manifest::{JobTemplate, parse_manifest};
 use crate::schedules::{RunRequest, RunStatus, ScheduleKey};
@@ -23,6 +24,7 @@ macro_rules! run_tests {
             a_dead_keyed_run_is_redriven,
             a_key_is_remembered_for_its_retention_then_forgotten,
             two_keys_in_one_minute_keep_their_effects_apart,
+            keyed_runs_are_listed_in_key_order_with_status,
         }
     };
 }
@@ -331,6 +333,126 @@ pub async fn a_key_is_remembered_for_its_retention_then_forgotten<
         }
         other => panic!("a forgotten key names a new run: {other:?}"),
     }
+}
+
+/// A listing of a job's keyed runs: in key order, each as its status read
+/// answers it, without the job's schedules; filtered by key prefix and by
+/// status; paged with a cursor that meets every run once; and without the
+/// runs whose key's retention has passed.
+pub async fn keyed_runs_are_listed_in_key_order_with_status<C: Runs + Schedules + Coordinator>(
+    c: &C,
+    ns: &str,
+) {
+    let t = template(ns);
+    for k in ["order-03", "order-01", "mail-1", "order-02", "order-04"] {
+        c.enqueue_run(&t, &key(k), &request(r#"{"payload":1}"#), at(0))
+            .await
+            .expect("enqueues");
+    }
+    // A schedule of the job shares the keys' range, and is no run.
+    let schedule = crate::schedules::ScheduleSpec::from_json(r#"{"cron":"0 9 * * *"}"#).unwrap();
+    c.put_schedule(
+        &t,
+        &key("order-00"),
+        schedule,
+        crate::coord::decide::Precondition::None,
+        at(0),
+    )
+    .await
+    .expect("writes the schedule");
+    // order-02 goes dead (a permanent error), order-03 succeeds.
+    for (k, dies) in [("order-02", true), ("order-03", false)] {
+        let spec = c
+            .schedule_for_claim(&t, &key(k), at(10))
+            .await
+            .unwrap()
+            .unwrap();
+        let lease = match c.claim(&spec, at(10), Trigger::Tick, "w").await {
+            Ok(Claim::Claimed(lease)) => lease,
+            other => panic!("{k} is due: {other:?}"),
+        };
+        if dies {
+            let outcome = c
+                .fail(&spec, lease.fence, "card declined", true, at(20))
+                .await
+                .expect("records");
+            assert_eq!(outcome, FailOutcome::Dead);
+        } else {
+            c.complete(&spec, lease.fence, None, at(20))
+                .await
+                .expect("completes");
+        }
+    }
+    let template = &t;
+    let list =
+        |query: RunQuery, now: i64| async move { c.list_runs(template, &query, at(now)).await };
+    let keys = |page: &RunPage| page.runs.iter().map(|r| r.key.clone()).collect::<Vec<_>>();
+
+    let all = list(RunQuery::default(), 30).await.expect("lists");
+    assert_eq!(
+        keys(&all),
+        ["mail-1", "order-01", "order-02", "order-03", "order-04"],
+        "every run in key order, and not the schedule: {all:?}"
+    );
+    assert_eq!(all.cursor, None);
+    for view in &all.runs {
+        let read = c.run_status(&t, &key(&view.key), at(30)).await.unwrap();
+        assert_eq!(read.as_ref(), Some(view), "a listed run is its status read");
+    }
+    let status: Vec<RunStatus> = all.runs.iter().map(|r| r.status).collect();
+    assert_eq!(
+        status,
+        [
+            RunStatus::Pending,
+            RunStatus::Pending,
+            RunStatus::Dead,
+            RunStatus::Succeeded,
+            RunStatus::Pending
+        ]
+    );
+    assert_eq!(all.runs[2].last_error.as_deref(), Some("card declined"));
+
+    let prefixed = RunQuery {
+        prefix: "order-".to_string(),
+        ..RunQuery::default()
+    };
+    let orders = list(prefixed.clone(), 30).await.expect("lists");
+    assert_eq!(
+        keys(&orders),
+        ["order-01", "order-02", "order-03", "order-04"]
+    );
+    let dead = RunQuery {
+        status: Some(RunStatus::Dead),
+        ..prefixed.clone()
+    };
+    let page = list(dead, 30).await.expect("lists");
+    assert_eq!(
+        (keys(&page), page.cursor),
+        (vec!["order-02".to_string()], None)
+    );
+
+    // Two a page: the pages, end to end, are the listing.
+    let mut paged = Vec::new();
+    let mut after = None;
+    for _ in 0..10 {
+        let query = RunQuery {
+            after: after.clone(),
+            limit: 2,
+            ..RunQuery::default()
+        };
+        let page = list(query, 30).await.expect("lists");
+        assert!(page.runs.len() <= 2, "{page:?}");
+        paged.extend(keys(&page));
+        after = page.cursor;
+        if after.is_none() {
+            break;
+        }
+    }
+    assert_eq!((paged, after), (keys(&all), None));
+
+    // Past the retention of the runs that ended, only the waiting ones.
+    let later = list(prefixed, 31 * DAY).await.expect("lists");
+    assert_eq!(keys(&later), ["order-01", "order-04"]);
 }
 
 /// Two keys' runs in the same minute are two runs to the effect ledger:

@@ -26,7 +26,7 @@ pub use location::{BareUserinfo, Secret, redact_url};
 pub use memory::{Fault, MemoryStore};
 pub use rng::{RandomSource, SplitMix64};
 #[cfg(feature = "schedules")]
-pub use runs::{RunError, Runs};
+pub use runs::{MAX_RUN_PAGE, RunError, RunPage, RunQuery, Runs};
 #[cfg(feature = "schedules")]
 pub use schedules::{
     MAX_SCHEDULE_PAGE, ScheduleError, SchedulePage, ScheduleQuery, ScheduleRecord, Schedules,

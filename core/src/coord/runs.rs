@@ -3,7 +3,8 @@
 //! [`decide::enqueue_run`] and [`decide::run_view`].
 //!
 //! An enqueue costs one read and at most one write: none when the key
-//! already names the same run. The write is the store's compare-and-set
+//! already names the same run. A listing ([`Runs::list_runs`]) pages
+//! through the job's records in key order, as a schedules' listing does. The write is the store's compare-and-set
 //! on a record that does not exist yet (or on the version read), so of
 //! any number of concurrent enqueues of one key exactly one creates the
 //! run; the others read what won and answer it (or refuse a different
@@ -17,9 +18,11 @@ use jiff::Timestamp;
 
 use super::coordinator::{CasCoordinator, CoordError};
 use super::decide::{self, Enqueued, RunRefusal};
+use super::schedules::MAX_STORE_PAGES;
+use super::state::JobState;
 use super::store::{StateStore, StoreError};
 use crate::manifest::JobTemplate;
-use crate::schedules::{RunRequest, RunView, ScheduleKey, SpecProblem, record_name};
+use crate::schedules::{RunRequest, RunStatus, RunView, ScheduleKey, SpecProblem, record_name};
 
 /// Why a keyed run's operation did not happen.
 #[derive(Debug, Clone, PartialEq)]
@@ -63,6 +66,48 @@ impl From<StoreError> for RunError {
     }
 }
 
+/// The most runs one page of a listing holds.
+pub const MAX_RUN_PAGE: usize = 1000;
+
+/// Which of a dynamic job's keyed runs a listing asks for, one page at a
+/// time.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunQuery {
+    /// Only keys that start with this (`""`: every key).
+    pub prefix: String,
+    /// Only runs with this status.
+    pub status: Option<RunStatus>,
+    /// Only keys after this one: the cursor of the page before.
+    pub after: Option<String>,
+    /// At most this many runs (1 to [`MAX_RUN_PAGE`]; more is taken as
+    /// the most).
+    pub limit: usize,
+}
+
+impl Default for RunQuery {
+    fn default() -> RunQuery {
+        RunQuery {
+            prefix: String::new(),
+            status: None,
+            after: None,
+            limit: MAX_RUN_PAGE,
+        }
+    }
+}
+
+/// A page of a listing: keyed runs in key order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunPage {
+    /// The runs of the page, as [`Runs::run_status`] answers each.
+    pub runs: Vec<RunView>,
+    /// Where the next page starts (its [`RunQuery::after`]); `None`: this
+    /// is the last. A page may hold fewer than the limit, even none, and
+    /// still have a cursor: the job's schedules share its keys' range, and
+    /// a status filter that matches few runs reads a bounded part of the
+    /// store per page.
+    pub cursor: Option<String>,
+}
+
 /// Keyed runs of dynamic jobs, enqueued and read in a store.
 pub trait Runs {
     /// Enqueues `request` as the run `key` of `template` at `now` (the
@@ -84,6 +129,21 @@ pub trait Runs {
         key: &ScheduleKey,
         now: Timestamp,
     ) -> Result<Option<RunView>, RunError>;
+
+    /// A page of the keyed runs of `template` that `query` asks for, in
+    /// key order: the job's schedules, and runs whose key's retention has
+    /// passed by `now` (the caller's clock: a listing reads no store
+    /// clock), are left out. Each of the store's pages is one consistent
+    /// read ([`StateStore::records_page`]), at most ten of them a call,
+    /// and the cursor is the last key read: paging on meets every run
+    /// that exists throughout exactly once, however many are enqueued
+    /// meanwhile.
+    async fn list_runs(
+        &self,
+        template: &JobTemplate,
+        query: &RunQuery,
+        now: Timestamp,
+    ) -> Result<RunPage, RunError>;
 }
 
 impl<S: StateStore> Runs for CasCoordinator<S> {
@@ -127,6 +187,89 @@ impl<S: StateStore> Runs for CasCoordinator<S> {
         }
         decide::run_view(&state).map(Some).map_err(spec_refused)
     }
+
+    async fn list_runs(
+        &self,
+        template: &JobTemplate,
+        query: &RunQuery,
+        now: Timestamp,
+    ) -> Result<RunPage, RunError> {
+        let limit = query.limit.clamp(1, MAX_RUN_PAGE);
+        let job_prefix = format!("{}/", template.name.as_str());
+        let prefix = format!("{job_prefix}{}", query.prefix);
+        // A page read from the store: the limit, or the most when the
+        // status filter may skip many.
+        let batch = if query.status.is_some() {
+            MAX_RUN_PAGE
+        } else {
+            limit
+        };
+        let mut after = query.after.as_ref().map(|a| format!("{job_prefix}{a}"));
+        let mut runs = Vec::new();
+        for _ in 0..MAX_STORE_PAGES {
+            let page = self
+                .store()
+                .records_page(&prefix, after.as_deref(), batch)
+                .await?;
+            let last_page = page.len() < batch;
+            for (name, record) in page {
+                after = Some(name.clone());
+                let Some(view) = listed(&name, &record.value, query, now)? else {
+                    continue;
+                };
+                runs.push(view);
+                if runs.len() == limit {
+                    return Ok(RunPage {
+                        runs,
+                        cursor: cursor(after, &job_prefix),
+                    });
+                }
+            }
+            if last_page {
+                return Ok(RunPage { runs, cursor: None });
+            }
+        }
+        Ok(RunPage {
+            runs,
+            cursor: cursor(after, &job_prefix),
+        })
+    }
+}
+
+/// The record `name` as a listing of runs shows it: `None` for a
+/// schedule, a tombstone, a run forgotten by `now`, or one the status
+/// filter leaves out. A run whose record no longer reads is an error
+/// naming the record.
+fn listed(
+    name: &str,
+    state: &JobState,
+    query: &RunQuery,
+    now: Timestamp,
+) -> Result<Option<RunView>, RunError> {
+    if state.schedule.as_ref().is_none_or(|d| d.run.is_none()) {
+        return Ok(None);
+    }
+    if decide::forget_at(state).is_some_and(|t| t <= now) {
+        return Ok(None);
+    }
+    let view = decide::run_view(state).map_err(|p| {
+        spec_refused(SpecProblem {
+            field: p.field,
+            message: format!(
+                "the keyed run's record {name:?} does not read: {}",
+                p.message
+            ),
+        })
+    })?;
+    Ok(query
+        .status
+        .is_none_or(|wanted| view.status == wanted)
+        .then_some(view))
+}
+
+/// The cursor of a page whose last record read is `after`: its key.
+fn cursor(after: Option<String>, job_prefix: &str) -> Option<String> {
+    after.and_then(|name| name.strip_prefix(job_prefix).map(str::to_string))
 }
 
 fn spec_refused(problem: SpecProblem) -> RunError {

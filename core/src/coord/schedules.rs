@@ -84,7 +84,7 @@ pub const MAX_SCHEDULE_PAGE: usize = 1000;
 /// skipping schedules its filter leaves out (and tombstones): a rare label
 /// answers a short page (or an empty one) with a cursor to go on from,
 /// rather than one call reading the whole store.
-const MAX_STORE_PAGES: usize = 10;
+pub(super) const MAX_STORE_PAGES: usize = 10;
 
 /// Which of a dynamic job's schedules a listing asks for, one page at a
 /// time.

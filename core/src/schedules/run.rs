@@ -152,6 +152,21 @@ impl RunStatus {
     pub fn ended(self) -> bool {
         matches!(self, RunStatus::Succeeded | RunStatus::Dead)
     }
+
+    /// Every status, in the order of a run's life.
+    pub const ALL: [RunStatus; 5] = [
+        RunStatus::Pending,
+        RunStatus::Running,
+        RunStatus::Retrying,
+        RunStatus::Succeeded,
+        RunStatus::Dead,
+    ];
+
+    /// The status the API's word names (`dead`), as [`as_str`](Self::as_str)
+    /// writes it; `None` for any other text.
+    pub fn parse(text: &str) -> Option<RunStatus> {
+        RunStatus::ALL.into_iter().find(|s| s.as_str() == text)
+    }
 }
 
 /// A keyed run as a client polls it: the document of `GET {p}/runs/{job}/{key}`
@@ -309,6 +324,17 @@ mod tests {
         let big = format!(r#"{{"payload": "{}"}}"#, "x".repeat(MAX_PAYLOAD_BYTES));
         assert!(problems(&big)[0].starts_with("payload: the payload is 16386 bytes"));
         assert!(problems("[1]")[0].starts_with("the body is not a run request"));
+    }
+
+    #[test]
+    fn a_status_reads_back_from_its_word() {
+        for status in RunStatus::ALL {
+            assert_eq!(RunStatus::parse(status.as_str()), Some(status));
+            let json = serde_json::to_string(&status).unwrap();
+            assert_eq!(json, format!("\"{}\"", status.as_str()));
+        }
+        assert_eq!(RunStatus::parse("Dead"), None);
+        assert_eq!(RunStatus::parse(""), None);
     }
 
     #[test]

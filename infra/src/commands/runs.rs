@@ -1,12 +1,13 @@
-//! `cronslot runs put|get`: the keyed runs of a dynamic job (a one-off
-//! run under a business key, enqueued once), enqueued and read in the
-//! store as the admin routes `PUT` and `GET {p}/runs/{job}/{key}` do: the
-//! same code (`cronslot_runtime::admin::execute_run`) runs here, so
-//! `--format json` prints the route's document.
+//! `cronslot runs put|get|ls`: the keyed runs of a dynamic job (a one-off
+//! run under a business key, enqueued once), enqueued, read and listed in
+//! the store as the admin routes `PUT` and `GET {p}/runs/{job}/{key}` and
+//! `GET {p}/runs/{job}` do: the same code
+//! (`cronslot_runtime::admin::execute_run`) runs here, so `--format json`
+//! prints the route's document.
 //!
 //! The job, the key and the request are checked before the store is
 //! opened. Exit codes: 0 the run is enqueued (created now, or the key named
-//! it already) or read; 1 it could not be done as asked (the key names a
+//! it already), read or listed; 1 it could not be done as asked (the key names a
 //! run of another payload or a schedule, no such run, the store failed);
 //! 2 bad input (a job that is not dynamic, a bad key, payload or instant).
 
@@ -15,12 +16,12 @@ use std::io::Read as _;
 
 use clap::{Args, Subcommand};
 use cronslot_core::schedules::{RunRequest, RunView};
-use cronslot_runtime::admin::{AdminRoute, DEFAULT_PREFIX};
+use cronslot_runtime::admin::{self, AdminRoute, DEFAULT_PREFIX, RunPageDoc};
 
 use super::schedule::{decode, open_dynamic, parse_key, run, template_name};
 use crate::cli::{Format, StoreArgs};
 use crate::exit::Failure;
-use crate::format::utc;
+use crate::format::{ERROR_CELL_CHARS, one_line, utc};
 
 #[derive(Debug, Args)]
 pub struct RunsArgs {
@@ -65,6 +66,31 @@ pub enum RunsAction {
         #[command(flatten)]
         store: StoreArgs,
         /// Output format: text, or json (the admin route's run document).
+        #[arg(long, value_enum, default_value = "text")]
+        format: Format,
+    },
+    /// List a page of the job's keyed runs in key order, each with its
+    /// status, attempts, last error and instants.
+    Ls {
+        /// The dynamic job.
+        #[arg(value_name = "JOB")]
+        job: String,
+        /// Only keys that start with this.
+        #[arg(long, value_name = "PREFIX")]
+        prefix: Option<String>,
+        /// Only runs with this status: pending, running, retrying,
+        /// succeeded or dead.
+        #[arg(long, value_name = "STATUS")]
+        status: Option<String>,
+        /// The most runs on the page: 1 to 1000 (default 100).
+        #[arg(long, value_name = "N")]
+        limit: Option<String>,
+        /// Start after this key: the cursor the page before printed.
+        #[arg(long, value_name = "KEY")]
+        cursor: Option<String>,
+        #[command(flatten)]
+        store: StoreArgs,
+        /// Output format: text, or json (the admin route's page document).
         #[arg(long, value_enum, default_value = "text")]
         format: Format,
     },
@@ -125,15 +151,91 @@ pub fn exec(args: RunsArgs) -> Result<(), Failure> {
             print!("{}", run_text(&doc));
             Ok(())
         }
+        RunsAction::Ls {
+            job,
+            prefix,
+            status,
+            limit,
+            cursor,
+            store,
+            format,
+        } => {
+            let query = admin::run_query(
+                prefix.as_deref(),
+                status.as_deref(),
+                cursor.as_deref(),
+                limit.as_deref(),
+            )
+            .map_err(|(flag, message)| Failure::bad_input(format!("error: --{flag}: {message}")))?;
+            let session = open(&store, &job)?;
+            let job = template_name(&session, &job)?;
+            let reply = run(&session, &AdminRoute::ListRuns { job, query })?;
+            if format == Format::Json {
+                println!("{}", reply.body);
+                return Ok(());
+            }
+            let doc: RunPageDoc = decode(&reply)?;
+            print!("{}", ls_text(&doc, &session.store));
+            Ok(())
+        }
     }
+}
+
+/// A page of runs as a table: one run a line, in key order, then how to
+/// go on.
+fn ls_text(doc: &RunPageDoc, store: &str) -> String {
+    let mut out = String::new();
+    if doc.runs.is_empty() {
+        let _ = writeln!(
+            out,
+            "no keyed runs of job {} on this page (store {store})",
+            doc.job
+        );
+    } else {
+        let width = doc
+            .runs
+            .iter()
+            .map(|r| r.key.len())
+            .max()
+            .unwrap_or(0)
+            .max("KEY".len());
+        let _ = writeln!(
+            out,
+            "{:<width$}  {:<9}  ATTEMPTS  {:<20}  {:<20}  LAST ERROR",
+            "KEY", "STATUS", "ENQUEUED", "FINISHED"
+        );
+        for r in &doc.runs {
+            let finished = r.finished.map_or_else(|| "-".to_string(), utc);
+            let _ = writeln!(
+                out,
+                "{:<width$}  {:<9}  {:>8}  {:<20}  {:<20}  {}",
+                r.key,
+                r.status.as_str(),
+                r.attempts,
+                utc(r.enqueued),
+                finished,
+                r.last_error
+                    .as_deref()
+                    .map_or_else(|| "-".to_string(), |e| one_line(e, ERROR_CELL_CHARS))
+            );
+        }
+    }
+    if let Some(cursor) = &doc.cursor {
+        let _ = writeln!(
+            out,
+            "more: cronslot runs ls {} --cursor {cursor} (with the same filters)",
+            doc.job
+        );
+    }
+    out
 }
 
 fn open(store: &StoreArgs, job: &str) -> Result<crate::store::Session, Failure> {
     open_dynamic(
         store,
         job,
-        "`cronslot runs` enqueues and reads keyed runs",
-        &format!("PUT or GET {{}}/runs/{job}/KEY"),
+        "`cronslot runs` enqueues, reads and lists keyed runs",
+        &format!("PUT or GET {{}}/runs/{job}/KEY, GET {{}}/runs/{job}"),
     )
 }
 

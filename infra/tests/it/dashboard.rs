@@ -421,3 +421,198 @@ fn the_dashboard_pages_through_a_dynamic_jobs_schedules() {
     drop(browser);
     stop(child);
 }
+
+const RUNS: &str = r#"
+[[job]]
+name = "report"
+schedule = "0 3 * * *"
+timeout = "20s"
+command = ["true"]
+
+[[job]]
+name = "order-mail"
+dynamic = true
+timeout = "20s"
+command = ["sh", "-c", "case \"$CRONSLOT_KEY\" in bad-*) echo 'card declined' >&2; exit 1;; esac"]
+"#;
+
+/// Enqueues the keyed run `key` of `order-mail` through the route.
+fn enqueue(port: u16, key: &str, body: &str) {
+    let path = format!("/cronslot/runs/order-mail/{key}");
+    let a = cronslot_tests::http::request_with(port, "PUT", &path, Some(ADMIN_TOKEN), &[], body)
+        .unwrap_or_else(|| panic!("no answer to PUT {path}"));
+    assert_eq!(a.status, 202, "{a:?}");
+}
+
+/// A dynamic job's keyed runs in the browser: beside its schedules, 50 a
+/// page in key order, each run with its status, attempts, last error and
+/// instants; the page newest first; filtered to the dead ones, and a dead
+/// run redriven from its row.
+#[test]
+fn the_dashboard_lists_a_dynamic_jobs_keyed_runs_and_redrives_a_dead_one() {
+    let dir = scratch("runs");
+    let store = due_store(&dir, RUNS);
+    with_room_in_the_minute(Duration::from_secs(40));
+    let (child, port) = serve(
+        &dir,
+        &store,
+        &[],
+        &[
+            ("CRONSLOT_ADMIN_TOKEN", ADMIN_TOKEN),
+            ("CRONSLOT_TICK_SECRET", TICK_SECRET),
+        ],
+    );
+    // Three runs succeed and one is dead (its command exits 1, a
+    // permanent error) at the tick; 52 more wait for their `at`.
+    for key in ["order-001", "order-002", "order-003", "bad-001"] {
+        enqueue(port, key, r#"{"payload":{"order":1}}"#);
+    }
+    let tick = call(port, "POST", "/cronslot/tick", Some(TICK_SECRET));
+    assert_eq!(body_json(&tick)["runs"], 4, "{tick:?}");
+    let later = r#"{"payload":{"order":4},"at":"2099-01-01T00:00:00Z"}"#;
+    enqueue(port, "order-004", later);
+    for i in 0..51 {
+        enqueue(port, &format!("wait-{i:03}"), later);
+    }
+
+    let browser = Browser::start(&dir, 1280, 900);
+    browser.goto("about:blank");
+    let blank = browser.screenshot(&dir.join("blank.png")).len();
+    browser.goto(&format!("http://127.0.0.1:{port}/cronslot/"));
+    browser.type_on("#token", ADMIN_TOKEN);
+    browser.click_on("#login button[type=submit]");
+
+    // From the jobs page to the job's keyed runs, 50 a page in key order.
+    browser.click_on("#dynamic a.runs-link");
+    browser.wait_until(
+        "the first page of runs",
+        "return document.querySelectorAll('#runs tbody tr').length === 50",
+    );
+    let rows = |browser: &Browser| {
+        browser.execute(
+            "return [...document.querySelectorAll('#runs tbody tr')]\
+             .map(r => [r.dataset.key, r.dataset.status])",
+            json!([]),
+        )
+    };
+    let first = rows(&browser);
+    assert_eq!(
+        first.as_array().map(|rows| &rows[..6]),
+        Some(
+            &json!([
+                ["bad-001", "dead"],
+                ["order-001", "succeeded"],
+                ["order-002", "succeeded"],
+                ["order-003", "succeeded"],
+                ["order-004", "pending"],
+                ["wait-000", "pending"],
+            ])
+            .as_array()
+            .expect("rows")[..]
+        ),
+        "{first}"
+    );
+    let table = browser.text_of("#runs");
+    assert!(
+        table.contains("exit status 1: card declined"),
+        "the dead run's error: {table}"
+    );
+    assert_eq!(
+        browser.execute(
+            "return [...document.querySelectorAll('#runs button.redrive')]\
+             .map(b => b.closest('tr').dataset.key)",
+            json!([])
+        ),
+        json!(["bad-001"]),
+        "only a dead run offers redrive"
+    );
+    screenshot(&browser, &dir, "runs", blank);
+    browser.click_on("#next-page");
+    browser.wait_until(
+        "the second page",
+        "return document.querySelectorAll('#runs tbody tr').length === 6",
+    );
+    let second: Vec<Value> = (45..51)
+        .map(|i| json!([format!("wait-{i:03}"), "pending"]))
+        .collect();
+    assert_eq!(rows(&browser), json!(second));
+    assert_eq!(
+        browser.execute("return !!document.getElementById('next-page')", json!([])),
+        json!(false),
+        "the last page has no next"
+    );
+    browser.click_on("#first-page");
+    browser.wait_until(
+        "the first page again",
+        "return document.querySelectorAll('#runs tbody tr').length === 50",
+    );
+
+    // Newest first on the page: wait-044 is the last enqueued of it.
+    browser.click_on("#filter select[name=order] option[value=recent]");
+    browser.click_on("#filter button[type=submit]");
+    browser.wait_until(
+        "the page, newest first",
+        "return location.hash.includes('order=recent') && \
+         document.querySelector('#runs tbody tr').dataset.key === 'wait-044'",
+    );
+
+    // The dead ones alone, then redrive: the run waits to run again.
+    browser.click_on("#filter select[name=status] option[value=dead]");
+    browser.click_on("#filter button[type=submit]");
+    browser.wait_until(
+        "the dead runs",
+        "return location.hash.includes('status=dead') && \
+         document.querySelectorAll('#runs tbody tr').length === 1",
+    );
+    assert_eq!(rows(&browser), json!([["bad-001", "dead"]]));
+    screenshot(&browser, &dir, "runs-dead", blank);
+    browser.click_on("#runs tr[data-key='bad-001'] button.redrive");
+    let asked = browser.accept_dialog();
+    assert!(
+        asked.contains("bad-001 of order-mail back to run"),
+        "{asked}"
+    );
+    browser.wait_until(
+        "no dead run left, and the outcome said",
+        "return !document.querySelector('#runs') && \
+         document.getElementById('notice').textContent.includes('sent back to run')",
+    );
+    let run = body_json(&call(
+        port,
+        "GET",
+        "/cronslot/runs/order-mail/bad-001",
+        Some(ADMIN_TOKEN),
+    ));
+    assert_eq!(run["status"], "retrying", "{run}");
+    browser.click_on("#filter select[name=status] option[value=retrying]");
+    browser.click_on("#filter button[type=submit]");
+    browser.wait_until(
+        "the redriven run, retrying",
+        "return location.hash.includes('status=retrying') && \
+         document.querySelectorAll('#runs tbody tr').length === 1",
+    );
+    assert_eq!(rows(&browser), json!([["bad-001", "retrying"]]));
+    screenshot(&browser, &dir, "runs-redriven", blank);
+    // At a phone's width each run is a card of labelled fields.
+    browser.resize(390, 844);
+    browser.wait_for("#runs tr[data-key='bad-001']");
+    screenshot(&browser, &dir, "runs-phone", blank);
+    browser.resize(1280, 900);
+
+    // The schedules' tab is beside it.
+    browser.click_on(".tabs a[href='#/schedules/order-mail']");
+    browser.wait_until(
+        "the job's schedules",
+        "return location.hash === '#/schedules/order-mail' && \
+         document.querySelector('.tabs a[aria-current]').textContent === 'Schedules'",
+    );
+
+    // A refused listing says why: `report` has no keyed runs.
+    browser.execute("location.hash = '#/runs/report'", json!([]));
+    browser.wait_until(
+        "the route's refusal",
+        "return document.getElementById('notice').textContent.includes('is not dynamic')",
+    );
+    drop(browser);
+    stop(child);
+}

@@ -523,6 +523,46 @@ fn runs(c: &mut Checker<'_>) {
     let a = c.check("GET", T, "/runs/invoice/never", Some(ADMIN_TOKEN));
     assert_eq!(a.status, 404, "{a:?}");
     c.check("DELETE", T, PATH, Some(ADMIN_TOKEN));
+
+    // The job's runs, in key order: the schedule s-1 is no run.
+    const L: &str = "/runs/{job}";
+    let t = Some(ADMIN_TOKEN);
+    let keys = |a: &Answer| -> Vec<String> {
+        json(a)["runs"]
+            .as_array()
+            .expect("runs")
+            .iter()
+            .map(|r| r["key"].as_str().expect("a key").to_string())
+            .collect()
+    };
+    let a = c.check("GET", L, "/runs/invoice", t);
+    assert_eq!(a.status, 200, "{a:?}");
+    assert_eq!(keys(&a), ["order-123"], "{a:?}");
+    let doc = json(&a);
+    assert_eq!(
+        (
+            doc["runs"][0]["run"].as_str(),
+            doc["runs"][0]["status"].as_str()
+        ),
+        (Some(id.as_str()), Some("pending"))
+    );
+    assert!(doc["cursor"].is_null(), "{doc}");
+    let a = c.check("GET", L, "/runs/invoice?prefix=order-&limit=1", t);
+    assert_eq!(json(&a)["cursor"].as_str(), Some("order-123"), "{a:?}");
+    let a = c.check("GET", L, "/runs/invoice?prefix=order-&cursor=order-123", t);
+    assert_eq!((keys(&a).len(), json(&a)["cursor"].is_null()), (0, true));
+    let a = c.check("GET", L, "/runs/invoice?status=dead", t);
+    assert_eq!(keys(&a).len(), 0, "no run is dead: {a:?}");
+    let a = c.check("GET", L, "/runs/invoice?status=done", t);
+    assert_eq!(
+        (a.status, json(&a)["parameter"].as_str()),
+        (400, Some("status"))
+    );
+    let a = c.check("GET", L, "/runs/invoice?limit=0", t);
+    assert_eq!(a.status, 400, "{a:?}");
+    let a = c.check("GET", L, "/runs/report", t);
+    assert_eq!(a.status, 404, "a static job has no keyed runs: {a:?}");
+    c.check("POST", L, "/runs/invoice", t);
 }
 
 /// The schedule routes of the dynamic job `invoice`, each answer checked

@@ -122,12 +122,14 @@ async fn run<C: Operator>(
              (admin::execute_schedule, through admin::dispatch)",
         )),
         #[cfg(feature = "schedules")]
-        AdminRoute::EnqueueRun { .. } | AdminRoute::GetRun { .. } => Err(Reply::error(
-            500,
-            ErrorKind::Internal,
-            "a keyed run's route runs over a coordinator that keeps keyed runs \
+        AdminRoute::EnqueueRun { .. } | AdminRoute::GetRun { .. } | AdminRoute::ListRuns { .. } => {
+            Err(Reply::error(
+                500,
+                ErrorKind::Internal,
+                "a keyed run's route runs over a coordinator that keeps keyed runs \
              (admin::execute_run, through admin::dispatch)",
-        )),
+            ))
+        }
     }
 }
 

@@ -30,6 +30,7 @@
 //! | GET | `{p}/schedules/{job}` | `prefix`, `label`, `cursor`, `limit` | 200 `SchedulePageDoc` (feature `schedules`) |
 //! | PUT | `{p}/runs/{job}/{key}` | — | 202 / 200 `RunView`, `Location` (feature `schedules`) |
 //! | GET | `{p}/runs/{job}/{key}` | — | 200 `RunView` (feature `schedules`) |
+//! | GET | `{p}/runs/{job}` | `prefix`, `status`, `cursor`, `limit` | 200 `RunPageDoc` (feature `schedules`) |
 //!
 //! The schedule routes (a dynamic job's schedules, docs/design.md §12) are
 //! built with the feature `schedules` and served by hosts whose coordinator
@@ -83,9 +84,9 @@ mod schedules;
 mod trigger;
 
 #[cfg(feature = "schedules")]
-use cronslot_core::coord::ScheduleQuery;
-#[cfg(feature = "schedules")]
 use cronslot_core::coord::decide::Precondition;
+#[cfg(feature = "schedules")]
+use cronslot_core::coord::{RunQuery, ScheduleQuery};
 use cronslot_core::manifest::JobName;
 #[cfg(feature = "schedules")]
 use cronslot_core::schedules::{RunRequest, ScheduleKey, ScheduleSpec};
@@ -105,7 +106,7 @@ pub use metrics::prometheus_text;
 pub use repair::{REPAIR_PAGE, repair_page};
 pub use route::{ROUTES, route};
 #[cfg(feature = "schedules")]
-pub use runs::execute_run;
+pub use runs::{RunPageDoc, execute_run, run_query};
 #[cfg(feature = "schedules")]
 pub use schedules::{
     DEFAULT_PAGE, ListedScheduleDoc, MAX_BODY_BYTES, ScheduleDeleteDoc, ScheduleDoc,
@@ -404,6 +405,14 @@ pub enum AdminRoute {
         /// The business key.
         key: ScheduleKey,
     },
+    /// `GET {p}/runs/{job}`: a page of the job's keyed runs in key order.
+    #[cfg(feature = "schedules")]
+    ListRuns {
+        /// The dynamic job.
+        job: JobName,
+        /// The prefix, the status, the cursor and the limit asked for.
+        query: RunQuery,
+    },
 }
 
 impl AdminRoute {
@@ -427,7 +436,8 @@ impl AdminRoute {
             | AdminRoute::DeleteSchedule { job, .. }
             | AdminRoute::ListSchedules { job, .. }
             | AdminRoute::EnqueueRun { job, .. }
-            | AdminRoute::GetRun { job, .. } => Some(job),
+            | AdminRoute::GetRun { job, .. }
+            | AdminRoute::ListRuns { job, .. } => Some(job),
             #[cfg(feature = "schedules")]
             AdminRoute::OfSchedule { action, .. } => action.job(),
         }
@@ -452,7 +462,7 @@ impl AdminRoute {
     pub fn is_run(&self) -> bool {
         matches!(
             self,
-            AdminRoute::EnqueueRun { .. } | AdminRoute::GetRun { .. }
+            AdminRoute::EnqueueRun { .. } | AdminRoute::GetRun { .. } | AdminRoute::ListRuns { .. }
         )
     }
 
@@ -494,6 +504,8 @@ impl AdminRoute {
             AdminRoute::EnqueueRun { .. } => ("PUT", "/runs/{job}/{key}"),
             #[cfg(feature = "schedules")]
             AdminRoute::GetRun { .. } => ("GET", "/runs/{job}/{key}"),
+            #[cfg(feature = "schedules")]
+            AdminRoute::ListRuns { .. } => ("GET", "/runs/{job}"),
         }
     }
 }

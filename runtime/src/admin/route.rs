@@ -100,6 +100,8 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("GET", "/runs/{job}/{key}"),
     #[cfg(feature = "schedules")]
     ("PUT", "/runs/{job}/{key}"),
+    #[cfg(feature = "schedules")]
+    ("GET", "/runs/{job}"),
 ];
 
 /// The routes' paths, for 404 messages.
@@ -112,7 +114,7 @@ const ROUTE_LIST: &str = "GET / (the dashboard), GET openapi.json, GET health, G
                           GET metrics, GET dlq, GET jobs/{job}/next, \
                           POST jobs/{job}/redrive|pause|resume|backfill|trigger, POST repair, \
                           PUT|GET|DELETE schedules/{job}/{key}, GET schedules/{job}, \
-                          PUT|GET runs/{job}/{key}";
+                          PUT|GET runs/{job}/{key}, GET runs/{job}";
 
 fn recognise(
     manifest: &Manifest,
@@ -278,6 +280,8 @@ fn recognise(
         ["runs", raw_job, raw_key] => {
             super::runs::recognise(manifest, req, query, raw_job, raw_key, base)
         }
+        #[cfg(feature = "schedules")]
+        ["runs", raw_job] => super::runs::recognise_list(manifest, req, query, raw_job),
         // Said in so many words, so that a client is not sent looking for
         // a typo: this build has no schedules to serve.
         #[cfg(not(feature = "schedules"))]
@@ -618,6 +622,11 @@ mod tests {
                 job: job(),
                 key: key(),
             },
+            #[cfg(feature = "schedules")]
+            AdminRoute::ListRuns {
+                job: job(),
+                query: cronslot_core::coord::RunQuery::default(),
+            },
         ];
         let mut templates = BTreeSet::new();
         for r in &every {
@@ -641,7 +650,8 @@ mod tests {
                 | AdminRoute::ListSchedules { .. }
                 | AdminRoute::OfSchedule { .. }
                 | AdminRoute::EnqueueRun { .. }
-                | AdminRoute::GetRun { .. } => {}
+                | AdminRoute::GetRun { .. }
+                | AdminRoute::ListRuns { .. } => {}
             }
             assert!(ROUTES.contains(&r.template()), "{r:?} is not in ROUTES");
             templates.insert(r.template());

@@ -1,6 +1,8 @@
 //! The routes of a dynamic job's keyed runs (feature `schedules`;
 //! docs/design.md §12): `PUT {p}/runs/{job}/{key}` enqueues a one-off run
-//! under a business key, `GET {p}/runs/{job}/{key}` answers its status.
+//! under a business key, `GET {p}/runs/{job}/{key}` answers its status,
+//! and `GET {p}/runs/{job}` a page of the job's runs in key order (the
+//! dashboard's list of a job's runs, and its dead ones to redrive).
 //!
 //! The pattern they serve is "202 + run id, then its status": a request
 //! that cannot finish its work answers at once with the run, and the
@@ -14,16 +16,37 @@
 //! keeps keyed runs ([`Runs`]).
 
 use cronslot_core::coord::decide::{Enqueued, RunRefusal};
-use cronslot_core::coord::{RunError, Runs};
+use cronslot_core::coord::{MAX_RUN_PAGE, RunError, RunQuery, Runs};
 use cronslot_core::manifest::{JobName, JobTemplate, Manifest};
-use cronslot_core::schedules::{RunRequest, ScheduleKey, SpecProblem};
+use cronslot_core::schedules::{RunRequest, RunStatus, RunView, ScheduleKey, SpecProblem};
 use jiff::Timestamp;
+use serde::{Deserialize, Serialize};
 
 use super::execute::coord_reply;
-use super::query::{bad_parameter, parse_query, percent_decode};
+use super::query::{bad_parameter, parse_query, percent_decode, printable};
 use super::route::allow;
-use super::schedules::dynamic_job;
+use super::schedules::{DEFAULT_PAGE, dynamic_job, list_query};
 use super::{AdminRequest, AdminRoute, ErrorDoc, ErrorKind, Reply};
+
+/// The document of `GET {p}/runs/{job}`: a page of a dynamic job's keyed
+/// runs, in key order.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunPageDoc {
+    /// The dynamic job.
+    pub job: String,
+    /// The instant the page was read at (the server's clock): a run whose
+    /// key's retention has passed by then is left out.
+    #[serde(with = "cronslot_core::instant::text")]
+    pub now: Timestamp,
+    /// The runs of the page (at most the `limit` asked for), each as
+    /// `GET {p}/runs/{job}/{key}` answers it.
+    pub runs: Vec<RunView>,
+    /// Where the next page starts: send it back as `cursor`. `null`: this
+    /// is the last page. A page may be short, even empty, and still have
+    /// a cursor (the job's schedules share its keys, and a status filter
+    /// reads a bounded part of the store per page).
+    pub cursor: Option<String>,
+}
 
 /// The methods of `{p}/runs/{job}/{key}`, as `Allow` lists them.
 const METHODS: &str = "GET, PUT";
@@ -83,12 +106,85 @@ pub(crate) fn recognise(
     })
 }
 
+/// Recognises `GET {p}/runs/{job}` and its query: `prefix` (keys that
+/// start with it), `status` (one of a run's statuses), `cursor` (the page
+/// after this key), `limit` (1 to 1,000).
+pub(crate) fn recognise_list(
+    manifest: &Manifest,
+    req: &AdminRequest<'_>,
+    query: Option<&str>,
+    raw_job: &str,
+) -> Result<AdminRoute, Reply> {
+    allow(req.method, "GET")?;
+    let job = dynamic_job(manifest, raw_job)?;
+    let params = parse_query(query, &["prefix", "status", "cursor", "limit"])?;
+    let param = |name: &str| params.get(name).map(String::as_str);
+    let query = run_query(
+        param("prefix"),
+        param("status"),
+        param("cursor"),
+        param("limit"),
+    )
+    .map_err(|(parameter, message)| bad_parameter(parameter, message))?;
+    Ok(AdminRoute::ListRuns { job, query })
+}
+
+/// A listing's query from its parameters as text, each checked: `prefix`
+/// and `cursor` as a schedules' listing reads them ([`list_query`]),
+/// `status` (`pending`, `running`, `retrying`, `succeeded` or `dead`),
+/// `limit` (1 to 1,000; [`DEFAULT_PAGE`] when absent). A refusal names
+/// the parameter and says what is wrong. The route and the CLI's
+/// `cronslot runs ls` both read their input with it.
+pub fn run_query(
+    prefix: Option<&str>,
+    status: Option<&str>,
+    cursor: Option<&str>,
+    limit: Option<&str>,
+) -> Result<RunQuery, (&'static str, String)> {
+    let keys = list_query(prefix, None, cursor, None)?;
+    let status = match status {
+        None => None,
+        Some(text) => Some(RunStatus::parse(text).ok_or_else(|| {
+            let words: Vec<&str> = RunStatus::ALL.iter().map(|s| s.as_str()).collect();
+            (
+                "status",
+                format!(
+                    "status {:?} is not a run's status: write one of {}",
+                    printable(text),
+                    words.join(", ")
+                ),
+            )
+        })?),
+    };
+    let limit = match limit {
+        None => DEFAULT_PAGE,
+        Some(text) => match text.parse::<usize>() {
+            Ok(n) if (1..=MAX_RUN_PAGE).contains(&n) && !text.starts_with('+') => n,
+            _ => {
+                return Err((
+                    "limit",
+                    format!(
+                        "limit {:?}: a page holds 1 to {MAX_RUN_PAGE} runs",
+                        printable(text)
+                    ),
+                ));
+            }
+        },
+    };
+    Ok(RunQuery {
+        prefix: keys.prefix,
+        status,
+        after: keys.after,
+        limit,
+    })
+}
+
 /// Runs a keyed run's route ([`AdminRoute::is_run`]) over `coord` at
 /// `now` (the host's clock; the store judges by its own where it has
 /// one): 202 with the run and `Location` when the enqueue created it, 200
 /// with it when the key named it already, 409 when the key names a run of
-/// another request or a schedule, 200 or 404 for a status read. Any other
-/// route answers 500 and touches nothing.
+/// another request or a schedule, 200 or 404 for a status read, 200 with
+/// a page for a listing. Any other route answers 500 and touches nothing.
 pub async fn execute_run<C: Runs>(
     route: &AdminRoute,
     manifest: &Manifest,
@@ -134,6 +230,27 @@ pub async fn execute_run<C: Runs>(
                     ),
                 ),
                 Err(e) => run_error(job, key, "reading", &e),
+            }
+        }
+        AdminRoute::ListRuns { job, query } => {
+            let template = match template(manifest, job) {
+                Ok(t) => t,
+                Err(reply) => return reply,
+            };
+            let doing = format!("listing the keyed runs of job {:?}", job.as_str());
+            match coord.list_runs(template, query, now).await {
+                Ok(page) => Reply::json(
+                    200,
+                    &RunPageDoc {
+                        job: job.as_str().to_string(),
+                        now,
+                        runs: page.runs,
+                        cursor: page.cursor,
+                    },
+                ),
+                Err(RunError::Coord(c)) => coord_reply(format!("{doing}: {c}"), &c),
+                // A stored run that no longer reads here.
+                Err(e) => Reply::error(500, ErrorKind::Internal, format!("{doing}: {e}")),
             }
         }
         other => Reply::error(

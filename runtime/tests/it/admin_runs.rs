@@ -292,3 +292,67 @@ fn a_key_naming_a_schedule_is_refused() {
     let doc: ErrorDoc = body(&reply);
     assert_eq!((doc.error, doc.version), (ErrorKind::Exists, Some(1)));
 }
+
+/// `GET {p}/runs/{job}`: the job's runs in key order, each as its status
+/// read answers it, filtered by prefix and status, paged with a cursor;
+/// a page of a few runs costs one read of the store. Bad parameters are
+/// refused naming the parameter, before the store.
+#[test]
+fn a_jobs_runs_are_listed_a_page_at_a_time() {
+    let (store, c) = world();
+    for key in ["order-2", "order-1", "mail-1"] {
+        let path = format!("/cronslot/runs/mail/{key}");
+        let reply = send_at(&c, "PUT", &path, (None, None), Some("{}"), NOW);
+        assert_eq!(reply.status, 202, "{}", reply.body);
+    }
+    let list = |path: &str| send_at(&c, "GET", path, (None, None), None, NOW);
+    let reads = store.reads();
+    let reply = list("/cronslot/runs/mail");
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    assert_eq!(store.reads() - reads, 1, "one page, one read");
+    let page: admin::RunPageDoc = body(&reply);
+    assert_eq!((page.job.as_str(), page.now), ("mail", at(NOW)));
+    let keys = |page: &admin::RunPageDoc| -> Vec<String> {
+        page.runs.iter().map(|r| r.key.clone()).collect()
+    };
+    assert_eq!(keys(&page), ["mail-1", "order-1", "order-2"]);
+    assert_eq!(page.cursor, None);
+    let status: RunView = body(&list("/cronslot/runs/mail/order-1"));
+    assert_eq!(page.runs[1], status, "a listed run is its status read");
+
+    let page: admin::RunPageDoc = body(&list("/cronslot/runs/mail?prefix=order-&limit=1"));
+    assert_eq!(
+        (keys(&page), page.cursor.as_deref()),
+        (vec!["order-1".to_string()], Some("order-1"))
+    );
+    let page: admin::RunPageDoc = body(&list(
+        "/cronslot/runs/mail?prefix=order-&limit=1&cursor=order-1",
+    ));
+    assert_eq!(keys(&page), ["order-2"]);
+    let page: admin::RunPageDoc = body(&list("/cronslot/runs/mail?status=pending"));
+    assert_eq!(page.runs.len(), 3);
+    let page: admin::RunPageDoc = body(&list("/cronslot/runs/mail?status=dead"));
+    assert_eq!((page.runs.len(), page.cursor), (0, None));
+
+    let reads = store.reads();
+    for (path, status, says) in [
+        ("/cronslot/runs/mail?status=done", 400, "pending, running"),
+        ("/cronslot/runs/mail?limit=1001", 400, "1 to 1000 runs"),
+        ("/cronslot/runs/mail?cursor=a%2Fb", 400, "cursor"),
+        ("/cronslot/runs/mail?prefix=a%20b", 400, "prefix"),
+        ("/cronslot/runs/mail?label=a:b", 400, "label"),
+        ("/cronslot/runs/report", 404, "not dynamic"),
+    ] {
+        let reply = list(path);
+        assert_eq!(reply.status, status, "{path}: {}", reply.body);
+        assert!(reply.body.contains(says), "{path}: {}", reply.body);
+    }
+    let post = send_at(&c, "POST", "/cronslot/runs/mail", (None, None), None, NOW);
+    assert_eq!(
+        (post.status, post.header("Allow")),
+        (405, Some("GET")),
+        "{}",
+        post.body
+    );
+    assert_eq!(store.reads(), reads, "a refused listing reads nothing");
+}

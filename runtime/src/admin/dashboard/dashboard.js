@@ -43,6 +43,14 @@
     return { status: r.status, body };
   }
 
+  // A document a view reads; an error's message when the route refuses
+  // (a host that serves no keyed runs, a job gone from the manifest).
+  async function read(path) {
+    const { status, body } = await api("GET", path);
+    if (status >= 300) throw new Error(body.message || "GET " + path + ": HTTP " + status);
+    return body;
+  }
+
   // Time.
   const ms = (t) => (t ? Date.parse(t) : NaN);
   function ago(t, now) {
@@ -90,7 +98,7 @@
   function outcome(status, body) {
     if (body.message) return body.message;
     if (status >= 300) return "Failed: HTTP " + status;
-    if (Array.isArray(body.redriven)) return body.redriven.length + " dead letter(s) of " + body.job + " sent back to run.";
+    if (Array.isArray(body.redriven)) return body.redriven.length + " dead letter(s) of " + (body.key ? body.key + " of " : "") + body.job + " sent back to run.";
     if (Array.isArray(body.slots)) return body.slots.length + " slot(s) of " + body.job + " queued to run again.";
     if (typeof body.paused === "boolean") return body.job + (body.paused ? " is paused." : " runs again.") + (body.changed ? "" : " (It already was.)");
     if (body.key && typeof body.version === "number") return "Schedule " + body.key + " of " + body.job + " deleted (its tombstone holds version " + body.version + ").";
@@ -137,28 +145,48 @@
         el("tbody", {}, rows)) : null,
       dynamic.length ? [
         el("h2", {}, "Dynamic jobs (" + dynamic.length + ")"),
-        el("p", {}, "Their schedules are data, written by the application: one page per job."),
-        el("ul", { id: "dynamic" }, dynamic.map((name) => el("li", {}, el("a", { href: schedulesHash(name, {}) }, name)))),
+        el("p", {}, "Their schedules and keyed runs are data, written by the application: one page of each per job."),
+        el("ul", { id: "dynamic" }, dynamic.map((name) => el("li", {}, el("a", { href: schedulesHash(name, {}) }, name), " · ", el("a", { class: "runs-link", href: runsHash(name, {}) }, "keyed runs")))),
       ] : null,
     ];
   }
 
-  // A dynamic job's schedules: the hash keeps the filter and the page.
+  // A dynamic job's lists (its schedules, its keyed runs), 50 a page: the
+  // hash keeps the filter and the page.
   const PAGE = 50;
-  function schedulesHash(job, q) {
-    const params = new URLSearchParams();
-    for (const k of ["prefix", "label", "cursor"]) if (q[k]) params.set(k, q[k]);
-    const text = params.toString();
-    return "#/schedules/" + encodeURIComponent(job) + (text ? "?" + text : "");
+  const params = (q, keys, init) => {
+    const p = new URLSearchParams(init);
+    for (const k of keys) if (q[k]) p.set(k, q[k]);
+    return p;
+  };
+  const listHash = (kind, keys) => (job, q) => {
+    const text = params(q, keys).toString();
+    return "#/" + kind + "/" + encodeURIComponent(job) + (text ? "?" + text : "");
+  };
+  const schedulesHash = listHash("schedules", ["prefix", "label", "cursor"]);
+  const runsHash = listHash("runs", ["prefix", "status", "cursor", "order"]);
+  // A page read, or why it is empty; then the way to the first and next.
+  function listed(id, heads, rows, what, hash, job, q, cursor) {
+    const keep = Object.assign({}, q, { cursor: undefined });
+    return [
+      rows.length
+        ? el("table", { id }, el("thead", {}, el("tr", {}, heads.map((h) => el("th", {}, h)))), el("tbody", {}, rows))
+        : el("p", {}, cursor ? "None on this page: the filter matched none of the keys read. Go on to the next page." : "No " + what + (q.cursor ? " after this point." : ".")),
+      el("p", { class: "actions" },
+        q.cursor ? el("a", { id: "first-page", href: hash(job, keep) }, "First page") : null,
+        cursor ? el("a", { id: "next-page", href: hash(job, Object.assign(keep, { cursor })) }, "Next page") : null),
+    ];
   }
+  // A dynamic job's two lists, side by side.
+  const tabs = (job, on) => el("p", { class: "tabs" },
+    el("a", { href: schedulesHash(job, {}), "aria-current": on === "schedules" && "page" }, "Schedules"),
+    el("a", { id: "runs-tab", href: runsHash(job, {}), "aria-current": on === "runs" && "page" }, "Keyed runs"));
   const scheduleHash = (job, key) => "#/schedule/" + encodeURIComponent(job) + "/" + encodeURIComponent(key);
   const whenOf = (spec) => (spec.at ? "once, at " + spec.at : spec.cron);
   const labelsOf = (spec) => Object.entries(spec.labels || {}).map(([k, v]) => k + "=" + v).join(", ");
 
   async function schedulesView(job, q) {
-    const params = new URLSearchParams({ limit: String(PAGE) });
-    for (const k of ["prefix", "label", "cursor"]) if (q[k]) params.set(k, q[k]);
-    const { body: page } = await api("GET", "/schedules/" + encodeURIComponent(job) + "?" + params);
+    const page = await read("/schedules/" + encodeURIComponent(job) + "?" + params(q, ["prefix", "label", "cursor"], { limit: PAGE }));
     const now = ms(page.now);
     const prefix = el("input", { name: "prefix", placeholder: "key prefix", value: q.prefix || "", size: 16 });
     const label = el("input", { name: "label", placeholder: "label NAME:VALUE", value: q.label || "", size: 18 });
@@ -174,15 +202,51 @@
       cell("Version", x.version),
       cell("Next slot", when(x.next, x.spec.timezone, now)),
     ));
-    const more = page.cursor ? el("a", { id: "next-page", href: schedulesHash(job, { prefix: q.prefix, label: q.label, cursor: page.cursor }) }, "Next page") : null;
-    const first = q.cursor ? el("a", { id: "first-page", href: schedulesHash(job, { prefix: q.prefix, label: q.label }) }, "First page") : null;
     return [
       el("h1", {}, job, " ", el("span", { class: "sub" }, "schedules")),
+      tabs(job, "schedules"),
       filter,
-      rows.length
-        ? el("table", { id: "schedules" }, el("thead", {}, el("tr", {}, ["Key", "When", "Labels", "State", "Version", "Next slot"].map((h) => el("th", {}, h)))), el("tbody", {}, rows))
-        : el("p", {}, page.cursor ? "None on this page: the filter matched none of the keys read. Go on to the next page." : "No schedules" + (q.cursor ? " after this point." : ".")),
-      el("p", { class: "actions" }, first, more),
+      listed("schedules", ["Key", "When", "Labels", "State", "Version", "Next slot"], rows, "schedules", schedulesHash, job, q, page.cursor),
+    ];
+  }
+
+  // A dynamic job's keyed runs: a page in key order (the keys are the
+  // application's), filtered by key prefix and status; `order=recent`
+  // shows the page read newest first.
+  const STATUSES = ["pending", "running", "retrying", "succeeded", "dead"];
+  async function runsView(job, q) {
+    const page = await read("/runs/" + encodeURIComponent(job) + "?" + params(q, ["prefix", "status", "cursor"], { limit: PAGE }));
+    const now = ms(page.now);
+    const recent = q.order === "recent";
+    const prefix = el("input", { name: "prefix", placeholder: "key prefix", value: q.prefix || "", size: 16 });
+    const option = (value, text, chosen) => el("option", { value, selected: chosen === value }, text);
+    const status = el("select", { name: "status", "aria-label": "status" }, option("", "any status", q.status || ""), STATUSES.map((s) => option(s, s, q.status)));
+    const order = el("select", { name: "order", "aria-label": "order" }, option("", "key order", q.order || ""), option("recent", "newest first on this page", q.order));
+    const filter = el("form", { id: "filter", onsubmit: (e) => {
+      e.preventDefault();
+      location.hash = runsHash(job, { prefix: prefix.value.trim(), status: status.value, order: order.value });
+    } }, prefix, status, order, el("button", { type: "submit" }, "Filter"));
+    const runs = page.runs.slice();
+    if (recent) runs.sort((a, b) => ms(b.enqueued) - ms(a.enqueued) || (a.key < b.key ? -1 : 1));
+    const ops = "/jobs/" + encodeURIComponent(job) + "/redrive?key=";
+    const rows = runs.map((r) => el("tr", { "data-key": r.key, "data-status": r.status },
+      cell("Key", el("code", {}, r.key), el("span", { class: "sub" }, "slot " + inZone(r.at, "UTC"))),
+      cell("Status", badge(r.status), r.next_attempt ? el("span", { class: "sub" }, ms(r.next_attempt) <= now ? "due now" : (r.status === "pending" ? "due " : "next attempt ") + ago(r.next_attempt, now)) : null),
+      cell("Attempts", r.attempts),
+      cell("Last error", r.last_error || "—"),
+      cell("Enqueued", when(r.enqueued, "UTC", now)),
+      cell("Started", when(r.started, "UTC", now)),
+      cell("Finished", when(r.finished, "UTC", now)),
+      cell("", r.status === "dead"
+        ? el("button", { type: "button", class: "redrive", onclick: () => act("Send the dead run " + r.key + " of " + job + " back to run?", "POST", ops + encodeURIComponent(r.key)) }, "Redrive")
+        : null),
+    ));
+    return [
+      el("h1", {}, job, " ", el("span", { class: "sub" }, "keyed runs")),
+      tabs(job, "runs"),
+      filter,
+      recent && rows.length ? el("p", { class: "sub" }, "Newest first among this page's runs; pages go in key order.") : null,
+      listed("runs", ["Key", "Status", "Attempts", "Last error", "Enqueued", "Started", "Finished", ""], rows, "keyed runs", runsHash, job, q, page.cursor),
     ];
   }
 
@@ -341,10 +405,9 @@
     $("login-error").textContent = message || "";
   }
 
-  function schedulesRoute(rest) {
+  function listRoute(view, rest) {
     const [job, query] = rest.split("?");
-    const q = Object.fromEntries(new URLSearchParams(query || ""));
-    return schedulesView(decodeURIComponent(job), q);
+    return view(decodeURIComponent(job), Object.fromEntries(new URLSearchParams(query || "")));
   }
   function scheduleRoute(rest) {
     const [job, key] = rest.split("/");
@@ -359,8 +422,9 @@
     try {
       const h = location.hash || "#/";
       const nodes = h.startsWith("#/job/") ? await jobView(decodeURIComponent(h.slice(6)))
-        : h.startsWith("#/schedules/") ? await schedulesRoute(h.slice(12))
+        : h.startsWith("#/schedules/") ? await listRoute(schedulesView, h.slice(12))
         : h.startsWith("#/schedule/") ? await scheduleRoute(h.slice(11))
+        : h.startsWith("#/runs/") ? await listRoute(runsView, h.slice(7))
         : h === "#/dlq" ? await dlqView() : await jobsView();
       $("login").hidden = true;
       $("logout").hidden = false;
@@ -381,7 +445,7 @@
   window.addEventListener("hashchange", () => { notice(carried); carried = ""; render(); });
   // Refresh by itself, but never under someone typing: a re-render would
   // drop what they typed (the backfill range).
-  const editing = () => [...view.querySelectorAll("input")].some((i) => i.value || i === document.activeElement);
+  const editing = () => [...view.querySelectorAll("input, select")].some((i) => (i.tagName === "INPUT" && i.value) || i === document.activeElement);
   setInterval(() => { if (token() && !document.hidden && !editing()) render(); }, REFRESH_MS);
   render();
 })();
