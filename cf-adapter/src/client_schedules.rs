@@ -9,8 +9,8 @@ use std::collections::BTreeMap;
 use cronslot_core::coord::decide::{Enqueued, Precondition, ScheduleWrite};
 use cronslot_core::coord::exec::join_all;
 use cronslot_core::coord::{
-    CoordError, JobState, MAX_SCHEDULE_PAGE, RunError, Runs, ScheduleError, SchedulePage,
-    ScheduleQuery, ScheduleRecord, Schedules, StoreError,
+    CoordError, JobState, MAX_RUN_PAGE, MAX_SCHEDULE_PAGE, RunError, RunPage, RunQuery, Runs,
+    ScheduleError, SchedulePage, ScheduleQuery, ScheduleRecord, Schedules, StoreError,
 };
 use cronslot_core::manifest::{JobSpec, JobTemplate};
 use cronslot_core::schedules::{RunRequest, RunView, ScheduleKey, ScheduleSpec};
@@ -215,69 +215,121 @@ impl<T: Transport> Schedules for ObjectClient<T> {
         query: &ScheduleQuery,
     ) -> Result<SchedulePage, ScheduleError> {
         let limit = query.limit.clamp(1, MAX_SCHEDULE_PAGE);
-        let objects = self.schedule_objects;
-        let share = usize::try_from(objects).unwrap_or(1).max(1);
-        let per_object = (limit.div_ceil(share) * 2).clamp(1, limit);
-        // Every object at once: a page costs one round trip, not N.
-        let pages = join_all(
-            (0..objects)
-                .map(|shard| {
-                    let op = Op::ListSchedules {
-                        prefix: query.prefix.clone(),
-                        label: query.label.clone(),
-                        after: query.after.clone(),
-                        limit: per_object,
-                    };
-                    self.schedule_op(template, None, shard, op)
-                })
-                .collect(),
-        )
-        .await;
-        let mut merged = BTreeMap::new();
-        let mut bound: Option<String> = None;
+        let pages = self
+            .every_object(template, limit, |per_object| Op::ListSchedules {
+                prefix: query.prefix.clone(),
+                label: query.label.clone(),
+                after: query.after.clone(),
+                limit: per_object,
+            })
+            .await?;
+        let mut listed = Vec::new();
         for page in pages {
-            match page? {
-                Answer::Page { schedules, cursor } => {
-                    for (key, record) in schedules {
-                        merged.insert(key, *record);
-                    }
-                    if let Some(cursor) = cursor {
-                        if bound.as_ref().is_none_or(|b| cursor < *b) {
-                            bound = Some(cursor);
-                        }
-                    }
-                }
+            match page {
+                Answer::Page { schedules, cursor } => listed.push((schedules, cursor)),
                 other => return Err(unexpected("list_schedules", &other).into()),
             }
         }
-        let mut schedules = Vec::new();
-        let mut truncated = false;
-        for (key, record) in merged {
-            if bound.as_ref().is_some_and(|b| key > *b) {
-                break;
-            }
-            if schedules.len() == limit {
-                truncated = true;
-                break;
-            }
+        let (records, cursor) = merge_pages(listed, limit);
+        let mut schedules = Vec::with_capacity(records.len());
+        for (key, record) in records {
             let Some(data) = record.schedule.clone() else {
                 continue;
             };
-            let key = ScheduleKey::new(key.clone()).map_err(|e| {
-                ScheduleError::Coord(CoordError::Store(StoreError::new(
-                    cronslot_core::coord::StoreErrorKind::Corrupt,
-                    format!("a schedule object listed a schedule with a bad key {key:?}: {e}"),
-                )))
-            })?;
-            schedules.push((key, ScheduleRecord { data, record }));
+            let key = listed_key(key)?;
+            schedules.push((
+                key,
+                ScheduleRecord {
+                    data,
+                    record: *record,
+                },
+            ));
         }
-        let cursor = match (truncated, schedules.last(), bound) {
-            (true, Some((last, _)), _) => Some(last.as_str().to_string()),
-            (false, _, Some(bound)) => Some(bound),
-            _ => None,
-        };
         Ok(SchedulePage { schedules, cursor })
     }
+}
+
+impl<T: Transport> ObjectClient<T> {
+    /// Sends the op `make(per_object)` to every schedule object of
+    /// `template` at once (a page costs one round trip, not N), asking
+    /// each for about twice its share of `limit`, and answers their pages.
+    async fn every_object(
+        &self,
+        template: &JobTemplate,
+        limit: usize,
+        make: impl Fn(usize) -> Op,
+    ) -> Result<Vec<Answer>, CoordError> {
+        let objects = self.schedule_objects;
+        let share = usize::try_from(objects).unwrap_or(1).max(1);
+        let per_object = (limit.div_ceil(share) * 2).clamp(1, limit);
+        let pages = join_all(
+            (0..objects)
+                .map(|shard| self.schedule_op(template, None, shard, make(per_object)))
+                .collect(),
+        )
+        .await;
+        pages
+            .into_iter()
+            .map(|page| {
+                page.map_err(|e| match e {
+                    ScheduleError::Coord(c) => c,
+                    ScheduleError::Refused(r) => CoordError::Store(StoreError::other(format!(
+                        "a schedule object refused a listing: {r:?}"
+                    ))),
+                })
+            })
+            .collect()
+    }
+}
+
+/// One object's page of a listing (or the merged page): the items by key,
+/// in key order, and where the next page starts.
+type ObjectPage<V> = (Vec<(String, V)>, Option<String>);
+
+/// Merges the pages of a job's schedule objects, each in key order with
+/// the cursor where that object's next page starts, into one page of at
+/// most `limit` in key order: nothing past the smallest cursor an object
+/// answered (that object may hold keys before it that it has not sent),
+/// and a cursor that meets every item exactly once when paged on.
+fn merge_pages<V>(pages: Vec<ObjectPage<V>>, limit: usize) -> ObjectPage<V> {
+    let mut merged = BTreeMap::new();
+    let mut bound: Option<String> = None;
+    for (items, cursor) in pages {
+        merged.extend(items);
+        if let Some(cursor) = cursor
+            && bound.as_ref().is_none_or(|b| cursor < *b)
+        {
+            bound = Some(cursor);
+        }
+    }
+    let mut page = Vec::new();
+    let mut truncated = false;
+    for (key, item) in merged {
+        if bound.as_ref().is_some_and(|b| key > *b) {
+            break;
+        }
+        if page.len() == limit {
+            truncated = true;
+            break;
+        }
+        page.push((key, item));
+    }
+    let cursor = match (truncated, page.last(), bound) {
+        (true, Some((last, _)), _) => Some(last.clone()),
+        (false, _, Some(bound)) => Some(bound),
+        _ => None,
+    };
+    (page, cursor)
+}
+
+/// A key an object listed, checked.
+fn listed_key(key: String) -> Result<ScheduleKey, CoordError> {
+    ScheduleKey::new(key.clone()).map_err(|e| {
+        CoordError::Store(StoreError::new(
+            cronslot_core::coord::StoreErrorKind::Corrupt,
+            format!("a schedule object listed a record with a bad key {key:?}: {e}"),
+        ))
+    })
 }
 
 /// A keyed run's requests go to the object its key names, as a schedule's,
@@ -312,6 +364,41 @@ impl<T: Transport> Runs for ObjectClient<T> {
             Answer::Run(view) => Ok(view.map(|b| *b)),
             other => Err(unexpected("run_status", &other).into()),
         }
+    }
+
+    /// Every object's page at once, merged in key order, as
+    /// [`Schedules::list_schedules`] merges the schedules.
+    async fn list_runs(
+        &self,
+        template: &JobTemplate,
+        query: &RunQuery,
+        now: Timestamp,
+    ) -> Result<RunPage, RunError> {
+        let limit = query.limit.clamp(1, MAX_RUN_PAGE);
+        let pages = self
+            .every_object(template, limit, |per_object| Op::ListRuns {
+                prefix: query.prefix.clone(),
+                status: query.status,
+                after: query.after.clone(),
+                limit: per_object,
+                now,
+            })
+            .await?;
+        let mut listed = Vec::new();
+        for page in pages {
+            match page {
+                Answer::Runs { runs, cursor } => listed.push((
+                    runs.into_iter().map(|r| (r.key.clone(), r)).collect(),
+                    cursor,
+                )),
+                other => return Err(unexpected("list_runs", &other).into()),
+            }
+        }
+        let (runs, cursor) = merge_pages(listed, limit);
+        Ok(RunPage {
+            runs: runs.into_iter().map(|(_, run)| run).collect(),
+            cursor,
+        })
     }
 }
 

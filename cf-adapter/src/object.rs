@@ -437,6 +437,7 @@ impl<S: Sql, A: Alarm> JobObject<S, A> {
             | Op::ReadScheduleForClaim { .. }
             | Op::EnqueueRun { .. }
             | Op::RunStatus { .. }
+            | Op::ListRuns { .. }
             | Op::ListSchedules { .. } => {
                 return Err(CoordError::Store(StoreError::other(format!(
                     "{} is not an operation of a job's object",

@@ -11,7 +11,9 @@
 
 use std::rc::Rc;
 
-use cronslot_core::coord::{RunError, Runs, ScheduleError, ScheduleQuery, Schedules, StateStore};
+use cronslot_core::coord::{
+    RunError, RunQuery, Runs, ScheduleError, ScheduleQuery, Schedules, StateStore,
+};
 use cronslot_core::manifest::{JobName, JobTemplate};
 use cronslot_core::schedules::{RunRequest, ScheduleKey, ScheduleSpec, SpecProblem, record_name};
 
@@ -148,6 +150,32 @@ impl<S: Sql, A: Alarm> JobObject<S, A> {
                     .map_err(run_refused)
             }
             (
+                Op::ListRuns {
+                    prefix,
+                    status,
+                    after,
+                    limit,
+                    now,
+                },
+                None,
+            ) => {
+                let template = self.template(&request.spec, &job)?;
+                let query = RunQuery {
+                    prefix: prefix.clone(),
+                    status: *status,
+                    after: after.clone(),
+                    limit: *limit,
+                };
+                let page = c
+                    .list_runs(&template, &query, *now)
+                    .await
+                    .map_err(run_refused)?;
+                Ok(Answer::Runs {
+                    runs: page.runs,
+                    cursor: page.cursor,
+                })
+            }
+            (
                 Op::ListSchedules {
                     prefix,
                     label,
@@ -180,6 +208,7 @@ impl<S: Sql, A: Alarm> JobObject<S, A> {
                 | Op::ReadScheduleForClaim { .. }
                 | Op::EnqueueRun { .. }
                 | Op::RunStatus { .. }
+                | Op::ListRuns { .. }
                 | Op::ListSchedules { .. },
                 _,
             )

@@ -351,6 +351,25 @@ pub enum Op {
         #[serde(with = "cronslot_core::instant::text")]
         now: Timestamp,
     },
+    /// To one of a job's schedule objects: a page of the keyed runs it
+    /// holds, as [`Runs::list_runs`](cronslot_core::coord::Runs::list_runs)
+    /// reads them. Answered with [`Answer::Runs`].
+    #[cfg(feature = "schedules")]
+    ListRuns {
+        /// Only keys that start with this.
+        prefix: String,
+        /// Only runs in this status.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        status: Option<cronslot_core::schedules::RunStatus>,
+        /// Only keys after this one.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        after: Option<String>,
+        /// At most this many.
+        limit: usize,
+        /// The caller's clock (a run past its key's retention is left out).
+        #[serde(with = "cronslot_core::instant::text")]
+        now: Timestamp,
+    },
     /// To one of a job's schedule objects: a page of the live schedules it
     /// holds, as [`Schedules::list_schedules`](cronslot_core::coord::Schedules::list_schedules)
     /// reads them. Answered with [`Answer::Page`].
@@ -405,6 +424,8 @@ impl Op {
             Op::ReadSchedule => "read_schedule",
             #[cfg(feature = "schedules")]
             Op::ListSchedules { .. } => "list_schedules",
+            #[cfg(feature = "schedules")]
+            Op::ListRuns { .. } => "list_runs",
             #[cfg(feature = "schedules")]
             Op::ReadScheduleForClaim { .. } => "read_schedule_for_claim",
             #[cfg(feature = "schedules")]
@@ -500,6 +521,15 @@ pub enum Answer {
     /// To `run_status`: the run, `None` when the key names none.
     #[cfg(feature = "schedules")]
     Run(Option<Box<RunView>>),
+    /// To `list_runs`: a page of the object's keyed runs in key order.
+    #[cfg(feature = "schedules")]
+    Runs {
+        /// Each run, as its status read answers it.
+        runs: Vec<RunView>,
+        /// Where the object's next page starts; `None`: it has no more.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cursor: Option<String>,
+    },
 }
 
 impl Answer {
@@ -528,6 +558,8 @@ impl Answer {
             Answer::Enqueued(_) => "enqueued",
             #[cfg(feature = "schedules")]
             Answer::Run(_) => "run",
+            #[cfg(feature = "schedules")]
+            Answer::Runs { .. } => "runs",
         }
     }
 }
@@ -868,7 +900,10 @@ mod tests {
         use cronslot_core::schedules::{RunStatus, RunView};
         let t: Timestamp = "2026-01-05T00:00:00Z".parse().unwrap();
         let view = RunView {
+            job: "mail".into(),
+            key: "k".into(),
             run: "mail/k@2026-01-05T00:00:00Z".into(),
+            created: Some(true),
             status: RunStatus::Pending,
             attempts: 0,
             last_error: None,
@@ -891,6 +926,16 @@ mod tests {
             ),
             (Op::RunStatus { now: t }, "run_status"),
             (
+                Op::ListRuns {
+                    prefix: "k".into(),
+                    status: Some(RunStatus::Dead),
+                    after: None,
+                    limit: 10,
+                    now: t,
+                },
+                "list_runs",
+            ),
+            (
                 Op::ReadScheduleForClaim { now: t },
                 "read_schedule_for_claim",
             ),
@@ -908,6 +953,10 @@ mod tests {
             Answer::Enqueued(Enqueued::Created(view.clone())),
             Answer::Run(Some(Box::new(view.clone()))),
             Answer::Run(None),
+            Answer::Runs {
+                runs: vec![view.clone()],
+                cursor: Some("k".into()),
+            },
         ] {
             let json = serde_json::to_string(&Ok::<_, WireError>(answer.clone())).unwrap();
             let wire: serde_json::Value = serde_json::from_str(&json).unwrap();
