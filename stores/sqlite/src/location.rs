@@ -104,4 +104,8 @@ impl UrlStore for SqliteStore {
         }
         SqliteStore::open(path)
     }
+
+    fn wake_signal(&self) -> Option<cronslot_store_kit::WakeSignal> {
+        SqliteStore::wake_signal(self)
+    }
 }
