@@ -273,7 +273,11 @@ where
 {
     enum Event {
         Listened(Result<(), tokio_postgres::Error>),
-        Message(Option<Result<AsyncMessage, tokio_postgres::Error>>),
+        Notified,
+        /// A notice (a warning from the server): nothing to do.
+        Noticed,
+        Failed(tokio_postgres::Error),
+        Closed,
     }
     // The channel is a lowercase identifier (`wake_channel`): it needs no
     // quoting.
@@ -290,7 +294,12 @@ where
                     return std::task::Poll::Ready(Event::Listened(answer));
                 }
             }
-            connection.poll_message(cx).map(Event::Message)
+            connection.poll_message(cx).map(|message| match message {
+                Some(Ok(AsyncMessage::Notification(_))) => Event::Notified,
+                Some(Ok(_)) => Event::Noticed,
+                Some(Err(e)) => Event::Failed(e),
+                None => Event::Closed,
+            })
         })
         .await;
         match event {
@@ -298,11 +307,10 @@ where
                 listening = true;
                 wakes.listening();
             }
-            Event::Listened(Err(e)) | Event::Message(Some(Err(e))) => return Err(failed(e)),
-            Event::Message(Some(Ok(AsyncMessage::Notification(_)))) => wakes.wake(),
-            // A notice (a warning from the server): nothing to do.
-            Event::Message(Some(Ok(_))) => {}
-            Event::Message(None) => {
+            Event::Listened(Err(e)) | Event::Failed(e) => return Err(failed(e)),
+            Event::Notified => wakes.wake(),
+            Event::Noticed => {}
+            Event::Closed => {
                 return Err(StoreError::unavailable(format!(
                     "PostgreSQL store {shown}: listening for wakes: the server closed the \
                      connection"
