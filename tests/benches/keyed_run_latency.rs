@@ -7,13 +7,16 @@
 //! four enqueuers, each with a store handle of its own (as other processes
 //! would have), enqueue `RUNS` keyed runs between them as fast as they
 //! can. Each run's wait is measured from its enqueue's return to its
-//! start (the job's function); the runner is stopped once every run has
+//! start (the job's function). Then one at a time: `SINGLE` runs (default
+//! 200), each enqueued once the previous has started, the latency of a run
+//! enqueued into an idle runner. The runner is stopped once every run has
 //! started, and returns once each is recorded.
 //!
 //! Run with `cargo bench -p cronslot-tests --bench keyed_run_latency`
-//! (`RUNS=N`, default 10,000). Prints, per store, the latency's p50, p99
-//! and maximum, and runs completed per second (from the first enqueue to
-//! the runner's return with every run recorded).
+//! (`RUNS=N`, default 10,000; `SINGLE=N`, default 200). Prints, per store,
+//! the burst's latency p50, p99 and maximum and its runs completed per
+//! second (from the first enqueue to the last run's start), then the
+//! one-at-a-time latency p50, p99 and maximum.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -52,12 +55,13 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
     sorted[i.min(sorted.len() - 1)]
 }
 
-fn measure<S: RunnerStore, E: StateStore + Send + 'static>(
+fn measure<S: RunnerStore, E: StateStore + Clone + Send + 'static>(
     name: &str,
     store: S,
     signal: Option<WakeSignal>,
     enqueuers: Vec<E>,
     n: usize,
+    single: usize,
 ) {
     assert!(signal.is_some(), "{name}: the store gives a wake signal");
     let job = format!("bench-{name}");
@@ -66,18 +70,20 @@ fn measure<S: RunnerStore, E: StateStore + Send + 'static>(
     let enqueued: Arc<Vec<AtomicU64>> = Arc::new((0..n).map(|_| AtomicU64::new(UNSET)).collect());
     let started: Arc<Vec<AtomicU64>> = Arc::new((0..n).map(|_| AtomicU64::new(UNSET)).collect());
     let count = Arc::new(AtomicU64::new(0));
+    let (single_tx, single_rx) = std::sync::mpsc::channel::<(String, Instant)>();
     let jobs = {
         let (started, count) = (Arc::clone(&started), Arc::clone(&count));
         Jobs::new().register(&job, move |ctx| {
             let at = since(base);
-            let i = ctx
-                .key()
-                .and_then(|k| k.strip_prefix('r'))
-                .and_then(|k| k.parse::<usize>().ok());
-            if let Some(slot) = i.and_then(|i| started.get(i)) {
-                slot.store(at, Ordering::SeqCst);
+            let key = ctx.key().unwrap_or_default();
+            if let Some(i) = key.strip_prefix('r').and_then(|k| k.parse::<usize>().ok()) {
+                if let Some(slot) = started.get(i) {
+                    slot.store(at, Ordering::SeqCst);
+                }
+                count.fetch_add(1, Ordering::SeqCst);
+            } else {
+                let _ = single_tx.send((key.to_string(), Instant::now()));
             }
-            count.fetch_add(1, Ordering::SeqCst);
             async { Ok(()) }
         })
     };
@@ -91,8 +97,11 @@ fn measure<S: RunnerStore, E: StateStore + Send + 'static>(
     // Idle first: the runner's first tick and the listener's connection.
     std::thread::sleep(Duration::from_millis(1500));
     let first = Instant::now();
+    let mut enqueuers = enqueuers;
+    let last = enqueuers.pop();
     let threads: Vec<_> = enqueuers
         .into_iter()
+        .chain(last.clone())
         .enumerate()
         .map(|(w, store)| {
             let (template, enqueued) = (template.clone(), Arc::clone(&enqueued));
@@ -133,13 +142,42 @@ fn measure<S: RunnerStore, E: StateStore + Send + 'static>(
         }
         std::thread::sleep(Duration::from_millis(5));
     }
+    let total = first.elapsed().as_secs_f64();
+    // One at a time, into an idle runner.
+    std::thread::sleep(Duration::from_millis(500));
+    let mut singles = Vec::with_capacity(single);
+    if let Some(store) = last {
+        let writer = CasCoordinator::new(store, 99);
+        let request = RunRequest {
+            payload: None,
+            at: None,
+        };
+        for i in 0..single {
+            let key = match ScheduleKey::new(format!("s{i:07}")) {
+                Ok(k) => k,
+                Err(e) => panic!("{e}"),
+            };
+            if let Err(e) =
+                block_on(writer.enqueue_run(&template, &key, &request, Timestamp::now()))
+            {
+                panic!("enqueue {key}: {e}");
+            }
+            let enqueued = Instant::now();
+            match single_rx.recv_timeout(Duration::from_secs(30)) {
+                Ok((ran, at)) if ran == key.as_str() => {
+                    singles.push(at.saturating_duration_since(enqueued));
+                }
+                Ok((ran, _)) => panic!("{name}: {ran} started, not {key}"),
+                Err(e) => panic!("{name}: {key} did not start: {e}"),
+            }
+        }
+    }
     stop.stop();
     let summary = match running.join() {
         Ok(Ok(s)) => s,
         Ok(Err(e)) => panic!("{name}: {e}"),
         Err(_) => panic!("{name}: the runner panicked"),
     };
-    let total = first.elapsed().as_secs_f64();
     assert!(summary.ok(), "{name}: {summary}");
     let mut waits: Vec<Duration> = (0..n)
         .map(|i| {
@@ -154,13 +192,24 @@ fn measure<S: RunnerStore, E: StateStore + Send + 'static>(
     waits.sort();
     println!(
         "{name:>8}: {n} runs, enqueued in {enqueue_secs:.2} s ({:.0}/s); enqueue to start \
-         p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms; {:.0} runs completed/s",
+         p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms; {:.0} runs completed/s (to the last start)",
         n as f64 / enqueue_secs,
         percentile(&waits, 0.50).as_secs_f64() * 1e3,
         percentile(&waits, 0.99).as_secs_f64() * 1e3,
         waits[waits.len() - 1].as_secs_f64() * 1e3,
         n as f64 / total,
     );
+    if !singles.is_empty() {
+        singles.sort();
+        println!(
+            "{name:>8}: {} runs one at a time; enqueue to start p50 {:.1} ms, p99 {:.1} ms, \
+             max {:.1} ms",
+            singles.len(),
+            percentile(&singles, 0.50).as_secs_f64() * 1e3,
+            percentile(&singles, 0.99).as_secs_f64() * 1e3,
+            singles[singles.len() - 1].as_secs_f64() * 1e3,
+        );
+    }
 }
 
 fn main() {
@@ -169,6 +218,10 @@ fn main() {
         .and_then(|v| v.parse().ok())
         .unwrap_or(10_000)
         .max(1);
+    let single: usize = std::env::var("SINGLE")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(200);
     println!(
         "keyed runs: {n} enqueued by {ENQUEUERS} enqueuers into a runner of {WORKERS} workers"
     );
@@ -191,6 +244,7 @@ fn main() {
         signal,
         (0..ENQUEUERS).map(|_| open_sqlite()).collect(),
         n,
+        single,
     );
     let _ = std::fs::remove_dir_all(&dir);
 
@@ -212,6 +266,7 @@ fn main() {
         signal,
         (0..ENQUEUERS).map(|_| connect_pg()).collect(),
         n,
+        single,
     );
 
     let redis = cronslot_tests::redis::shared();
@@ -228,5 +283,6 @@ fn main() {
         signal,
         (0..ENQUEUERS).map(|_| connect_redis()).collect(),
         n,
+        single,
     );
 }
