@@ -73,6 +73,8 @@ pub use cronslot_sqlite::SqliteStore;
 
 pub use clock::{Clock, MAX_SPEED, SpeedError};
 pub use cronslot_runtime::{JobError, JobResult, Jobs, RunContext};
+/// The store's wake signal a runner waits on ([`Runner::woken_by`]).
+pub use cronslot_stores::WakeSignal;
 pub use health::{Health, Verdict};
 pub use log::{LOG_LEVEL_VAR, LogFormat, LogInitError, init_logging};
 pub use platform::LocalPlatform;

@@ -49,6 +49,7 @@ use crate::health::Health;
 use crate::records_seen::RecordsSeen;
 use cronslot_runtime::Jobs;
 use cronslot_sqlite::SqliteStore;
+use cronslot_stores::{WakeSignal, Woken};
 
 use crate::platform::LocalPlatform;
 use crate::summary::{Summary, SummaryInput, Tally, summarize};
@@ -118,6 +119,7 @@ pub struct Runner<S: RunnerStore = SqliteStore> {
     owner_prefix: String,
     stop: Arc<watch::Sender<Stop>>,
     health: Arc<Health>,
+    wakes: Option<WakeSignal>,
 }
 
 impl<S: RunnerStore> Runner<S> {
@@ -138,7 +140,20 @@ impl<S: RunnerStore> Runner<S> {
             owner_prefix: default_owner_prefix(),
             stop: Arc::new(watch::channel(Stop::Running).0),
             health: Arc::new(Health::new(1)),
+            wakes: None,
         }
+    }
+
+    /// Wakes a worker at once when `signal` fires (the store's wake
+    /// signal: `store.wake_signal()` on PostgreSQL, Redis, SQLite or an
+    /// `AnyStore`), so that a keyed run enqueued, or a slot triggered, by
+    /// anyone starts within a second rather than at the next poll. `None`
+    /// (DynamoDB, an in-memory store) leaves the poll alone, which stays
+    /// the safety net in any case: a signal that is lost while its
+    /// listener reconnects costs at most a poll's wait.
+    pub fn woken_by(mut self, signal: impl Into<Option<WakeSignal>>) -> Runner<S> {
+        self.wakes = signal.into();
+        self
     }
 
     /// The manifest's dynamic jobs ([`Manifest::templates`]): the runner
@@ -276,10 +291,14 @@ impl<S: RunnerStore> Runner<S> {
             until,
             single_pass: self.single_pass,
             watch,
+            poke: tokio::sync::Notify::new(),
         });
+        // One pass reads what is due once: no signal to wait on.
+        let wakes = self.wakes.filter(|_| !self.single_pass);
         tracing::info!(
             workers = self.workers,
             speed = self.clock.speed(),
+            woken_by_store = wakes.is_some(),
             until = until.map(|t| tracing::field::display(format_instant(t))),
             jobs = names.len(),
             dynamic_jobs = template_names.len(),
@@ -319,6 +338,10 @@ impl<S: RunnerStore> Runner<S> {
                 &self.stop,
                 self.ctrl_c,
                 &self.health,
+                Wakes {
+                    signal: wakes,
+                    poke: &shared.poke,
+                },
             ));
             for (n, handle) in handles {
                 match handle.join() {
@@ -357,12 +380,48 @@ impl<S: RunnerStore> Runner<S> {
     }
 }
 
-/// Waits for every worker to end, turning Ctrl-C into stop requests.
+/// The store's wake signal and where the supervisor forwards it.
+struct Wakes<'a> {
+    signal: Option<WakeSignal>,
+    poke: &'a tokio::sync::Notify,
+}
+
+impl Wakes<'_> {
+    /// Waits for the signal and hands each wake to one waiting worker;
+    /// says when the signal is lost and when it is back. Never returns.
+    async fn forward(&mut self) {
+        let Some(signal) = &mut self.signal else {
+            return std::future::pending().await;
+        };
+        let mut lost = false;
+        loop {
+            match signal.woken().await {
+                Woken::Due => {
+                    if std::mem::take(&mut lost) {
+                        tracing::info!("the store's wake signal is back");
+                    }
+                    self.poke.notify_one();
+                }
+                Woken::Lost(why) => {
+                    lost = true;
+                    tracing::warn!(error = %why,
+                        "lost the store's wake signal: until it is back, runs enqueued now \
+                         start at the next poll (5 s)");
+                }
+                _ => self.poke.notify_one(),
+            }
+        }
+    }
+}
+
+/// Waits for every worker to end, turning Ctrl-C into stop requests and
+/// the store's wakes into a worker's tick.
 async fn supervise(
     done: &mut mpsc::UnboundedReceiver<()>,
     stop: &watch::Sender<Stop>,
     ctrl_c: bool,
     health: &Health,
+    mut wakes: Wakes<'_>,
 ) {
     let mut listen = ctrl_c;
     let mut terminate = if ctrl_c {
@@ -371,6 +430,8 @@ async fn supervise(
         Terminate::none()
     };
     let mut stop_seen = stop.subscribe();
+    let forwarding = wakes.forward();
+    tokio::pin!(forwarding);
     loop {
         if *stop_seen.borrow_and_update() != Stop::Running {
             health.stopping();
@@ -391,6 +452,7 @@ async fn supervise(
                 listen = escalate(stop, "Ctrl-C");
             }
             () = terminate.recv(), if listen => listen = escalate(stop, "SIGTERM"),
+            () = &mut forwarding => {}
         }
     }
 }

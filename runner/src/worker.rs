@@ -8,8 +8,10 @@
 //! everything about slots (which is due, overlap, catch-up, retries); the
 //! worker claims each of those jobs until told it is idle, moves the mark,
 //! and sleeps until the next whole minute (when slots fall), the earliest
-//! instant a claim told it about (a retry), a short poll (for what other
-//! workers and processes change), or a stop request.
+//! instant a claim told it about (a retry), the store's wake signal (a
+//! write somewhere made a record due now: an enqueued keyed run, a
+//! trigger), a short poll (for what other workers and processes change,
+//! and the safety net under the signal), or a stop request.
 
 use std::collections::HashMap;
 use std::rc::Rc;
@@ -22,8 +24,8 @@ use cronslot_core::coord::{
 };
 use cronslot_core::manifest::{JobSpec, JobTemplate};
 use cronslot_runtime::{
-    Jobs, Platform, TickJob, TickPlan, TickServer, TickWork, WokenSchedule, resolve_with,
-    run_lease, tick_with,
+    Jobs, MAX_WOKEN_PER_TICK, Platform, TickJob, TickPlan, TickServer, TickWork, WokenSchedule,
+    resolve_with, run_lease, tick_with,
 };
 use jiff::Timestamp;
 use tokio::sync::{Notify, watch};
@@ -88,6 +90,10 @@ pub(crate) struct Shared<S> {
     /// One pass (`cronslot tick`): claim what is due once, run it, end.
     pub single_pass: bool,
     pub watch: Arc<Watch>,
+    /// The store's wake signal, forwarded by the runner's thread: one
+    /// waiting worker ticks per wake (a wake during a tick is kept for the
+    /// next waiter).
+    pub poke: Notify,
 }
 
 impl<S> Shared<S> {
@@ -184,6 +190,7 @@ impl<S: RunnerStore> Worker<S> {
             tokio::select! {
                 () = self.clock().sleep_until(wake_at) => {}
                 () = self.wake.notified() => {}
+                () = self.shared.poke.notified() => {}
                 changed = stop.changed(), if stop_open => stop_open = changed.is_ok(),
             }
         }
@@ -250,7 +257,14 @@ impl<S: RunnerStore> Worker<S> {
             tracing::warn!(owner = %self.owner, schedule = %schedule, error = %why,
                 "cannot serve a woken schedule");
         }
-        report.served.iter().filter_map(|(next, _)| *next).min()
+        let next = report.served.iter().filter_map(|(next, _)| *next).min();
+        let work = &report.work;
+        if work.jobs.len() + work.schedules.len() + work.unknown.len() >= MAX_WOKEN_PER_TICK {
+            // The index may hold more due jobs than one tick takes: look
+            // again at once rather than at the poll.
+            return Some(self.clock().now());
+        }
+        next
     }
 
     /// Claims every due slot of one job; returns when to look again, and

@@ -52,7 +52,7 @@ use cronslot_core::coord::{
     EffectBegin, EffectFinish, EffectLedger, EffectRecord, JobState, LocationError, PutResult,
     StateStore, StoreError, TickIndex, TickStart, Version, Versioned,
 };
-pub use cronslot_store_kit::{JudgeClock, OpenOptions, UrlStore};
+pub use cronslot_store_kit::{JudgeClock, OpenOptions, UrlStore, WakeSignal, Woken};
 use jiff::{SignedDuration, Timestamp};
 
 /// Declares the stores: for each, its feature, its variant and its type.
@@ -238,6 +238,14 @@ impl AnyStore {
     /// [`AnyStore::clock_offset`]).
     pub fn judges_by_server_clock(&self) -> bool {
         with_store!(self, s => s.judges_by_server_clock())
+    }
+
+    /// The store's wake signal ([`UrlStore::wake_signal`]): it fires when a
+    /// write anywhere made a record due now, so that a runner ticks at once
+    /// (PostgreSQL's `LISTEN`, Redis's `SUBSCRIBE`, SQLite's watch of
+    /// `data_version`); `None` on DynamoDB, whose runners keep their poll.
+    pub fn wake_signal(&self) -> Option<WakeSignal> {
+        with_store!(self, s => UrlStore::wake_signal(s))
     }
 
     /// Why the server's configuration can lose an acknowledged claim, one

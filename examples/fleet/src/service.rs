@@ -104,7 +104,11 @@ pub fn run(options: Options) -> Result<bool, String> {
     let orders = runtime.block_on(Orders::open(&store))?;
     // Time runs by the clock that judges the leases (the database's).
     let clock = clock.timed_by(&store);
-    let runner = Runner::new(store.clone(), specs, clock).with_templates(templates);
+    // The store's wake signal: an order's keyed run (POST /orders) starts
+    // at once, whichever instance enqueued it.
+    let runner = Runner::new(store.clone(), specs, clock)
+        .with_templates(templates)
+        .woken_by(store.wake_signal());
     let state = AppState {
         health: runner.health(),
         rollups,

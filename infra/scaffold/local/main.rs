@@ -60,7 +60,11 @@ fn run(args: Args) -> Result<ExitCode, String> {
     init_logging(format, &clock).map_err(|e| e.to_string())?;
     let store =
         SqliteStore::open(&args.store).map_err(|e| format!("--store {}: {e}", args.store))?;
+    // Another process's trigger or enqueued run starts within a second
+    // (the store's wake signal), not at the next poll.
+    let wakes = store.wake_signal();
     let mut runner = Runner::new(store, manifest.jobs, clock)
+        .woken_by(wakes)
         .with_jobs(jobs::jobs())
         .workers(args.workers)
         .handle_ctrl_c(true);

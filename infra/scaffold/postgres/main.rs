@@ -71,7 +71,10 @@ fn run(args: Args) -> Result<ExitCode, String> {
     let store = block_on(url.open(OpenOptions::default())).map_err(|e| e.message.clone())?;
     // Leases are judged by the database server's clock: run by it too.
     let clock = Clock::real().timed_by(&store);
-    drive(Runner::new(store, manifest.jobs, clock), &args)
+    // A run enqueued or a slot triggered by anyone starts at once (the
+    // store's wake signal), not at the next poll.
+    let wakes = store.wake_signal();
+    drive(Runner::new(store, manifest.jobs, clock).woken_by(wakes), &args)
 }
 
 fn drive<S: RunnerStore>(runner: Runner<S>, args: &Args) -> Result<ExitCode, String> {

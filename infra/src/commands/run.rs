@@ -79,8 +79,12 @@ pub fn exec(args: RunArgs) -> Result<(), Failure> {
     let (store, clock) = target.open_for_jobs(&clock)?;
     warn_durability(&store);
     sweep_in_background(&store);
+    // The store's wake signal: a run enqueued (or a slot triggered) by
+    // anyone starts at once, not at the next poll.
+    let wakes = store.wake_signal();
     let mut runner = Runner::new(store, manifest.jobs, clock)
         .with_templates(manifest.templates)
+        .woken_by(wakes)
         .workers(args.workers)
         .handle_ctrl_c(true);
     match until {

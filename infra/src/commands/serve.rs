@@ -112,6 +112,7 @@ pub fn exec(args: ServeArgs) -> Result<(), Failure> {
             server.clock.clone(),
         )
         .with_templates(server.manifest.templates.clone())
+        .woken_by(server.store.wake_signal())
         .workers(args.workers)
         .handle_ctrl_c(true);
         spawn_server(listener, Arc::clone(&server))?;

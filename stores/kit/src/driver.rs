@@ -68,6 +68,16 @@ impl Driver {
         }
     }
 
+    /// Starts `task` on the store's runtime and does not wait for it: a
+    /// listener that lives as long as the store (it ends with the
+    /// background thread, when the last clone of the store is dropped).
+    pub fn spawn<F>(&self, task: F)
+    where
+        F: Future<Output = ()> + Send + 'static,
+    {
+        drop(self.handle.spawn(task));
+    }
+
     /// The store as messages name it.
     pub fn label(&self) -> &str {
         &self.label

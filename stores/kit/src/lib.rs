@@ -15,6 +15,8 @@
 //! - [`driver`]: the background thread with its own current-thread tokio
 //!   runtime that opens and drives a store's connections ([`Driver`]), so
 //!   callers on any runtime (or none) only await answers.
+//! - [`wake`]: the signal a store gives its process's runners when a write
+//!   made a record due now ([`WakeSignal`]), so that they tick at once.
 //!
 //! The pieces of a store URL every store parses alike (percent-decoding,
 //! user and password, host and port, query parameters, the redacted form)
@@ -36,6 +38,7 @@ pub mod counts;
 pub mod driver;
 pub mod ledger;
 pub mod open;
+pub mod wake;
 
 pub use clock::{ClockOffset, JudgeClock};
 pub use counts::{Counters, RequestCounts};
@@ -44,6 +47,7 @@ pub use ledger::{
     DEFAULT_EFFECT_RETENTION, EffectEntry, Entry, MAX_LEDGER_ATTEMPTS, Written, settle_effect,
 };
 pub use open::{OpenOptions, UrlStore};
+pub use wake::{WakeSender, WakeSignal, Woken, wake_channel};
 
 /// A duration as messages show it: `5 s`, `1.5 s`.
 pub fn seconds(d: std::time::Duration) -> String {

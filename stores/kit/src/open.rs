@@ -7,7 +7,7 @@ use std::fmt;
 use cronslot_core::coord::{EffectLedger, LocationError, StateStore, StoreError, TickIndex};
 use jiff::{SignedDuration, Timestamp};
 
-use crate::JudgeClock;
+use crate::{JudgeClock, WakeSignal};
 
 /// How to open a store, whatever its kind.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -111,6 +111,16 @@ pub trait UrlStore:
     ) -> Result<u64, StoreError> {
         let _ = (now, batch, max_batches);
         Ok(0)
+    }
+
+    /// The store's wake signal ([`WakeSignal`]): it fires when a write
+    /// anywhere made a record due now, so that a runner ticks at once
+    /// rather than at its next poll. The first call starts the process's
+    /// one listener, which later calls (and clones of the store) share.
+    /// `None` for a store with no such signal (DynamoDB; an in-memory
+    /// SQLite store): its runners keep their poll.
+    fn wake_signal(&self) -> Option<WakeSignal> {
+        None
     }
 
     /// Whether [`UrlStore::sweep_expired`] does anything on this store.

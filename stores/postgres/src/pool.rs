@@ -11,10 +11,10 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use cronslot_core::coord::StoreErrorKind;
-use cronslot_store_kit::{ClockOffset, Counters, Driver, seconds};
+use cronslot_store_kit::{ClockOffset, Counters, Driver, WakeSender, WakeSignal, seconds};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_postgres::types::{FromSql, ToSql, Type};
-use tokio_postgres::{Client, NoTls, Row};
+use tokio_postgres::{AsyncMessage, Client, Connection, NoTls, Row};
 
 use crate::error::{Phase, classify, connection_survives};
 use crate::location::{PgHost, PgLocation};
@@ -36,6 +36,9 @@ pub(crate) struct Shared {
     max_connections: usize,
     pub(crate) counts: Counters,
     pub(crate) offset: ClockOffset,
+    /// The wake signal, once a runner asked for it (`store/wake.rs`):
+    /// one listening connection for every clone.
+    pub(crate) wakes: std::sync::OnceLock<WakeSignal>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -102,6 +105,7 @@ impl Shared {
             max_connections,
             counts: Counters::default(),
             offset: ClockOffset::default(),
+            wakes: std::sync::OnceLock::new(),
         })
     }
 
@@ -190,6 +194,128 @@ impl Shared {
                 self.shown,
                 seconds(limit)
             ))),
+        }
+    }
+}
+
+impl Shared {
+    /// What the wake listener needs to connect, apart from the store, so
+    /// that it never keeps the store alive.
+    pub(crate) fn listener(&self) -> Listener {
+        Listener {
+            shown: self.shown.clone(),
+            config: self.config.clone(),
+            tls: self.tls.clone(),
+            connect_timeout: self.location.connect_timeout(),
+        }
+    }
+}
+
+/// How the wake listener connects (`store/wake.rs`).
+pub(crate) struct Listener {
+    shown: String,
+    config: tokio_postgres::Config,
+    tls: Tls,
+    connect_timeout: Duration,
+}
+
+impl Listener {
+    /// Opens a connection of its own (not one of the pool's), sends
+    /// `LISTEN channel` on it and wakes `wakes` at every notification,
+    /// until the connection ends (an error naming the store). Must run on
+    /// the store's runtime.
+    pub(crate) async fn listen(&self, channel: &str, wakes: &WakeSender) -> Result<(), StoreError> {
+        let limit = self.connect_timeout;
+        let failed = |e: tokio_postgres::Error| {
+            classify(&self.shown, "listening for wakes", Phase::Connect, &e).with_source(e)
+        };
+        let timed_out = || {
+            StoreError::unavailable(format!(
+                "PostgreSQL store {}: listening for wakes: no answer within {} \
+                 (connect_timeout)",
+                self.shown,
+                seconds(limit)
+            ))
+        };
+        match &self.tls {
+            Tls::Off => {
+                let (client, connection) = tokio::time::timeout(limit, self.config.connect(NoTls))
+                    .await
+                    .map_err(|_| timed_out())?
+                    .map_err(failed)?;
+                listen_on(&self.shown, client, connection, channel, wakes).await
+            }
+            Tls::Rustls(make) => {
+                let (client, connection) =
+                    tokio::time::timeout(limit, self.config.connect(make.clone()))
+                        .await
+                        .map_err(|_| timed_out())?
+                        .map_err(failed)?;
+                listen_on(&self.shown, client, connection, channel, wakes).await
+            }
+        }
+    }
+}
+
+/// Drives `connection` (its messages are the notifications), sends
+/// `LISTEN` through `client`, and wakes `wakes` at each notification until
+/// the connection ends.
+async fn listen_on<S, T>(
+    shown: &str,
+    client: Client,
+    mut connection: Connection<S, T>,
+    channel: &str,
+    wakes: &WakeSender,
+) -> Result<(), StoreError>
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+    T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+{
+    enum Event {
+        Listened(Result<(), tokio_postgres::Error>),
+        Notified,
+        /// A notice (a warning from the server): nothing to do.
+        Noticed,
+        Failed(tokio_postgres::Error),
+        Closed,
+    }
+    // The channel is a lowercase identifier (`wake_channel`): it needs no
+    // quoting.
+    let command = format!("LISTEN {channel}");
+    let mut listen = std::pin::pin!(client.batch_execute(&command));
+    let mut listening = false;
+    let failed = |e: tokio_postgres::Error| {
+        classify(shown, "listening for wakes", Phase::Read, &e).with_source(e)
+    };
+    loop {
+        let event = std::future::poll_fn(|cx| {
+            if !listening {
+                if let std::task::Poll::Ready(answer) = listen.as_mut().poll(cx) {
+                    return std::task::Poll::Ready(Event::Listened(answer));
+                }
+            }
+            connection.poll_message(cx).map(|message| match message {
+                Some(Ok(AsyncMessage::Notification(_))) => Event::Notified,
+                Some(Ok(_)) => Event::Noticed,
+                Some(Err(e)) => Event::Failed(e),
+                None => Event::Closed,
+            })
+        })
+        .await;
+        match event {
+            Event::Listened(Ok(())) => {
+                listening = true;
+                wakes.listening();
+            }
+            Event::Listened(Err(e)) | Event::Failed(e) => return Err(failed(e)),
+            Event::Notified => wakes.wake(),
+            Event::Noticed => {}
+            Event::Closed => {
+                return Err(StoreError::unavailable(format!(
+                    "PostgreSQL store {shown}: listening for wakes: the server closed the \
+                     connection"
+                )));
+            }
         }
     }
 }

@@ -5,6 +5,7 @@ mod records;
 mod sql;
 mod tick;
 mod txn;
+mod wake;
 
 use std::fmt;
 use std::sync::Arc;
@@ -237,5 +238,9 @@ impl UrlStore for PgStore {
 
     fn sweeps(&self) -> bool {
         true
+    }
+
+    fn wake_signal(&self) -> Option<cronslot_store_kit::WakeSignal> {
+        Some(PgStore::wake_signal(self))
     }
 }

@@ -6,7 +6,7 @@
 //! A connection that failed (its stream ended, or a command timed out, so
 //! its state is unknown) is dropped; the next operation opens a new one.
 
-use cronslot_store_kit::{ClockOffset, Counters, Driver, seconds};
+use cronslot_store_kit::{ClockOffset, Counters, Driver, WakeSender, WakeSignal, seconds};
 use redis::aio::MultiplexedConnection;
 use redis::{
     AsyncConnectionConfig, Client, ConnectionAddr, ConnectionInfo, RedisConnectionInfo, RedisResult,
@@ -30,6 +30,9 @@ pub(crate) struct Shared {
     current: tokio::sync::Mutex<Option<(u64, MultiplexedConnection)>>,
     pub(crate) counts: Counters,
     pub(crate) offset: ClockOffset,
+    /// The wake signal, once a runner asked for it (`store/wake.rs`):
+    /// one subscribed connection for every clone.
+    pub(crate) wakes: std::sync::OnceLock<WakeSignal>,
 }
 
 impl Shared {
@@ -96,6 +99,7 @@ impl Shared {
             current: tokio::sync::Mutex::new(None),
             counts: Counters::default(),
             offset: ClockOffset::default(),
+            wakes: std::sync::OnceLock::new(),
         })
     }
 
@@ -175,5 +179,75 @@ impl Shared {
                 ))
             }
         }
+    }
+}
+
+impl Shared {
+    /// What the wake listener needs to connect, apart from the store, so
+    /// that it never keeps the store alive.
+    pub(crate) fn listener(&self) -> Listener {
+        Listener {
+            shown: self.shown.clone(),
+            client: self.client.clone(),
+            secret: self.secret().map(str::to_string),
+            connect_timeout: self.location.connect_timeout(),
+        }
+    }
+}
+
+/// How the wake listener connects (`store/wake.rs`).
+pub(crate) struct Listener {
+    shown: String,
+    client: Client,
+    /// Only to keep it out of messages.
+    secret: Option<String>,
+    connect_timeout: std::time::Duration,
+}
+
+impl Listener {
+    /// Opens a connection of its own (not the store's multiplexed one),
+    /// subscribes it to `channel` and wakes `wakes` at every message,
+    /// until the connection ends (an error naming the store). Must run on
+    /// the store's runtime.
+    pub(crate) async fn listen(&self, channel: &str, wakes: &WakeSender) -> Result<(), StoreError> {
+        let doing = "subscribing to the wake channel";
+        let failed = |e| {
+            classify_owned(
+                &self.shown,
+                doing,
+                Phase::Connect,
+                self.secret.as_deref(),
+                e,
+            )
+        };
+        let limit = self.connect_timeout.saturating_mul(2);
+        let subscribing = async {
+            let mut pubsub = self.client.get_async_pubsub().await?;
+            pubsub.subscribe(channel).await?;
+            Ok::<_, redis::RedisError>(pubsub)
+        };
+        let pubsub = match tokio::time::timeout(limit, subscribing).await {
+            Ok(Ok(pubsub)) => pubsub,
+            Ok(Err(e)) => return Err(failed(e)),
+            Err(_) => {
+                return Err(StoreError::unavailable(format!(
+                    "Redis store {}: {doing}: no answer within {} (twice connect_timeout)",
+                    self.shown,
+                    seconds(limit)
+                )));
+            }
+        };
+        wakes.listening();
+        let mut messages = std::pin::pin!(pubsub.into_on_message());
+        while std::future::poll_fn(|cx| futures_core::Stream::poll_next(messages.as_mut(), cx))
+            .await
+            .is_some()
+        {
+            wakes.wake();
+        }
+        Err(StoreError::unavailable(format!(
+            "Redis store {}: {doing}: the connection ended",
+            self.shown
+        )))
     }
 }

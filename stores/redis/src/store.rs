@@ -7,6 +7,7 @@ mod records;
 mod replicas;
 mod scripts;
 mod tick;
+mod wake;
 
 use std::fmt;
 use std::sync::Arc;
@@ -255,5 +256,9 @@ impl UrlStore for RedisStore {
 
     async fn durability_warnings(&self) -> Vec<String> {
         self.durability().await.warnings()
+    }
+
+    fn wake_signal(&self) -> Option<cronslot_store_kit::WakeSignal> {
+        Some(RedisStore::wake_signal(self))
     }
 }

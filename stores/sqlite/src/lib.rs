@@ -37,6 +37,7 @@ mod records;
 mod schema;
 mod tick;
 mod txn;
+mod wake;
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -61,6 +62,7 @@ pub use location::{MISSING, SqliteLocation, parse_sqlite_location};
 /// enqueues runs in its own transactions ([`SqliteStore::enqueue_run_in`])
 /// uses this one, so that its `Transaction` is the type the store takes.
 pub use rusqlite;
+pub use wake::WAKE_CHECK_PERIOD;
 
 use schema::init_schema;
 
@@ -96,6 +98,8 @@ struct Inner {
     /// SQL statements that read or wrote data, for tests that count a
     /// tick's cost ([`SqliteStore::statements`]).
     statements: AtomicU64,
+    /// The wake watcher, once a runner asked for it (wake.rs).
+    wakes: wake::Wakes,
 }
 
 impl fmt::Debug for SqliteStore {
@@ -161,6 +165,7 @@ impl SqliteStore {
                 path: Some(path.to_path_buf()),
                 busy_timeout,
                 statements: AtomicU64::new(0),
+                wakes: wake::Wakes::default(),
             }),
         })
     }
@@ -178,6 +183,7 @@ impl SqliteStore {
                 path: None,
                 busy_timeout: Duration::ZERO,
                 statements: AtomicU64::new(0),
+                wakes: wake::Wakes::default(),
             }),
         })
     }

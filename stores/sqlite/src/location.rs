@@ -119,4 +119,8 @@ impl UrlStore for SqliteStore {
     fn sweeps(&self) -> bool {
         true
     }
+
+    fn wake_signal(&self) -> Option<cronslot_store_kit::WakeSignal> {
+        SqliteStore::wake_signal(self)
+    }
 }

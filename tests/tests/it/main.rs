@@ -14,6 +14,7 @@ mod cf_workerd;
 mod conformance_memory;
 mod crash_points;
 mod examples;
+mod keyed_run_wakes;
 mod memory_store;
 mod policies;
 mod simulation_runs;

@@ -23,6 +23,13 @@ pub(super) struct Sql {
 impl Sql {
     pub(super) fn new(schema: &str) -> Sql {
         let s = quoted(schema);
+        // The channel is a lowercase identifier (`wake_channel`): no
+        // quote to escape in the literal.
+        let woke = format!(
+            "woke AS (SELECT pg_notify('{}', '') FROM written
+                        WHERE written.wake_at <= clock_timestamp())",
+            wake_channel(schema)
+        );
         Sql {
             // The server's clock and the record in one statement: a row
             // even when the job has none.
@@ -35,14 +42,24 @@ impl Sql {
             // it, in one statement. The outer SELECT sees the statement's
             // snapshot, so a record committed while this one waited for
             // its row lock is not in it: `put` then reads once more.
+            //
+            // A write that makes the record due now (its wake at or
+            // before the server's clock: an enqueued run, a trigger, a
+            // redrive) notifies the store's channel in the same
+            // statement (`woke`, which the one row's `FROM` reads so that
+            // it runs), so runners listening wake at once; inside an
+            // application's transaction the notification is delivered at
+            // commit, and not at all on rollback. A claim, whose wake is
+            // its lease's expiry, notifies no one.
             insert: format!(
                 "WITH written AS (
                      INSERT INTO {s}.job_state (job, version, state, wake_at, updated_at)
                      VALUES ($1, 1, $2, $3, now())
                      ON CONFLICT (job) DO NOTHING
-                     RETURNING version)
+                     RETURNING version, wake_at),
+                 {woke}
                  SELECT (SELECT version FROM written), j.version, j.state
-                   FROM (SELECT 1) AS one
+                   FROM (SELECT count(*) FROM woke) AS one
                    LEFT JOIN {s}.job_state j
                      ON j.job = $1 AND NOT EXISTS (SELECT 1 FROM written)"
             ),
@@ -51,9 +68,10 @@ impl Sql {
                      UPDATE {s}.job_state
                         SET version = $3, state = $2, wake_at = $5, updated_at = now()
                       WHERE job = $1 AND version = $4
-                     RETURNING version)
+                     RETURNING version, wake_at),
+                 {woke}
                  SELECT (SELECT version FROM written), j.version, j.state
-                   FROM (SELECT 1) AS one
+                   FROM (SELECT count(*) FROM woke) AS one
                    LEFT JOIN {s}.job_state j
                      ON j.job = $1 AND NOT EXISTS (SELECT 1 FROM written)"
             ),
@@ -119,5 +137,37 @@ impl Sql {
                   WHERE {s}.tick_mark.mark < excluded.mark"
             ),
         }
+    }
+}
+
+/// The channel a store's writes notify when they make a record due now:
+/// one per schema (a store's namespace), `cronslot_wake_<schema>`. A
+/// channel name is at most 63 bytes: a schema longer than 48 bytes is
+/// named by its first 32 and a hash of all of it (a different length, so
+/// the two forms never meet).
+pub(crate) fn wake_channel(schema: &str) -> String {
+    if schema.len() <= 48 {
+        format!("cronslot_wake_{schema}")
+    } else {
+        let hash = schema.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+            (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+        });
+        let head = schema.get(..32).unwrap_or(schema);
+        format!("cronslot_wake_{head}_{hash:016x}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_wake_channel_is_a_valid_name_per_schema() {
+        assert_eq!(wake_channel("cronslot"), "cronslot_wake_cronslot");
+        let long = "a".repeat(63);
+        let other = format!("{}b", "a".repeat(62));
+        assert_eq!(wake_channel(&long).len(), 63);
+        assert_ne!(wake_channel(&long), wake_channel(&other));
+        assert!(wake_channel(&"a".repeat(48)).len() < 63);
     }
 }

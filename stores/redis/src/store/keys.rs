@@ -46,6 +46,12 @@ impl Keys {
         format!("{{{}}}:tick", self.prefix)
     }
 
+    /// The wake channel (not a key): the record writes that make a record
+    /// due now publish on it, and runners subscribe to it.
+    pub(super) fn wake_channel(&self) -> String {
+        format!("{{{}}}:wake", self.prefix)
+    }
+
     /// The layout version of the keys.
     pub(super) fn layout(&self) -> String {
         format!("{{{}}}:layout", self.prefix)
@@ -71,5 +77,6 @@ mod tests {
         assert_eq!(keys.tick(), "{cs}:tick");
         assert_eq!(keys.layout(), "{cs}:layout");
         assert_eq!(keys.names(), "{cs}:names");
+        assert_eq!(keys.wake_channel(), "{cs}:wake");
     }
 }

@@ -86,6 +86,7 @@ impl RedisStore {
         };
         let (shared, scripts) = (self.shared.clone(), self.scripts.clone());
         let (key, wakes, names) = (self.keys.state(job), self.keys.wakes(), self.keys.names());
+        let channel = self.keys.wake_channel();
         let job = job.to_string();
         let text = encode_state(state);
         let wake = state
@@ -102,7 +103,7 @@ impl RedisStore {
                     .request(Phase::Write, false, &doing, |mut conn| {
                         let scripts = scripts.clone();
                         let (key, wakes, names) = (key.clone(), wakes.clone(), names.clone());
-                        let job = job.clone();
+                        let (job, channel) = (job.clone(), channel.clone());
                         async move {
                             let answer: Vec<String> = scripts
                                 .put
@@ -114,6 +115,7 @@ impl RedisStore {
                                 .arg(next.to_string())
                                 .arg(&text)
                                 .arg(&wake)
+                                .arg(&channel)
                                 .invoke_async(&mut conn)
                                 .await?;
                             let written = answer.first().is_some_and(|w| w == "written");

@@ -12,9 +12,13 @@ use super::*;
 ///
 /// KEYS: the record, the wake index, the name index. ARGV: job, expected
 /// version (`''`: none may exist), new version, record text, wake
-/// (microseconds, `''`: none). Every write, not only the first, puts the
-/// name in the name index (a no-op when it is there), so a record first
-/// written by a cronslot of layout 1 joins it at its next write too.
+/// (microseconds, `''`: none), the wake channel. Every write, not only the
+/// first, puts the name in the name index (a no-op when it is there), so a
+/// record first written by a cronslot of layout 1 joins it at its next
+/// write too. A write whose wake is at or before the server's `TIME` (a
+/// record due now: an enqueued run, a trigger, a redrive; not a claim,
+/// whose wake is its lease's expiry) publishes on the wake channel, so
+/// that runners subscribed to it tick at once.
 const PUT: &str = r"
 local cur = redis.call('HMGET', KEYS[1], 'v', 's')
 local v = cur[1]
@@ -31,6 +35,12 @@ else
   redis.call('ZADD', KEYS[2], ARGV[5], ARGV[1])
 end
 redis.call('ZADD', KEYS[3], 0, ARGV[1])
+if ARGV[5] ~= '' then
+  local t = redis.call('TIME')
+  if tonumber(ARGV[5]) <= tonumber(t[1]) * 1000000 + tonumber(t[2]) then
+    redis.call('PUBLISH', ARGV[6], '')
+  end
+end
 return {'written', ARGV[3]}
 ";
 
