@@ -592,6 +592,12 @@ impl<T: Transport> TickIndex for TickClient<'_, T> {
         true
     }
 
+    /// The tick object lets go of the woken jobs it handed out when the
+    /// mark moves: every tick ends with that request.
+    fn tick_end_moves_only_the_mark(&self) -> bool {
+        false
+    }
+
     async fn tick_end(&self, mark: Timestamp) -> Result<(), StoreError> {
         let served = self.woken.borrow().clone();
         let left = self.left.borrow().clone();

@@ -54,7 +54,7 @@ use cronslot_stores::{WakeSignal, Woken};
 use crate::platform::LocalPlatform;
 use crate::summary::{Summary, SummaryInput, Tally, summarize};
 use crate::watch::{Stop, Watch};
-use crate::worker::{RunnerStore, Shared, Worker};
+use crate::worker::{RunnerStore, Running, Shared, Worker};
 
 /// The most workers one runner starts.
 pub const MAX_WORKERS: u32 = 64;
@@ -113,6 +113,7 @@ pub struct Runner<S: RunnerStore = SqliteStore> {
     clock: Clock,
     jobs: Jobs,
     workers: u32,
+    max_running: Option<u32>,
     until: Option<Until>,
     single_pass: bool,
     ctrl_c: bool,
@@ -134,6 +135,7 @@ impl<S: RunnerStore> Runner<S> {
             clock,
             jobs: Jobs::new(),
             workers: 1,
+            max_running: None,
             until: None,
             single_pass: false,
             ctrl_c: false,
@@ -176,6 +178,16 @@ impl<S: RunnerStore> Runner<S> {
     pub fn workers(mut self, n: u32) -> Runner<S> {
         self.workers = n.clamp(1, MAX_WORKERS);
         self.health = Arc::new(Health::new(self.workers));
+        self
+    }
+
+    /// At most `n` runs at once in this process, over all its workers (at
+    /// least 1): a worker claims only while fewer are running, so a burst
+    /// of due runs (keyed runs enqueued by the thousand, a 09:00 of many
+    /// schedules) waits in the store, where any process may take it,
+    /// rather than all starting here. Unbounded by default.
+    pub fn max_running(mut self, n: u32) -> Runner<S> {
+        self.max_running = Some(n.max(1));
         self
     }
 
@@ -292,11 +304,14 @@ impl<S: RunnerStore> Runner<S> {
             single_pass: self.single_pass,
             watch,
             poke: tokio::sync::Notify::new(),
+            workers: self.workers,
+            running: Arc::new(Running::new(self.max_running)),
         });
         // One pass reads what is due once: no signal to wait on.
         let wakes = self.wakes.filter(|_| !self.single_pass);
         tracing::info!(
             workers = self.workers,
+            max_running = self.max_running,
             speed = self.clock.speed(),
             woken_by_store = wakes.is_some(),
             until = until.map(|t| tracing::field::display(format_instant(t))),

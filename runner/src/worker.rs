@@ -13,19 +13,24 @@
 //! trigger), a short poll (for what other workers and processes change,
 //! and the safety net under the signal), or a stop request.
 
+use std::cell::RefCell;
 use std::collections::HashMap;
 use std::rc::Rc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, MutexGuard};
 use std::time::Duration;
 
+use cronslot_core::coord::exec::join_all;
 use cronslot_core::coord::{
     CasCoordinator, Claim, Coordinator, EffectLedger, Idle, Lease, SlotId, StateStore, TickIndex,
     Trigger, decide, format_instant,
 };
 use cronslot_core::manifest::{JobSpec, JobTemplate};
+use cronslot_runtime::command::CommandRequest;
+use cronslot_runtime::http::{HttpFailure, HttpRequest, HttpResponse};
 use cronslot_runtime::{
-    Jobs, MAX_WOKEN_PER_TICK, Platform, TickJob, TickPlan, TickServer, TickWork, WokenSchedule,
-    resolve_with, run_lease, tick_with,
+    JobError, Jobs, LocalFuture, MAX_WOKEN_PER_TICK, NO_ROOM, Platform, PlatformDeadline, RunEvent,
+    TickJob, TickPlan, TickServer, TickWork, WokenSchedule, resolve_with, run_lease, tick_with,
 };
 use jiff::Timestamp;
 use tokio::sync::{Notify, watch};
@@ -61,6 +66,12 @@ const STORE_RETRY: Duration = Duration::from_secs(5);
 /// The shortest real pause before a failed claim is tried again.
 const MIN_REAL_STORE_RETRY: Duration = Duration::from_millis(250);
 
+/// Jobs a worker claims at once within a tick (each claim is a round
+/// trip to the store; distinct jobs' records do not contend, so their
+/// claims overlap rather than queue). Bounded so that a tick of a
+/// thousand woken runs does not open a thousand requests at once.
+const CLAIMS_AT_ONCE: usize = 16;
+
 /// Slots fall on whole minutes: a worker wakes at each, so that a slot
 /// starts on time whatever the poll.
 const MINUTE: i64 = 60;
@@ -94,6 +105,154 @@ pub(crate) struct Shared<S> {
     /// waiting worker ticks per wake (a wake during a tick is kept for the
     /// next waiter).
     pub poke: Notify,
+    /// Competing workers in this process.
+    pub workers: u32,
+    /// The runs going on in this process, and their bound.
+    pub running: Arc<Running>,
+}
+
+/// The bound on the runs going on in a process, over all its workers
+/// ([`crate::Runner::max_running`]). A place is taken before a claim (a
+/// tick reserves every free one) and held by the run until its task ends;
+/// the places a tick did not use go back. So the bound holds however many
+/// workers tick at once.
+pub(crate) struct Running {
+    limit: Option<usize>,
+    /// Places taken: by runs going on and by ticks' reservations.
+    taken: AtomicUsize,
+}
+
+impl Running {
+    pub(crate) fn new(limit: Option<u32>) -> Running {
+        Running {
+            limit: limit.map(|n| n as usize),
+            taken: AtomicUsize::new(0),
+        }
+    }
+
+    /// Takes every free place (`None`: no bound, nothing to take).
+    fn reserve(&self) -> Option<usize> {
+        let limit = self.limit?;
+        let mut taken = self.taken.load(Ordering::SeqCst);
+        loop {
+            let free = limit.saturating_sub(taken);
+            match self.taken.compare_exchange(
+                taken,
+                taken + free,
+                Ordering::SeqCst,
+                Ordering::SeqCst,
+            ) {
+                Ok(_) => return Some(free),
+                Err(now) => taken = now,
+            }
+        }
+    }
+
+    /// Gives back places a tick reserved and did not use.
+    fn release(&self, places: usize) {
+        if self.limit.is_some() && places > 0 {
+            self.taken.fetch_sub(places, Ordering::SeqCst);
+        }
+    }
+
+    /// Whether a place is free now (a hint: a tick reserves before it
+    /// claims).
+    fn full(&self) -> bool {
+        self.limit
+            .is_some_and(|l| self.taken.load(Ordering::SeqCst) >= l)
+    }
+}
+
+/// A run's place, reserved by its tick, given back when the run's work
+/// ends, or else when its task ends (however it ends).
+struct Place(Arc<Running>);
+
+impl Drop for Place {
+    fn drop(&mut self) {
+        self.0.release(1);
+    }
+}
+
+/// The platform one run sees: its worker's, and the run's place in the
+/// process's bound, given back as soon as the run's work has ended
+/// ([`RunEvent::WorkEnded`]), before its outcome is written. The bound is
+/// on jobs' work at once; the outcome's write (one round trip) then
+/// overlaps the next run's claim instead of delaying it, and the worker
+/// is told at once that a place is free.
+struct RunPlatform<S: RunnerStore> {
+    worker: Rc<Worker<S>>,
+    place: RefCell<Option<Place>>,
+}
+
+impl<S: RunnerStore> Platform for RunPlatform<S> {
+    fn name(&self) -> &'static str {
+        self.worker.platform.name()
+    }
+
+    fn now(&self) -> Timestamp {
+        self.worker.platform.now()
+    }
+
+    fn sleep(&self, duration: Duration) -> LocalFuture<'static, ()> {
+        self.worker.platform.sleep(duration)
+    }
+
+    fn deadline(&self) -> Option<PlatformDeadline> {
+        self.worker.platform.deadline()
+    }
+
+    fn stop_now(&self) -> LocalFuture<'static, ()> {
+        self.worker.platform.stop_now()
+    }
+
+    fn observe(&self, event: &RunEvent<'_>) {
+        self.worker.platform.observe(event);
+        if matches!(event, RunEvent::WorkEnded { .. }) && self.place.borrow_mut().take().is_some() {
+            self.worker.wake.notify_one();
+        }
+    }
+
+    fn send_http(
+        &self,
+        request: HttpRequest,
+    ) -> LocalFuture<'static, Result<HttpResponse, HttpFailure>> {
+        self.worker.platform.send_http(request)
+    }
+
+    fn runs_commands(&self) -> bool {
+        self.worker.platform.runs_commands()
+    }
+
+    fn run_command(
+        &self,
+        command: CommandRequest,
+    ) -> LocalFuture<'static, Result<Option<String>, JobError>> {
+        self.worker.platform.run_command(command)
+    }
+}
+
+/// The places a tick reserved, handed out to its claims.
+struct Reserved {
+    /// `None`: no bound.
+    left: std::cell::Cell<Option<usize>>,
+}
+
+impl Reserved {
+    /// Whether another claim may be made.
+    fn any(&self) -> bool {
+        self.left.get() != Some(0)
+    }
+
+    /// One place for a lease just claimed (whether it is bounded).
+    fn take(&self) -> bool {
+        match self.left.get() {
+            Some(n) => {
+                self.left.set(Some(n.saturating_sub(1)));
+                true
+            }
+            None => false,
+        }
+    }
 }
 
 impl<S> Shared<S> {
@@ -222,21 +381,36 @@ impl<S: RunnerStore> Worker<S> {
         runs: &mut JoinSet<()>,
         expected: &mut HashMap<String, Timestamp>,
     ) -> Option<Timestamp> {
+        let room = self.shared.running.reserve();
+        if room == Some(0) {
+            // As many runs as the process allows are going on: the store
+            // keeps what is due (for this process's next tick, when a run
+            // ends, or another process's).
+            return None;
+        }
         let platform = LocalPlatform::new(self.clock().clone());
+        let runs_before = runs.len();
+        let reserved = Reserved {
+            left: std::cell::Cell::new(room),
+        };
         let mut server = RunnerTick {
             worker: self,
-            runs,
-            expected,
+            runs: RefCell::new(runs),
+            expected: RefCell::new(expected),
+            reserved: &reserved,
         };
-        let report = match tick_with(
+        let report = tick_with(
             &self.plan,
             self.coordinator.store(),
             &platform,
-            None,
+            room,
             &mut server,
         )
-        .await
-        {
+        .await;
+        self.shared
+            .running
+            .release(reserved.left.get().unwrap_or(0));
+        let report = match report {
             Ok(report) => report,
             Err(e) => {
                 self.shared.watch.health.store_failed(&e.to_string());
@@ -252,16 +426,29 @@ impl<S: RunnerStore> Worker<S> {
             // which the store answers as already claimed. Nothing is lost.
             tracing::warn!(owner = %self.owner, error = %e, "cannot move the tick mark");
         }
+        let mut left = 0;
         for (schedule, why) in &report.unresolved {
+            if why == NO_ROOM {
+                // Beyond this process's bound on runs: a later tick.
+                left += 1;
+                continue;
+            }
             // It keeps its wake: the next tick reads it again.
             tracing::warn!(owner = %self.owner, schedule = %schedule, error = %why,
                 "cannot serve a woken schedule");
         }
         let next = report.served.iter().filter_map(|(next, _)| *next).min();
+        let started = runs.len() > runs_before;
         let work = &report.work;
-        if work.jobs.len() + work.schedules.len() + work.unknown.len() >= MAX_WOKEN_PER_TICK {
-            // The index may hold more due jobs than one tick takes: look
-            // again at once rather than at the poll.
+        if work.jobs.len() + work.schedules.len() + work.unknown.len() >= MAX_WOKEN_PER_TICK
+            || (left > 0 && started && !self.shared.running.full())
+        {
+            // The index may hold more due jobs than one tick takes, or
+            // this tick left some and started runs, and more may start:
+            // look again at once rather than at the poll. (Left for want
+            // of room, they wait for a run's end, which wakes the worker;
+            // a tick that started nothing waits too, or woken records
+            // that cannot be claimed would be read again and again.)
             return Some(self.clock().now());
         }
         next
@@ -272,8 +459,9 @@ impl<S: RunnerStore> Worker<S> {
     async fn claim_due(
         self: &Rc<Self>,
         tick_job: &TickJob,
-        runs: &mut JoinSet<()>,
-        expected: &mut HashMap<String, Timestamp>,
+        runs: &RefCell<&mut JoinSet<()>>,
+        expected: &RefCell<&mut HashMap<String, Timestamp>>,
+        reserved: &Reserved,
     ) -> (Option<Timestamp>, bool) {
         let spec = &tick_job.spec;
         // The record's name: a schedule's (`job/key`) is not its job's.
@@ -282,26 +470,33 @@ impl<S: RunnerStore> Worker<S> {
         let mut trigger = tick_job.trigger();
         let mut failed = false;
         let now = self.clock().now();
-        let due = expected.get(job).copied().filter(|s| *s <= now);
+        let due = expected.borrow().get(job).copied().filter(|s| *s <= now);
         let mut got_due = false;
         let mut wake = None;
-        for _ in 0..MAX_CLAIMS_PER_ROUND {
+        for round in 0..MAX_CLAIMS_PER_ROUND {
+            // The tick's bound let this job in, but the places it reserved
+            // may have gone to other jobs' claims (a job can take several
+            // leases: catch-up, an `allow` job): without one, it waits for
+            // the next tick like any due run.
+            if !reserved.any() {
+                if round == 0 {
+                    // Its slot stays due: the mark is held for it.
+                    failed = true;
+                }
+                break;
+            }
             self.shared.watch.health.progress(self.number);
-            let before = self.coordinator.conflicts();
             let claim = self
                 .coordinator
                 .claim(spec, self.clock().now(), trigger, &self.owner)
                 .await;
             trigger = Trigger::Tick;
-            let conflicts = self.coordinator.conflicts().saturating_sub(before);
-            if conflicts > 0 {
-                self.shared.tally().claim_conflicts(conflicts);
-            }
             match claim {
                 Ok(Claim::Claimed(lease)) => {
                     self.shared.watch.health.store_ok();
                     got_due |= Some(lease.slot) == due;
-                    self.start_run(spec, lease, runs);
+                    let bounded = reserved.take();
+                    self.start_run(spec, lease, bounded, &mut runs.borrow_mut());
                     // The record this claim wrote says whether another
                     // claim could find anything: if not, that claim (a read)
                     // is saved. A run is then one read and two writes.
@@ -314,7 +509,7 @@ impl<S: RunnerStore> Worker<S> {
                 }
                 Ok(Claim::Idle(idle)) => {
                     self.shared.watch.health.store_ok();
-                    wake = self.note_idle(job, idle, expected);
+                    wake = self.note_idle(job, idle, &mut expected.borrow_mut());
                     break;
                 }
                 Err(e) => {
@@ -333,6 +528,7 @@ impl<S: RunnerStore> Worker<S> {
             }
         }
         if let Some(slot) = due {
+            let mut expected = expected.borrow_mut();
             if expected.get(job) == Some(&slot) {
                 expected.remove(job);
             }
@@ -378,7 +574,15 @@ impl<S: RunnerStore> Worker<S> {
         }
     }
 
-    fn start_run(self: &Rc<Self>, spec: &Rc<JobSpec>, lease: Lease, runs: &mut JoinSet<()>) {
+    /// Starts a claimed lease's run in a task of its own; `bounded`: it
+    /// holds one of the process's places, given back when the task ends.
+    fn start_run(
+        self: &Rc<Self>,
+        spec: &Rc<JobSpec>,
+        lease: Lease,
+        bounded: bool,
+        runs: &mut JoinSet<()>,
+    ) {
         let record_name = spec.record_name();
         let job = record_name.as_ref();
         if let Some(slot) = self.shared.tally().claimed(job, &lease) {
@@ -387,20 +591,32 @@ impl<S: RunnerStore> Worker<S> {
         }
         tracing::debug!(job, slot = %SlotId::new(spec, lease.slot), owner = %self.owner,
             fence = lease.fence, attempt = lease.attempt, "claimed");
-        runs.spawn_local(Rc::clone(self).run_lease(Rc::clone(spec), lease));
+        let place = bounded.then(|| Place(Arc::clone(&self.shared.running)));
+        let platform: Rc<dyn Platform> = Rc::new(RunPlatform {
+            worker: Rc::clone(self),
+            place: RefCell::new(place),
+        });
+        runs.spawn_local(Rc::clone(self).run_lease(Rc::clone(spec), lease, platform));
     }
 
     /// Runs one lease to its end (the runtime's run loop), records the
     /// outcome, logs the run's line and counts it.
-    async fn run_lease(self: Rc<Self>, spec: Rc<JobSpec>, lease: Lease) {
+    async fn run_lease(
+        self: Rc<Self>,
+        spec: Rc<JobSpec>,
+        lease: Lease,
+        platform: Rc<dyn Platform>,
+    ) {
         let report = run_lease(
             &self.coordinator,
             &spec,
             lease.clone(),
             &self.shared.jobs,
-            &self.platform,
+            &platform,
         )
         .await;
+        // The run's place, if its work never ended (it is freed here).
+        drop(platform);
         emit_run(&report);
         let record_name = spec.record_name();
         let twice =
@@ -448,8 +664,9 @@ fn warn_ahead_once(mark: Timestamp, now: Timestamp) {
 /// A job's answer is when to look again and whether its claim failed.
 struct RunnerTick<'a, S: RunnerStore> {
     worker: &'a Rc<Worker<S>>,
-    runs: &'a mut JoinSet<()>,
-    expected: &'a mut HashMap<String, Timestamp>,
+    runs: RefCell<&'a mut JoinSet<()>>,
+    expected: RefCell<&'a mut HashMap<String, Timestamp>>,
+    reserved: &'a Reserved,
 }
 
 impl<S: RunnerStore> TickServer for RunnerTick<'_, S> {
@@ -470,15 +687,48 @@ impl<S: RunnerStore> TickServer for RunnerTick<'_, S> {
         if let Some(mark) = work.start_mark.filter(|m| *m > work.now) {
             warn_ahead_once(mark, work.now);
         }
-        let mut answers = Vec::with_capacity(jobs.len());
         for job in jobs {
             if let Some(slot) = job.planned {
                 self.expected
+                    .borrow_mut()
                     .insert(job.spec.record_name().into_owned(), slot);
             }
-            answers.push(worker.claim_due(job, self.runs, self.expected).await);
+        }
+        let mut answers = Vec::with_capacity(jobs.len());
+        for chunk in jobs.chunks(CLAIMS_AT_ONCE) {
+            let before = worker.coordinator.conflicts();
+            let claims = chunk
+                .iter()
+                .map(|job| worker.claim_due(job, &self.runs, &self.expected, self.reserved))
+                .collect();
+            answers.extend(join_all(claims).await);
+            let conflicts = worker.coordinator.conflicts().saturating_sub(before);
+            if conflicts > 0 {
+                worker.shared.tally().claim_conflicts(conflicts);
+            }
         }
         answers
+    }
+
+    /// With a bound on runs, enough for every worker's share of the free
+    /// places, twice over (some are held by others' claims).
+    fn woken_wanted(&self) -> Option<usize> {
+        let workers = self.worker.shared.workers.max(1) as usize;
+        self.reserved
+            .left
+            .get()
+            .map(|places| places.saturating_mul(workers).saturating_mul(2))
+    }
+
+    /// Each worker of the process starts at its own share of the woken
+    /// records: with a bound on runs, each takes a different few rather
+    /// than all the same first ones.
+    fn order_woken(&self, woken: &mut [WokenSchedule]) {
+        let workers = self.worker.shared.workers.max(1) as usize;
+        if woken.len() > 1 && workers > 1 {
+            let share = (self.worker.number as usize - 1) * woken.len() / workers;
+            woken.rotate_left(share);
+        }
     }
 
     fn claim_failed(served: &(Option<Timestamp>, bool)) -> bool {

@@ -799,3 +799,81 @@ fn a_dynamic_jobs_schedules_run_once_per_slot_with_key_and_payload() {
         "each slot of acme once; none of resting or gone"
     );
 }
+
+/// `max_running` bounds the runs' work going on in one process over all
+/// its workers: four workers, a bound of two, 24 keyed runs enqueued at
+/// once (each working 50 ms): never more than two at once, every run
+/// once, and the burst drains (the places come back as runs end).
+#[test]
+fn max_running_bounds_the_runs_of_a_process_over_its_workers() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use cronslot_core::coord::Runs;
+    use cronslot_core::coord::exec::block_on;
+    use cronslot_core::schedules::{RunRequest, ScheduleKey};
+
+    const RUNS: usize = 24;
+    let dir = scratch("max-running");
+    let parsed = parse_manifest(
+        "[[job]]\nname = \"mail\"\ndynamic = true\nlease = \"5m\"\n",
+        "test.toml",
+    )
+    .unwrap();
+    let template = parsed.templates[0].clone();
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    logs();
+    let store = SqliteStore::open(dir.join("cronslot.db")).unwrap();
+    let writer = CasCoordinator::new(store.clone(), 1);
+    let now = Timestamp::now();
+    for i in 0..RUNS {
+        let key = ScheduleKey::new(format!("order-{i:02}")).unwrap();
+        let request = RunRequest {
+            payload: None,
+            at: None,
+        };
+        block_on(writer.enqueue_run(&template, &key, &request, now)).unwrap();
+    }
+    let going = Arc::new(AtomicUsize::new(0));
+    let most = Arc::new(AtomicUsize::new(0));
+    let ran = Arc::new(Mutex::new(Vec::new()));
+    let jobs = {
+        let (going, most, ran) = (Arc::clone(&going), Arc::clone(&most), Arc::clone(&ran));
+        Jobs::new().register("mail", move |ctx| {
+            let now = going.fetch_add(1, Ordering::SeqCst) + 1;
+            most.fetch_max(now, Ordering::SeqCst);
+            ran.lock()
+                .unwrap()
+                .push(ctx.key().unwrap_or_default().to_string());
+            let going = Arc::clone(&going);
+            async move {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                going.fetch_sub(1, Ordering::SeqCst);
+                Ok(())
+            }
+        })
+    };
+    let runner = Runner::new(store, Vec::new(), Clock::real())
+        .with_templates(parsed.templates)
+        .with_jobs(jobs)
+        .workers(4)
+        .max_running(2)
+        .owner_prefix("test");
+    let stop = runner.stop_handle();
+    let running = std::thread::spawn(move || runner.run());
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while ran.lock().unwrap().len() < RUNS && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    stop.stop();
+    let summary = running.join().unwrap().unwrap();
+    assert!(summary.ok(), "{summary}");
+    let mut keys = ran.lock().unwrap().clone();
+    keys.sort();
+    let expected: Vec<String> = (0..RUNS).map(|i| format!("order-{i:02}")).collect();
+    assert_eq!(keys, expected, "every run once");
+    assert_eq!(
+        most.load(Ordering::SeqCst),
+        2,
+        "never more than two at once"
+    );
+}

@@ -292,6 +292,24 @@ pub trait TickServer {
     /// the job holds the mark, so the next tick plans it again.
     fn claim_failed(served: &Self::Served) -> bool;
 
+    /// Puts the woken schedules in the order this server takes them (when
+    /// the bound on jobs leaves room for some, the first ones): several
+    /// servers ticking on one store at once (a runner's workers) each
+    /// start at a different place, so that they do not all read and claim
+    /// the same records while the rest wait. The store's order (earliest
+    /// wake first) by default.
+    fn order_woken(&self, woken: &mut [WokenSchedule]) {
+        let _ = woken;
+    }
+
+    /// How many woken jobs the tick reads from the index (at most
+    /// [`MAX_WOKEN_PER_TICK`], the default): a server that will serve only
+    /// a few (a runner with few free places) reads only as many as it may
+    /// use, rather than a thousand names each time a run ends.
+    fn woken_wanted(&self) -> Option<usize> {
+        None
+    }
+
     /// The spec a woken schedule's slots run with now, read from its
     /// record (its claim then starts from that read:
     /// [`Schedules::schedule_for_claim`]); `None` when it is deleted or
@@ -379,7 +397,8 @@ pub struct TickReport<S = Served, R = std::convert::Infallible> {
     /// failed, or the bound on jobs left no room): they keep their wakes,
     /// so a next tick reads them again.
     pub unresolved: Vec<(String, String)>,
-    /// The mark the tick wrote.
+    /// The mark the tick reached: written, unless the window planned no
+    /// slot and the stored mark is younger than [`MARK_REFRESH`].
     pub mark: Timestamp,
     /// Why the mark could not be written (the next tick plans a longer
     /// window, which serves the same jobs again: nothing is lost).
@@ -481,7 +500,10 @@ where
     I: TickIndex,
     T: TickServer,
 {
-    let start = index.tick_start(platform.now(), MAX_WOKEN_PER_TICK).await?;
+    let wanted = server
+        .woken_wanted()
+        .map_or(MAX_WOKEN_PER_TICK, |n| n.clamp(1, MAX_WOKEN_PER_TICK));
+    let start = index.tick_start(platform.now(), wanted).await?;
     #[cfg_attr(not(feature = "schedules"), allow(unused_mut))]
     let mut work = plan.work(&start);
     #[cfg(feature = "schedules")]
@@ -561,7 +583,11 @@ where
     } else {
         work.mark(&unserved)
     };
-    let mark_error = index.tick_end(mark).await.err();
+    let mark_error = if mark_write_needed(&work, index.tick_end_moves_only_the_mark(), mark) {
+        index.tick_end(mark).await.err()
+    } else {
+        None
+    };
     Ok(TickReport {
         work,
         served,
@@ -573,10 +599,40 @@ where
     })
 }
 
+/// How old a mark may grow before a tick that planned no slot moves it
+/// anyway: ticks a minute apart (the platforms' triggers) always write it;
+/// ticks a fraction of a second apart (a runner woken by every enqueued
+/// run) do not write it each time.
+pub const MARK_REFRESH: SignedDuration = SignedDuration::from_secs(30);
+
+/// Whether the tick must write its mark: it planned a slot (the mark
+/// passes it, or is held before it), the store has no mark yet, the mark
+/// is [`MARK_REFRESH`] old, or the store's `tick_end` does more than move
+/// the mark ([`TickIndex::tick_end_moves_only_the_mark`]: the Cloudflare
+/// tick object's lets go of the woken jobs). Otherwise the old mark stays
+/// true (every slot at or before it was planned), and the window from it
+/// to `mark` holds no slot of the manifest: the next tick plans that
+/// window again and finds the same nothing. So the write is saved, and a
+/// tick with no slot planned (nothing due, or only woken records: keyed
+/// runs, retries) costs the mark's read alone.
+fn mark_write_needed(work: &TickWork, moves_only_the_mark: bool, mark: Timestamp) -> bool {
+    let planned = work.jobs.iter().any(|j| j.planned.is_some());
+    let fresh = work
+        .start_mark
+        .is_some_and(|old| mark.duration_since(old) < MARK_REFRESH);
+    planned || !fresh || !moves_only_the_mark
+}
+
+/// Why a woken schedule was not served: the tick's bound on jobs was
+/// reached (not a failure; a server that bounds its ticks on purpose need
+/// not report it).
+pub const NO_ROOM: &str = "the tick's bound on jobs left no room: the next tick serves it";
+
 /// Reads the specs of the schedules the wake index named, all at once
 /// (within what `max_jobs` leaves after the manifest's jobs), and adds the
-/// live ones to the work, in wake order. A deleted schedule has no wake
-/// and is not named; one whose read failed is returned, with why.
+/// live ones to the work, in the server's order ([`TickServer::order_woken`];
+/// wake order by default). A deleted schedule has no wake and is not
+/// named; one whose read failed is returned, with why.
 #[cfg(feature = "schedules")]
 async fn resolve_schedules<T: TickServer>(
     work: &mut TickWork,
@@ -584,6 +640,7 @@ async fn resolve_schedules<T: TickServer>(
     now: Timestamp,
     server: &T,
 ) -> Vec<(String, String)> {
+    server.order_woken(&mut work.schedules);
     let room = max_jobs
         .unwrap_or(usize::MAX)
         .saturating_sub(work.jobs.len())
@@ -605,10 +662,7 @@ async fn resolve_schedules<T: TickServer>(
         }
     }
     for woken in &work.schedules[room..] {
-        unresolved.push((
-            woken.name.clone(),
-            "the tick's bound on jobs left no room: the next tick serves it".into(),
-        ));
+        unresolved.push((woken.name.clone(), NO_ROOM.into()));
     }
     unresolved
 }

@@ -330,6 +330,10 @@ impl TickIndex for AnyStore {
     fn leave(&self, planned: &[(&str, Timestamp)], woken: &[&str]) -> bool {
         with_store!(self, s => s.leave(planned, woken))
     }
+
+    fn tick_end_moves_only_the_mark(&self) -> bool {
+        with_store!(self, s => s.tick_end_moves_only_the_mark())
+    }
 }
 
 impl EffectLedger for AnyStore {

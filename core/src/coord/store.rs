@@ -379,6 +379,17 @@ pub trait TickIndex {
     fn leave(&self, _planned: &[(&str, Timestamp)], _woken: &[&str]) -> bool {
         false
     }
+
+    /// Whether [`TickIndex::tick_end`] writes the mark and nothing else,
+    /// so that a tick that planned no slot may leave a fresh mark where it
+    /// is (the old mark stays true, and the next tick plans the window
+    /// again and finds the same nothing). True where the wakes live in the
+    /// records, cleared by the records' own writes (the default). The
+    /// Cloudflare tick object also lets go, at `tick_end`, of the woken
+    /// jobs it handed out, and says no.
+    fn tick_end_moves_only_the_mark(&self) -> bool {
+        true
+    }
 }
 
 /// One entry of the effect ledger.

@@ -145,6 +145,10 @@ impl<S: TickIndex, W> TickIndex for Watched<S, W> {
     fn leave(&self, planned: &[(&str, Timestamp)], woken: &[&str]) -> bool {
         self.inner.leave(planned, woken)
     }
+
+    fn tick_end_moves_only_the_mark(&self) -> bool {
+        self.inner.tick_end_moves_only_the_mark()
+    }
 }
 
 #[cfg(test)]

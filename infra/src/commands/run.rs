@@ -42,6 +42,11 @@ pub struct RunArgs {
     /// Competing workers in this process, each with its own owner id.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=64))]
     pub workers: u32,
+    /// at most this many runs at once in this process, over all its
+    /// workers; a burst beyond it waits in the store (for this process's
+    /// next free place, or another process). Unbounded if not given.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_running: Option<u32>,
     /// Log lines: one per run, human-readable or JSON.
     #[arg(long, value_enum, default_value = "pretty")]
     pub log_format: cli::LogFormat,
@@ -87,6 +92,9 @@ pub fn exec(args: RunArgs) -> Result<(), Failure> {
         .woken_by(wakes)
         .workers(args.workers)
         .handle_ctrl_c(true);
+    if let Some(n) = args.max_running {
+        runner = runner.max_running(n);
+    }
     match until {
         Some(Until::After(d)) => runner = runner.run_for(d),
         Some(Until::At(t)) => runner = runner.until(t),

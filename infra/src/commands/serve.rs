@@ -64,6 +64,11 @@ pub struct ServeArgs {
     /// With --run: competing workers, each with its own owner id.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=64))]
     pub workers: u32,
+    /// With --run: at most this many runs at once in this process, over all its
+    /// workers; a burst beyond it waits in the store (for this process's
+    /// next free place, or another process). Unbounded if not given.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_running: Option<u32>,
     /// Log lines: human-readable or JSON.
     #[arg(long, value_enum, default_value = "pretty")]
     pub log_format: LogFormat,
@@ -106,7 +111,7 @@ pub fn exec(args: ServeArgs) -> Result<(), Failure> {
         secrets,
     });
     if args.run {
-        let runner = Runner::new(
+        let mut runner = Runner::new(
             server.store.clone(),
             server.manifest.jobs.clone(),
             server.clock.clone(),
@@ -115,6 +120,9 @@ pub fn exec(args: ServeArgs) -> Result<(), Failure> {
         .woken_by(server.store.wake_signal())
         .workers(args.workers)
         .handle_ctrl_c(true);
+        if let Some(n) = args.max_running {
+            runner = runner.max_running(n);
+        }
         spawn_server(listener, Arc::clone(&server))?;
         let summary = run(runner)?;
         print!("{summary}");

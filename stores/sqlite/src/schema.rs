@@ -1,7 +1,7 @@
 //! The tables: their layout by schema version, creating them in a new
 //! file, checking an existing file's version, and the migrations from
 //! schema 1 (the wake index and the records it must repair) and 2 (the
-//! effect ledger's sweep time). Apart because only opening a store runs
+//! effect ledger's sweep time, and the wake index's order). Apart because only opening a store runs
 //! it.
 
 use super::*;
@@ -51,9 +51,16 @@ CREATE TABLE tick_mark (
 /// (NULL): the sweep gives them theirs from their record, a bounded batch
 /// at a time, so the migration itself costs only the index, however many
 /// entries an old store holds (it never deleted any).
+///
+/// And the wake index ordered as a tick reads it, earliest wake first and
+/// ties by name, so that a tick's `LIMIT` stops after as many entries as
+/// it asked for instead of sorting every due record (10,000 keyed runs
+/// waiting, in a burst).
 const SCHEMA_V3: &str = "
 ALTER TABLE effects ADD COLUMN sweep_at INTEGER;
 CREATE INDEX effects_sweep ON effects (sweep_at);
+CREATE INDEX job_state_wake_order ON job_state (wake_at, job) WHERE wake_at IS NOT NULL;
+DROP INDEX job_state_wake;
 ";
 
 /// The records a migration to schema 2 must give a wake: those whose text

@@ -30,12 +30,12 @@ fn statement_counts_are_exact() {
     server_store::request_counts_are_exact::<Pg>(
         // Creating the schema: one look at the catalog, then one
         // transaction (BEGIN, the advisory lock, a second look, CREATE
-        // SCHEMA, the migration table, migrations 1 and 2 with a row each,
+        // SCHEMA, the migration table, migrations 1 to 3 with a row each,
         // COMMIT), on one connection.
         RequestCounts {
             reads: 0,
             writes: 0,
-            setup: 11,
+            setup: 13,
             connections: 1,
         },
         // Opening an existing schema: the catalog and the version, two
@@ -112,14 +112,14 @@ fn concurrent_first_use_creates_the_schema_once() {
     let created: Vec<_> = reports.iter().filter(|r| !r.already_there()).collect();
     assert_eq!(created.len(), 1, "{reports:?}");
     assert!(created[0].created_schema());
-    assert_eq!(created[0].applied(), &[1, 2]);
+    assert_eq!(created[0].applied(), &[1, 2, 3]);
     let schema = reports[0].schema();
     assert_eq!(
         shared().psql(
             "postgres",
             &format!("SELECT count(*), max(version) FROM {schema}.schema_migrations")
         ),
-        "2|2"
+        "3|3"
     );
     // And `init` on an existing schema, from several tasks at once,
     // reports it already there.
@@ -131,7 +131,7 @@ fn concurrent_first_use_creates_the_schema_once() {
     let report = block_on(store.init()).unwrap();
     assert_eq!(
         report.to_string(),
-        format!("schema {schema:?} already there, at version 2")
+        format!("schema {schema:?} already there, at version 3")
     );
 }
 
@@ -417,7 +417,7 @@ fn a_version_1_schema_is_migrated() {
     let store = block_on(open(&url, PgOptions::default()))
         .unwrap()
         .judge_by(JudgeClock::Caller);
-    assert_eq!(store.opened().applied(), &[2]);
+    assert_eq!(store.opened().applied(), &[2, 3]);
     let got = block_on(store.get("j")).unwrap().unwrap();
     assert_eq!(got.version, 1);
     let start = block_on(store.tick_start(at(0), 10)).unwrap();
