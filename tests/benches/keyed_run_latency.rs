@@ -10,10 +10,13 @@
 //! start (the job's function). Then one at a time: `SINGLE` runs (default
 //! 200), each enqueued once the previous has started, the latency of a run
 //! enqueued into an idle runner. The runner is stopped once every run has
-//! started, and returns once each is recorded.
+//! started, and returns once each is recorded. Last, a steady stream:
+//! `STEADY` runs (default 10,000) enqueued one every `1/RATE` s (default
+//! 200 a second), as orders arrive, each run's wait measured as above.
 //!
 //! Run with `cargo bench -p cronslot-tests --bench keyed_run_latency`
-//! (`RUNS=N`, default 10,000; `SINGLE=N`, default 200). Prints, per store,
+//! (`RUNS=N`, default 10,000; `SINGLE=N`, default 200; `STEADY=N`,
+//! `RATE=N`). Prints, per store,
 //! the burst's latency p50, p99 and maximum and its runs completed per
 //! second (from the first enqueue to the last run's start), then the
 //! one-at-a-time latency p50, p99 and maximum.
@@ -62,6 +65,7 @@ fn measure<S: RunnerStore, E: StateStore + Clone + Send + 'static>(
     enqueuers: Vec<E>,
     n: usize,
     single: usize,
+    steady: Steady,
 ) {
     assert!(signal.is_some(), "{name}: the store gives a wake signal");
     let job = format!("bench-{name}");
@@ -70,9 +74,14 @@ fn measure<S: RunnerStore, E: StateStore + Clone + Send + 'static>(
     let enqueued: Arc<Vec<AtomicU64>> = Arc::new((0..n).map(|_| AtomicU64::new(UNSET)).collect());
     let started: Arc<Vec<AtomicU64>> = Arc::new((0..n).map(|_| AtomicU64::new(UNSET)).collect());
     let count = Arc::new(AtomicU64::new(0));
+    let steady_started: Arc<Vec<AtomicU64>> =
+        Arc::new((0..steady.runs).map(|_| AtomicU64::new(UNSET)).collect());
+    let steady_count = Arc::new(AtomicU64::new(0));
     let (single_tx, single_rx) = std::sync::mpsc::channel::<(String, Instant)>();
     let jobs = {
         let (started, count) = (Arc::clone(&started), Arc::clone(&count));
+        let (steady_started, steady_count) =
+            (Arc::clone(&steady_started), Arc::clone(&steady_count));
         Jobs::new().register(&job, move |ctx| {
             let at = since(base);
             let key = ctx.key().unwrap_or_default();
@@ -81,6 +90,11 @@ fn measure<S: RunnerStore, E: StateStore + Clone + Send + 'static>(
                     slot.store(at, Ordering::SeqCst);
                 }
                 count.fetch_add(1, Ordering::SeqCst);
+            } else if let Some(i) = key.strip_prefix('t').and_then(|k| k.parse::<usize>().ok()) {
+                if let Some(slot) = steady_started.get(i) {
+                    slot.store(at, Ordering::SeqCst);
+                }
+                steady_count.fetch_add(1, Ordering::SeqCst);
             } else {
                 let _ = single_tx.send((key.to_string(), Instant::now()));
             }
@@ -146,6 +160,7 @@ fn measure<S: RunnerStore, E: StateStore + Clone + Send + 'static>(
     // One at a time, into an idle runner.
     std::thread::sleep(Duration::from_millis(500));
     let mut singles = Vec::with_capacity(single);
+    let mut steady_waits = Vec::with_capacity(steady.runs);
     if let Some(store) = last {
         let writer = CasCoordinator::new(store, 99);
         let request = RunRequest {
@@ -171,6 +186,45 @@ fn measure<S: RunnerStore, E: StateStore + Clone + Send + 'static>(
                 Err(e) => panic!("{name}: {key} did not start: {e}"),
             }
         }
+        // A steady stream, as orders arrive: one enqueue every 1/rate s,
+        // on time whatever the runner does.
+        let steady_enqueued: Vec<u64> = {
+            let began = Instant::now();
+            let gap = Duration::from_secs_f64(1.0 / steady.rate);
+            (0..steady.runs)
+                .map(|i| {
+                    let due = began + gap.mul_f64(i as f64);
+                    if let Some(wait) = due.checked_duration_since(Instant::now()) {
+                        std::thread::sleep(wait);
+                    }
+                    let key = match ScheduleKey::new(format!("t{i:07}")) {
+                        Ok(k) => k,
+                        Err(e) => panic!("{e}"),
+                    };
+                    if let Err(e) =
+                        block_on(writer.enqueue_run(&template, &key, &request, Timestamp::now()))
+                    {
+                        panic!("enqueue {key}: {e}");
+                    }
+                    since(base)
+                })
+                .collect()
+        };
+        let deadline = Instant::now() + Duration::from_secs(120);
+        while (steady_count.load(Ordering::SeqCst) as usize) < steady.runs {
+            assert!(
+                Instant::now() < deadline,
+                "{name}: only {} of {} steady runs started",
+                steady_count.load(Ordering::SeqCst),
+                steady.runs
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        steady_waits = steady_enqueued
+            .iter()
+            .zip(steady_started.iter())
+            .map(|(e, s)| Duration::from_nanos(s.load(Ordering::SeqCst).saturating_sub(*e)))
+            .collect();
     }
     stop.stop();
     let summary = match running.join() {
@@ -199,6 +253,18 @@ fn measure<S: RunnerStore, E: StateStore + Clone + Send + 'static>(
         waits[waits.len() - 1].as_secs_f64() * 1e3,
         n as f64 / total,
     );
+    if !steady_waits.is_empty() {
+        steady_waits.sort();
+        println!(
+            "{name:>8}: {} runs at {}/s; enqueue to start p50 {:.1} ms, p99 {:.1} ms, \
+             max {:.1} ms",
+            steady_waits.len(),
+            steady.rate,
+            percentile(&steady_waits, 0.50).as_secs_f64() * 1e3,
+            percentile(&steady_waits, 0.99).as_secs_f64() * 1e3,
+            steady_waits[steady_waits.len() - 1].as_secs_f64() * 1e3,
+        );
+    }
     if !singles.is_empty() {
         singles.sort();
         println!(
@@ -212,6 +278,13 @@ fn measure<S: RunnerStore, E: StateStore + Clone + Send + 'static>(
     }
 }
 
+/// The steady stream: `runs` enqueued one every `1 / rate` seconds.
+#[derive(Clone, Copy)]
+struct Steady {
+    runs: usize,
+    rate: f64,
+}
+
 fn main() {
     let n: usize = std::env::var("RUNS")
         .ok()
@@ -222,6 +295,17 @@ fn main() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(200);
+    let steady = Steady {
+        runs: std::env::var("STEADY")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(10_000),
+        rate: std::env::var("RATE")
+            .ok()
+            .and_then(|v| v.parse::<f64>().ok())
+            .filter(|r| *r > 0.0)
+            .unwrap_or(200.0),
+    };
     println!(
         "keyed runs: {n} enqueued by {ENQUEUERS} enqueuers into a runner of {WORKERS} workers"
     );
@@ -245,6 +329,7 @@ fn main() {
         (0..ENQUEUERS).map(|_| open_sqlite()).collect(),
         n,
         single,
+        steady,
     );
     let _ = std::fs::remove_dir_all(&dir);
 
@@ -267,6 +352,7 @@ fn main() {
         (0..ENQUEUERS).map(|_| connect_pg()).collect(),
         n,
         single,
+        steady,
     );
 
     let redis = cronslot_tests::redis::shared();
@@ -284,5 +370,6 @@ fn main() {
         (0..ENQUEUERS).map(|_| connect_redis()).collect(),
         n,
         single,
+        steady,
     );
 }
