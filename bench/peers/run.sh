@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Side-by-side throughput of peer job queues doing keyed one-off runs:
-# pg-boss and Graphile Worker on PostgreSQL, BullMQ on Redis.
+# Side-by-side throughput of job queues doing keyed one-off runs:
+# pg-boss and Graphile Worker on PostgreSQL, BullMQ on Redis, and cronslot
+# on both (tests/benches/keyed_run_throughput.rs, built by cargo bench).
 #
 # JSON lines (one per peer and workload, then one per guarantees probe) go to
 # stdout; readable tables go to stderr.
@@ -9,7 +10,9 @@
 #   RUNS         keyed jobs per run (default 10000)
 #   CONCURRENCY  worker concurrency (default 8)
 #   WORKLOADS    comma list of noop,sleep10 (default noop,sleep10)
-#   PEERS        comma list of pgboss,graphile,bullmq (default all three)
+#   PEERS        comma list of pgboss,graphile,bullmq,cronslot (default all
+#                four; cronslot runs on PostgreSQL and on Redis)
+#   WORKERS      cronslot's claim loops, worker threads (default CONCURRENCY)
 #   ENQUEUERS    concurrent enqueue loops (default 8)
 #   MODE         concurrent (default: workers run while jobs are enqueued)
 #                or prefill (enqueue everything, then start the workers)
@@ -30,7 +33,7 @@ export CONCURRENCY="${CONCURRENCY:-8}"
 export ENQUEUERS="${ENQUEUERS:-8}"
 export MODE="${MODE:-concurrent}"
 WORKLOADS="${WORKLOADS:-noop,sleep10}"
-PEERS="${PEERS:-pgboss,graphile,bullmq}"
+PEERS="${PEERS:-pgboss,graphile,bullmq,cronslot}"
 PROBE="${PROBE:-1}"
 
 log() { echo "[peers] $*" >&2; }
@@ -56,8 +59,8 @@ trap cleanup EXIT INT TERM
 
 # --- servers ---------------------------------------------------------------
 need_pg=0; need_redis=0
-case ",$PEERS," in *,pgboss,*|*,graphile,*) need_pg=1 ;; esac
-case ",$PEERS," in *,bullmq,*) need_redis=1 ;; esac
+case ",$PEERS," in *,pgboss,*|*,graphile,*|*,cronslot,*) need_pg=1 ;; esac
+case ",$PEERS," in *,bullmq,*|*,cronslot,*) need_redis=1 ;; esac
 
 if [ "$need_pg" = 1 ] && [ -z "${PG_URL:-}" ]; then
   if [ ! -x "$PGBIN/initdb" ]; then
@@ -93,7 +96,13 @@ if [ "$need_redis" = 1 ] && [ -z "${REDIS_URL:-}" ]; then
   log "private Redis $(redis-server --version | sed 's/.*v=\([^ ]*\).*/\1/') on 127.0.0.1:$REDIS_PORT (no persistence, noeviction)"
 fi
 
-# --- node modules ----------------------------------------------------------
+# --- node modules and cronslot's bench --------------------------------------
+case ",$PEERS," in
+  *,cronslot,*)
+    log "building cronslot's bench (cargo bench --no-run)"
+    (cd "$HERE/../.." && cargo bench -q -p cronslot-tests --bench keyed_run_throughput --no-run >&2)
+    ;;
+esac
 if [ ! -d "$HERE/node_modules" ]; then
   log "installing node_modules (npm ci)"
   (cd "$HERE" && "$NPM" ci --no-audit --no-fund >&2)
@@ -105,6 +114,14 @@ OUT="$WORK/results.jsonl"
 IFS=',' read -r -a peer_list <<<"$PEERS"
 IFS=',' read -r -a workload_list <<<"$WORKLOADS"
 for peer in "${peer_list[@]}"; do
+  if [ "$peer" = cronslot ]; then
+    # Both stores, both workloads, the same knobs (CONCURRENCY is its
+    # Runner::max_running); its own schema and key prefix per run.
+    log "cronslot $WORKLOADS on postgres and redis: RUNS=$RUNS CONCURRENCY=$CONCURRENCY WORKERS=${WORKERS:-$CONCURRENCY}"
+    (cd "$HERE/../.." && STORES=postgres,redis WORKLOADS="$WORKLOADS" \
+      cargo bench -q -p cronslot-tests --bench keyed_run_throughput) | tee -a "$OUT"
+    continue
+  fi
   for wl in "${workload_list[@]}"; do
     log "$peer $wl: RUNS=$RUNS CONCURRENCY=$CONCURRENCY MODE=$MODE"
     WORKLOAD="$wl" "$NODE" "$HERE/$peer.mjs" bench | tee -a "$OUT"
@@ -112,6 +129,8 @@ for peer in "${peer_list[@]}"; do
 done
 if [ "$PROBE" = 1 ]; then
   for peer in "${peer_list[@]}"; do
+    # cronslot's guarantees are its tests (conformance, simulation).
+    [ "$peer" = cronslot ] && continue
     log "$peer guarantees probe"
     "$NODE" "$HERE/$peer.mjs" probe | tee -a "$OUT"
   done
