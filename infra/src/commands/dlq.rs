@@ -10,15 +10,18 @@ use std::fmt::Write as _;
 
 use clap::{Args, Subcommand};
 use cronslot_core::coord::{CoordError, SlotId};
-use cronslot_core::manifest::JobSpec;
-use cronslot_runtime::admin::{DlqDoc, RedriveDoc};
+use cronslot_core::manifest::{JobSpec, JobTemplate};
+use cronslot_runtime::admin::{self, DlqDoc, ErrorDoc, RedriveDoc};
 use jiff::Timestamp;
 
 use crate::cli::{Format, StoreArgs};
 use crate::exit::{Failure, coord_failure};
 use crate::format::{ERROR_CELL_CHARS, one_line, slot_id, to_json, utc};
+use crate::manifest::find_job;
 use crate::parse::parse_rfc3339;
-use crate::store::{Session, wait, with_backend};
+use crate::store::{Backend, Session, wait, with_backend};
+
+use super::schedule::decode;
 use cronslot_core::coord::Operator;
 
 #[derive(Debug, Args)]
@@ -74,19 +77,62 @@ pub fn exec(args: DlqArgs) -> Result<(), Failure> {
 /// `cronslot dlq list --format json` prints the admin route's document
 /// ([`DlqDoc`]) with the store's name.
 fn dlq_list(args: &StoreArgs, job: Option<&str>, format: Format) -> Result<(), Failure> {
-    let session = Session::open(args, job)?;
-    let specs = session.jobs(job)?;
+    let session = Session::open_checked(args, |manifest, path| match job {
+        Some(name) if manifest.template(name).is_none() => {
+            find_job(manifest, path, name).map(|_| ())
+        }
+        _ => Ok(()),
+    })?;
+    // A dynamic job's dead letters are its keyed runs'.
+    let templates: Vec<&JobTemplate> = match job {
+        Some(name) => session.manifest.template(name).into_iter().collect(),
+        None => session.manifest.templates.iter().collect(),
+    };
+    let specs: Vec<&JobSpec> = match job {
+        Some(name) => session.manifest.job(name).into_iter().collect(),
+        None => session.manifest.jobs.iter().collect(),
+    };
     let mut doc = DlqDoc::new(session.now, Some(session.store.clone()));
-    for spec in &specs {
+    let mut unlisted = false;
+    for spec in specs {
         let name = spec.name.as_str();
         let state = with_backend!(&session.backend, c => wait(c.status(spec, session.now)))
             .map_err(|e| coord_failure(&session.store, "reading", name, &e))?;
         doc.add_job(spec, state);
     }
+    if !templates.is_empty() {
+        match &session.backend {
+            Backend::Store(coordinator) => {
+                wait(admin::add_dead_runs(
+                    &mut doc,
+                    &**coordinator,
+                    &templates,
+                    session.now,
+                ))
+                .map_err(|reply| match decode::<ErrorDoc>(&reply) {
+                    Ok(doc) => {
+                        Failure::problem(format!("error: store {}: {}", session.store, doc.message))
+                    }
+                    Err(failure) => failure,
+                })?;
+            }
+            // The admin routes list a job's runs apart (`GET
+            // {p}/runs/JOB?status=dead`): this list over them holds the
+            // manifest jobs' dead letters, and says so.
+            Backend::Admin(_) => unlisted = true,
+        }
+    }
     doc.sort();
     match format {
         Format::Json => println!("{}", to_json(&doc)?),
         Format::Text => print!("{}", dlq_text(&doc, &session.store)),
+    }
+    if unlisted {
+        eprintln!(
+            "note: the dead keyed runs of dynamic jobs are not in this list over an admin URL: \
+             GET {}/runs/JOB?status=dead lists them",
+            session.store
+        );
     }
     Ok(())
 }
@@ -101,7 +147,10 @@ fn dlq_text(report: &DlqDoc, store: &str) -> String {
             .iter()
             .map(|e| {
                 [
-                    e.job.clone(),
+                    // A keyed run: `job/key`, as its redrive names it.
+                    e.key
+                        .as_ref()
+                        .map_or_else(|| e.job.clone(), |key| format!("{}/{key}", e.job)),
                     utc(e.letter.slot),
                     e.letter.attempts.to_string(),
                     e.letter.fence.to_string(),
@@ -135,7 +184,8 @@ fn dlq_text(report: &DlqDoc, store: &str) -> String {
         let n = report.dead_letters.len();
         let _ = writeln!(
             out,
-            "\n{n} dead letter{}; send them back to run with: cronslot dlq redrive JOB [--slot RFC3339]",
+            "\n{n} dead letter{}; send them back to run with: cronslot dlq redrive JOB [--slot RFC3339] \
+             (a keyed run JOB/KEY: cronslot dlq redrive JOB --key KEY)",
             if n == 1 { "" } else { "s" }
         );
     }

@@ -472,6 +472,15 @@ impl<S: RunnerStore> AdminHost for ServeHost<'_, S> {
     async fn run_route(&self, route: &AdminRoute, manifest: &Manifest, now: Timestamp) -> Reply {
         admin::execute_run(route, manifest, &*self.coordinator, now).await
     }
+
+    async fn dead_runs(
+        &self,
+        doc: &mut admin::DlqDoc,
+        templates: &[&cronslot_core::manifest::JobTemplate],
+        now: Timestamp,
+    ) -> Result<(), Reply> {
+        admin::add_dead_runs(doc, &*self.coordinator, templates, now).await
+    }
 }
 
 /// A seed for retry jitter, different per request.

@@ -559,3 +559,60 @@ fn eight_processes_enqueueing_one_key_make_one_run_on_sqlite() {
     init(&dir);
     crate::server_cmds::eight_processes_enqueueing_one_key_make_one_run(&dir, "sqlite:state.db");
 }
+
+/// A keyed run whose command fails for good is a dead letter: `cronslot
+/// dlq list` shows it as `job/key` (JSON: its key and run id), `--job`
+/// names the dynamic job, and `dlq redrive JOB --key KEY` sends it back.
+#[test]
+fn a_dead_keyed_run_is_in_the_dead_letter_list_and_redriven_by_key() {
+    let dir = scratch("dead-run");
+    std::fs::write(
+        dir.join("cronslot.toml"),
+        "[[job]]\nname = \"report\"\nschedule = \"0 3 * * *\"\ncommand = [\"true\"]\n\n\
+         [[job]]\nname = \"mail\"\ndynamic = true\ncommand = [\"false\"]\n\
+         retry = { max_attempts = 1 }\n",
+    )
+    .unwrap();
+    init(&dir);
+    let o = cronslot(&dir, &["runs", "put", "mail", "order-7"], "");
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let o = cronslot(&dir, &["tick"], "");
+    assert_eq!(code(&o), 1, "a run failed: {}{}", stdout(&o), stderr(&o));
+
+    let o = cronslot(&dir, &["dlq", "list"], "");
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let text = stdout(&o);
+    assert!(text.contains("mail/order-7"), "{text}");
+    assert!(text.contains("1 dead letter;"), "{text}");
+    let o = cronslot(
+        &dir,
+        &["dlq", "list", "--job", "mail", "--format", "json"],
+        "",
+    );
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let doc = json(&o);
+    let letters = doc["dead_letters"].as_array().expect("dead_letters");
+    assert_eq!(letters.len(), 1, "{doc}");
+    assert_eq!(letters[0]["job"], "mail");
+    assert_eq!(letters[0]["key"], "order-7");
+    let slot_id = letters[0]["slot_id"].as_str().unwrap();
+    assert!(slot_id.starts_with("mail/order-7@"), "{slot_id}");
+    let o = cronslot(
+        &dir,
+        &["dlq", "list", "--job", "report", "--format", "json"],
+        "",
+    );
+    assert_eq!(json(&o)["dead_letters"], serde_json::json!([]));
+
+    let o = cronslot(&dir, &["dlq", "redrive", "mail", "--key", "order-7"], "");
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    let o = cronslot(
+        &dir,
+        &["runs", "get", "mail", "order-7", "--format", "json"],
+        "",
+    );
+    // Waiting again, with the attempt it already made counted.
+    assert_eq!(json(&o)["status"], "retrying", "{}", stdout(&o));
+    let o = cronslot(&dir, &["dlq", "list", "--format", "json"], "");
+    assert_eq!(json(&o)["dead_letters"], serde_json::json!([]));
+}

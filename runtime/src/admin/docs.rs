@@ -211,15 +211,31 @@ pub struct DlqDoc {
     /// Per job, dead letters dropped from the capped list (jobs with none
     /// omitted).
     pub dropped: BTreeMap<String, u64>,
+    /// Per dynamic job whose dead keyed runs did not all fit in this list
+    /// (it holds the first [`DEAD_RUNS_LISTED`] of each, in key order):
+    /// where the rest go on, the cursor of
+    /// `GET {p}/runs/{job}?status=dead&cursor=…`. Jobs whose dead runs are
+    /// all here are omitted.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub more_dead_runs: BTreeMap<String, String>,
 }
+
+/// The dead keyed runs of each dynamic job the dead-letter list holds; a
+/// job with more says where they go on ([`DlqDoc::more_dead_runs`]).
+pub const DEAD_RUNS_LISTED: usize = 100;
 
 /// One dead letter in [`DlqDoc`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DlqEntry {
     /// The job's name.
     pub job: String,
-    /// `job@slot`: the idempotency key the runs had.
+    /// `job@slot`: the idempotency key the runs had (`job/key@instant` for
+    /// a dynamic job's keyed run).
     pub slot_id: String,
+    /// A dynamic job's keyed run: its key, which its redrive names
+    /// (`POST {p}/jobs/{job}/redrive?key=KEY`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
     /// `slot`, `attempts`, `last_error`, `fence`, `died_at`, `checkpoint`.
     #[serde(flatten)]
     pub letter: DeadLetter,

@@ -74,12 +74,7 @@ async fn run<C: Operator>(
             })
         }
         AdminRoute::Dlq { job } => {
-            let specs = select(manifest, job.as_ref())?;
-            let mut doc = DlqDoc::new(now, None);
-            for spec in specs {
-                doc.add_job(spec, status(coord, spec, now).await?);
-            }
-            doc.sort();
+            let doc = dlq_doc(select(manifest, job.as_ref())?, coord, now).await?;
             Ok(Reply::json(200, &doc))
         }
         AdminRoute::Redrive { job, .. }
@@ -262,6 +257,7 @@ impl DlqDoc {
             store,
             dead_letters: Vec::new(),
             dropped: BTreeMap::new(),
+            more_dead_runs: BTreeMap::new(),
         }
     }
 
@@ -273,6 +269,7 @@ impl DlqDoc {
             .extend(state.dead.into_iter().map(|letter| DlqEntry {
                 job: name.to_string(),
                 slot_id: SlotId::new(spec, letter.slot).to_string(),
+                key: None,
                 letter,
             }));
         if state.counters.dead_dropped > 0 {
@@ -281,10 +278,11 @@ impl DlqDoc {
         }
     }
 
-    /// Puts the letters in the document's order: by job, then slot.
+    /// Puts the letters in the document's order: by job, then slot (a
+    /// dynamic job's keyed runs by key).
     pub fn sort(&mut self) {
         self.dead_letters
-            .sort_by(|a, b| (&a.job, a.letter.slot).cmp(&(&b.job, b.letter.slot)));
+            .sort_by(|a, b| (&a.job, &a.key, a.letter.slot).cmp(&(&b.job, &b.key, b.letter.slot)));
     }
 }
 
@@ -430,6 +428,20 @@ async fn health_reply<C: Operator>(manifest: &Manifest, coord: &C, now: Timestam
         200
     };
     Reply::json(status, &doc)
+}
+
+/// The dead-letter list of `specs` (manifest jobs), sorted.
+pub(crate) async fn dlq_doc<C: Operator>(
+    specs: Vec<&JobSpec>,
+    coord: &C,
+    now: Timestamp,
+) -> Result<DlqDoc, Reply> {
+    let mut doc = DlqDoc::new(now, None);
+    for spec in specs {
+        doc.add_job(spec, status(coord, spec, now).await?);
+    }
+    doc.sort();
+    Ok(doc)
 }
 
 fn select<'m>(manifest: &'m Manifest, job: Option<&JobName>) -> Result<Vec<&'m JobSpec>, Reply> {

@@ -76,6 +76,22 @@ pub trait AdminHost {
         Err(no_schedules())
     }
 
+    /// Adds the dead keyed runs of `templates` to the dead-letter list
+    /// `GET {p}/dlq` answers: a host whose coordinator keeps keyed runs
+    /// answers with [`add_dead_runs`](super::add_dead_runs) over it; by
+    /// default nothing is added (the Worker, whose size budget the
+    /// listing does not fit: its dashboard lists a job's dead runs).
+    #[cfg(feature = "schedules")]
+    async fn dead_runs(
+        &self,
+        doc: &mut super::DlqDoc,
+        templates: &[&cronslot_core::manifest::JobTemplate],
+        now: Timestamp,
+    ) -> Result<(), Reply> {
+        let _ = (doc, templates, now);
+        Ok(())
+    }
+
     /// Serves a keyed run's route ([`AdminRoute::is_run`]) at `now`. A
     /// host whose coordinator keeps keyed runs answers with
     /// [`execute_run`](super::execute_run) over it; the default answers
@@ -174,9 +190,48 @@ pub async fn dispatch<H: AdminHost>(
             }
         }
         #[cfg(feature = "schedules")]
+        AdminRoute::Dlq { job } => match dlq_with_runs(manifest, job.as_ref(), host, now).await {
+            Ok(reply) | Err(reply) => reply,
+        },
+        #[cfg(feature = "schedules")]
         route if route.is_schedule() => host.schedule_route(route, manifest, now).await,
         #[cfg(feature = "schedules")]
         route if route.is_run() => host.run_route(route, manifest, now).await,
         route => execute(route, manifest, &**host.coordinator(), now).await,
     }
+}
+
+/// `GET {p}/dlq` with the dead keyed runs of the dynamic jobs (all, or
+/// the one `job` names) beside the manifest jobs' dead letters.
+#[cfg(feature = "schedules")]
+async fn dlq_with_runs<H: AdminHost>(
+    manifest: &Manifest,
+    job: Option<&cronslot_core::manifest::JobName>,
+    host: &H,
+    now: Timestamp,
+) -> Result<Reply, Reply> {
+    let (specs, templates) = match job {
+        None => (
+            manifest.jobs.iter().collect(),
+            manifest.templates.iter().collect(),
+        ),
+        Some(name) => match (
+            manifest.job(name.as_str()),
+            manifest.template(name.as_str()),
+        ) {
+            (Some(spec), _) => (vec![spec], Vec::new()),
+            (None, Some(template)) => (Vec::new(), vec![template]),
+            (None, None) => {
+                return Err(Reply::error(
+                    404,
+                    ErrorKind::NotFound,
+                    format!("no job {:?} in the manifest", name.as_str()),
+                ));
+            }
+        },
+    };
+    let mut doc = super::execute::dlq_doc(specs, &**host.coordinator(), now).await?;
+    host.dead_runs(&mut doc, &templates, now).await?;
+    doc.sort();
+    Ok(Reply::json(200, &doc))
 }

@@ -96,9 +96,9 @@ use serde::Serialize;
 pub use auth::{ADMIN, BearerSecret, TICK, TICK_SECRET, authorize_bearer, token_matches};
 pub use dashboard::{Asset, CONTENT_SECURITY_POLICY, CSS, HTML, JAVASCRIPT};
 pub use docs::{
-    BackfillDoc, DlqDoc, DlqEntry, Due, ErrorDoc, ErrorKind, HealthDoc, HealthState, JobErrorDoc,
-    JobReport, NextDoc, NextSlot, PauseDoc, RedriveDoc, RepairDoc, RepairedJob, StaleJob,
-    StatusDoc, TriggerDoc, TriggerKind, UncheckedJob,
+    BackfillDoc, DEAD_RUNS_LISTED, DlqDoc, DlqEntry, Due, ErrorDoc, ErrorKind, HealthDoc,
+    HealthState, JobErrorDoc, JobReport, NextDoc, NextSlot, PauseDoc, RedriveDoc, RepairDoc,
+    RepairedJob, StaleJob, StatusDoc, TriggerDoc, TriggerKind, UncheckedJob,
 };
 pub use execute::{dynamic_jobs, execute, job_report};
 pub use host::{AdminHost, dispatch};
@@ -106,7 +106,7 @@ pub use metrics::prometheus_text;
 pub use repair::{REPAIR_PAGE, repair_page};
 pub use route::{ROUTES, route};
 #[cfg(feature = "schedules")]
-pub use runs::{RunPageDoc, execute_run, run_query};
+pub use runs::{RunPageDoc, add_dead_runs, execute_run, run_query};
 #[cfg(feature = "schedules")]
 pub use schedules::{
     DEFAULT_PAGE, ListedScheduleDoc, MAX_BODY_BYTES, ScheduleDeleteDoc, ScheduleDoc,

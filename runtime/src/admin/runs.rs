@@ -26,7 +26,9 @@ use super::execute::coord_reply;
 use super::query::{bad_parameter, parse_query, percent_decode, printable};
 use super::route::allow;
 use super::schedules::{DEFAULT_PAGE, dynamic_job, list_query};
-use super::{AdminRequest, AdminRoute, ErrorDoc, ErrorKind, Reply};
+use super::{
+    AdminRequest, AdminRoute, DEAD_RUNS_LISTED, DlqDoc, DlqEntry, ErrorDoc, ErrorKind, Reply,
+};
 
 /// The document of `GET {p}/runs/{job}`: a page of a dynamic job's keyed
 /// runs, in key order.
@@ -237,7 +239,6 @@ pub async fn execute_run<C: Runs>(
                 Ok(t) => t,
                 Err(reply) => return reply,
             };
-            let doing = format!("listing the keyed runs of job {:?}", job.as_str());
             match coord.list_runs(template, query, now).await {
                 Ok(page) => Reply::json(
                     200,
@@ -248,9 +249,7 @@ pub async fn execute_run<C: Runs>(
                         cursor: page.cursor,
                     },
                 ),
-                Err(RunError::Coord(c)) => coord_reply(format!("{doing}: {c}"), &c),
-                // A stored run that no longer reads here.
-                Err(e) => Reply::error(500, ErrorKind::Internal, format!("{doing}: {e}")),
+                Err(e) => listing_error(job.as_str(), &e),
             }
         }
         other => Reply::error(
@@ -262,6 +261,16 @@ pub async fn execute_run<C: Runs>(
                 other.template().1
             ),
         ),
+    }
+}
+
+/// A failed listing of a job's keyed runs as a reply.
+fn listing_error(job: &str, e: &RunError) -> Reply {
+    let doing = format!("listing the keyed runs of job {job:?}");
+    match e {
+        RunError::Coord(c) => coord_reply(format!("{doing}: {c}"), c),
+        // A stored run that no longer reads here.
+        e => Reply::error(500, ErrorKind::Internal, format!("{doing}: {e}")),
     }
 }
 
@@ -335,4 +344,51 @@ fn spec_refused(message: String, problems: Vec<SpecProblem>) -> Reply {
     let mut doc = ErrorDoc::new(400, ErrorKind::Spec, message);
     doc.problems = Some(problems);
     Reply::error_doc(doc)
+}
+
+/// Adds the dead keyed runs of `templates` (dynamic jobs) to a
+/// dead-letter list: the first [`DEAD_RUNS_LISTED`] of each job in key
+/// order (one [`Runs::list_runs`] call: at most ten store pages), each as
+/// a dead letter with its key; a job with more gets its cursor in
+/// [`DlqDoc::more_dead_runs`]. Sort the list after.
+///
+/// # Errors
+///
+/// The store's failure, as the route's reply.
+pub async fn add_dead_runs<R: Runs>(
+    doc: &mut DlqDoc,
+    runs: &R,
+    templates: &[&JobTemplate],
+    now: Timestamp,
+) -> Result<(), Reply> {
+    for template in templates {
+        let query = RunQuery {
+            status: Some(RunStatus::Dead),
+            limit: DEAD_RUNS_LISTED,
+            ..RunQuery::default()
+        };
+        let page = runs
+            .list_runs(template, &query, now)
+            .await
+            .map_err(|e| listing_error(template.name.as_str(), &e))?;
+        doc.dead_letters
+            .extend(page.runs.into_iter().map(|view| DlqEntry {
+                job: view.job,
+                slot_id: view.run,
+                key: Some(view.key),
+                letter: cronslot_core::coord::DeadLetter {
+                    slot: view.at,
+                    attempts: view.attempts,
+                    last_error: view.last_error.unwrap_or_default(),
+                    fence: view.fence,
+                    died_at: view.finished.unwrap_or(view.at),
+                    checkpoint: None,
+                },
+            }));
+        if let Some(cursor) = page.cursor {
+            doc.more_dead_runs
+                .insert(template.name.as_str().to_string(), cursor);
+        }
+    }
+    Ok(())
 }

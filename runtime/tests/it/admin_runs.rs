@@ -356,3 +356,78 @@ fn a_jobs_runs_are_listed_a_page_at_a_time() {
     );
     assert_eq!(store.reads(), reads, "a refused listing reads nothing");
 }
+
+/// A dead keyed run is in the dead-letter list (`admin::add_dead_runs`,
+/// which `GET {p}/dlq` runs on a host that keeps keyed runs): its job,
+/// key, run id as slot id, attempts and last error; the list is sorted
+/// with the manifest jobs' letters; a job with more dead runs than the
+/// list holds says where they go on.
+#[test]
+fn dead_keyed_runs_are_in_the_dead_letter_list() {
+    let (_, c) = world();
+    let m = manifest();
+    let template = m.template("mail").unwrap();
+    let mut dead = Vec::new();
+    for key in ["order-2", "order-1"] {
+        let path = format!("/cronslot/runs/mail/{key}");
+        let reply = send_at(&c, "PUT", &path, (None, None), Some("{}"), NOW);
+        assert_eq!(reply.status, 202, "{}", reply.body);
+        let key = ScheduleKey::new(key).unwrap();
+        let now = at("2026-03-08T12:00:40Z");
+        let spec = block_on(c.schedule_for_claim(template, &key, now))
+            .unwrap()
+            .unwrap();
+        let Ok(Claim::Claimed(lease)) = block_on(c.claim(&spec, now, Trigger::Tick, "w")) else {
+            panic!("the run is due at once")
+        };
+        let outcome = block_on(c.fail(&spec, lease.fence, "partner said 400", true, now));
+        assert!(outcome.is_ok(), "{outcome:?}");
+        dead.push((key.as_str().to_string(), lease.fence));
+    }
+    let mut doc = admin::DlqDoc::new(at(NOW), None);
+    block_on(admin::add_dead_runs(
+        &mut doc,
+        &c,
+        &[template],
+        at("2026-03-08T12:01:00Z"),
+    ))
+    .unwrap();
+    doc.sort();
+    let listed: Vec<(String, Option<String>, String, u32, String)> = doc
+        .dead_letters
+        .iter()
+        .map(|e| {
+            (
+                e.job.clone(),
+                e.key.clone(),
+                e.slot_id.clone(),
+                e.letter.attempts,
+                e.letter.last_error.clone(),
+            )
+        })
+        .collect();
+    let run = |key: &str| {
+        let view: RunView = body(&send_at(
+            &c,
+            "GET",
+            &format!("/cronslot/runs/mail/{key}"),
+            (None, None),
+            None,
+            "2026-03-08T12:01:00Z",
+        ));
+        assert_eq!(view.status, RunStatus::Dead);
+        view.run
+    };
+    assert_eq!(listed.len(), 2, "{listed:?}");
+    for (entry, key) in listed.iter().zip(["order-1", "order-2"]) {
+        assert_eq!(entry.0, "mail");
+        assert_eq!(entry.1.as_deref(), Some(key));
+        assert_eq!(entry.2, run(key), "the run id is the slot id");
+        assert_eq!(entry.3, 1);
+        assert!(entry.4.contains("partner said 400"), "{}", entry.4);
+    }
+    assert!(doc.more_dead_runs.is_empty());
+    let json = serde_json::to_value(&doc).unwrap();
+    assert_eq!(json["dead_letters"][0]["key"], "order-1");
+    assert!(json.get("more_dead_runs").is_none(), "{json}");
+}

@@ -371,15 +371,16 @@
     const now = ms(d.now);
     const rows = d.dead_letters.map((e) => {
       const slot = e.slot;
-      const path = "/jobs/" + encodeURIComponent(e.job) + "/redrive?slot=" + encodeURIComponent(slot);
+      // A keyed run is redriven by its key.
+      const path = "/jobs/" + encodeURIComponent(e.job) + "/redrive?" + (e.key ? "key=" + encodeURIComponent(e.key) : "slot=" + encodeURIComponent(slot));
       return el("tr", { "data-slot-id": e.slot_id },
-        cell("Job", jobLink(e.job)),
+        cell("Job", e.key ? [jobLink(e.job), " / " + e.key] : jobLink(e.job)),
         cell("Slot", when(slot, "UTC", now)),
         cell("Attempts", e.attempts),
         cell("Error", e.last_error),
         cell("", el("button", { type: "button", class: "redrive", onclick: () => act("Send " + e.slot_id + " back to run?", "POST", path) }, "Redrive")));
     });
-    const jobs = [...new Set(d.dead_letters.map((e) => e.job))];
+    const jobs = [...new Set(d.dead_letters.filter((e) => !e.key).map((e) => e.job))];
     return [
       el("h1", {}, "Dead letters (" + d.dead_letters.length + ")"),
       jobs.length ? el("div", { class: "actions" }, jobs.map((job) => el("button", { type: "button", onclick: () => act("Send every dead letter of " + job + " back to run?", "POST", "/jobs/" + encodeURIComponent(job) + "/redrive") }, "Redrive all of " + job))) : null,
