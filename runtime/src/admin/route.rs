@@ -179,6 +179,14 @@ fn recognise(
         ["dlq"] => {
             allow(req.method, "GET")?;
             let params = parse_query(query, &["job"])?;
+            // A dynamic job's dead letters are its keyed runs' (the
+            // host lists them: admin::dispatch).
+            #[cfg(feature = "schedules")]
+            if let Some(template) = params.get("job").and_then(|name| manifest.template(name)) {
+                return Ok(AdminRoute::Dlq {
+                    job: Some(template.name.clone()),
+                });
+            }
             Ok(AdminRoute::Dlq {
                 job: job_param(manifest, &params)?,
             })

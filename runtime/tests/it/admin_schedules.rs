@@ -597,6 +597,14 @@ impl AdminHost for Host {
     ) -> Result<cronslot_core::manifest::JobSpec, Reply> {
         admin::schedule_job_spec(&*self.coordinator, manifest, job, key).await
     }
+    async fn dead_runs(
+        &self,
+        doc: &mut admin::DlqDoc,
+        templates: &[&cronslot_core::manifest::JobTemplate],
+        now: Timestamp,
+    ) -> Result<(), Reply> {
+        admin::add_dead_runs(doc, &*self.coordinator, templates, now).await
+    }
 }
 
 impl AdminHost for Bare {
@@ -802,4 +810,76 @@ proptest! {
             }
         }
     }
+}
+
+/// `GET {p}/dlq` through a host's dispatch: a host that keeps keyed runs
+/// lists a dynamic job's dead run (with its key) beside the manifest
+/// jobs' letters, `?job=` takes the dynamic job, and a host that does not
+/// (the trait's default, the Worker's) lists the manifest jobs' alone.
+#[test]
+fn the_dead_letter_list_holds_dead_keyed_runs_on_a_host_that_keeps_them() {
+    use cronslot_core::schedules::RunRequest;
+
+    let m = manifest();
+    let host = Host {
+        coordinator: Rc::new(CasCoordinator::new(MemoryStore::new(), 1)),
+        jobs: Jobs::new(),
+    };
+    let c = &host.coordinator;
+    let template = m.template("invoice").unwrap();
+    let key = ScheduleKey::new("order-5").unwrap();
+    let now = at(NOW);
+    let request = RunRequest {
+        payload: None,
+        at: None,
+    };
+    block_on(cronslot_core::coord::Runs::enqueue_run(
+        &**c, template, &key, &request, now,
+    ))
+    .unwrap();
+    let spec = block_on(c.schedule_for_claim(template, &key, now))
+        .unwrap()
+        .unwrap();
+    let Ok(Claim::Claimed(lease)) = block_on(c.claim(&spec, now, Trigger::Tick, "w")) else {
+        panic!("the run is due at once")
+    };
+    block_on(c.fail(&spec, lease.fence, "refused", true, now)).unwrap();
+    let dlq = |host: &dyn Fn(&admin::AdminRoute) -> Reply, query: Option<&str>| {
+        let req = AdminRequest {
+            method: "GET",
+            path: "/cronslot/dlq",
+            query,
+            authorization: AUTH,
+            if_match: None,
+            if_none_match: None,
+            body: None,
+        };
+        let route = admin::route("/cronslot", &m, &req, Some(TOKEN))
+            .unwrap()
+            .unwrap();
+        let reply = host(&route);
+        assert_eq!(reply.status, 200, "{}", reply.body);
+        body::<admin::DlqDoc>(&reply)
+    };
+    let keeps = |route: &admin::AdminRoute| block_on(admin::dispatch(route, &m, &host, now));
+    let doc = dlq(&keeps, None);
+    assert_eq!(doc.dead_letters.len(), 1, "{doc:?}");
+    let entry = &doc.dead_letters[0];
+    assert_eq!(
+        (entry.job.as_str(), entry.key.as_deref()),
+        ("invoice", Some("order-5"))
+    );
+    assert!(
+        entry.slot_id.starts_with("invoice/order-5@"),
+        "{}",
+        entry.slot_id
+    );
+    assert_eq!(dlq(&keeps, Some("job=invoice")).dead_letters.len(), 1);
+    assert!(dlq(&keeps, Some("job=report")).dead_letters.is_empty());
+    let bare = Bare(Host {
+        coordinator: Rc::clone(&host.coordinator),
+        jobs: Jobs::new(),
+    });
+    let plain = |route: &admin::AdminRoute| block_on(admin::dispatch(route, &m, &bare, now));
+    assert!(dlq(&plain, None).dead_letters.is_empty());
 }
