@@ -27,31 +27,16 @@ use std::time::{Duration, Instant};
 
 use cronslot_core::coord::exec::block_on;
 use cronslot_core::coord::{CasCoordinator, Runs, StateStore};
-use cronslot_core::manifest::{JobTemplate, parse_manifest};
 use cronslot_core::schedules::{RunRequest, ScheduleKey};
 use cronslot_postgres::PgStore;
 use cronslot_redis::RedisStore;
 use cronslot_runner::{Clock, Jobs, Runner, RunnerStore, WakeSignal};
 use cronslot_sqlite::SqliteStore;
+use cronslot_tests::keyed_bench::{UNSET, dynamic_template, enqueue_from_threads, since, unset};
 use jiff::Timestamp;
 
 const WORKERS: u32 = 4;
 const ENQUEUERS: usize = 4;
-/// Nothing recorded yet.
-const UNSET: u64 = u64::MAX;
-
-fn manifest(name: &str) -> JobTemplate {
-    let text = format!("[[job]]\nname = \"{name}\"\ndynamic = true\nlease = \"5m\"\n");
-    match parse_manifest(&text, "bench.toml") {
-        Ok(mut m) => m.templates.remove(0),
-        Err(e) => panic!("{e}"),
-    }
-}
-
-/// Nanoseconds since `base`.
-fn since(base: Instant) -> u64 {
-    u64::try_from(base.elapsed().as_nanos()).unwrap_or(UNSET - 1)
-}
 
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
     let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
@@ -69,13 +54,11 @@ fn measure<S: RunnerStore, E: StateStore + Clone + Send + 'static>(
 ) {
     assert!(signal.is_some(), "{name}: the store gives a wake signal");
     let job = format!("bench-{name}");
-    let template = manifest(&job);
+    let template = dynamic_template(&job);
     let base = Instant::now();
-    let enqueued: Arc<Vec<AtomicU64>> = Arc::new((0..n).map(|_| AtomicU64::new(UNSET)).collect());
-    let started: Arc<Vec<AtomicU64>> = Arc::new((0..n).map(|_| AtomicU64::new(UNSET)).collect());
+    let (enqueued, started) = (unset(n), unset(n));
     let count = Arc::new(AtomicU64::new(0));
-    let steady_started: Arc<Vec<AtomicU64>> =
-        Arc::new((0..steady.runs).map(|_| AtomicU64::new(UNSET)).collect());
+    let steady_started = unset(steady.runs);
     let steady_count = Arc::new(AtomicU64::new(0));
     let (single_tx, single_rx) = std::sync::mpsc::channel::<(String, Instant)>();
     let jobs = {
@@ -111,40 +94,15 @@ fn measure<S: RunnerStore, E: StateStore + Clone + Send + 'static>(
     // Idle first: the runner's first tick and the listener's connection.
     std::thread::sleep(Duration::from_millis(1500));
     let first = Instant::now();
-    let mut enqueuers = enqueuers;
-    let last = enqueuers.pop();
-    let threads: Vec<_> = enqueuers
-        .into_iter()
-        .chain(last.clone())
-        .enumerate()
-        .map(|(w, store)| {
-            let (template, enqueued) = (template.clone(), Arc::clone(&enqueued));
-            std::thread::spawn(move || {
-                let writer = CasCoordinator::new(store, 100 + w as u64);
-                let request = RunRequest {
-                    payload: None,
-                    at: None,
-                };
-                for i in (w..n).step_by(ENQUEUERS) {
-                    let key = match ScheduleKey::new(format!("r{i:07}")) {
-                        Ok(k) => k,
-                        Err(e) => panic!("{e}"),
-                    };
-                    if let Err(e) =
-                        block_on(writer.enqueue_run(&template, &key, &request, Timestamp::now()))
-                    {
-                        panic!("enqueue {i}: {e}");
-                    }
-                    enqueued[i].store(since(base), Ordering::SeqCst);
-                }
-            })
-        })
-        .collect();
-    for t in threads {
-        if t.join().is_err() {
-            panic!("{name}: an enqueuer failed");
-        }
-    }
+    let last = enqueuers.last().cloned();
+    enqueue_from_threads(
+        enqueuers,
+        &template,
+        n,
+        |i| format!("r{i:07}"),
+        base,
+        &enqueued,
+    );
     let enqueue_secs = first.elapsed().as_secs_f64();
     let deadline = Instant::now() + Duration::from_secs(600);
     while (count.load(Ordering::SeqCst) as usize) < n {

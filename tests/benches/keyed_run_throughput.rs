@@ -35,16 +35,14 @@ use std::time::{Duration, Instant};
 use cronslot_core::coord::StateStore;
 use cronslot_core::coord::exec::block_on;
 use cronslot_core::coord::{CasCoordinator, RunQuery, Runs};
-use cronslot_core::manifest::{JobTemplate, parse_manifest};
-use cronslot_core::schedules::{RunRequest, RunStatus, ScheduleKey};
+use cronslot_core::manifest::JobTemplate;
+use cronslot_core::schedules::RunStatus;
 use cronslot_postgres::PgStore;
 use cronslot_redis::RedisStore;
 use cronslot_runner::{Clock, Jobs, Runner, RunnerStore, WakeSignal};
+use cronslot_tests::keyed_bench::{UNSET, dynamic_template, enqueue_from_threads, since, unset};
 use jiff::Timestamp;
 use serde_json::json;
-
-/// Nothing recorded yet.
-const UNSET: u64 = u64::MAX;
 
 struct Knobs {
     runs: usize,
@@ -58,19 +56,6 @@ fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(default)
-}
-
-fn template(name: &str) -> JobTemplate {
-    let text = format!("[[job]]\nname = \"{name}\"\ndynamic = true\nlease = \"5m\"\n");
-    match parse_manifest(&text, "bench.toml") {
-        Ok(mut m) => m.templates.remove(0),
-        Err(e) => panic!("{e}"),
-    }
-}
-
-/// Nanoseconds since `base`.
-fn since(base: Instant) -> u64 {
-    u64::try_from(base.elapsed().as_nanos()).unwrap_or(UNSET - 1)
 }
 
 /// The `p`th percentile (0 to 100) of sorted milliseconds, nearest rank.
@@ -125,10 +110,9 @@ fn measure<S: RunnerStore, E: StateStore + Clone + Send + 'static>(
         other => panic!("WORKLOADS: {other} is neither noop nor sleep10"),
     };
     let job = format!("order-mail-{workload}");
-    let template = template(&job);
+    let template = dynamic_template(&job);
     let base = Instant::now();
-    let enqueued: Arc<Vec<AtomicU64>> = Arc::new((0..n).map(|_| AtomicU64::new(UNSET)).collect());
-    let started: Arc<Vec<AtomicU64>> = Arc::new((0..n).map(|_| AtomicU64::new(UNSET)).collect());
+    let (enqueued, started) = (unset(n), unset(n));
     let runs_of: Arc<Vec<AtomicUsize>> = Arc::new((0..n).map(|_| AtomicUsize::new(0)).collect());
     let finished = Arc::new(AtomicUsize::new(0));
     let last_done = Arc::new(AtomicU64::new(0));
@@ -173,39 +157,15 @@ fn measure<S: RunnerStore, E: StateStore + Clone + Send + 'static>(
     // The runner's first tick and its listener's connection, not timed.
     std::thread::sleep(Duration::from_millis(1000));
     let t0 = since(base);
-    let count = enqueuers.len();
     let checker = enqueuers.first().cloned();
-    let threads: Vec<_> = enqueuers
-        .into_iter()
-        .enumerate()
-        .map(|(w, store)| {
-            let (template, enqueued) = (template.clone(), Arc::clone(&enqueued));
-            std::thread::spawn(move || {
-                let writer = CasCoordinator::new(store, 100 + w as u64);
-                let request = RunRequest {
-                    payload: None,
-                    at: None,
-                };
-                for i in (w..n).step_by(count) {
-                    let key = match ScheduleKey::new(format!("order-{i}")) {
-                        Ok(k) => k,
-                        Err(e) => panic!("{e}"),
-                    };
-                    if let Err(e) =
-                        block_on(writer.enqueue_run(&template, &key, &request, Timestamp::now()))
-                    {
-                        panic!("enqueue {i}: {e}");
-                    }
-                    enqueued[i].store(since(base), Ordering::SeqCst);
-                }
-            })
-        })
-        .collect();
-    for t in threads {
-        if t.join().is_err() {
-            panic!("{store_name} {workload}: an enqueuer failed");
-        }
-    }
+    enqueue_from_threads(
+        enqueuers,
+        &template,
+        n,
+        |i| format!("order-{i}"),
+        base,
+        &enqueued,
+    );
     let enqueue_done = since(base);
     let deadline = Instant::now() + Duration::from_secs(600);
     let mut timed_out = false;

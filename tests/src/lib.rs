@@ -7,6 +7,7 @@
 pub mod counting_proxy;
 pub mod fuzz;
 pub mod http;
+pub mod keyed_bench;
 pub mod local_server;
 pub mod moto;
 pub mod postgres;

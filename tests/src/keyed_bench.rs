@@ -1,0 +1,92 @@
+//! What the keyed-run benchmarks share (`benches/keyed_run_latency.rs`,
+//! `benches/keyed_run_throughput.rs`): a dynamic job's template, a clock of
+//! nanoseconds since a base, and enqueuers that write keyed runs as fast as
+//! they can, one thread and store handle each, recording when each
+//! enqueue returned.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
+
+use cronslot_core::coord::exec::block_on;
+use cronslot_core::coord::{CasCoordinator, Runs, StateStore};
+use cronslot_core::manifest::{JobTemplate, parse_manifest};
+use cronslot_core::schedules::{RunRequest, ScheduleKey};
+use jiff::Timestamp;
+
+/// Not recorded yet.
+pub const UNSET: u64 = u64::MAX;
+
+/// The template of a dynamic job named `name`, with a five-minute lease.
+///
+/// # Panics
+///
+/// If `name` is not a job name.
+pub fn dynamic_template(name: &str) -> JobTemplate {
+    let text = format!("[[job]]\nname = \"{name}\"\ndynamic = true\nlease = \"5m\"\n");
+    match parse_manifest(&text, "bench.toml") {
+        Ok(mut m) => m.templates.remove(0),
+        Err(e) => panic!("{e}"),
+    }
+}
+
+/// Nanoseconds since `base`.
+pub fn since(base: Instant) -> u64 {
+    u64::try_from(base.elapsed().as_nanos()).unwrap_or(UNSET - 1)
+}
+
+/// `n` instants, each [`UNSET`] until recorded.
+pub fn unset(n: usize) -> Arc<Vec<AtomicU64>> {
+    Arc::new((0..n).map(|_| AtomicU64::new(UNSET)).collect())
+}
+
+/// Enqueues `n` runs of `template` (run `i` under the key `key(i)`,
+/// with no payload, due now) from one thread per store handle, each
+/// awaiting one enqueue at a time, handle `w` taking runs `w`, `w +
+/// stores.len()`, …; records in `enqueued[i]` when run `i`'s enqueue
+/// returned ([`since`] `base`). Returns once every enqueue has.
+///
+/// # Panics
+///
+/// If an enqueue fails, or a key is not one.
+pub fn enqueue_from_threads<E: StateStore + Send + 'static>(
+    stores: Vec<E>,
+    template: &JobTemplate,
+    n: usize,
+    key: fn(usize) -> String,
+    base: Instant,
+    enqueued: &Arc<Vec<AtomicU64>>,
+) {
+    let count = stores.len().max(1);
+    let threads: Vec<_> = stores
+        .into_iter()
+        .enumerate()
+        .map(|(w, store)| {
+            let (template, enqueued) = (template.clone(), Arc::clone(enqueued));
+            std::thread::spawn(move || {
+                let writer = CasCoordinator::new(store, 100 + w as u64);
+                let request = RunRequest {
+                    payload: None,
+                    at: None,
+                };
+                for i in (w..n).step_by(count) {
+                    let key = match ScheduleKey::new(key(i)) {
+                        Ok(k) => k,
+                        Err(e) => panic!("{e}"),
+                    };
+                    if let Err(e) =
+                        block_on(writer.enqueue_run(&template, &key, &request, Timestamp::now()))
+                    {
+                        panic!("enqueue {i}: {e}");
+                    }
+                    enqueued[i].store(since(base), Ordering::SeqCst);
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        if t.join().is_err() {
+            panic!("an enqueuer failed");
+        }
+    }
+}
