@@ -302,13 +302,14 @@ async fn a_tick_runs_every_due_tick_mode_job_concurrently() {
 
     assert_eq!(out["planned"].as_u64(), Some(2));
     // The tick rule, a few seconds later: nothing left to do, and no job
-    // read: the mark covers 14:05 already.
+    // read: the mark covers 14:05 already, and, 9 s old, stays where it
+    // is (MARK_REFRESH): the mark's read alone.
     w.set("2026-03-08T14:05:09Z");
     let (reads, writes) = (w.store.reads(), w.store.writes());
     let out = w.deliver(&fixture("tick-rule.json")).await.expect("tick");
     assert_eq!(out["runs"], Value::Array(vec![]));
     assert_eq!(out["idle"], Value::Array(vec![]));
-    assert_eq!((w.store.reads() - reads, w.store.writes() - writes), (1, 1));
+    assert_eq!((w.store.reads() - reads, w.store.writes() - writes), (1, 0));
 }
 
 /// A dedicated job whose schedule EventBridge cannot express exactly gets no
