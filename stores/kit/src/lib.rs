@@ -47,7 +47,7 @@ pub use ledger::{
     DEFAULT_EFFECT_RETENTION, EffectEntry, Entry, MAX_LEDGER_ATTEMPTS, Written, settle_effect,
 };
 pub use open::{OpenOptions, UrlStore};
-pub use wake::{WakeSender, WakeSignal, Woken, wake_channel};
+pub use wake::{WakeSender, WakeSignal, Woken, listen_until_closed, wake_channel};
 
 /// A duration as messages show it: `5 s`, `1.5 s`.
 pub fn seconds(d: std::time::Duration) -> String {

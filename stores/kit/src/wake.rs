@@ -17,6 +17,9 @@ use std::fmt;
 use std::future::Future;
 use std::pin::pin;
 use std::task::Poll;
+use std::time::{Duration, Instant};
+
+use cronslot_core::coord::StoreError;
 
 use tokio::sync::watch;
 
@@ -85,6 +88,46 @@ impl WakeSender {
             task.as_mut().poll(cx).map(Some)
         })
         .await
+    }
+}
+
+/// The first pause before a listener listens again after a loss; it
+/// doubles up to [`MAX_LISTEN_PAUSE`], and starts over after a connection
+/// that lasted [`LISTEN_LASTED`].
+pub const FIRST_LISTEN_PAUSE: Duration = Duration::from_millis(250);
+/// The longest pause between a listener's tries.
+pub const MAX_LISTEN_PAUSE: Duration = Duration::from_secs(30);
+/// A connection that listened this long was fine: the next loss starts
+/// the pauses over.
+pub const LISTEN_LASTED: Duration = Duration::from_secs(60);
+
+/// A store's listener, until every signal is gone (the store holds one,
+/// so at the latest when the store is dropped): `listen` holds one
+/// connection that listens (PostgreSQL's `LISTEN`, Redis's `SUBSCRIBE`)
+/// and feeds `tx` until the connection fails; the signals then hear of the
+/// loss, and it listens again after a pause ([`FIRST_LISTEN_PAUSE`],
+/// doubling to [`MAX_LISTEN_PAUSE`]). Runs on the store's runtime (its
+/// timer).
+pub async fn listen_until_closed(
+    tx: WakeSender,
+    mut listen: impl AsyncFnMut(&WakeSender) -> Result<(), StoreError>,
+) {
+    let mut pause = FIRST_LISTEN_PAUSE;
+    loop {
+        let began = Instant::now();
+        let Some(result) = tx.unless_closed(listen(&tx)).await else {
+            return;
+        };
+        if began.elapsed() >= LISTEN_LASTED {
+            pause = FIRST_LISTEN_PAUSE;
+        }
+        if let Err(e) = result {
+            tx.lost(e.message);
+        }
+        if tx.unless_closed(tokio::time::sleep(pause)).await.is_none() {
+            return;
+        }
+        pause = pause.saturating_mul(2).min(MAX_LISTEN_PAUSE);
     }
 }
 

@@ -17,6 +17,11 @@
 //! notifications: one per enqueue, and none for the runner's claims and
 //! completions, whose records are not due now.
 //!
+//! When the listener's connection is cut (PostgreSQL's
+//! `pg_terminate_backend`, Redis's `CLIENT KILL`, each on a server of the
+//! test's own), the signal says it is lost, the listener connects again by
+//! itself and says so, and the next enqueue wakes again.
+//!
 //! One module alone: `cargo test -p cronslot-tests --test it keyed_run_wakes`.
 
 use std::sync::Arc;
@@ -357,4 +362,114 @@ fn redis_subscribe(server: &cronslot_tests::redis::Server, channel: &str) -> Arc
         .recv_timeout(Duration::from_secs(10))
         .expect("SUBSCRIBE");
     count
+}
+
+/// Waits for the signal's next word, at most `within`.
+fn next_word(signal: &mut WakeSignal, within: Duration) -> Option<cronslot_store_kit::Woken> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async { tokio::time::timeout(within, signal.woken()).await.ok() })
+}
+
+/// The listener's connection is cut (`kill`): the signal says it is
+/// lost, the listener connects again by itself (a quarter second later)
+/// and says it is back, and an enqueue after that wakes it again.
+fn the_signal_survives_a_cut<E: StateStore>(
+    mut signal: WakeSignal,
+    enqueuer: E,
+    kill: impl Fn() -> bool,
+) {
+    use cronslot_store_kit::Woken;
+
+    // The listener's first connection: it says it listens.
+    assert_eq!(
+        next_word(&mut signal, Duration::from_secs(10)),
+        Some(Woken::Due)
+    );
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !kill() {
+        assert!(Instant::now() < deadline, "no listening connection to cut");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    match next_word(&mut signal, Duration::from_secs(10)) {
+        Some(Woken::Lost(why)) => assert!(!why.is_empty()),
+        other => panic!("the cut is reported: {other:?}"),
+    }
+    assert_eq!(
+        next_word(&mut signal, Duration::from_secs(10)),
+        Some(Woken::Due),
+        "listening again, with a wake for what came meanwhile"
+    );
+    let template = parse_manifest("[[job]]\nname = \"cut\"\ndynamic = true\n", "cut.toml")
+        .unwrap()
+        .templates
+        .remove(0);
+    let writer = CasCoordinator::new(enqueuer, 3);
+    let request = RunRequest {
+        payload: None,
+        at: None,
+    };
+    block_on(writer.enqueue_run(
+        &template,
+        &ScheduleKey::new("after-the-cut").unwrap(),
+        &request,
+        Timestamp::now(),
+    ))
+    .unwrap();
+    assert_eq!(
+        next_word(&mut signal, BOUND),
+        Some(Woken::Due),
+        "an enqueue after the reconnection wakes"
+    );
+}
+
+#[test]
+fn the_wake_signal_reconnects_after_its_connection_is_cut_on_postgres() {
+    // A server of its own: terminating a backend is refused on the
+    // shared one.
+    let pg = cronslot_tests::postgres::Server::start();
+    let schema = cronslot_tests::postgres::unique("wake_cut");
+    let url = format!("{}&schema={schema}", pg.url("postgres"));
+    let store = block_on(PgStore::connect(&url)).unwrap();
+    let channel = store.wake_channel();
+    let signal = store.wake_signal();
+    let enqueuer = block_on(PgStore::connect(&url)).unwrap();
+    the_signal_survives_a_cut(signal, enqueuer, || {
+        let killed = pg.psql(
+            "postgres",
+            &format!(
+                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity \
+                 WHERE query LIKE 'LISTEN%{channel}%'"
+            ),
+        );
+        killed.trim() != "0"
+    });
+}
+
+#[test]
+fn the_wake_signal_reconnects_after_its_connection_is_cut_on_redis() {
+    // A server of its own: the cut kills every subscriber on it.
+    let redis = cronslot_tests::redis::Server::start();
+    let url = redis.url(&cronslot_tests::redis::unique("wake-cut"));
+    let store = block_on(RedisStore::connect(&url)).unwrap();
+    let signal = store.wake_signal();
+    let enqueuer = block_on(RedisStore::connect(&url)).unwrap();
+    the_signal_survives_a_cut(signal, enqueuer, || {
+        // The subscribed connection (`sub=1`; over RESP3 its type may
+        // stay `normal`), and no other.
+        let clients = redis.cli(&["CLIENT", "LIST"]);
+        let mut killed = false;
+        for line in clients
+            .lines()
+            .filter(|l| l.split_whitespace().any(|f| f == "sub=1"))
+        {
+            if let Some(id) = line.split_whitespace().find_map(|f| f.strip_prefix("id=")) {
+                // The number of clients killed.
+                killed |= redis.cli(&["CLIENT", "KILL", "ID", id]).trim() == "1";
+            }
+        }
+        killed
+    });
 }

@@ -5,20 +5,9 @@
 //! connection is not one of the pool's, and not counted among the store's
 //! requests: it sends one `LISTEN` per connection, then only receives.
 
-use std::time::{Duration, Instant};
-
-use cronslot_store_kit::{WakeSender, WakeSignal, wake_channel};
+use cronslot_store_kit::{WakeSignal, listen_until_closed, wake_channel};
 
 use super::*;
-use crate::pool::Listener;
-
-/// The first pause before listening again after a loss; it doubles up to
-/// [`MAX_PAUSE`], and starts over after a connection that lasted.
-const FIRST_PAUSE: Duration = Duration::from_millis(250);
-const MAX_PAUSE: Duration = Duration::from_secs(30);
-/// A connection that listened this long was fine: the next loss starts
-/// the pauses over.
-const LASTED: Duration = Duration::from_secs(60);
 
 impl PgStore {
     /// The store's wake signal: it fires when a write anywhere (another
@@ -36,7 +25,9 @@ impl PgStore {
                 let listener = self.shared.listener();
                 self.shared
                     .driver
-                    .spawn(listen_forever(listener, channel, tx));
+                    .spawn(listen_until_closed(tx, async move |tx| {
+                        listener.listen(&channel, tx).await
+                    }));
                 signal
             })
             .clone()
@@ -46,27 +37,5 @@ impl PgStore {
     /// record due now: `cronslot_wake_<schema>`.
     pub fn wake_channel(&self) -> String {
         sql::wake_channel(self.shared.location.schema())
-    }
-}
-
-/// Listens until every signal is gone (the store holds one, so at the
-/// latest when the store is dropped, which also ends its runtime).
-async fn listen_forever(listener: Listener, channel: String, tx: WakeSender) {
-    let mut pause = FIRST_PAUSE;
-    loop {
-        let began = Instant::now();
-        let Some(result) = tx.unless_closed(listener.listen(&channel, &tx)).await else {
-            return;
-        };
-        if began.elapsed() >= LASTED {
-            pause = FIRST_PAUSE;
-        }
-        if let Err(e) = result {
-            tx.lost(e.message);
-        }
-        if tx.unless_closed(tokio::time::sleep(pause)).await.is_none() {
-            return;
-        }
-        pause = pause.saturating_mul(2).min(MAX_PAUSE);
     }
 }

@@ -6,20 +6,9 @@
 //! and not counted among the store's requests: it sends one `SUBSCRIBE`
 //! per connection, then only receives.
 
-use std::time::{Duration, Instant};
-
-use cronslot_store_kit::{WakeSender, WakeSignal, wake_channel};
+use cronslot_store_kit::{WakeSignal, listen_until_closed, wake_channel};
 
 use super::*;
-use crate::conn::Listener;
-
-/// The first pause before subscribing again after a loss; it doubles up
-/// to [`MAX_PAUSE`], and starts over after a connection that lasted.
-const FIRST_PAUSE: Duration = Duration::from_millis(250);
-const MAX_PAUSE: Duration = Duration::from_secs(30);
-/// A connection that listened this long was fine: the next loss starts
-/// the pauses over.
-const LASTED: Duration = Duration::from_secs(60);
 
 impl RedisStore {
     /// The store's wake signal: it fires when a write anywhere makes a
@@ -36,7 +25,9 @@ impl RedisStore {
                 let channel = self.keys.wake_channel();
                 self.shared
                     .driver
-                    .spawn(listen_forever(listener, channel, tx));
+                    .spawn(listen_until_closed(tx, async move |tx| {
+                        listener.listen(&channel, tx).await
+                    }));
                 signal
             })
             .clone()
@@ -46,27 +37,5 @@ impl RedisStore {
     /// due now: `{PREFIX}:wake`.
     pub fn wake_channel(&self) -> String {
         self.keys.wake_channel()
-    }
-}
-
-/// Listens until every signal is gone (the store holds one, so at the
-/// latest when the store is dropped, which also ends its runtime).
-async fn listen_forever(listener: Listener, channel: String, tx: WakeSender) {
-    let mut pause = FIRST_PAUSE;
-    loop {
-        let began = Instant::now();
-        let Some(result) = tx.unless_closed(listener.listen(&channel, &tx)).await else {
-            return;
-        };
-        if began.elapsed() >= LASTED {
-            pause = FIRST_PAUSE;
-        }
-        if let Err(e) = result {
-            tx.lost(e.message);
-        }
-        if tx.unless_closed(tokio::time::sleep(pause)).await.is_none() {
-            return;
-        }
-        pause = pause.saturating_mul(2).min(MAX_PAUSE);
     }
 }
