@@ -113,9 +113,9 @@ pub(crate) struct Shared<S> {
 
 /// The bound on the runs going on in a process, over all its workers
 /// ([`crate::Runner::max_running`]). A place is taken before a claim (a
-/// tick reserves every free one) and held by the run until its task ends;
-/// the places a tick did not use go back. So the bound holds however many
-/// workers tick at once.
+/// tick reserves every free one) and held by the run until its work ends
+/// (or its task, however it ends); the places a tick did not use go back.
+/// So the bound holds however many workers tick at once.
 pub(crate) struct Running {
     limit: Option<usize>,
     /// Places taken: by runs going on and by ticks' reservations.
