@@ -18,7 +18,7 @@ use jiff::Timestamp;
 
 use super::coordinator::{CasCoordinator, CoordError};
 use super::decide::{self, Enqueued, RunRefusal};
-use super::schedules::MAX_STORE_PAGES;
+use super::schedules::job_records_page;
 use super::state::JobState;
 use super::store::{StateStore, StoreError};
 use crate::manifest::JobTemplate;
@@ -195,44 +195,18 @@ impl<S: StateStore> Runs for CasCoordinator<S> {
         now: Timestamp,
     ) -> Result<RunPage, RunError> {
         let limit = query.limit.clamp(1, MAX_RUN_PAGE);
-        let job_prefix = format!("{}/", template.name.as_str());
-        let prefix = format!("{job_prefix}{}", query.prefix);
-        // A page read from the store: the limit, or the most when the
-        // status filter may skip many.
-        let batch = if query.status.is_some() {
-            MAX_RUN_PAGE
-        } else {
-            limit
-        };
-        let mut after = query.after.as_ref().map(|a| format!("{job_prefix}{a}"));
-        let mut runs = Vec::new();
-        for _ in 0..MAX_STORE_PAGES {
-            let page = self
-                .store()
-                .records_page(&prefix, after.as_deref(), batch)
-                .await?;
-            let last_page = page.len() < batch;
-            for (name, record) in page {
-                after = Some(name.clone());
-                let Some(view) = listed(&name, &record.value, query, now)? else {
-                    continue;
-                };
-                runs.push(view);
-                if runs.len() == limit {
-                    return Ok(RunPage {
-                        runs,
-                        cursor: cursor(after, &job_prefix),
-                    });
-                }
-            }
-            if last_page {
-                return Ok(RunPage { runs, cursor: None });
-            }
-        }
-        Ok(RunPage {
-            runs,
-            cursor: cursor(after, &job_prefix),
-        })
+        // The status filter may skip many: then read the store's pages
+        // whole.
+        let filtered = query.status.is_some();
+        let (runs, cursor) = job_records_page(
+            self.store(),
+            template,
+            (&query.prefix, query.after.as_deref()),
+            (limit, filtered.then_some(MAX_RUN_PAGE)),
+            |name, _, record| listed(name, &record.value, query, now),
+        )
+        .await?;
+        Ok(RunPage { runs, cursor })
     }
 }
 
@@ -268,10 +242,6 @@ fn listed(
 }
 
 /// The cursor of a page whose last record read is `after`: its key.
-fn cursor(after: Option<String>, job_prefix: &str) -> Option<String> {
-    after.and_then(|name| name.strip_prefix(job_prefix).map(str::to_string))
-}
-
 fn spec_refused(problem: SpecProblem) -> RunError {
     RunError::Refused(RunRefusal::Spec(problem))
 }

@@ -330,54 +330,17 @@ impl<S: StateStore> Schedules for CasCoordinator<S> {
         query: &ScheduleQuery,
     ) -> Result<SchedulePage, ScheduleError> {
         let limit = query.limit.clamp(1, MAX_SCHEDULE_PAGE);
-        let job_prefix = format!("{}/", template.name.as_str());
-        let prefix = format!("{job_prefix}{}", query.prefix);
-        // A page read from the store: the limit, or the most when a
-        // filter may skip many.
-        let batch = if query.label.is_some() {
-            MAX_SCHEDULE_PAGE
-        } else {
-            limit
-        };
-        let mut after = query.after.as_ref().map(|a| format!("{job_prefix}{a}"));
-        let mut schedules = Vec::new();
-        for _ in 0..MAX_STORE_PAGES {
-            let page = self
-                .store()
-                .records_page(&prefix, after.as_deref(), batch)
-                .await?;
-            let last_page = page.len() < batch;
-            for (name, record) in page {
-                after = Some(name.clone());
-                let Some(key) = name
-                    .strip_prefix(&job_prefix)
-                    .and_then(|k| ScheduleKey::new(k).ok())
-                else {
-                    // Not a schedule's name (a static job's record does
-                    // not have a `/`): nothing of this job.
-                    continue;
-                };
-                if let Some(listed) = listed(key, record.value, query)? {
-                    schedules.push(listed);
-                    if schedules.len() == limit {
-                        return Ok(SchedulePage {
-                            schedules,
-                            cursor: cursor(after, &job_prefix),
-                        });
-                    }
-                }
-            }
-            if last_page {
-                return Ok(SchedulePage {
-                    schedules,
-                    cursor: None,
-                });
-            }
-        }
-        Ok(SchedulePage {
-            schedules,
-            cursor: cursor(after, &job_prefix),
-        })
+        // A filter may skip many: then read the store's pages whole.
+        let filtered = query.label.is_some();
+        let (schedules, cursor) = job_records_page(
+            self.store(),
+            template,
+            (&query.prefix, query.after.as_deref()),
+            (limit, filtered.then_some(MAX_SCHEDULE_PAGE)),
+            |_, key, record| listed(key, record.value, query),
+        )
+        .await?;
+        Ok(SchedulePage { schedules, cursor })
     }
 }
 
@@ -419,6 +382,54 @@ fn listed(
 }
 
 /// The cursor of a page whose last record read is `after`: its key.
-fn cursor(after: Option<String>, job_prefix: &str) -> Option<String> {
-    after.and_then(|name| name.strip_prefix(job_prefix).map(str::to_string))
+/// One page of a dynamic job's records, as a listing shows them: reads
+/// the store's pages of `job/prefix…` after `after` (a key), `batch` at a
+/// time (`limit` unless a filter may skip many), and keeps what `keep`
+/// makes of each record named by a key (given its name, key and record) (a static job's record, whose name
+/// has no `/`, is not the job's), until `limit` are kept, the records end
+/// (no cursor), or [`MAX_STORE_PAGES`] pages were read (a short page, with
+/// the cursor to go on from). Schedules and keyed runs are listed by it.
+pub(super) async fn job_records_page<S, T, E>(
+    store: &S,
+    template: &JobTemplate,
+    (prefix, after): (&str, Option<&str>),
+    (limit, batch): (usize, Option<usize>),
+    mut keep: impl FnMut(&str, ScheduleKey, Versioned<JobState>) -> Result<Option<T>, E>,
+) -> Result<(Vec<T>, Option<String>), E>
+where
+    S: StateStore,
+    E: From<super::store::StoreError>,
+{
+    let batch = batch.unwrap_or(limit);
+    let job_prefix = format!("{}/", template.name.as_str());
+    let prefix = format!("{job_prefix}{prefix}");
+    let cursor = |after: Option<String>| {
+        after.and_then(|name| name.strip_prefix(&job_prefix).map(str::to_string))
+    };
+    let mut after = after.map(|a| format!("{job_prefix}{a}"));
+    let mut kept = Vec::new();
+    for _ in 0..MAX_STORE_PAGES {
+        let page = store.records_page(&prefix, after.as_deref(), batch).await?;
+        let last_page = page.len() < batch;
+        for (name, record) in page {
+            let key = name
+                .strip_prefix(&job_prefix)
+                .and_then(|k| ScheduleKey::new(k).ok());
+            let item = match key {
+                Some(key) => keep(&name, key, record)?,
+                None => None,
+            };
+            after = Some(name);
+            if let Some(item) = item {
+                kept.push(item);
+                if kept.len() == limit {
+                    return Ok((kept, cursor(after)));
+                }
+            }
+        }
+        if last_page {
+            return Ok((kept, None));
+        }
+    }
+    Ok((kept, cursor(after)))
 }
