@@ -40,6 +40,7 @@ use cronslot_core::schedules::RunStatus;
 use cronslot_postgres::PgStore;
 use cronslot_redis::RedisStore;
 use cronslot_runner::{Clock, Jobs, Runner, RunnerStore, WakeSignal};
+use cronslot_store_kit::RequestCounts;
 use cronslot_tests::keyed_bench::{UNSET, dynamic_template, enqueue_from_threads, since, unset};
 use jiff::Timestamp;
 use serde_json::json;
@@ -269,6 +270,31 @@ fn measure<S: RunnerStore, E: StateStore + Clone + Send + 'static>(
     assert_eq!(recorded, n, "{peer} {workload}: runs recorded as succeeded");
 }
 
+/// One (store, workload) run: the runner's store and one per enqueuer,
+/// each a connection of its own; the runner woken by the store's signal,
+/// its requests counted.
+fn bench_store<S, E>(
+    (name, workload): (&str, &str),
+    knobs: &Knobs,
+    connect: impl Fn() -> Result<S, E>,
+    wake: fn(&S) -> WakeSignal,
+    counts: fn(&S) -> RequestCounts,
+) where
+    S: RunnerStore,
+    E: std::fmt::Display,
+{
+    let connect = || connect().unwrap_or_else(|e| panic!("{name}: {e}"));
+    let store = connect();
+    let signal = Some(wake(&store));
+    let enqueuers = (0..knobs.enqueuers).map(|_| connect()).collect();
+    let counted = store.clone();
+    let requests = move || {
+        let r = counts(&counted);
+        (r.reads, r.writes)
+    };
+    measure(name, workload, store, signal, enqueuers, knobs, requests);
+}
+
 /// A unique suffix per (store, workload) run, so that runs do not share
 /// records.
 fn unique(what: &str) -> String {
@@ -307,26 +333,17 @@ fn main() {
         {
             match store {
                 "postgres" => {
-                    let server = std::env::var("PG_URL").ok();
-                    let url = match &server {
-                        Some(url) => url.clone(),
+                    let url = match std::env::var("PG_URL").ok() {
+                        Some(url) => url,
                         None => cronslot_tests::postgres::shared().url("postgres"),
                     };
                     let url = with_param(&url, &format!("schema={}", unique("bench_runs")));
-                    let connect = || match block_on(PgStore::connect(&url)) {
-                        Ok(s) => s,
-                        Err(e) => panic!("{e}"),
-                    };
-                    let store = connect();
-                    let signal = Some(store.wake_signal());
-                    let enqueuers = (0..knobs.enqueuers).map(|_| connect()).collect();
-                    let counted = store.clone();
-                    let requests = move || {
-                        let r = counted.requests();
-                        (r.reads, r.writes)
-                    };
-                    measure(
-                        "postgres", workload, store, signal, enqueuers, &knobs, requests,
+                    bench_store(
+                        ("postgres", workload),
+                        &knobs,
+                        || block_on(PgStore::connect(&url)),
+                        PgStore::wake_signal,
+                        PgStore::requests,
                     );
                 }
                 "redis" => {
@@ -335,20 +352,12 @@ fn main() {
                         None => cronslot_tests::redis::shared()
                             .url(&cronslot_tests::redis::unique("bench-runs")),
                     };
-                    let connect = || match block_on(RedisStore::connect(&url)) {
-                        Ok(s) => s,
-                        Err(e) => panic!("{e}"),
-                    };
-                    let store = connect();
-                    let signal = Some(store.wake_signal());
-                    let enqueuers = (0..knobs.enqueuers).map(|_| connect()).collect();
-                    let counted = store.clone();
-                    let requests = move || {
-                        let r = counted.requests();
-                        (r.reads, r.writes)
-                    };
-                    measure(
-                        "redis", workload, store, signal, enqueuers, &knobs, requests,
+                    bench_store(
+                        ("redis", workload),
+                        &knobs,
+                        || block_on(RedisStore::connect(&url)),
+                        RedisStore::wake_signal,
+                        RedisStore::requests,
                     );
                 }
                 other => panic!("STORES: {other} is neither postgres nor redis"),
