@@ -79,9 +79,9 @@ pub enum Line<'a> {
         /// The woken jobs this manifest does not have.
         #[serde(skip_serializing_if = "Option::is_none")]
         unknown_woken: Option<&'a [String]>,
-        /// Woken schedules not served, each `[record, why]` (their read
-        /// failed, or the bound on jobs left no room): they keep their
-        /// wakes, and the next tick reads them again.
+        /// Woken schedules not served because their read failed, each
+        /// `[record, why]`: they keep their wakes, and the next tick reads
+        /// them again (those the bound left are counted in `left`).
         #[serde(skip_serializing_if = "Option::is_none")]
         unresolved: Option<&'a [(String, String)]>,
         /// How many jobs the tick object woke.

@@ -29,8 +29,8 @@ use cronslot_core::manifest::{JobSpec, JobTemplate};
 use cronslot_runtime::command::CommandRequest;
 use cronslot_runtime::http::{HttpFailure, HttpRequest, HttpResponse};
 use cronslot_runtime::{
-    JobError, Jobs, LocalFuture, MAX_WOKEN_PER_TICK, NO_ROOM, Platform, PlatformDeadline, RunEvent,
-    TickJob, TickPlan, TickServer, TickWork, WokenSchedule, resolve_with, run_lease, tick_with,
+    JobError, Jobs, LocalFuture, MAX_WOKEN_PER_TICK, Platform, PlatformDeadline, RunEvent, TickJob,
+    TickPlan, TickServer, TickWork, WokenSchedule, resolve_with, run_lease, tick_with,
 };
 use jiff::Timestamp;
 use tokio::sync::{Notify, watch};
@@ -426,13 +426,9 @@ impl<S: RunnerStore> Worker<S> {
             // which the store answers as already claimed. Nothing is lost.
             tracing::warn!(owner = %self.owner, error = %e, "cannot move the tick mark");
         }
-        let mut left = 0;
+        // Beyond this process's bound on runs: a later tick's.
+        let left = report.schedules_left;
         for (schedule, why) in &report.unresolved {
-            if why == NO_ROOM {
-                // Beyond this process's bound on runs: a later tick.
-                left += 1;
-                continue;
-            }
             // It keeps its wake: the next tick reads it again.
             tracing::warn!(owner = %self.owner, schedule = %schedule, error = %why,
                 "cannot serve a woken schedule");

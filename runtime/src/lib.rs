@@ -63,7 +63,7 @@ pub use run::{
     run_lease, serve,
 };
 pub use tick::{
-    MARK_REFRESH, MAX_WOKEN_PER_TICK, NO_ROOM, ScheduleSource, TickJob, TickOptions, TickPlan,
-    TickReport, TickServer, TickWork, WokenSchedule, resolve_with, tick, tick_with,
+    MARK_REFRESH, MAX_WOKEN_PER_TICK, ScheduleSource, TickJob, TickOptions, TickPlan, TickReport,
+    TickServer, TickWork, WokenSchedule, resolve_with, tick, tick_with,
 };
 pub use virtual_platform::VirtualPlatform;

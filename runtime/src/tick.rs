@@ -393,10 +393,12 @@ pub struct TickReport<S = Served, R = std::convert::Infallible> {
     pub served: Vec<S>,
     /// The jobs the platform refused, with why (they do not hold the mark).
     pub refused: Vec<R>,
-    /// Woken schedules this tick did not serve, with why (their read
-    /// failed, or the bound on jobs left no room): they keep their wakes,
-    /// so a next tick reads them again.
+    /// Woken schedules this tick could not serve, with why (their read
+    /// failed): they keep their wakes, so a next tick reads them again.
     pub unresolved: Vec<(String, String)>,
+    /// Woken schedules the bound on jobs left for the next tick (counted
+    /// in `left` too); they keep their wakes.
+    pub schedules_left: usize,
     /// The mark the tick reached: written, unless the window planned no
     /// slot and the stored mark is younger than [`MARK_REFRESH`].
     pub mark: Timestamp,
@@ -507,9 +509,11 @@ where
     #[cfg_attr(not(feature = "schedules"), allow(unused_mut))]
     let mut work = plan.work(&start);
     #[cfg(feature = "schedules")]
-    let unresolved = resolve_schedules(&mut work, max_jobs, platform.now(), server).await;
+    let (unresolved, schedules_left) =
+        resolve_schedules(&mut work, max_jobs, platform.now(), server).await;
     #[cfg(not(feature = "schedules"))]
-    let unresolved: Vec<(String, String)> = Vec::new();
+    let (unresolved, schedules_left): (Vec<(String, String)>, Vec<String>) =
+        (Vec::new(), Vec::new());
     let too_late = platform
         .deadline()
         .is_some_and(|d| d.cut_runs_at.duration_since(platform.now()) < START_MARGIN);
@@ -523,10 +527,12 @@ where
     }
     let mut left = None;
     let budget = max_jobs.unwrap_or(usize::MAX).min(admitted.len());
-    if budget < admitted.len() {
+    let beyond = admitted.len() - budget + schedules_left.len();
+    if beyond > 0 {
+        let most = max_jobs.unwrap_or(budget);
         left = Some((
-            admitted.len() - budget,
-            format!("a tick serves at most {budget} jobs here: the next tick serves the rest"),
+            beyond,
+            format!("a tick serves at most {most} jobs here: the next tick serves the rest"),
         ));
     }
     let serving: &[&TickJob] = if too_late {
@@ -548,7 +554,7 @@ where
             unserved.insert(name.as_ref());
         }
     }
-    for (name, _) in &unresolved {
+    for name in unresolved.iter().map(|(n, _)| n).chain(&schedules_left) {
         unserved.insert(name.as_str());
     }
     let failed = unserved
@@ -593,6 +599,7 @@ where
         served,
         refused,
         unresolved,
+        schedules_left: schedules_left.len(),
         mark,
         mark_error,
         left,
@@ -623,23 +630,19 @@ fn mark_write_needed(work: &TickWork, moves_only_the_mark: bool, mark: Timestamp
     planned || !fresh || !moves_only_the_mark
 }
 
-/// Why a woken schedule was not served: the tick's bound on jobs was
-/// reached (not a failure; a server that bounds its ticks on purpose need
-/// not report it).
-pub const NO_ROOM: &str = "the tick's bound on jobs left no room: the next tick serves it";
-
 /// Reads the specs of the schedules the wake index named, all at once
 /// (within what `max_jobs` leaves after the manifest's jobs), and adds the
 /// live ones to the work, in the server's order ([`TickServer::order_woken`];
 /// wake order by default). A deleted schedule has no wake and is not
-/// named; one whose read failed is returned, with why.
+/// named. Returns those whose read failed, with why, and those the bound
+/// left no room for.
 #[cfg(feature = "schedules")]
 async fn resolve_schedules<T: TickServer>(
     work: &mut TickWork,
     max_jobs: Option<usize>,
     now: Timestamp,
     server: &T,
-) -> Vec<(String, String)> {
+) -> (Vec<(String, String)>, Vec<String>) {
     server.order_woken(&mut work.schedules);
     let room = max_jobs
         .unwrap_or(usize::MAX)
@@ -661,8 +664,9 @@ async fn resolve_schedules<T: TickServer>(
             Err(why) => unresolved.push((woken.name.clone(), why)),
         }
     }
-    for woken in &work.schedules[room..] {
-        unresolved.push((woken.name.clone(), NO_ROOM.into()));
-    }
-    unresolved
+    let left = work.schedules[room..]
+        .iter()
+        .map(|woken| woken.name.clone())
+        .collect();
+    (unresolved, left)
 }
