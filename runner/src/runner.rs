@@ -114,6 +114,7 @@ pub struct Runner<S: RunnerStore = SqliteStore> {
     jobs: Jobs,
     workers: u32,
     max_running: Option<u32>,
+    claim_ahead: Option<u32>,
     until: Option<Until>,
     single_pass: bool,
     ctrl_c: bool,
@@ -136,6 +137,7 @@ impl<S: RunnerStore> Runner<S> {
             jobs: Jobs::new(),
             workers: 1,
             max_running: None,
+            claim_ahead: None,
             until: None,
             single_pass: false,
             ctrl_c: false,
@@ -188,6 +190,17 @@ impl<S: RunnerStore> Runner<S> {
     /// rather than all starting here. Unbounded by default.
     pub fn max_running(mut self, n: u32) -> Runner<S> {
         self.max_running = Some(n.max(1));
+        self
+    }
+
+    /// With [`Runner::max_running`]: up to `n` more leases claimed ahead
+    /// of the free places, each waiting (its lease kept alive) to start
+    /// the moment a run ends, so that the next run does not wait for a
+    /// round trip to the store. As many as `max_running` by default; 0
+    /// claims only for free places (a fleet of long runs, where a lease
+    /// waiting here would start sooner in another process).
+    pub fn claim_ahead(mut self, n: u32) -> Runner<S> {
+        self.claim_ahead = Some(n);
         self
     }
 
@@ -305,13 +318,17 @@ impl<S: RunnerStore> Runner<S> {
             watch,
             poke: tokio::sync::Notify::new(),
             workers: self.workers,
-            running: Arc::new(Running::new(self.max_running)),
+            running: Arc::new(Running::new(
+                self.max_running,
+                self.claim_ahead.or(self.max_running).unwrap_or(0),
+            )),
         });
         // One pass reads what is due once: no signal to wait on.
         let wakes = self.wakes.filter(|_| !self.single_pass);
         tracing::info!(
             workers = self.workers,
             max_running = self.max_running,
+            claim_ahead = self.max_running.map(|n| self.claim_ahead.unwrap_or(n)),
             speed = self.clock.speed(),
             woken_by_store = wakes.is_some(),
             until = until.map(|t| tracing::field::display(format_instant(t))),

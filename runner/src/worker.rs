@@ -29,11 +29,11 @@ use cronslot_core::manifest::{JobSpec, JobTemplate};
 use cronslot_runtime::command::CommandRequest;
 use cronslot_runtime::http::{HttpFailure, HttpRequest, HttpResponse};
 use cronslot_runtime::{
-    JobError, Jobs, LocalFuture, MAX_WOKEN_PER_TICK, Platform, PlatformDeadline, RunEvent, TickJob,
-    TickPlan, TickServer, TickWork, WokenSchedule, resolve_with, run_lease, tick_with,
+    JobError, Jobs, LocalFuture, MAX_WOKEN_PER_TICK, Outcome, Platform, PlatformDeadline, RunEvent,
+    TickJob, TickPlan, TickServer, TickWork, WokenSchedule, resolve_with, run_lease, tick_with,
 };
-use jiff::Timestamp;
-use tokio::sync::{Notify, watch};
+use jiff::{SignedDuration, Timestamp};
+use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, watch};
 use tokio::task::JoinSet;
 
 use crate::clock::{Clock, add};
@@ -112,21 +112,36 @@ pub(crate) struct Shared<S> {
 }
 
 /// The bound on the runs going on in a process, over all its workers
-/// ([`crate::Runner::max_running`]). A place is taken before a claim (a
+/// ([`crate::Runner::max_running`]), and on the leases it holds
+/// ([`crate::Runner::claim_ahead`]). A place is taken before a claim (a
 /// tick reserves every free one) and held by the run until its work ends
 /// (or its task, however it ends); the places a tick did not use go back.
 /// So the bound holds however many workers tick at once.
+///
+/// There are more places than runs at once: the rest are leases claimed
+/// ahead, each waiting for a turn ([`Running::turns`]) to start its work.
+/// A run that ends hands its turn straight to the oldest waiting lease,
+/// so the next run starts without a round trip to the store, while the
+/// worker claims another lease ahead.
 pub(crate) struct Running {
+    /// Places: runs at once plus leases claimed ahead.
     limit: Option<usize>,
-    /// Places taken: by runs going on and by ticks' reservations.
+    /// Places taken: by runs going on, by leases waiting for a turn, and
+    /// by ticks' reservations.
     taken: AtomicUsize,
+    /// One permit per run at once; a bounded run holds one from the start
+    /// of its work to its end. Fair: the longest waiting lease goes first.
+    turns: Option<Arc<Semaphore>>,
 }
 
 impl Running {
-    pub(crate) fn new(limit: Option<u32>) -> Running {
+    /// At most `limit` runs at once (none: unbounded), and `ahead` more
+    /// leases claimed, waiting for a turn.
+    pub(crate) fn new(limit: Option<u32>, ahead: u32) -> Running {
         Running {
-            limit: limit.map(|n| n as usize),
+            limit: limit.map(|n| n as usize + ahead as usize),
             taken: AtomicUsize::new(0),
+            turns: limit.map(|n| Arc::new(Semaphore::new(n as usize))),
         }
     }
 
@@ -164,12 +179,16 @@ impl Running {
 }
 
 /// A run's place, reserved by its tick, given back when the run's work
-/// ends, or else when its task ends (however it ends).
-struct Place(Arc<Running>);
+/// ends, or else when its task ends (however it ends); with its turn, once
+/// it has one.
+struct Place {
+    running: Arc<Running>,
+    turn: Option<OwnedSemaphorePermit>,
+}
 
 impl Drop for Place {
     fn drop(&mut self) {
-        self.0.release(1);
+        self.running.release(1);
     }
 }
 
@@ -587,12 +606,100 @@ impl<S: RunnerStore> Worker<S> {
         }
         tracing::debug!(job, slot = %SlotId::new(spec, lease.slot), owner = %self.owner,
             fence = lease.fence, attempt = lease.attempt, "claimed");
-        let place = bounded.then(|| Place(Arc::clone(&self.shared.running)));
+        let running = bounded.then(|| Arc::clone(&self.shared.running));
+        runs.spawn_local(Rc::clone(self).run_claimed(Rc::clone(spec), lease, running));
+    }
+
+    /// Runs a claimed lease: at once when it is unbounded, or once it has
+    /// a turn (a lease claimed ahead waits for a run to end).
+    async fn run_claimed(
+        self: Rc<Self>,
+        spec: Rc<JobSpec>,
+        mut lease: Lease,
+        running: Option<Arc<Running>>,
+    ) {
+        let place = match running {
+            None => None,
+            Some(running) => {
+                let turns = running.turns.clone();
+                // Held from here, so that it goes back however this ends.
+                let mut place = Place {
+                    running,
+                    turn: None,
+                };
+                if let Some(turns) = turns {
+                    match self.await_turn(&spec, &mut lease, turns).await {
+                        Some(turn) => place.turn = Some(turn),
+                        None => {
+                            drop(place);
+                            self.wake.notify_one();
+                            return;
+                        }
+                    }
+                }
+                Some(place)
+            }
+        };
         let platform: Rc<dyn Platform> = Rc::new(RunPlatform {
-            worker: Rc::clone(self),
+            worker: Rc::clone(&self),
             place: RefCell::new(place),
         });
-        runs.spawn_local(Rc::clone(self).run_lease(Rc::clone(spec), lease, platform));
+        self.run_lease(spec, lease, platform).await;
+    }
+
+    /// A lease claimed ahead waits here for a turn. It is kept alive while
+    /// it waits: half-way through it, a heartbeat extends it, so a lease
+    /// that waits behind long runs is neither lost to its expiry (which
+    /// would cost its slot an attempt) nor started by two. `None`: the
+    /// lease was lost (its heartbeat refused, or the store unreachable
+    /// until it ran out); its slot is another claimer's, as after a crash.
+    async fn await_turn(
+        &self,
+        spec: &JobSpec,
+        lease: &mut Lease,
+        turns: Arc<Semaphore>,
+    ) -> Option<OwnedSemaphorePermit> {
+        let half = SignedDuration::try_from(spec.lease / 2).unwrap_or(SignedDuration::ZERO);
+        let half_way = |lease: &Lease| {
+            lease
+                .expires_at
+                .checked_sub(half)
+                .unwrap_or(lease.expires_at)
+        };
+        let mut turn = std::pin::pin!(turns.acquire_owned());
+        let mut beat_at = half_way(lease);
+        loop {
+            tokio::select! {
+                biased;
+                // The semaphore is never closed.
+                turn = &mut turn => return turn.ok(),
+                () = self.clock().sleep_until(beat_at) => {}
+            }
+            let now = self.clock().now();
+            let record_name = spec.record_name();
+            match self.coordinator.heartbeat(spec, lease.fence, now).await {
+                Ok(expires_at) => {
+                    lease.expires_at = expires_at;
+                    beat_at = half_way(lease);
+                }
+                Err(e) if e.is_transient() && now < lease.expires_at => {
+                    self.shared.tally().store_error();
+                    tracing::warn!(job = %record_name, fence = lease.fence, error = %e,
+                        "extending a lease claimed ahead failed; trying again");
+                    let pause = STORE_RETRY.max(self.clock_time_of(MIN_REAL_STORE_RETRY));
+                    beat_at = add(now, pause).min(lease.expires_at);
+                }
+                Err(e) => {
+                    tracing::warn!(job = %record_name, slot = %SlotId::new(spec, lease.slot),
+                        owner = %self.owner, fence = lease.fence, error = %e,
+                        "a lease claimed ahead was lost while it waited for a turn: its slot is left to another claimer");
+                    let mut tally = self.shared.tally();
+                    tally.work_ended(&record_name, lease.slot);
+                    tally.finished(&record_name, lease, Outcome::LeaseLost, now);
+                    return None;
+                }
+            }
+        }
     }
 
     /// Runs one lease to its end (the runtime's run loop), records the

@@ -877,3 +877,97 @@ fn max_running_bounds_the_runs_of_a_process_over_its_workers() {
         "never more than two at once"
     );
 }
+
+/// A lease claimed ahead of a free place is kept alive while it waits for
+/// its turn. One place, two keyed runs enqueued at once, each working
+/// 100 s of a 60 s lease (clock time, 120 times real): runner A claims
+/// both (the second ahead, waiting 100 s behind the first); runner B,
+/// started on the same store once A's first run has begun, has no bound
+/// and would take over any lease that ran out. Both runs are A's, each at
+/// its first attempt: the waiting lease's heartbeats kept B off it.
+#[test]
+fn a_lease_claimed_ahead_is_kept_alive_while_it_waits_for_its_turn() {
+    use cronslot_core::coord::Runs;
+    use cronslot_core::coord::exec::block_on;
+    use cronslot_core::schedules::{RunRequest, ScheduleKey};
+
+    let dir = scratch("claim-ahead");
+    let parsed = parse_manifest(
+        "[[job]]\nname = \"mail\"\ndynamic = true\nlease = \"60s\"\n",
+        "test.toml",
+    )
+    .unwrap();
+    let template = parsed.templates[0].clone();
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    logs();
+    let store = SqliteStore::open(dir.join("cronslot.db")).unwrap();
+    let begin = Timestamp::now();
+    let writer = CasCoordinator::new(store.clone(), 1);
+    for i in 0..2 {
+        let key = ScheduleKey::new(format!("order-{i}")).unwrap();
+        let request = RunRequest {
+            payload: None,
+            at: None,
+        };
+        block_on(writer.enqueue_run(&template, &key, &request, begin)).unwrap();
+    }
+    let ran: Arc<Mutex<Vec<(String, u32, String)>>> = Arc::new(Mutex::new(Vec::new()));
+    let jobs = {
+        let ran = Arc::clone(&ran);
+        Jobs::new().register_with_timeout("mail", Duration::from_secs(300), move |ctx| {
+            let ran = Arc::clone(&ran);
+            async move {
+                ran.lock().unwrap().push((
+                    ctx.key().unwrap_or_default().to_string(),
+                    ctx.attempt(),
+                    ctx.owner().to_string(),
+                ));
+                ctx.sleep(Duration::from_secs(100)).await;
+                Ok(())
+            }
+        })
+    };
+    let runner = |prefix: &str, bound: Option<u32>| {
+        let clock = Clock::accelerated_from(begin, 120.0).unwrap();
+        let runner = Runner::new(store.clone(), Vec::new(), clock)
+            .with_templates(parsed.templates.clone())
+            .with_jobs(jobs.clone())
+            .owner_prefix(prefix);
+        match bound {
+            Some(n) => runner.max_running(n),
+            None => runner,
+        }
+    };
+    let a = runner("a", Some(1));
+    let stop_a = a.stop_handle();
+    let running_a = std::thread::spawn(move || a.run());
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while ran.lock().unwrap().is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let b = runner("b", None);
+    let stop_b = b.stop_handle();
+    let running_b = std::thread::spawn(move || b.run());
+    // 200 s of clock time for both runs, and B's ticks meanwhile.
+    while ran.lock().unwrap().len() < 2 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    stop_b.stop();
+    stop_a.stop();
+    let summary_a = running_a.join().unwrap().unwrap();
+    let summary_b = running_b.join().unwrap().unwrap();
+    assert!(summary_a.ok(), "{summary_a}");
+    assert!(summary_b.ok(), "{summary_b}");
+    let mut ran = ran.lock().unwrap().clone();
+    ran.sort();
+    let runs: Vec<(&str, u32, bool)> = ran
+        .iter()
+        .map(|(key, attempt, owner)| (key.as_str(), *attempt, owner.starts_with("a-")))
+        .collect();
+    assert_eq!(
+        runs,
+        vec![("order-0", 1, true), ("order-1", 1, true)],
+        "both runs A's, at their first attempt: {ran:?}"
+    );
+}
