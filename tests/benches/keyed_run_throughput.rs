@@ -102,7 +102,7 @@ fn measure<S: RunnerStore, E: StateStore + Clone + Send + 'static>(
     signal: Option<WakeSignal>,
     enqueuers: Vec<E>,
     knobs: &Knobs,
-    requests: impl Fn() -> (u64, u64),
+    requests: impl Fn() -> RequestCounts,
 ) {
     let n = knobs.runs;
     let sleep = match workload {
@@ -187,10 +187,12 @@ fn measure<S: RunnerStore, E: StateStore + Clone + Send + 'static>(
         Err(_) => panic!("{store_name}: the runner panicked"),
     };
     let settled = since(base);
-    let (reads, writes) = {
-        let now = requests();
-        (now.0 - requests_before.0, now.1 - requests_before.1)
-    };
+    let RequestCounts {
+        reads,
+        writes,
+        grouped,
+        ..
+    } = requests().since(&requests_before);
     assert!(summary.ok(), "{store_name} {workload}: {summary}");
     let recorded = checker.map_or(0, |s| succeeded(s, &template));
     let finished = finished.load(Ordering::SeqCst);
@@ -247,6 +249,7 @@ fn measure<S: RunnerStore, E: StateStore + Clone + Send + 'static>(
         "runner_requests_per_run": {
             "reads": (reads as f64 / n as f64 * 100.0).round() / 100.0,
             "writes": (writes as f64 / n as f64 * 100.0).round() / 100.0,
+            "statements": ((reads + writes - grouped) as f64 / n as f64 * 100.0).round() / 100.0,
         },
         "cpus": std::thread::available_parallelism().map_or(0, usize::from),
     });
@@ -254,13 +257,15 @@ fn measure<S: RunnerStore, E: StateStore + Clone + Send + 'static>(
     eprintln!(
         "{peer} {workload}: {n} runs; enqueue {:.0}/s, end to end {:.0}/s; start latency p50 \
          {:.1} ms, p99 {:.1} ms; completed {finished}, recorded succeeded {recorded}, \
-         duplicate runs {duplicates}; the runner's requests per run: {:.2} reads, {:.2} writes",
+         duplicate runs {duplicates}; the runner's requests per run: {:.2} reads, {:.2} writes \
+         ({:.2} requests sent: writes sent together count once)",
         n as f64 / enqueue_s,
         finished as f64 / e2e_s,
         percentile(&latencies, 50.0),
         percentile(&latencies, 99.0),
         reads as f64 / n as f64,
         writes as f64 / n as f64,
+        (reads + writes - grouped) as f64 / n as f64,
     );
     assert_eq!(duplicates, 0, "{peer} {workload}: a key ran twice");
     assert!(
@@ -288,10 +293,7 @@ fn bench_store<S, E>(
     let signal = Some(wake(&store));
     let enqueuers = (0..knobs.enqueuers).map(|_| connect()).collect();
     let counted = store.clone();
-    let requests = move || {
-        let r = counts(&counted);
-        (r.reads, r.writes)
-    };
+    let requests = move || counts(&counted);
     measure(name, workload, store, signal, enqueuers, knobs, requests);
 }
 

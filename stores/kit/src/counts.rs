@@ -9,8 +9,15 @@ use std::sync::atomic::{AtomicU64, Ordering};
 pub struct RequestCounts {
     /// Requests that read a job's record, the job list or an effect.
     pub reads: u64,
-    /// Requests that write (a record, an effect, a sweep).
+    /// Requests that write (a record, an effect, a sweep). A statement
+    /// that writes several records at once (PostgreSQL's grouped writes)
+    /// counts one write per record, as each would cost alone; `grouped`
+    /// says how many of them shared a statement.
     pub writes: u64,
+    /// Writes that went in one statement with an earlier write: a group
+    /// of `k` counts `k` writes and `k - 1` grouped, so the statements
+    /// sent are `reads + writes - grouped`.
+    pub grouped: u64,
     /// Requests that checked or created the store (opening, `init`).
     pub setup: u64,
     /// Connections opened.
@@ -23,6 +30,7 @@ impl RequestCounts {
         RequestCounts {
             reads: self.reads.saturating_sub(earlier.reads),
             writes: self.writes.saturating_sub(earlier.writes),
+            grouped: self.grouped.saturating_sub(earlier.grouped),
             setup: self.setup.saturating_sub(earlier.setup),
             connections: self.connections.saturating_sub(earlier.connections),
         }
@@ -34,6 +42,7 @@ impl RequestCounts {
 pub struct Counters {
     reads: AtomicU64,
     writes: AtomicU64,
+    grouped: AtomicU64,
     setup: AtomicU64,
     connections: AtomicU64,
 }
@@ -50,6 +59,13 @@ impl Counters {
         counter.fetch_add(1, Ordering::Relaxed);
     }
 
+    /// Counts `n` writes that went in a statement already counted, with
+    /// its first write.
+    pub fn grouped(&self, n: u64) {
+        self.writes.fetch_add(n, Ordering::Relaxed);
+        self.grouped.fetch_add(n, Ordering::Relaxed);
+    }
+
     /// Counts one connection opened; returns its number (the first is 1),
     /// which tells one connection of a store from the next.
     pub fn connection(&self) -> u64 {
@@ -61,6 +77,7 @@ impl Counters {
         RequestCounts {
             reads: self.reads.load(Ordering::Relaxed),
             writes: self.writes.load(Ordering::Relaxed),
+            grouped: self.grouped.load(Ordering::Relaxed),
             setup: self.setup.load(Ordering::Relaxed),
             connections: self.connections.load(Ordering::Relaxed),
         }
@@ -85,15 +102,18 @@ mod tests {
             RequestCounts {
                 reads: 2,
                 writes: 1,
+                grouped: 0,
                 setup: 1,
                 connections: 1
             }
         );
+        counters.grouped(2);
         counters.request(false, true);
         assert_eq!(
             counters.snapshot().since(&first),
             RequestCounts {
-                writes: 1,
+                writes: 3,
+                grouped: 2,
                 ..RequestCounts::default()
             }
         );

@@ -346,6 +346,12 @@ impl Conn<'_> {
         self.broken = true;
     }
 
+    /// Whether this connection is closed or in an unknown state (it is not
+    /// returned to the pool).
+    pub(crate) fn broken(&self) -> bool {
+        self.broken || self.client.as_ref().is_none_or(Client::is_closed)
+    }
+
     fn client(&self) -> Result<&Client, StoreError> {
         self.client.as_ref().ok_or_else(|| {
             StoreError::other(format!(
@@ -357,6 +363,11 @@ impl Conn<'_> {
 
     fn count(&self, phase: Phase, setup: bool) {
         self.shared.counts.request(setup, phase == Phase::Write);
+    }
+
+    /// Counts `n` writes that went in the statement just counted.
+    pub(crate) fn count_grouped(&self, n: u64) {
+        self.shared.counts.grouped(n);
     }
 
     /// One statement in one round trip (parse, bind and execute sent

@@ -1,5 +1,6 @@
 //! `PgStore`: the compare-and-set store and the effect ledger.
 
+mod group;
 mod ledger;
 mod records;
 mod sql;
@@ -88,6 +89,8 @@ impl PgOptions {
 pub struct PgStore {
     shared: Arc<Shared>,
     sql: Arc<Sql>,
+    /// Conditional writes waiting to be sent together (store/group.rs).
+    writes: Arc<group::Writes>,
     opened: Arc<InitReport>,
     retention: Duration,
     judge: JudgeClock,
@@ -133,6 +136,7 @@ impl PgStore {
         Ok(PgStore {
             sql: Arc::new(Sql::new(shared.location.schema())),
             shared,
+            writes: Arc::default(),
             opened: Arc::new(opened),
             retention: options.effect_retention,
             judge: JudgeClock::default(),

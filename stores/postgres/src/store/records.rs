@@ -38,15 +38,16 @@ impl PgStore {
                 self.shared.shown, state.job
             )));
         }
-        let (shared, sql, job) = (self.shared.clone(), self.sql.clone(), job.to_string());
-        let text = encode_state(state);
-        let wake = state.wake_at.map(PgTime);
+        let (shared, sql, writes) = (self.shared.clone(), self.sql.clone(), self.writes.clone());
+        let write = group::Write {
+            job: job.to_string(),
+            text: encode_state(state),
+            wake: state.wake_at.map(PgTime),
+            expected,
+        };
         self.shared
             .driver
-            .run(async move {
-                let mut conn = shared.checkout().await?;
-                put_state(&mut conn, &sql, &job, &text, wake, expected).await
-            })
+            .run(writes.send(shared, sql, write))
             .await
     }
 

@@ -9,6 +9,8 @@ pub(super) struct Sql {
     pub(super) get: String,
     pub(super) insert: String,
     pub(super) update: String,
+    pub(super) insert_many: String,
+    pub(super) update_many: String,
     pub(super) delete: String,
     pub(super) jobs: String,
     pub(super) page: String,
@@ -74,6 +76,44 @@ impl Sql {
                    FROM (SELECT count(*) FROM woke) AS one
                    LEFT JOIN {s}.job_state j
                      ON j.job = $1 AND NOT EXISTS (SELECT 1 FROM written)"
+            ),
+            // Many writes in one statement (store/group.rs): the first
+            // writes of many records, and compare-and-sets of many, each
+            // answered by its row in what is returned (a record missing
+            // from it lost to another writer). The updates lock their rows
+            // in key order first (`locked`), so that two groups never wait
+            // for each other in a cycle; a row another writer changed
+            // meanwhile is checked again at its newest version, as for one
+            // write.
+            insert_many: format!(
+                "WITH w AS (SELECT * FROM unnest($1::text[], $2::text[], $3::timestamptz[])
+                              AS w(job, state, wake_at)),
+                 written AS (
+                     INSERT INTO {s}.job_state (job, version, state, wake_at, updated_at)
+                     SELECT job, 1, state, wake_at, now() FROM w ORDER BY job
+                     ON CONFLICT (job) DO NOTHING
+                     RETURNING job, version, wake_at),
+                 {woke}
+                 SELECT written.job, written.version
+                   FROM written, (SELECT count(*) FROM woke) AS one"
+            ),
+            update_many: format!(
+                "WITH w AS (SELECT * FROM unnest($1::text[], $2::text[], $3::timestamptz[],
+                                                $4::bigint[])
+                              AS w(job, state, wake_at, expected)),
+                 locked AS (SELECT j.job FROM {s}.job_state j JOIN w ON j.job = w.job
+                             ORDER BY j.job FOR UPDATE OF j),
+                 written AS (
+                     UPDATE {s}.job_state j
+                        SET version = w.expected + 1, state = w.state, wake_at = w.wake_at,
+                            updated_at = now()
+                       FROM w
+                      WHERE j.job = w.job AND j.version = w.expected
+                        AND j.job IN (SELECT job FROM locked)
+                     RETURNING j.job, j.version, j.wake_at),
+                 {woke}
+                 SELECT written.job, written.version
+                   FROM written, (SELECT count(*) FROM woke) AS one"
             ),
             // Only at the version read: a record written since stays.
             delete: format!(

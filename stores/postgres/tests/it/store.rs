@@ -35,6 +35,7 @@ fn statement_counts_are_exact() {
         RequestCounts {
             reads: 0,
             writes: 0,
+            grouped: 0,
             setup: 13,
             connections: 1,
         },
@@ -43,6 +44,7 @@ fn statement_counts_are_exact() {
         RequestCounts {
             reads: 0,
             writes: 0,
+            grouped: 0,
             setup: 2,
             connections: 1,
         },
@@ -446,4 +448,106 @@ fn a_version_1_schema_is_migrated() {
 #[test]
 fn keyed_run_costs_are_exact() {
     server_store::keyed_run_costs_are_exact::<Pg>();
+}
+
+/// Conditional writes sent at once go to the server in groups (one
+/// statement for many records), and each keeps the answer it would have
+/// had alone: 40 first writes, then 40 compare-and-sets of which every
+/// other one expects a version already gone, then 8 writes of one record
+/// at the same version. The first two rounds share statements (grouped
+/// writes are counted), the stale ones lose with the current record, the
+/// eight of one record make exactly one winner, and the wake of a grouped
+/// write is in the index like any other.
+#[test]
+fn writes_sent_together_keep_their_own_answers() {
+    use cronslot_core::coord::exec::join_all;
+
+    const N: usize = 40;
+    let store = fresh_store("grouped");
+    let created = at(1_000_000);
+    let state = |job: &str, note: usize| {
+        let mut s = JobState::new(job, "h", created, false);
+        s.paused_reason = Some(format!("note {note}"));
+        s.wake_at = Some(at(1_000_600));
+        s
+    };
+    let names: Vec<String> = (0..N).map(|i| format!("grouped-{i:02}")).collect();
+    let before = store.requests();
+    let firsts = names.iter().map(|job| {
+        let (store, s) = (store.clone(), state(job, 0));
+        async move { store.put(job, &s, None).await }
+    });
+    for (i, answer) in block_on(join_all(firsts.collect())).into_iter().enumerate() {
+        assert_eq!(
+            answer,
+            Ok(PutResult::Written(1)),
+            "first write of {}",
+            names[i]
+        );
+    }
+    // Every other write expects version 7, which was never written.
+    let updates = names.iter().enumerate().map(|(i, job)| {
+        let (store, s) = (store.clone(), state(job, 1));
+        let expected = if i % 2 == 0 { 1 } else { 7 };
+        async move { store.put(job, &s, Some(expected)).await }
+    });
+    for (i, answer) in block_on(join_all(updates.collect()))
+        .into_iter()
+        .enumerate()
+    {
+        if i % 2 == 0 {
+            assert_eq!(answer, Ok(PutResult::Written(2)), "{}", names[i]);
+        } else {
+            let Ok(PutResult::Conflict(Some(current))) = answer else {
+                panic!(
+                    "{}: a stale write loses with the record: {answer:?}",
+                    names[i]
+                );
+            };
+            assert_eq!(current.version, 1, "{}", names[i]);
+            assert_eq!(current.value.paused_reason.as_deref(), Some("note 0"));
+        }
+    }
+    let counted = store.requests().since(&before);
+    assert_eq!(
+        counted.writes,
+        2 * N as u64,
+        "each write counts as one: {counted:?}"
+    );
+    assert!(
+        counted.grouped > 0,
+        "80 writes sent at once share statements: {counted:?}"
+    );
+    // Eight writers of one record at the same version: one wins, the
+    // others see its record.
+    let contenders = (0..8).map(|k| {
+        let (store, job) = (store.clone(), names[0].clone());
+        let s = state(&job, 10 + k);
+        async move { store.put(&job, &s, Some(2)).await }
+    });
+    let answers = block_on(join_all(contenders.collect()));
+    let winners: Vec<usize> = answers
+        .iter()
+        .enumerate()
+        .filter(|(_, a)| **a == Ok(PutResult::Written(3)))
+        .map(|(k, _)| k)
+        .collect();
+    assert_eq!(winners.len(), 1, "{answers:?}");
+    let won = format!("note {}", 10 + winners[0]);
+    for answer in &answers {
+        match answer {
+            Ok(PutResult::Written(3)) => {}
+            Ok(PutResult::Conflict(Some(current))) => {
+                assert_eq!(current.version, 3);
+                assert_eq!(current.value.paused_reason.as_deref(), Some(won.as_str()));
+            }
+            other => panic!("a lost write answers with the winner: {other:?}"),
+        }
+    }
+    let start = block_on(store.tick_start(at(1_001_000), 100)).unwrap();
+    assert_eq!(
+        start.woken.len(),
+        N,
+        "every grouped write's wake is indexed"
+    );
 }

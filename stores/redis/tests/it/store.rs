@@ -51,6 +51,7 @@ fn request_counts_are_exact() {
     let opening = RequestCounts {
         reads: 0,
         writes: 0,
+        grouped: 0,
         setup: 1,
         connections: 1,
     };
