@@ -230,7 +230,8 @@ enum Ended {
     TimedOut {
         by_platform: bool,
     },
-    /// A heartbeat was refused: the slot is no longer ours.
+    /// A heartbeat was refused, or the lease ran out before the work
+    /// could start: the slot is no longer ours.
     LeaseLost(String),
     /// The platform stopped it (a forced shutdown).
     Stopped,
@@ -448,6 +449,17 @@ async fn supervise(
     jobs: &Jobs,
     platform: &Rc<dyn Platform>,
 ) -> Ended {
+    // A lease that ran out before its work started (the process was
+    // paused between the claim and now: a freeze, a swap storm) may
+    // already be another claimer's: its work must not start with a fence
+    // that a newer run has passed.
+    let now = platform.now();
+    if now >= lease.expires_at {
+        return Ended::LeaseLost(format!(
+            "the lease ran out at {} before the run could start",
+            format_instant(lease.expires_at)
+        ));
+    }
     // Heartbeats only where the run may outlive its lease: in Lambda the
     // lease covers the whole invocation (checked before any claim), so it
     // costs no writes there.

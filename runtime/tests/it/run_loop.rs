@@ -166,9 +166,18 @@ fn a_superseded_run_is_lease_lost_and_records_nothing() {
     let spec = spec("lease = \"1m\"\nskew_margin = \"1s\"");
     let w = World::new(&spec);
     let stale = w.claim(&spec);
-    // The lease expires; the slot's retry goes to a newer claim.
-    w.clock.set(at("2026-01-05T00:03:00Z"));
-    let newer = w.claim(&spec);
+    // By a clock two minutes ahead of this one the lease has expired:
+    // that claimer takes the slot's retry, while here the lease looks
+    // live and its work starts.
+    let newer = match block_on(w.coordinator.claim(
+        &spec,
+        at("2026-01-05T00:03:00Z"),
+        Trigger::Tick,
+        "ahead",
+    )) {
+        Ok(Claim::Claimed(lease)) => lease,
+        other => panic!("{other:?}"),
+    };
     assert!(newer.fence > stale.fence);
     let jobs = Jobs::new().register("job", |_| async { Ok(()) });
     let report = block_on(run_lease(&w.coordinator, &spec, stale, &jobs, &w.platform));
@@ -181,6 +190,40 @@ fn a_superseded_run_is_lease_lost_and_records_nothing() {
             .starts_with("the success was not recorded: refused"),
         "{report:?}"
     );
+}
+
+/// A lease that ran out before its work could start (the process was
+/// paused between its claim and now) never starts its work: a newer claim
+/// may hold the slot with a greater fence.
+#[test]
+fn a_lease_that_ran_out_before_its_start_does_not_start() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    let spec = spec("lease = \"1m\"\nskew_margin = \"1s\"");
+    let w = World::new(&spec);
+    let stale = w.claim(&spec);
+    w.clock.set(at("2026-01-05T00:03:00Z"));
+    let started = Arc::new(AtomicUsize::new(0));
+    let jobs = {
+        let started = Arc::clone(&started);
+        Jobs::new().register("job", move |_| {
+            started.fetch_add(1, Ordering::SeqCst);
+            async { Ok(()) }
+        })
+    };
+    let writes = w.store.writes();
+    let report = block_on(run_lease(&w.coordinator, &spec, stale, &jobs, &w.platform));
+    assert_eq!(report.outcome, Outcome::LeaseLost);
+    assert_eq!(started.load(Ordering::SeqCst), 0, "the work never started");
+    assert!(
+        report
+            .error()
+            .unwrap()
+            .starts_with("the lease ran out at 2026-01-05T00:02:00Z before the run could start"),
+        "{report:?}"
+    );
+    assert_eq!(w.store.writes(), writes, "nothing recorded");
 }
 
 #[test]
