@@ -191,8 +191,10 @@ fn measure<S: RunnerStore, E: StateStore + Clone + Send + 'static>(
         reads,
         writes,
         grouped,
+        signals,
         ..
     } = requests().since(&requests_before);
+    let sent = reads + writes - grouped + signals;
     assert!(summary.ok(), "{store_name} {workload}: {summary}");
     let recorded = checker.map_or(0, |s| succeeded(s, &template));
     let finished = finished.load(Ordering::SeqCst);
@@ -249,7 +251,8 @@ fn measure<S: RunnerStore, E: StateStore + Clone + Send + 'static>(
         "runner_requests_per_run": {
             "reads": (reads as f64 / n as f64 * 100.0).round() / 100.0,
             "writes": (writes as f64 / n as f64 * 100.0).round() / 100.0,
-            "statements": ((reads + writes - grouped) as f64 / n as f64 * 100.0).round() / 100.0,
+            "sent": (sent as f64 / n as f64 * 100.0).round() / 100.0,
+            "wake_notifications": (signals as f64 / n as f64 * 100.0).round() / 100.0,
         },
         "cpus": std::thread::available_parallelism().map_or(0, usize::from),
     });
@@ -258,14 +261,14 @@ fn measure<S: RunnerStore, E: StateStore + Clone + Send + 'static>(
         "{peer} {workload}: {n} runs; enqueue {:.0}/s, end to end {:.0}/s; start latency p50 \
          {:.1} ms, p99 {:.1} ms; completed {finished}, recorded succeeded {recorded}, \
          duplicate runs {duplicates}; the runner's requests per run: {:.2} reads, {:.2} writes \
-         ({:.2} requests sent: writes sent together count once)",
+         ({:.2} requests sent: writes sent together count once, wake notifications count)",
         n as f64 / enqueue_s,
         finished as f64 / e2e_s,
         percentile(&latencies, 50.0),
         percentile(&latencies, 99.0),
         reads as f64 / n as f64,
         writes as f64 / n as f64,
-        (reads + writes - grouped) as f64 / n as f64,
+        sent as f64 / n as f64,
     );
     assert_eq!(duplicates, 0, "{peer} {workload}: a key ran twice");
     assert!(

@@ -18,6 +18,10 @@ pub struct RequestCounts {
     /// of `k` counts `k` writes and `k - 1` grouped, so the statements
     /// sent are `reads + writes - grouped`.
     pub grouped: u64,
+    /// Wake notifications sent apart from the writes that made records
+    /// due (PostgreSQL's `NOTIFY`, on a connection of its own): one for
+    /// all the writes made while the last was on its way.
+    pub signals: u64,
     /// Requests that checked or created the store (opening, `init`).
     pub setup: u64,
     /// Connections opened.
@@ -31,6 +35,7 @@ impl RequestCounts {
             reads: self.reads.saturating_sub(earlier.reads),
             writes: self.writes.saturating_sub(earlier.writes),
             grouped: self.grouped.saturating_sub(earlier.grouped),
+            signals: self.signals.saturating_sub(earlier.signals),
             setup: self.setup.saturating_sub(earlier.setup),
             connections: self.connections.saturating_sub(earlier.connections),
         }
@@ -43,6 +48,7 @@ pub struct Counters {
     reads: AtomicU64,
     writes: AtomicU64,
     grouped: AtomicU64,
+    signals: AtomicU64,
     setup: AtomicU64,
     connections: AtomicU64,
 }
@@ -66,6 +72,11 @@ impl Counters {
         self.grouped.fetch_add(n, Ordering::Relaxed);
     }
 
+    /// Counts one wake notification sent.
+    pub fn signal(&self) {
+        self.signals.fetch_add(1, Ordering::Relaxed);
+    }
+
     /// Counts one connection opened; returns its number (the first is 1),
     /// which tells one connection of a store from the next.
     pub fn connection(&self) -> u64 {
@@ -78,6 +89,7 @@ impl Counters {
             reads: self.reads.load(Ordering::Relaxed),
             writes: self.writes.load(Ordering::Relaxed),
             grouped: self.grouped.load(Ordering::Relaxed),
+            signals: self.signals.load(Ordering::Relaxed),
             setup: self.setup.load(Ordering::Relaxed),
             connections: self.connections.load(Ordering::Relaxed),
         }
@@ -103,6 +115,7 @@ mod tests {
                 reads: 2,
                 writes: 1,
                 grouped: 0,
+                signals: 0,
                 setup: 1,
                 connections: 1
             }

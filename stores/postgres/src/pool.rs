@@ -112,7 +112,7 @@ impl Shared {
     /// How long the client waits for a statement's answer: the server's
     /// statement timeout and a margin, so that a live server answers
     /// first (with a clean "canceled"); only a silent one hits this.
-    fn answer_timeout(&self) -> Duration {
+    pub(crate) fn answer_timeout(&self) -> Duration {
         let statement = self.location.statement_timeout();
         statement + (statement / 4).clamp(Duration::from_millis(500), Duration::from_secs(5))
     }
@@ -163,6 +163,13 @@ impl Shared {
     /// store's, inside [`Driver::run`]).
     pub(crate) async fn connect(&self) -> Result<Client, StoreError> {
         self.counts.connection();
+        self.connect_apart().await
+    }
+
+    /// A new connection outside the pool and its count (the wake
+    /// notifier's, `store/wake.rs`), driven by a task on the current
+    /// runtime.
+    pub(crate) async fn connect_apart(&self) -> Result<Client, StoreError> {
         let limit = self.location.connect_timeout();
         let connecting = async {
             match &self.tls {

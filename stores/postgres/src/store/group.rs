@@ -20,7 +20,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use tokio::sync::oneshot;
 
-use super::records::{put_state, read_state};
+use super::records::{Notify, put_state, read_state};
+use super::wake::Notifier;
 use super::*;
 use crate::pool::Conn;
 
@@ -48,6 +49,8 @@ struct Waiting {
 #[derive(Default)]
 pub(super) struct Writes {
     queue: Mutex<Queue>,
+    /// Tells the runners when written records are due now.
+    notifier: Arc<Notifier>,
 }
 
 #[derive(Default)]
@@ -91,7 +94,9 @@ impl Writes {
                     held: true,
                 };
                 while let Some(group) = lane.next_group() {
-                    send_group(&shared, &sql, group).await;
+                    if send_group(&shared, &sql, group).await {
+                        self.notifier.due(&shared, &sql);
+                    }
                 }
             });
             return answered.await.unwrap_or_else(|_| Err(dropped(&shown)));
@@ -152,17 +157,19 @@ impl Drop for Lane<'_> {
     }
 }
 
-/// Sends one group and answers each of its writes.
-async fn send_group(shared: &Arc<Shared>, sql: &Sql, group: Vec<Waiting>) {
+/// Sends one group and answers each of its writes; returns whether one
+/// of them made its record due now.
+async fn send_group(shared: &Arc<Shared>, sql: &Sql, group: Vec<Waiting>) -> bool {
     let mut conn = match shared.checkout().await {
         Ok(conn) => conn,
         Err(e) => {
             for w in group {
                 let _ = w.answer.send(Err(e.clone()));
             }
-            return;
+            return false;
         }
     };
+    let mut due = false;
     // Inserts (no version expected) and updates are a statement each;
     // a write whose versions do not fit the table goes alone.
     let (mut inserts, mut updates, mut alone) = (Vec::new(), Vec::new(), Vec::new());
@@ -177,11 +184,10 @@ async fn send_group(shared: &Arc<Shared>, sql: &Sql, group: Vec<Waiting>) {
         match part.len() {
             0 => {}
             1 => alone.extend(part),
-            _ => {
-                if let Err(part) = send_many(&mut conn, sql, part, insert).await {
-                    alone.extend(part);
-                }
-            }
+            _ => match send_many(&mut conn, sql, part, insert).await {
+                Ok(made_due) => due |= made_due,
+                Err(part) => alone.extend(part),
+            },
         }
     }
     for w in alone {
@@ -191,9 +197,11 @@ async fn send_group(shared: &Arc<Shared>, sql: &Sql, group: Vec<Waiting>) {
             wake,
             expected,
         } = &w.write;
-        let answer = put_state(&mut conn, sql, job, text, *wake, *expected).await;
-        let _ = w.answer.send(answer);
+        let answer = put_state(&mut conn, sql, job, text, *wake, *expected, Notify::After).await;
+        due |= matches!(answer, Ok((_, true)));
+        let _ = w.answer.send(answer.map(|(written, _)| written));
     }
+    due
 }
 
 /// One statement for many writes of one kind, sorted by record; answers
@@ -206,7 +214,7 @@ async fn send_many(
     sql: &Sql,
     mut part: Vec<Waiting>,
     insert: bool,
-) -> Result<(), Vec<Waiting>> {
+) -> Result<bool, Vec<Waiting>> {
     part.sort_by(|a, b| a.write.job.cmp(&b.write.job));
     let jobs: Vec<&str> = part.iter().map(|w| w.write.job.as_str()).collect();
     let texts: Vec<&str> = part.iter().map(|w| w.write.text.as_str()).collect();
@@ -259,12 +267,14 @@ async fn send_many(
             for w in part {
                 let _ = w.answer.send(Err(e.clone()));
             }
-            return Ok(());
+            return Ok(false);
         }
         Err(_) => return Err(part),
     };
-    // The rows written, each with its new version.
+    // The rows written, each with its new version, and whether one made
+    // its record due now.
     let mut written = std::collections::HashMap::new();
+    let mut due = false;
     for row in &rows {
         let job = match conn.column::<String>(row, 0, &doing) {
             Ok(job) => job,
@@ -272,9 +282,14 @@ async fn send_many(
                 for w in part {
                     let _ = w.answer.send(Err(e.clone()));
                 }
-                return Ok(());
+                return Ok(false);
             }
         };
+        due |= conn
+            .column::<Option<bool>>(row, 2, &doing)
+            .ok()
+            .flatten()
+            .unwrap_or(false);
         written.insert(job, conn.column::<i64>(row, 1, &doing));
     }
     for w in part {
@@ -297,5 +312,5 @@ async fn send_many(
         };
         let _ = w.answer.send(answer);
     }
-    Ok(())
+    Ok(due)
 }

@@ -183,6 +183,20 @@ fn versioned(
     Ok(Some(Versioned { value, version }))
 }
 
+/// Who tells the runners that a write made its record due now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Notify {
+    /// The store, after the write (its answer's `due`): the statements do
+    /// not notify.
+    After,
+    /// The statement itself, delivered when its transaction commits (an
+    /// application's transaction, whose commit the store does not see).
+    InStatement,
+}
+
+/// A conditional write of `job`'s record, and whether it made the record
+/// due now (always false with [`Notify::InStatement`]: the statement has
+/// notified).
 pub(super) async fn put_state(
     conn: &mut impl Session,
     sql: &Sql,
@@ -190,14 +204,19 @@ pub(super) async fn put_state(
     text: &str,
     wake: Option<PgTime>,
     expected: Option<Version>,
-) -> Result<PutResult, StoreError> {
+    notify: Notify,
+) -> Result<(PutResult, bool), StoreError> {
     let doing = || format!("writing the state of job {job:?}");
+    let (insert, update) = match notify {
+        Notify::After => (&sql.insert, &sql.update),
+        Notify::InStatement => (&sql.insert_notifying, &sql.update_notifying),
+    };
     let rows = match expected {
         None => {
             conn.statement(
                 Phase::Write,
                 &doing,
-                &sql.insert,
+                insert,
                 &[
                     (&job, Type::TEXT),
                     (&text, Type::TEXT),
@@ -211,7 +230,7 @@ pub(super) async fn put_state(
             // cannot match, so it is a conflict.
             let Ok(expected) = i64::try_from(expected) else {
                 let (current, _) = read_state(conn, sql, job).await?;
-                return Ok(PutResult::Conflict(current.map(Box::new)));
+                return Ok((PutResult::Conflict(current.map(Box::new)), false));
             };
             let next = expected.checked_add(1).ok_or_else(|| {
                 StoreError::other(format!(
@@ -222,7 +241,7 @@ pub(super) async fn put_state(
             conn.statement(
                 Phase::Write,
                 &doing,
-                &sql.update,
+                update,
                 &[
                     (&job, Type::TEXT),
                     (&text, Type::TEXT),
@@ -244,7 +263,10 @@ pub(super) async fn put_state(
                 conn.store()
             ))
         })?;
-        return Ok(PutResult::Written(version));
+        let due = conn
+            .column::<Option<bool>>(row, 3, &doing)?
+            .unwrap_or(false);
+        return Ok((PutResult::Written(version), due));
     }
     let mut current = versioned(conn, row, 1, job, &doing)?;
     // What the statement's snapshot showed may be older than what beat the
@@ -258,7 +280,7 @@ pub(super) async fn put_state(
     if stale {
         current = read_state(conn, sql, job).await?.0;
     }
-    Ok(PutResult::Conflict(current.map(Box::new)))
+    Ok((PutResult::Conflict(current.map(Box::new)), false))
 }
 
 impl StateStore for PgStore {

@@ -9,6 +9,9 @@ pub(super) struct Sql {
     pub(super) get: String,
     pub(super) insert: String,
     pub(super) update: String,
+    pub(super) insert_notifying: String,
+    pub(super) update_notifying: String,
+    pub(super) notify: String,
     pub(super) insert_many: String,
     pub(super) update_many: String,
     pub(super) delete: String,
@@ -43,25 +46,24 @@ impl Sql {
             // A conditional write and, when it loses, the record that beat
             // it, in one statement. The outer SELECT sees the statement's
             // snapshot, so a record committed while this one waited for
-            // its row lock is not in it: `put` then reads once more.
-            //
-            // A write that makes the record due now (its wake at or
-            // before the server's clock: an enqueued run, a trigger, a
-            // redrive) notifies the store's channel in the same
-            // statement (`woke`, which the one row's `FROM` reads so that
-            // it runs), so runners listening wake at once; inside an
-            // application's transaction the notification is delivered at
-            // commit, and not at all on rollback. A claim, whose wake is
-            // its lease's expiry, notifies no one.
+            // its row lock is not in it: `put` then reads once more. The
+            // last column says whether the write made the record due now
+            // (its wake at or before the server's clock: an enqueued run,
+            // a trigger, a redrive), which the store then tells the
+            // runners with a `NOTIFY` of its own (store/wake.rs), after
+            // the write has committed. Not in this statement: PostgreSQL
+            // serializes the commits of every transaction that notifies
+            // (a lock on the database held until its commit is flushed),
+            // so writes that notified could not share a flush.
             insert: format!(
                 "WITH written AS (
                      INSERT INTO {s}.job_state (job, version, state, wake_at, updated_at)
                      VALUES ($1, 1, $2, $3, now())
                      ON CONFLICT (job) DO NOTHING
-                     RETURNING version, wake_at),
-                 {woke}
-                 SELECT (SELECT version FROM written), j.version, j.state
-                   FROM (SELECT count(*) FROM woke) AS one
+                     RETURNING version, wake_at)
+                 SELECT (SELECT version FROM written), j.version, j.state,
+                        (SELECT wake_at <= clock_timestamp() FROM written)
+                   FROM (SELECT 1) AS one
                    LEFT JOIN {s}.job_state j
                      ON j.job = $1 AND NOT EXISTS (SELECT 1 FROM written)"
             ),
@@ -70,13 +72,43 @@ impl Sql {
                      UPDATE {s}.job_state
                         SET version = $3, state = $2, wake_at = $5, updated_at = now()
                       WHERE job = $1 AND version = $4
+                     RETURNING version, wake_at)
+                 SELECT (SELECT version FROM written), j.version, j.state,
+                        (SELECT wake_at <= clock_timestamp() FROM written)
+                   FROM (SELECT 1) AS one
+                   LEFT JOIN {s}.job_state j
+                     ON j.job = $1 AND NOT EXISTS (SELECT 1 FROM written)"
+            ),
+            // The same, notifying in the statement (`woke`, which the one
+            // row's `FROM` reads so that it runs): inside an application's
+            // transaction (store/txn.rs), whose commit the store does not
+            // see, the notification is delivered at commit, and not at all
+            // on rollback.
+            insert_notifying: format!(
+                "WITH written AS (
+                     INSERT INTO {s}.job_state (job, version, state, wake_at, updated_at)
+                     VALUES ($1, 1, $2, $3, now())
+                     ON CONFLICT (job) DO NOTHING
                      RETURNING version, wake_at),
                  {woke}
-                 SELECT (SELECT version FROM written), j.version, j.state
+                 SELECT (SELECT version FROM written), j.version, j.state, false
                    FROM (SELECT count(*) FROM woke) AS one
                    LEFT JOIN {s}.job_state j
                      ON j.job = $1 AND NOT EXISTS (SELECT 1 FROM written)"
             ),
+            update_notifying: format!(
+                "WITH written AS (
+                     UPDATE {s}.job_state
+                        SET version = $3, state = $2, wake_at = $5, updated_at = now()
+                      WHERE job = $1 AND version = $4
+                     RETURNING version, wake_at),
+                 {woke}
+                 SELECT (SELECT version FROM written), j.version, j.state, false
+                   FROM (SELECT count(*) FROM woke) AS one
+                   LEFT JOIN {s}.job_state j
+                     ON j.job = $1 AND NOT EXISTS (SELECT 1 FROM written)"
+            ),
+            notify: format!("NOTIFY {}", wake_channel(schema)),
             // Many writes in one statement (store/group.rs): the first
             // writes of many records, and compare-and-sets of many, each
             // answered by its row in what is returned (a record missing
@@ -84,7 +116,8 @@ impl Sql {
             // in key order first (`locked`), so that two groups never wait
             // for each other in a cycle; a row another writer changed
             // meanwhile is checked again at its newest version, as for one
-            // write.
+            // write. Each row says, as one write's answer does, whether it
+            // made its record due now.
             insert_many: format!(
                 "WITH w AS (SELECT * FROM unnest($1::text[], $2::text[], $3::timestamptz[])
                               AS w(job, state, wake_at)),
@@ -92,10 +125,8 @@ impl Sql {
                      INSERT INTO {s}.job_state (job, version, state, wake_at, updated_at)
                      SELECT job, 1, state, wake_at, now() FROM w ORDER BY job
                      ON CONFLICT (job) DO NOTHING
-                     RETURNING job, version, wake_at),
-                 {woke}
-                 SELECT written.job, written.version
-                   FROM written, (SELECT count(*) FROM woke) AS one"
+                     RETURNING job, version, wake_at)
+                 SELECT job, version, wake_at <= clock_timestamp() FROM written"
             ),
             update_many: format!(
                 "WITH w AS (SELECT * FROM unnest($1::text[], $2::text[], $3::timestamptz[],
@@ -110,10 +141,8 @@ impl Sql {
                        FROM w
                       WHERE j.job = w.job AND j.version = w.expected
                         AND j.job IN (SELECT job FROM locked)
-                     RETURNING j.job, j.version, j.wake_at),
-                 {woke}
-                 SELECT written.job, written.version
-                   FROM written, (SELECT count(*) FROM woke) AS one"
+                     RETURNING j.job, j.version, j.wake_at)
+                 SELECT job, version, wake_at <= clock_timestamp() FROM written"
             ),
             // Only at the version read: a record written since stays.
             delete: format!(

@@ -12,7 +12,7 @@ use cronslot_store_kit::Counters;
 use tokio_postgres::Transaction;
 use tokio_postgres::types::ToSql;
 
-use super::records::{put_state, read_state};
+use super::records::{Notify, put_state, read_state};
 use super::*;
 use crate::error::classify_in_transaction;
 
@@ -108,7 +108,17 @@ impl PgStore {
             };
             let text = encode_state(&next);
             let wake = next.wake_at.map(PgTime);
-            match put_state(&mut session, &self.sql, &job, &text, wake, expected).await? {
+            let written = put_state(
+                &mut session,
+                &self.sql,
+                &job,
+                &text,
+                wake,
+                expected,
+                Notify::InStatement,
+            )
+            .await?;
+            match written.0 {
                 PutResult::Written(_) => return Ok(enqueued),
                 // Another transaction wrote the record and committed; the
                 // record it wrote, read after the wait: decide again.

@@ -52,6 +52,7 @@ fn request_counts_are_exact() {
         reads: 0,
         writes: 0,
         grouped: 0,
+        signals: 0,
         setup: 1,
         connections: 1,
     };
