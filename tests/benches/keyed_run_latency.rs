@@ -32,7 +32,9 @@ use cronslot_postgres::PgStore;
 use cronslot_redis::RedisStore;
 use cronslot_runner::{Clock, Jobs, Runner, RunnerStore, WakeSignal};
 use cronslot_sqlite::SqliteStore;
-use cronslot_tests::keyed_bench::{UNSET, dynamic_template, enqueue_from_threads, since, unset};
+use cronslot_tests::keyed_bench::{
+    UNSET, dynamic_template, enqueue_from_threads, parked, since, unset,
+};
 use jiff::Timestamp;
 
 const WORKERS: u32 = 4;
@@ -130,8 +132,7 @@ fn measure<S: RunnerStore, E: StateStore + Clone + Send + 'static>(
                 Ok(k) => k,
                 Err(e) => panic!("{e}"),
             };
-            if let Err(e) =
-                block_on(writer.enqueue_run(&template, &key, &request, Timestamp::now()))
+            if let Err(e) = parked(writer.enqueue_run(&template, &key, &request, Timestamp::now()))
             {
                 panic!("enqueue {key}: {e}");
             }
@@ -160,7 +161,7 @@ fn measure<S: RunnerStore, E: StateStore + Clone + Send + 'static>(
                         Err(e) => panic!("{e}"),
                     };
                     if let Err(e) =
-                        block_on(writer.enqueue_run(&template, &key, &request, Timestamp::now()))
+                        parked(writer.enqueue_run(&template, &key, &request, Timestamp::now()))
                     {
                         panic!("enqueue {key}: {e}");
                     }
