@@ -570,6 +570,7 @@ impl<T: Transport> TickIndex for TickClient<'_, T> {
                     mark,
                     now,
                     woken: names,
+                    records: Vec::new(),
                     carried: left,
                 })
             }

@@ -17,7 +17,9 @@ use std::rc::Rc;
 use std::time::Duration;
 
 use cronslot_core::coord::exec::join_all;
-use cronslot_core::coord::{Coordinator, StoreError, TickIndex, TickStart, Trigger};
+use cronslot_core::coord::{
+    Coordinator, JobState, StoreError, TickIndex, TickStart, Trigger, Versioned,
+};
 use cronslot_core::due::DuePlanner;
 use cronslot_core::manifest::{JobSpec, JobTemplate};
 use cronslot_core::schedules::ScheduleKey;
@@ -107,6 +109,10 @@ pub struct WokenSchedule {
     pub key: ScheduleKey,
     /// Its record's name, `job/key`, as the index named it.
     pub name: String,
+    /// Its record as the store returned it with the index read
+    /// ([`TickStart::records`]), with the instant the store judged that
+    /// read by; `None`: the tick reads it ([`TickServer::resolve`]).
+    pub record: Option<(Versioned<JobState>, Timestamp)>,
 }
 
 impl TickWork {
@@ -169,6 +175,7 @@ impl TickPlan {
             template: Rc::clone(template),
             key,
             name: name.to_string(),
+            record: None,
         })
     }
 
@@ -236,7 +243,14 @@ impl TickPlan {
                 Some(_) => {}
                 None => match self.woken_schedule(name) {
                     #[cfg(feature = "schedules")]
-                    Some(woken) => schedules.push(woken),
+                    Some(mut woken) => {
+                        woken.record = start
+                            .records
+                            .iter()
+                            .find(|r| r.value.job == woken.name)
+                            .map(|r| (r.clone(), start.now));
+                        schedules.push(woken);
+                    }
                     _ => unknown.push(name.clone()),
                 },
             }
@@ -341,6 +355,21 @@ pub trait ScheduleSource {
         key: &ScheduleKey,
         now: Timestamp,
     ) -> Result<Option<JobSpec>, String>;
+
+    /// The same from the record the tick's index read returned (`read`,
+    /// judged at `judged`), without reading it again; by default, read
+    /// anyway.
+    async fn schedule_spec_from(
+        &self,
+        template: &JobTemplate,
+        key: &ScheduleKey,
+        read: &Versioned<JobState>,
+        judged: Timestamp,
+        now: Timestamp,
+    ) -> Result<Option<JobSpec>, String> {
+        let _ = (read, judged);
+        self.schedule_spec(template, key, now).await
+    }
 }
 
 impl<S: cronslot_core::coord::StateStore> ScheduleSource
@@ -368,6 +397,20 @@ impl<S: cronslot_core::coord::StateStore> ScheduleSource
             ))
         }
     }
+
+    #[cfg(feature = "schedules")]
+    async fn schedule_spec_from(
+        &self,
+        template: &JobTemplate,
+        key: &ScheduleKey,
+        read: &Versioned<JobState>,
+        judged: Timestamp,
+        now: Timestamp,
+    ) -> Result<Option<JobSpec>, String> {
+        self.schedule_for_claim_from(template, key, Some(read.clone()), judged, now)
+            .await
+            .map_err(|e| e.to_string())
+    }
 }
 
 /// [`TickServer::resolve`] through a [`ScheduleSource`].
@@ -376,10 +419,15 @@ pub async fn resolve_with<C: ScheduleSource>(
     woken: &WokenSchedule,
     now: Timestamp,
 ) -> Result<Option<Rc<JobSpec>>, String> {
-    source
-        .schedule_spec(&woken.template, &woken.key, now)
-        .await
-        .map(|spec| spec.map(Rc::new))
+    let spec = match &woken.record {
+        Some((read, judged)) => {
+            source
+                .schedule_spec_from(&woken.template, &woken.key, read, *judged, now)
+                .await
+        }
+        None => source.schedule_spec(&woken.template, &woken.key, now).await,
+    };
+    spec.map(|spec| spec.map(Rc::new))
 }
 
 /// What one tick did.

@@ -43,9 +43,13 @@ fn main() {
 
     let sqlite = ok(SqliteStore::open(dir.join("ticks.db")));
     let counter = sqlite.clone();
-    let costs = block_on(tick_costs_follow_due_work(&sqlite, "lite", n, move || {
-        counter.statements()
-    }));
+    let costs = block_on(tick_costs_follow_due_work(
+        &sqlite,
+        "lite",
+        n,
+        1,
+        move || counter.statements(),
+    ));
     report("sqlite", n, costs, "statements");
 
     let pg = cronslot_tests::postgres::shared();
@@ -53,7 +57,7 @@ fn main() {
     // The ticks run on a virtual clock in 2030: leases are judged by it.
     let store = ok(block_on(PgStore::connect(&url))).judge_by(JudgeClock::Caller);
     let counter = store.clone();
-    let costs = block_on(tick_costs_follow_due_work(&store, "pg", n, move || {
+    let costs = block_on(tick_costs_follow_due_work(&store, "pg", n, 0, move || {
         let s = counter.requests();
         s.reads + s.writes
     }));
@@ -63,10 +67,16 @@ fn main() {
     let store =
         ok(block_on(RedisStore::connect(&redis.url("bench-ticks")))).judge_by(JudgeClock::Caller);
     let counter = store.clone();
-    let costs = block_on(tick_costs_follow_due_work(&store, "redis", n, move || {
-        let s = counter.requests();
-        s.reads + s.writes
-    }));
+    let costs = block_on(tick_costs_follow_due_work(
+        &store,
+        "redis",
+        n,
+        1,
+        move || {
+            let s = counter.requests();
+            s.reads + s.writes
+        },
+    ));
     report("redis", n, costs, "requests");
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -310,6 +310,7 @@ impl TickIndex for MemoryStore {
             mark: inner.mark,
             now,
             woken: woken.into_iter().map(|(_, job)| job).collect(),
+            records: Vec::new(),
             carried: Vec::new(),
         })
     }

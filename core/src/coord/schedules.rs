@@ -180,6 +180,44 @@ pub trait Schedules {
 }
 
 impl<S: StateStore> CasCoordinator<S> {
+    /// [`Schedules::schedule_for_claim`] from a read already made: `read`,
+    /// the schedule's record as the store returned it with a tick's index
+    /// read ([`TickStart::records`](super::TickStart::records)), judged at
+    /// `judged`; `now`, the caller's instant. The claim that follows starts
+    /// from it, so a woken schedule's run costs the tick no read of its
+    /// own.
+    pub async fn schedule_for_claim_from(
+        &self,
+        template: &JobTemplate,
+        key: &ScheduleKey,
+        read: Option<Versioned<JobState>>,
+        judged: Timestamp,
+        now: Timestamp,
+    ) -> Result<Option<JobSpec>, ScheduleError> {
+        let name = record_name(&template.name, key);
+        if let Some(stored) = &read
+            && decide::forget_at(&stored.value).is_some_and(|t| t <= judged)
+        {
+            // A keyed run past its key's retention: its wake was this, and
+            // forgetting it is what the tick owes it (one delete, which a
+            // write since the read makes a no-op).
+            self.store().delete(&name, stored.version).await?;
+            self.remember(&name, None);
+            return Ok(None);
+        }
+        self.remember(&name, read.as_ref());
+        let Some(data) = read.as_ref().and_then(|v| v.value.schedule.as_ref()) else {
+            return Ok(None);
+        };
+        let spec = data
+            .job_spec(template, key)
+            .map_err(|p| ScheduleError::Refused(ScheduleRefusal::Spec(p)))?;
+        if spec.is_some() {
+            self.prime(&name, judged, now);
+        }
+        Ok(spec)
+    }
+
     /// Reads the record of `template`'s schedule (or keyed run) `key`, lets
     /// `decide` make the next one, and writes it conditionally, reading and
     /// deciding again when another writer won. `refused` turns a spec the
@@ -285,27 +323,8 @@ impl<S: StateStore> Schedules for CasCoordinator<S> {
     ) -> Result<Option<JobSpec>, ScheduleError> {
         let name = record_name(&template.name, key);
         let (read, judged) = self.store().get_judged(&name, now).await?;
-        if let Some(stored) = &read
-            && decide::forget_at(&stored.value).is_some_and(|t| t <= judged)
-        {
-            // A keyed run past its key's retention: its wake was this, and
-            // forgetting it is what the tick owes it (one delete, which a
-            // write since the read makes a no-op).
-            self.store().delete(&name, stored.version).await?;
-            self.remember(&name, None);
-            return Ok(None);
-        }
-        self.remember(&name, read.as_ref());
-        let Some(data) = read.as_ref().and_then(|v| v.value.schedule.as_ref()) else {
-            return Ok(None);
-        };
-        let spec = data
-            .job_spec(template, key)
-            .map_err(|p| ScheduleError::Refused(ScheduleRefusal::Spec(p)))?;
-        if spec.is_some() {
-            self.prime(&name, judged, now);
-        }
-        Ok(spec)
+        self.schedule_for_claim_from(template, key, read, judged, now)
+            .await
     }
 
     async fn schedule(

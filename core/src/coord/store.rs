@@ -345,6 +345,12 @@ pub struct TickStart {
     /// Jobs whose [wake](super::JobState::wake_at) has come (at or before
     /// `now`), earliest wake first, at most the limit asked for.
     pub woken: Vec<String>,
+    /// The records of woken jobs, read in the same request, where the store
+    /// returns them with the index (PostgreSQL), judged
+    /// at `now` as [`StateStore::get_judged`] would judge them; empty
+    /// elsewhere. A woken schedule whose record is here costs the tick no
+    /// read of its own.
+    pub records: Vec<super::Versioned<super::JobState>>,
     /// Planned jobs an earlier tick left (a bound on the jobs per tick),
     /// each with the slot it was planned for, where the store keeps them
     /// ([`TickIndex::leave`]); empty elsewhere. A tick plans them as

@@ -181,6 +181,7 @@ fn a_job_left_unserved_holds_the_mark_before_its_slot() {
         mark: Some(at("2026-01-05T04:28:30Z")),
         now: at("2026-01-05T04:30:05Z"),
         woken: vec!["daily".to_string()],
+        records: vec![],
         carried: vec![],
     };
     let work = w.plan.work(&start);
@@ -216,6 +217,7 @@ fn carried_jobs_come_first_at_their_slots() {
         mark: Some(at("2026-01-05T04:29:30Z")),
         now: at("2026-01-05T04:30:05Z"),
         woken: vec![],
+        records: vec![],
         carried: vec![
             ("every-minute".to_string(), at("2026-01-05T04:29:00Z")),
             ("quarter".to_string(), at("2026-01-05T04:15:00Z")),

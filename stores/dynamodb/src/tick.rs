@@ -77,6 +77,7 @@ impl TickIndex for DynamoStore {
             mark: None,
             now,
             woken: Vec::new(),
+            records: Vec::new(),
             carried: Vec::new(),
         };
         for item in out.items() {

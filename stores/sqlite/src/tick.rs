@@ -32,6 +32,7 @@ impl SqliteStore {
             mark: None,
             now,
             woken: Vec::new(),
+            records: Vec::new(),
             carried: Vec::new(),
         };
         for row in rows {

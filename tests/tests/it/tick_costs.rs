@@ -181,6 +181,7 @@ fn memory_schedule_ticks_cost_what_is_due() {
         &store,
         "mem",
         SCHEDULES,
+        1,
         move || counter.reads() + counter.writes(),
     ));
 }
@@ -196,6 +197,7 @@ fn sqlite_schedule_ticks_cost_what_is_due() {
         &store,
         "lite",
         SCHEDULES / 10,
+        1,
         move || counter.statements(),
     ));
 }
@@ -212,6 +214,7 @@ fn memory_keyed_runs_cost_one_read_and_a_write_each() {
     cronslot_core::coord::exec::block_on(schedule_counts::keyed_run_costs(
         &store,
         "mem",
+        1,
         move || (counter.reads(), counter.writes()),
         true,
     ));
@@ -227,6 +230,7 @@ fn sqlite_keyed_runs_cost_one_read_and_a_write_each() {
     cronslot_core::coord::exec::block_on(schedule_counts::keyed_run_costs(
         &store,
         "lite",
+        1,
         move || (counter.statements(), 0),
         false,
     ));

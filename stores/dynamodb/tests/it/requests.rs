@@ -271,7 +271,7 @@ async fn request_counts_are_exact() {
 async fn a_tick_among_schedules_costs_what_is_due() {
     let setup = Setup::new();
     let store = setup.fresh_store("schedule-ticks").await;
-    cronslot_tests::schedule_counts::tick_costs_follow_due_work(&store, "req", 500, || {
+    cronslot_tests::schedule_counts::tick_costs_follow_due_work(&store, "req", 500, 1, || {
         let (reads, writes) = setup.counts.reads_writes();
         reads + writes
     })
@@ -290,6 +290,7 @@ async fn keyed_run_costs_are_exact() {
     cronslot_tests::schedule_counts::keyed_run_costs(
         &store,
         "req",
+        1,
         || setup.counts.reads_writes(),
         true,
     )

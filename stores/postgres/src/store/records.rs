@@ -159,7 +159,7 @@ pub(super) async fn read_state(
 
 /// The record in columns `first` (version) and `first + 1` (state) of
 /// `row`, when they are not null.
-fn versioned(
+pub(super) fn versioned(
     conn: &impl Session,
     row: &Row,
     first: usize,

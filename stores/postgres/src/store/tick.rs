@@ -4,6 +4,7 @@
 //! and the mark; the wakes themselves are written with the records
 //! (records.rs).
 
+use super::records::versioned;
 use super::*;
 
 impl PgStore {
@@ -31,12 +32,23 @@ impl PgStore {
                 let Some(row) = rows.first() else {
                     return Err(unexpected(&conn, &doing));
                 };
-                Ok(TickStart {
+                let mut start = TickStart {
                     now: conn.column::<PgTime>(row, 0, &doing)?.0,
                     mark: conn.column::<Option<PgTime>>(row, 1, &doing)?.map(|t| t.0),
-                    woken: conn.column::<Vec<String>>(row, 2, &doing)?,
+                    woken: Vec::with_capacity(rows.len()),
+                    records: Vec::new(),
                     carried: Vec::new(),
-                })
+                };
+                for row in &rows {
+                    let Some(job) = conn.column::<Option<String>>(row, 2, &doing)? else {
+                        continue;
+                    };
+                    if let Some(record) = versioned(&conn, row, 3, &job, &doing)? {
+                        start.records.push(record);
+                    }
+                    start.woken.push(job);
+                }
+                Ok(start)
             })
             .await
     }

@@ -17,6 +17,7 @@ pub struct Pg;
 impl Harness for Pg {
     type Store = PgStore;
     const NS: &'static str = "pg";
+    const WOKEN_READ: u64 = 0;
 
     fn fresh_url(tag: &str) -> String {
         fresh_url(tag)

@@ -53,6 +53,7 @@ impl RedisStore {
                     now,
                     mark,
                     woken,
+                    records: Vec::new(),
                     carried: Vec::new(),
                 })
             })

@@ -18,6 +18,7 @@ pub struct Redis;
 impl Harness for Redis {
     type Store = RedisStore;
     const NS: &'static str = "redis";
+    const WOKEN_READ: u64 = 1;
 
     fn fresh_url(tag: &str) -> String {
         fresh_url(tag)
