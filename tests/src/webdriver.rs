@@ -180,13 +180,18 @@ impl Browser {
 
     /// Finds the element matching `css` (waiting for it) and sends it one
     /// command (`suffix` after the element's path), finding it again when
-    /// the page re-rendered it in between (the dashboard refreshes itself).
+    /// the page re-rendered it in between (the dashboard refreshes itself),
+    /// or was still laying it out (not interactable yet, as on a loaded
+    /// machine right after a dialog closed).
     fn on_element(&self, css: &str, method: &str, suffix: &str, body: Option<&Value>) -> Value {
-        for _ in 0..5 {
+        for _ in 0..10 {
             let e = self.wait_for(css);
             let path = format!("/session/{}/element/{}{suffix}", self.session, e.0);
             match wire(self.port, method, &path, body) {
                 Ok(v) if v["value"]["error"] == "stale element reference" => continue,
+                Ok(v) if v["value"]["error"] == "element not interactable" => {
+                    std::thread::sleep(Duration::from_millis(200));
+                }
                 Ok(v) if v["value"]["error"].is_string() => {
                     panic!("{method} {suffix} on {css:?}: {}", v["value"])
                 }
@@ -194,7 +199,7 @@ impl Browser {
                 Err(e) => panic!("{method} {suffix} on {css:?}: {e}"),
             }
         }
-        panic!("{css:?} went stale five times in a row");
+        panic!("{css:?} went stale or stayed not interactable ten times in a row");
     }
 
     /// Clicks the element matching `css`.
