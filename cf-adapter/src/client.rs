@@ -271,6 +271,10 @@ impl<T: Transport> cronslot_runtime::ScheduleSource for ObjectClient<T> {
         &self,
         template: &cronslot_core::manifest::JobTemplate,
         key: &cronslot_core::schedules::ScheduleKey,
+        _read: Option<(
+            &cronslot_core::coord::Versioned<cronslot_core::coord::JobState>,
+            Timestamp,
+        )>,
         _now: Timestamp,
     ) -> Result<Option<JobSpec>, String> {
         Err(format!(

@@ -10,7 +10,7 @@ use cronslot_core::coord::decide::{Enqueued, Precondition, ScheduleWrite};
 use cronslot_core::coord::exec::join_all;
 use cronslot_core::coord::{
     CoordError, JobState, MAX_RUN_PAGE, MAX_SCHEDULE_PAGE, RunError, RunPage, RunQuery, Runs,
-    ScheduleError, SchedulePage, ScheduleQuery, ScheduleRecord, Schedules, StoreError,
+    ScheduleError, SchedulePage, ScheduleQuery, ScheduleRecord, Schedules, StoreError, Versioned,
 };
 use cronslot_core::manifest::{JobSpec, JobTemplate};
 use cronslot_core::schedules::{RunRequest, RunView, ScheduleKey, ScheduleSpec};
@@ -403,10 +403,13 @@ impl<T: Transport> Runs for ObjectClient<T> {
 }
 
 impl<T: Transport> cronslot_runtime::ScheduleSource for ObjectClient<T> {
+    /// The object's tick returns no records with its index read: it
+    /// reads the schedule's.
     async fn schedule_spec(
         &self,
         template: &JobTemplate,
         key: &ScheduleKey,
+        _read: Option<(&Versioned<JobState>, Timestamp)>,
         now: Timestamp,
     ) -> Result<Option<JobSpec>, String> {
         self.schedule_for_claim(template, key, now)

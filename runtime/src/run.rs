@@ -453,12 +453,8 @@ async fn supervise(
     // paused between the claim and now: a freeze, a swap storm) may
     // already be another claimer's: its work must not start with a fence
     // that a newer run has passed.
-    let now = platform.now();
-    if now >= lease.expires_at {
-        return Ended::LeaseLost(format!(
-            "the lease ran out at {} before the run could start",
-            format_instant(lease.expires_at)
-        ));
+    if platform.now() >= lease.expires_at {
+        return Ended::LeaseLost("the lease ran out before the run could start".into());
     }
     // Heartbeats only where the run may outlive its lease: in Lambda the
     // lease covers the whole invocation (checked before any claim), so it

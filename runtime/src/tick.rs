@@ -348,28 +348,16 @@ pub trait TickServer {
 /// that keeps schedules (feature `schedules`).
 #[allow(async_fn_in_trait)]
 pub trait ScheduleSource {
-    /// As [`TickServer::resolve`].
+    /// As [`TickServer::resolve`]: from `read` (the record the tick's
+    /// index read returned, judged at the instant with it) when there is
+    /// one, without reading it again; a source that cannot use it reads.
     async fn schedule_spec(
         &self,
         template: &JobTemplate,
         key: &ScheduleKey,
+        read: Option<(&Versioned<JobState>, Timestamp)>,
         now: Timestamp,
     ) -> Result<Option<JobSpec>, String>;
-
-    /// The same from the record the tick's index read returned (`read`,
-    /// judged at `judged`), without reading it again; by default, read
-    /// anyway.
-    async fn schedule_spec_from(
-        &self,
-        template: &JobTemplate,
-        key: &ScheduleKey,
-        read: &Versioned<JobState>,
-        judged: Timestamp,
-        now: Timestamp,
-    ) -> Result<Option<JobSpec>, String> {
-        let _ = (read, judged);
-        self.schedule_spec(template, key, now).await
-    }
 }
 
 impl<S: cronslot_core::coord::StateStore> ScheduleSource
@@ -379,55 +367,51 @@ impl<S: cronslot_core::coord::StateStore> ScheduleSource
         &self,
         template: &JobTemplate,
         key: &ScheduleKey,
+        read: Option<(&Versioned<JobState>, Timestamp)>,
         now: Timestamp,
     ) -> Result<Option<JobSpec>, String> {
         #[cfg(feature = "schedules")]
         {
             use cronslot_core::coord::Schedules;
-            self.schedule_for_claim(template, key, now)
-                .await
-                .map_err(|e| e.to_string())
+            let spec = match read {
+                Some((record, judged)) => {
+                    self.schedule_for_claim_from(template, key, Some(record.clone()), judged, now)
+                        .await
+                }
+                None => self.schedule_for_claim(template, key, now).await,
+            };
+            spec.map_err(|e| e.to_string())
         }
         #[cfg(not(feature = "schedules"))]
         {
-            let _ = (template, now);
+            let _ = (template, read, now);
             Err(format!(
                 "{}/{key}: this build serves no schedules (feature `schedules`)",
                 template.name
             ))
         }
     }
-
-    #[cfg(feature = "schedules")]
-    async fn schedule_spec_from(
-        &self,
-        template: &JobTemplate,
-        key: &ScheduleKey,
-        read: &Versioned<JobState>,
-        judged: Timestamp,
-        now: Timestamp,
-    ) -> Result<Option<JobSpec>, String> {
-        self.schedule_for_claim_from(template, key, Some(read.clone()), judged, now)
-            .await
-            .map_err(|e| e.to_string())
-    }
 }
 
-/// [`TickServer::resolve`] through a [`ScheduleSource`].
+/// Reads the spec of a woken schedule through `source` (a coordinator):
+/// what a [`TickServer::resolve`] on a store that keeps schedules does.
+///
+/// # Errors
+///
+/// The read's failure, as text.
 pub async fn resolve_with<C: ScheduleSource>(
     source: &C,
     woken: &WokenSchedule,
     now: Timestamp,
 ) -> Result<Option<Rc<JobSpec>>, String> {
-    let spec = match &woken.record {
-        Some((read, judged)) => {
-            source
-                .schedule_spec_from(&woken.template, &woken.key, read, *judged, now)
-                .await
-        }
-        None => source.schedule_spec(&woken.template, &woken.key, now).await,
-    };
-    spec.map(|spec| spec.map(Rc::new))
+    let read = woken
+        .record
+        .as_ref()
+        .map(|(record, judged)| (record, *judged));
+    source
+        .schedule_spec(&woken.template, &woken.key, read, now)
+        .await
+        .map(|spec| spec.map(Rc::new))
 }
 
 /// What one tick did.

@@ -24,7 +24,9 @@ pub enum Asset {
 }
 
 const PAGE: &str = include_str!("index.html");
-const SCRIPT: &str = include_str!("dashboard.js");
+/// `dashboard.js` as the build writes it (build.rs): without its comments
+/// and indentation.
+const SCRIPT: &str = include_str!(concat!(env!("OUT_DIR"), "/dashboard.js"));
 const STYLE: &str = include_str!("dashboard.css");
 
 /// Content type of the page.
