@@ -808,31 +808,11 @@ fn a_dynamic_jobs_schedules_run_once_per_slot_with_key_and_payload() {
 fn max_running_bounds_the_runs_of_a_process_over_its_workers() {
     use std::sync::atomic::{AtomicUsize, Ordering};
 
-    use cronslot_core::coord::Runs;
-    use cronslot_core::coord::exec::block_on;
-    use cronslot_core::schedules::{RunRequest, ScheduleKey};
-
     const RUNS: usize = 24;
-    let dir = scratch("max-running");
-    let parsed = parse_manifest(
-        "[[job]]\nname = \"mail\"\ndynamic = true\nlease = \"5m\"\n",
-        "test.toml",
-    )
-    .unwrap();
-    let template = parsed.templates[0].clone();
     let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
     logs();
-    let store = SqliteStore::open(dir.join("cronslot.db")).unwrap();
-    let writer = CasCoordinator::new(store.clone(), 1);
-    let now = Timestamp::now();
-    for i in 0..RUNS {
-        let key = ScheduleKey::new(format!("order-{i:02}")).unwrap();
-        let request = RunRequest {
-            payload: None,
-            at: None,
-        };
-        block_on(writer.enqueue_run(&template, &key, &request, now)).unwrap();
-    }
+    let keys: Vec<String> = (0..RUNS).map(|i| format!("order-{i:02}")).collect();
+    let (store, parsed) = keyed_runs_enqueued("max-running", "5m", &keys, Timestamp::now());
     let going = Arc::new(AtomicUsize::new(0));
     let most = Arc::new(AtomicUsize::new(0));
     let ran = Arc::new(Mutex::new(Vec::new()));
@@ -887,30 +867,11 @@ fn max_running_bounds_the_runs_of_a_process_over_its_workers() {
 /// its first attempt: the waiting lease's heartbeats kept B off it.
 #[test]
 fn a_lease_claimed_ahead_is_kept_alive_while_it_waits_for_its_turn() {
-    use cronslot_core::coord::Runs;
-    use cronslot_core::coord::exec::block_on;
-    use cronslot_core::schedules::{RunRequest, ScheduleKey};
-
-    let dir = scratch("claim-ahead");
-    let parsed = parse_manifest(
-        "[[job]]\nname = \"mail\"\ndynamic = true\nlease = \"60s\"\n",
-        "test.toml",
-    )
-    .unwrap();
-    let template = parsed.templates[0].clone();
     let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
     logs();
-    let store = SqliteStore::open(dir.join("cronslot.db")).unwrap();
     let begin = Timestamp::now();
-    let writer = CasCoordinator::new(store.clone(), 1);
-    for i in 0..2 {
-        let key = ScheduleKey::new(format!("order-{i}")).unwrap();
-        let request = RunRequest {
-            payload: None,
-            at: None,
-        };
-        block_on(writer.enqueue_run(&template, &key, &request, begin)).unwrap();
-    }
+    let keys = ["order-0".to_string(), "order-1".to_string()];
+    let (store, parsed) = keyed_runs_enqueued("claim-ahead", "60s", &keys, begin);
     let ran: Arc<Mutex<Vec<(String, u32, String)>>> = Arc::new(Mutex::new(Vec::new()));
     let jobs = {
         let ran = Arc::clone(&ran);
@@ -970,4 +931,33 @@ fn a_lease_claimed_ahead_is_kept_alive_while_it_waits_for_its_turn() {
         vec![("order-0", 1, true), ("order-1", 1, true)],
         "both runs A's, at their first attempt: {ran:?}"
     );
+}
+
+/// A fresh SQLite store (under `scratch(dir)`) of one dynamic job `mail`
+/// with lease `lease`, and a keyed run of it enqueued at `now` for each
+/// of `keys`.
+fn keyed_runs_enqueued(
+    dir: &str,
+    lease: &str,
+    keys: &[String],
+    now: Timestamp,
+) -> (SqliteStore, cronslot_core::manifest::Manifest) {
+    use cronslot_core::coord::Runs;
+    use cronslot_core::coord::exec::block_on;
+    use cronslot_core::schedules::{RunRequest, ScheduleKey};
+
+    let dir = scratch(dir);
+    let text = format!("[[job]]\nname = \"mail\"\ndynamic = true\nlease = \"{lease}\"\n");
+    let parsed = parse_manifest(&text, "test.toml").unwrap();
+    let store = SqliteStore::open(dir.join("cronslot.db")).unwrap();
+    let writer = CasCoordinator::new(store.clone(), 1);
+    for key in keys {
+        let key = ScheduleKey::new(key.as_str()).unwrap();
+        let request = RunRequest {
+            payload: None,
+            at: None,
+        };
+        block_on(writer.enqueue_run(&parsed.templates[0], &key, &request, now)).unwrap();
+    }
+    (store, parsed)
 }

@@ -28,13 +28,21 @@ pub(super) struct Sql {
 impl Sql {
     pub(super) fn new(schema: &str) -> Sql {
         let s = quoted(schema);
-        // The channel is a lowercase identifier (`wake_channel`): no
-        // quote to escape in the literal.
-        let woke = format!(
-            "woke AS (SELECT pg_notify('{}', '') FROM written
-                        WHERE written.wake_at <= clock_timestamp())",
-            wake_channel(schema)
+        // The record's first write and its compare-and-set, each the
+        // `written` of a conditional write (`conditional_write`).
+        let insert = format!(
+            "INSERT INTO {s}.job_state (job, version, state, wake_at, updated_at)
+             VALUES ($1, 1, $2, $3, now())
+             ON CONFLICT (job) DO NOTHING
+             RETURNING version, wake_at"
         );
+        let update = format!(
+            "UPDATE {s}.job_state
+                SET version = $3, state = $2, wake_at = $5, updated_at = now()
+              WHERE job = $1 AND version = $4
+             RETURNING version, wake_at"
+        );
+        let channel = wake_channel(schema);
         Sql {
             // The server's clock and the record in one statement: a row
             // even when the job has none.
@@ -43,71 +51,10 @@ impl Sql {
                    FROM (SELECT 1) AS one
                    LEFT JOIN {s}.job_state j ON j.job = $1"
             ),
-            // A conditional write and, when it loses, the record that beat
-            // it, in one statement. The outer SELECT sees the statement's
-            // snapshot, so a record committed while this one waited for
-            // its row lock is not in it: `put` then reads once more. The
-            // last column says whether the write made the record due now
-            // (its wake at or before the server's clock: an enqueued run,
-            // a trigger, a redrive), which the store then tells the
-            // runners with a `NOTIFY` of its own (store/wake.rs), after
-            // the write has committed. Not in this statement: PostgreSQL
-            // serializes the commits of every transaction that notifies
-            // (a lock on the database held until its commit is flushed),
-            // so writes that notified could not share a flush.
-            insert: format!(
-                "WITH written AS (
-                     INSERT INTO {s}.job_state (job, version, state, wake_at, updated_at)
-                     VALUES ($1, 1, $2, $3, now())
-                     ON CONFLICT (job) DO NOTHING
-                     RETURNING version, wake_at)
-                 SELECT (SELECT version FROM written), j.version, j.state,
-                        (SELECT wake_at <= clock_timestamp() FROM written)
-                   FROM (SELECT 1) AS one
-                   LEFT JOIN {s}.job_state j
-                     ON j.job = $1 AND NOT EXISTS (SELECT 1 FROM written)"
-            ),
-            update: format!(
-                "WITH written AS (
-                     UPDATE {s}.job_state
-                        SET version = $3, state = $2, wake_at = $5, updated_at = now()
-                      WHERE job = $1 AND version = $4
-                     RETURNING version, wake_at)
-                 SELECT (SELECT version FROM written), j.version, j.state,
-                        (SELECT wake_at <= clock_timestamp() FROM written)
-                   FROM (SELECT 1) AS one
-                   LEFT JOIN {s}.job_state j
-                     ON j.job = $1 AND NOT EXISTS (SELECT 1 FROM written)"
-            ),
-            // The same, notifying in the statement (`woke`, which the one
-            // row's `FROM` reads so that it runs): inside an application's
-            // transaction (store/txn.rs), whose commit the store does not
-            // see, the notification is delivered at commit, and not at all
-            // on rollback.
-            insert_notifying: format!(
-                "WITH written AS (
-                     INSERT INTO {s}.job_state (job, version, state, wake_at, updated_at)
-                     VALUES ($1, 1, $2, $3, now())
-                     ON CONFLICT (job) DO NOTHING
-                     RETURNING version, wake_at),
-                 {woke}
-                 SELECT (SELECT version FROM written), j.version, j.state, false
-                   FROM (SELECT count(*) FROM woke) AS one
-                   LEFT JOIN {s}.job_state j
-                     ON j.job = $1 AND NOT EXISTS (SELECT 1 FROM written)"
-            ),
-            update_notifying: format!(
-                "WITH written AS (
-                     UPDATE {s}.job_state
-                        SET version = $3, state = $2, wake_at = $5, updated_at = now()
-                      WHERE job = $1 AND version = $4
-                     RETURNING version, wake_at),
-                 {woke}
-                 SELECT (SELECT version FROM written), j.version, j.state, false
-                   FROM (SELECT count(*) FROM woke) AS one
-                   LEFT JOIN {s}.job_state j
-                     ON j.job = $1 AND NOT EXISTS (SELECT 1 FROM written)"
-            ),
+            insert: conditional_write(&s, &insert, None),
+            update: conditional_write(&s, &update, None),
+            insert_notifying: conditional_write(&s, &insert, Some(&channel)),
+            update_notifying: conditional_write(&s, &update, Some(&channel)),
             notify: format!("NOTIFY {}", wake_channel(schema)),
             // Many writes in one statement (store/group.rs): the first
             // writes of many records, and compare-and-sets of many, each
@@ -212,6 +159,48 @@ impl Sql {
                   WHERE {s}.tick_mark.mark < excluded.mark"
             ),
         }
+    }
+}
+
+/// A conditional write (`written`: an insert or an update that returns
+/// the row's new version and wake) and, when it loses, the record that beat
+/// it, in one statement. The outer SELECT sees the statement's snapshot, so
+/// a record committed while this one waited for its row lock is not in it:
+/// `put` then reads once more.
+///
+/// Without `notify` the last column says whether the write made the record
+/// due now (its wake at or before the server's clock: an enqueued run, a
+/// trigger, a redrive), which the store then tells the runners with a
+/// `NOTIFY` of its own once the write has committed (store/wake.rs). Not in
+/// the statement: PostgreSQL serializes the commits of every transaction
+/// that notifies (a lock on the database held until its commit is
+/// flushed), so writes that notified could not share a flush. With
+/// `notify` (a channel), the statement notifies it itself (`woke`, which
+/// the one row's `FROM` reads so that it runs): inside an application's
+/// transaction (store/txn.rs), whose commit the store does not see, the
+/// notification is then delivered at commit, and not at all on rollback;
+/// the last column is false.
+fn conditional_write(s: &str, written: &str, notify: Option<&str>) -> String {
+    let lost = format!(
+        "LEFT JOIN {s}.job_state j
+           ON j.job = $1 AND NOT EXISTS (SELECT 1 FROM written)"
+    );
+    match notify {
+        None => format!(
+            "WITH written AS ({written})
+             SELECT (SELECT version FROM written), j.version, j.state,
+                    (SELECT wake_at <= clock_timestamp() FROM written)
+               FROM (SELECT 1) AS one {lost}"
+        ),
+        // The channel is a lowercase identifier (`wake_channel`): no quote
+        // to escape in the literal.
+        Some(channel) => format!(
+            "WITH written AS ({written}),
+                  woke AS (SELECT pg_notify('{channel}', '') FROM written
+                            WHERE written.wake_at <= clock_timestamp())
+             SELECT (SELECT version FROM written), j.version, j.state, false
+               FROM (SELECT count(*) FROM woke) AS one {lost}"
+        ),
     }
 }
 
