@@ -233,6 +233,13 @@ impl TickPlan {
         }
         #[cfg(feature = "schedules")]
         let mut schedules = Vec::new();
+        // The records that came with the index read, by name.
+        #[cfg(feature = "schedules")]
+        let records: std::collections::HashMap<&str, &Versioned<JobState>> = start
+            .records
+            .iter()
+            .map(|r| (r.value.job.as_str(), r))
+            .collect();
         for name in &start.woken {
             match self.planner.position(name) {
                 Some(i) if seen.insert(i) => jobs.push(TickJob {
@@ -244,11 +251,9 @@ impl TickPlan {
                 None => match self.woken_schedule(name) {
                     #[cfg(feature = "schedules")]
                     Some(mut woken) => {
-                        woken.record = start
-                            .records
-                            .iter()
-                            .find(|r| r.value.job == woken.name)
-                            .map(|r| (r.clone(), start.now));
+                        woken.record = records
+                            .get(woken.name.as_str())
+                            .map(|r| ((*r).clone(), start.now));
                         schedules.push(woken);
                     }
                     _ => unknown.push(name.clone()),
