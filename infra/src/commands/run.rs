@@ -47,6 +47,13 @@ pub struct RunArgs {
     /// next free place, or another process). Unbounded if not given.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub max_running: Option<u32>,
+    /// with --max-running: up to this many more leases claimed ahead of
+    /// the free places, each kept alive while it waits and started the
+    /// moment a run ends. As many as --max-running by default; 0 for none
+    /// (long runs, where a lease waiting here would start sooner in
+    /// another process).
+    #[arg(long, value_name = "N", requires = "max_running")]
+    pub claim_ahead: Option<u32>,
     /// Log lines: one per run, human-readable or JSON.
     #[arg(long, value_enum, default_value = "pretty")]
     pub log_format: cli::LogFormat,
@@ -94,6 +101,9 @@ pub fn exec(args: RunArgs) -> Result<(), Failure> {
         .handle_ctrl_c(true);
     if let Some(n) = args.max_running {
         runner = runner.max_running(n);
+    }
+    if let Some(n) = args.claim_ahead {
+        runner = runner.claim_ahead(n);
     }
     match until {
         Some(Until::After(d)) => runner = runner.run_for(d),

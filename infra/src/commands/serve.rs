@@ -69,6 +69,12 @@ pub struct ServeArgs {
     /// next free place, or another process). Unbounded if not given.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub max_running: Option<u32>,
+    /// With --run and --max-running: up to this many more leases claimed
+    /// ahead of the free places, each kept alive while it waits and
+    /// started the moment a run ends. As many as --max-running by
+    /// default; 0 for none.
+    #[arg(long, value_name = "N", requires = "max_running")]
+    pub claim_ahead: Option<u32>,
     /// Log lines: human-readable or JSON.
     #[arg(long, value_enum, default_value = "pretty")]
     pub log_format: LogFormat,
@@ -122,6 +128,9 @@ pub fn exec(args: ServeArgs) -> Result<(), Failure> {
         .handle_ctrl_c(true);
         if let Some(n) = args.max_running {
             runner = runner.max_running(n);
+        }
+        if let Some(n) = args.claim_ahead {
+            runner = runner.claim_ahead(n);
         }
         spawn_server(listener, Arc::clone(&server))?;
         let summary = run(runner)?;

@@ -426,6 +426,50 @@ fn bad_arguments_exit_2() {
             .code(),
         Some(2)
     );
+    // Leases claimed ahead are ahead of a bound on runs: without one,
+    // there is nothing to be ahead of.
+    let o = cronslot(&["run", "examples/cronslot.toml", "--claim-ahead", "2"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("--max-running"), "{}", stderr(&o));
+    let o = cronslot(&[
+        "serve",
+        "examples/cronslot.toml",
+        "--run",
+        "--claim-ahead",
+        "0",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("--max-running"), "{}", stderr(&o));
+}
+
+/// With a bound on runs, `--claim-ahead` is taken, 0 too (no lease claimed
+/// ahead): the example's two minutes run to the end with every slot once.
+#[test]
+fn claim_ahead_comes_with_a_bound_on_runs() {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("cli-claim-ahead");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("a scratch directory");
+    let store = format!("sqlite:{}", dir.join("cronslot.db").display());
+    let o = cronslot(&[
+        "run",
+        "examples/cronslot.toml",
+        "--store",
+        &store,
+        "--max-running",
+        "2",
+        "--claim-ahead",
+        "0",
+        "--speed",
+        "600",
+        "--until",
+        "+2m",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));
+    assert!(
+        stdout(&o).contains("slots run more than once: 0"),
+        "{}",
+        stdout(&o)
+    );
 }
 
 /// One rule for the manifest: `--manifest FILE` on every command that
