@@ -380,7 +380,7 @@ impl<S: cronslot_core::coord::StateStore> ScheduleSource
             use cronslot_core::coord::Schedules;
             let spec = match read {
                 Some((record, judged)) => {
-                    self.schedule_for_claim_from(template, key, Some(record.clone()), judged, now)
+                    self.schedule_for_claim_from(template, key, Some(record), judged, now)
                         .await
                 }
                 None => self.schedule_for_claim(template, key, now).await,

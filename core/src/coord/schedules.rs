@@ -190,12 +190,12 @@ impl<S: StateStore> CasCoordinator<S> {
         &self,
         template: &JobTemplate,
         key: &ScheduleKey,
-        read: Option<Versioned<JobState>>,
+        read: Option<&Versioned<JobState>>,
         judged: Timestamp,
         now: Timestamp,
     ) -> Result<Option<JobSpec>, ScheduleError> {
         let name = record_name(&template.name, key);
-        if let Some(stored) = &read
+        if let Some(stored) = read
             && decide::forget_at(&stored.value).is_some_and(|t| t <= judged)
         {
             // A keyed run past its key's retention: its wake was this, and
@@ -205,8 +205,9 @@ impl<S: StateStore> CasCoordinator<S> {
             self.remember(&name, None);
             return Ok(None);
         }
-        self.remember(&name, read.as_ref());
-        let Some(data) = read.as_ref().and_then(|v| v.value.schedule.as_ref()) else {
+        // Remembered for the claim that follows: the one copy of the record.
+        self.remember(&name, read);
+        let Some(data) = read.and_then(|v| v.value.schedule.as_ref()) else {
             return Ok(None);
         };
         let spec = data
@@ -323,7 +324,7 @@ impl<S: StateStore> Schedules for CasCoordinator<S> {
     ) -> Result<Option<JobSpec>, ScheduleError> {
         let name = record_name(&template.name, key);
         let (read, judged) = self.store().get_judged(&name, now).await?;
-        self.schedule_for_claim_from(template, key, read, judged, now)
+        self.schedule_for_claim_from(template, key, read.as_ref(), judged, now)
             .await
     }
 
