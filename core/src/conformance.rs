@@ -69,7 +69,8 @@ pub use runs::{
     two_keys_in_one_minute_keep_their_effects_apart,
 };
 pub use schedules::{
-    a_schedule_runs_and_a_recreate_fences_out_old_runs,
+    a_bulk_write_answers_each_schedule, a_schedule_runs_and_a_recreate_fences_out_old_runs,
+    concurrent_bulk_writes_of_one_set_end_at_version_1,
     concurrent_upserts_of_one_spec_end_at_version_1, listing_pages_each_schedule_once,
     versions_preconditions_and_tombstones,
 };

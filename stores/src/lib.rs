@@ -50,7 +50,7 @@ use std::time::Duration;
 
 use cronslot_core::coord::{
     EffectBegin, EffectFinish, EffectLedger, EffectRecord, JobState, LocationError, PutResult,
-    StateStore, StoreError, TickIndex, TickStart, Version, Versioned,
+    RecordWrite, StateStore, StoreError, TickIndex, TickStart, Version, Versioned,
 };
 pub use cronslot_store_kit::{JudgeClock, OpenOptions, UrlStore, WakeSignal, Woken};
 use jiff::{SignedDuration, Timestamp};
@@ -315,6 +315,18 @@ impl StateStore for AnyStore {
         now: Timestamp,
     ) -> Result<(Option<Versioned<JobState>>, Timestamp), StoreError> {
         with_store!(self, s => s.get_judged(job, now).await)
+    }
+
+    async fn get_many_judged(
+        &self,
+        jobs: &[&str],
+        now: Timestamp,
+    ) -> Result<(Vec<Option<Versioned<JobState>>>, Timestamp), StoreError> {
+        with_store!(self, s => s.get_many_judged(jobs, now).await)
+    }
+
+    async fn put_many(&self, writes: &[RecordWrite<'_>]) -> Vec<Result<PutResult, StoreError>> {
+        with_store!(self, s => s.put_many(writes).await)
     }
 }
 

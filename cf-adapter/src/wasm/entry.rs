@@ -404,7 +404,19 @@ impl Cronslot {
             req.headers().get("If-None-Match")?,
         );
         #[cfg(feature = "schedules")]
-        let body = match read_body(&mut req, &method).await? {
+        let limit = admin::body_limit(&self.prefix, &method, &path);
+        #[cfg(feature = "schedules")]
+        if limit > admin::MAX_BODY_BYTES {
+            // A bulk body is only read for a caller with the token.
+            let token = env.secret(admin::TOKEN_SECRET).ok().map(|s| s.to_string());
+            if let Err(refused) =
+                admin::authorize_bearer(authorization.as_deref(), token.as_deref(), admin::ADMIN)
+            {
+                return reply(refused);
+            }
+        }
+        #[cfg(feature = "schedules")]
+        let body = match read_body(&mut req, &method, limit).await? {
             Ok(body) => body,
             Err(refused) => return reply(refused),
         };
@@ -507,25 +519,26 @@ impl admin::AdminHost for WorkerHost<'_> {
     }
 }
 
-/// The body of a `PUT` (a schedule's spec), at most
-/// [`MAX_BODY_BYTES`](admin::MAX_BODY_BYTES); other methods' bodies are
-/// not read (no other route takes one).
+/// The body of a `PUT` (a schedule's spec, a keyed run's request) or of
+/// a bulk write, at most `limit` bytes ([`admin::body_limit`]); other
+/// requests' bodies are not read (no other route takes one).
 #[cfg(feature = "schedules")]
 async fn read_body(
     req: &mut Request,
     method: &str,
+    limit: usize,
 ) -> worker::Result<Result<Option<String>, admin::Reply>> {
-    if method != "PUT" {
+    if method != "PUT" && limit <= admin::MAX_BODY_BYTES {
         return Ok(Ok(None));
     }
     let declared = req.headers().get("Content-Length")?;
     if declared
         .and_then(|n| n.trim().parse::<usize>().ok())
-        .is_some_and(|n| n > admin::MAX_BODY_BYTES)
+        .is_some_and(|n| n > limit)
     {
-        return Ok(Err(admin::body_too_large()));
+        return Ok(Err(admin::body_too_large_for(limit)));
     }
-    Ok(admin::body_text(req.bytes().await?))
+    Ok(admin::body_text_within(req.bytes().await?, limit))
 }
 
 fn reply(r: admin::Reply) -> worker::Result<Response> {

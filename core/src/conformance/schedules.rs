@@ -3,8 +3,10 @@
 //! it with [`schedules_suite!`](crate::schedules_suite).
 
 use crate::coord::decide::{Precondition, ScheduleRefusal, ScheduleWrite};
-use crate::coord::exec::join_all;
-use crate::coord::{Claim, Coordinator, ScheduleError, ScheduleQuery, Schedules, Trigger};
+use crate::coord::exec::{join, join_all};
+use crate::coord::{
+    Claim, Coordinator, ScheduleError, SchedulePut, ScheduleQuery, Schedules, Trigger,
+};
 use crate::manifest::{JobTemplate, parse_manifest};
 use crate::schedules::{ScheduleKey, ScheduleSpec};
 
@@ -21,6 +23,8 @@ macro_rules! schedule_tests {
             versions_preconditions_and_tombstones,
             a_schedule_runs_and_a_recreate_fences_out_old_runs,
             listing_pages_each_schedule_once,
+            a_bulk_write_answers_each_schedule,
+            concurrent_bulk_writes_of_one_set_end_at_version_1,
         }
     };
 }
@@ -305,4 +309,142 @@ pub async fn listing_pages_each_schedule_once<C: Schedules>(c: &C, ns: &str) {
         .await
         .expect("a page");
     assert_eq!(other_job.schedules.len(), 1, "{other_job:?}");
+}
+
+fn bulk_put(k: &str, json: &str, precondition: Precondition) -> SchedulePut {
+    SchedulePut {
+        key: key(k),
+        spec: spec(json),
+        precondition,
+    }
+}
+
+/// One bulk write of 150 schedules: each answered as its own `PUT` would
+/// be, in the order given (created, unchanged, refused by its
+/// precondition, a key given twice written twice in order), and each
+/// written schedule due at its next slot, as one written alone is.
+pub async fn a_bulk_write_answers_each_schedule<C: Schedules>(c: &C, ns: &str) {
+    let t = template(ns);
+    let daily = r#"{"cron":"0 9 * * *","timezone":"Europe/Berlin"}"#;
+    let hourly = r#"{"cron":"0 * * * *"}"#;
+    c.put_schedule(&t, &key("kept"), spec(daily), Precondition::None, at(0))
+        .await
+        .expect("written");
+    let mut puts = vec![
+        bulk_put("kept", daily, Precondition::None),
+        bulk_put("new", daily, Precondition::Absent),
+        bulk_put("stale", daily, Precondition::Version(4)),
+        bulk_put("exists", daily, Precondition::None),
+        bulk_put("exists", hourly, Precondition::Version(1)),
+        bulk_put("kept", hourly, Precondition::Absent),
+    ];
+    puts.extend((0..144).map(|i| bulk_put(&format!("n-{i:03}"), hourly, Precondition::None)));
+    let answers = c.put_schedules(&t, puts, at(MIN)).await;
+    assert_eq!(answers.len(), 150);
+    let expected_head = [
+        Ok(ScheduleWrite::Unchanged { version: 1 }),
+        Ok(ScheduleWrite::Created { version: 1 }),
+        Err(ScheduleError::Refused(ScheduleRefusal::VersionMismatch {
+            current: None,
+        })),
+        Ok(ScheduleWrite::Created { version: 1 }),
+        Ok(ScheduleWrite::Changed { version: 2 }),
+        Err(ScheduleError::Refused(ScheduleRefusal::Exists {
+            version: 1,
+        })),
+    ];
+    assert_eq!(answers[..6], expected_head, "{:?}", &answers[..6]);
+    for (i, answer) in answers[6..].iter().enumerate() {
+        assert_eq!(
+            answer,
+            &Ok(ScheduleWrite::Created { version: 1 }),
+            "n-{i:03}"
+        );
+    }
+    let exists = c
+        .schedule(&t, &key("exists"))
+        .await
+        .expect("reads")
+        .expect("held");
+    assert_eq!(
+        exists.data.spec(),
+        Ok(Some(spec(hourly))),
+        "the second write is the last"
+    );
+    assert_eq!(c.schedule(&t, &key("stale")).await.expect("reads"), None);
+    let one = c
+        .schedule(&t, &key("n-143"))
+        .await
+        .expect("reads")
+        .expect("held");
+    assert_eq!(one.record.wake_at, Some(at(HOUR)), "due at its next slot");
+    let mut listed = 0;
+    let mut query = ScheduleQuery::default();
+    loop {
+        let page = c.list_schedules(&t, &query).await.expect("a page");
+        listed += page.schedules.len();
+        match page.cursor {
+            Some(cursor) => query.after = Some(cursor),
+            None => break,
+        }
+    }
+    assert_eq!(listed, 147, "kept, new, exists and the 144");
+}
+
+/// Two clients write the same 100 schedules in bulk at once, while a third
+/// writes some of them alone: every schedule exists once, at version 1,
+/// created by exactly one of the writes (the peers' bulk upserts lose or
+/// double schedules here).
+pub async fn concurrent_bulk_writes_of_one_set_end_at_version_1<C: Schedules>(c: &C, ns: &str) {
+    let t = template(ns);
+    let daily = r#"{"cron":"0 9 * * *","timezone":"Europe/Berlin","payload":{"plan":"pro"}}"#;
+    let set = || -> Vec<SchedulePut> {
+        (0..100)
+            .map(|i| bulk_put(&format!("t-{i:03}"), daily, Precondition::None))
+            .collect()
+    };
+    let bulk = join_all(vec![
+        c.put_schedules(&t, set(), at(0)),
+        c.put_schedules(&t, set(), at(0)),
+    ]);
+    let alone = join_all(
+        (0..100)
+            .step_by(7)
+            .map(|i| {
+                let (t, k) = (t.clone(), key(&format!("t-{i:03}")));
+                async move {
+                    c.put_schedule(&t, &k, spec(daily), Precondition::None, at(0))
+                        .await
+                }
+            })
+            .collect(),
+    );
+    let (bulk, alone) = join(bulk, alone).await;
+    let mut created = vec![0; 100];
+    for answers in &bulk {
+        for (i, answer) in answers.iter().enumerate() {
+            match answer {
+                Ok(ScheduleWrite::Created { version: 1 }) => created[i] += 1,
+                Ok(ScheduleWrite::Unchanged { version: 1 }) => {}
+                other => panic!("t-{i:03}: {other:?}"),
+            }
+        }
+    }
+    for (n, answer) in (0..100).step_by(7).zip(&alone) {
+        match answer {
+            Ok(ScheduleWrite::Created { version: 1 }) => created[n] += 1,
+            Ok(ScheduleWrite::Unchanged { version: 1 }) => {}
+            other => panic!("t-{n:03} alone: {other:?}"),
+        }
+    }
+    assert!(
+        created.iter().all(|&n| n == 1),
+        "each created once: {created:?}"
+    );
+    let page = c
+        .list_schedules(&t, &ScheduleQuery::default())
+        .await
+        .expect("a page");
+    assert_eq!(page.schedules.len(), 100);
+    assert!(page.schedules.iter().all(|(_, r)| r.data.version == 1));
 }

@@ -58,6 +58,32 @@ pub async fn join_all<F: Future>(futures: Vec<F>) -> Vec<F::Output> {
     .await
 }
 
+/// Polls two futures of different kinds in turn until both are done.
+pub async fn join<A: Future, B: Future>(a: A, b: B) -> (A::Output, B::Output) {
+    let (mut a, mut b) = (Box::pin(a), Box::pin(b));
+    let (mut out_a, mut out_b) = (None, None);
+    std::future::poll_fn(move |cx| {
+        if out_a.is_none()
+            && let Poll::Ready(out) = a.as_mut().poll(cx)
+        {
+            out_a = Some(out);
+        }
+        if out_b.is_none()
+            && let Poll::Ready(out) = b.as_mut().poll(cx)
+        {
+            out_b = Some(out);
+        }
+        match (out_a.take(), out_b.take()) {
+            (Some(a), Some(b)) => Poll::Ready((a, b)),
+            (a, b) => {
+                (out_a, out_b) = (a, b);
+                Poll::Pending
+            }
+        }
+    })
+    .await
+}
+
 /// Returns `Pending` once, waking itself: a cooperative yield with no
 /// runtime. Stores without I/O await it so that every store operation is an
 /// await point where other futures (and simulated crashes) can come in.

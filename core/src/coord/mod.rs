@@ -29,7 +29,8 @@ pub use rng::{RandomSource, SplitMix64};
 pub use runs::{MAX_RUN_PAGE, RunError, RunPage, RunQuery, Runs};
 #[cfg(feature = "schedules")]
 pub use schedules::{
-    MAX_SCHEDULE_PAGE, ScheduleError, SchedulePage, ScheduleQuery, ScheduleRecord, Schedules,
+    MAX_SCHEDULE_BATCH, MAX_SCHEDULE_PAGE, ScheduleError, SchedulePage, SchedulePut, ScheduleQuery,
+    ScheduleRecord, Schedules,
 };
 pub use slot::{SlotId, SlotIdError, format_instant};
 pub use state::{
@@ -40,8 +41,8 @@ pub use state::{
 #[cfg(feature = "schedules")]
 pub use state::{KeyedRun, PinnedVersion, ScheduleData};
 pub use store::{
-    DEFAULT_EFFECT_RETENTION, EffectBegin, EffectFinish, EffectLedger, EffectRecord, EffectState,
-    LocationError, PutResult, StateStore, StoreError, StoreErrorKind, TickIndex, TickStart,
-    Version, Versioned, decide_begin, decide_finish, prefix_end, repair_wake,
+    BULK_LANES, DEFAULT_EFFECT_RETENTION, EffectBegin, EffectFinish, EffectLedger, EffectRecord,
+    EffectState, LocationError, PutResult, RecordWrite, StateStore, StoreError, StoreErrorKind,
+    TickIndex, TickStart, Version, Versioned, decide_begin, decide_finish, prefix_end, repair_wake,
 };
 pub use watched::{RecordWatcher, Watched};

@@ -18,7 +18,7 @@ use super::coordinator::{CasCoordinator, CoordError, MAX_CAS_ATTEMPTS};
 use super::decide::{self, Precondition, ScheduleRefusal, ScheduleWrite};
 use super::state::{JobState, ScheduleData};
 
-use super::store::{PutResult, StateStore, Versioned};
+use super::store::{PutResult, RecordWrite, StateStore, StoreError, StoreErrorKind, Versioned};
 use crate::manifest::{JobSpec, JobTemplate};
 use crate::schedules::{ScheduleKey, ScheduleSpec, SpecProblem, record_name};
 
@@ -126,8 +126,50 @@ pub struct SchedulePage {
     pub cursor: Option<String>,
 }
 
+/// The most schedules one bulk write carries
+/// ([`Schedules::put_schedules`], the admin route, `cronslot schedule put
+/// --from`): a bigger one is taken in parts of this many.
+pub const MAX_SCHEDULE_BATCH: usize = 1000;
+
+/// One schedule of a bulk write: its key, its spec and the condition the
+/// write is made under, as one `PUT` would send them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SchedulePut {
+    /// The schedule's key.
+    pub key: ScheduleKey,
+    /// Its whole spec (a full replace).
+    pub spec: ScheduleSpec,
+    /// `If-Match` or `If-None-Match: *`, or none.
+    pub precondition: Precondition,
+}
+
 /// The schedules of dynamic jobs, written and read in a store.
 pub trait Schedules {
+    /// Writes many schedules of `template` at `now`, each as
+    /// [`put_schedule`](Schedules::put_schedule) would, with its own answer
+    /// in the order given: one refused or failed leaves the others as
+    /// they are. A key given twice is written twice, in order. The
+    /// default writes them one by one; a [`CasCoordinator`] reads every
+    /// record of a part ([`MAX_SCHEDULE_BATCH`]) at once and writes the
+    /// changed ones at once ([`StateStore::get_many_judged`],
+    /// [`StateStore::put_many`]), so a thousand schedules cost the store
+    /// what one costs where it takes many in a request.
+    async fn put_schedules(
+        &self,
+        template: &JobTemplate,
+        puts: Vec<SchedulePut>,
+        now: Timestamp,
+    ) -> Vec<Result<ScheduleWrite, ScheduleError>> {
+        let mut answers = Vec::with_capacity(puts.len());
+        for put in puts {
+            answers.push(
+                self.put_schedule(template, &put.key, put.spec, put.precondition, now)
+                    .await,
+            );
+        }
+        answers
+    }
+
     /// Writes `spec` as the schedule `key` of `template` at `now` (the
     /// store's clock where it has one), as [`decide::put_schedule`] decides.
     async fn put_schedule(
@@ -273,7 +315,134 @@ impl<S: StateStore> CasCoordinator<S> {
     }
 }
 
+impl<S: StateStore> CasCoordinator<S> {
+    /// One part of [`Schedules::put_schedules`] (at most
+    /// [`MAX_SCHEDULE_BATCH`]): one read of every record, the decisions,
+    /// one write of the changed ones. A key met again in the part, a write
+    /// that lost to another writer, and one whose answer was lost are
+    /// written again one by one, which reads and decides again.
+    async fn put_schedule_part(
+        &self,
+        template: &JobTemplate,
+        puts: Vec<SchedulePut>,
+        now: Timestamp,
+    ) -> Vec<Result<ScheduleWrite, ScheduleError>> {
+        let mut answers: Vec<Option<Result<ScheduleWrite, ScheduleError>>> =
+            puts.iter().map(|_| None).collect();
+        // The first of each key goes in the bulk; the others after it.
+        let mut seen = std::collections::HashSet::new();
+        let (bulk, again): (Vec<usize>, Vec<usize>) =
+            (0..puts.len()).partition(|&i| seen.insert(puts[i].key.as_str()));
+        let names: Vec<String> = bulk
+            .iter()
+            .map(|&i| record_name(&template.name, &puts[i].key))
+            .collect();
+        let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+        let (reads, judged) = match self.store().get_many_judged(&refs, now).await {
+            Ok(read) => read,
+            Err(e) => {
+                return puts.iter().map(|_| Err(e.clone().into())).collect();
+            }
+        };
+        // Decided: (index in `puts`, record name, the write's answer, the
+        // record to write, the version it must be at).
+        let mut decided = Vec::new();
+        for ((&i, name), read) in bulk.iter().zip(&names).zip(reads) {
+            let put = &puts[i];
+            let expected = read.as_ref().map(|v| v.version);
+            // The bulk path remembers no record: a writer of many
+            // schedules is seldom the process that runs them.
+            self.remember(name, None);
+            let mut rng = self.random();
+            let decision = decide::put_schedule(
+                template,
+                &put.key,
+                read.map(|v| v.value),
+                put.spec.clone(),
+                put.precondition,
+                judged,
+                &mut rng,
+            );
+            match decision {
+                Err(refusal) => answers[i] = Some(Err(ScheduleError::Refused(refusal))),
+                Ok((write, None)) => answers[i] = Some(Ok(write)),
+                Ok((write, Some(mut next))) => {
+                    match decide::seal_keyed(template, &put.key, &mut next, judged) {
+                        Ok(()) => decided.push((i, name.as_str(), write, next, expected)),
+                        Err(problem) => answers[i] = Some(Err(spec_refused(problem))),
+                    }
+                }
+            }
+        }
+        let writes: Vec<RecordWrite<'_>> = decided
+            .iter()
+            .map(|(_, name, _, next, expected)| RecordWrite {
+                job: name,
+                state: next,
+                expected: *expected,
+            })
+            .collect();
+        let written = self.store().put_many(&writes).await;
+        let mut retry = Vec::new();
+        for ((i, name, write, next, _), answer) in decided.iter().zip(written) {
+            match answer {
+                Ok(PutResult::Written(_)) => answers[*i] = Some(Ok(*write)),
+                Ok(PutResult::Conflict(_)) => {
+                    self.count_conflict();
+                    retry.push(*i);
+                }
+                Err(e) if e.kind == StoreErrorKind::Ambiguous => {
+                    // Written or not: the record says. Ours, as decided, is
+                    // the answer; anything else is decided again.
+                    match self.store().get(name).await {
+                        Ok(Some(stored)) if &stored.value == next => {
+                            answers[*i] = Some(Ok(*write));
+                        }
+                        Ok(_) => retry.push(*i),
+                        Err(e) => answers[*i] = Some(Err(e.into())),
+                    }
+                }
+                Err(e) => answers[*i] = Some(Err(e.into())),
+            }
+        }
+        retry.extend(again);
+        retry.sort_unstable();
+        for i in retry {
+            let put = &puts[i];
+            answers[i] = Some(
+                self.put_schedule(template, &put.key, put.spec.clone(), put.precondition, now)
+                    .await,
+            );
+        }
+        answers
+            .into_iter()
+            .map(|a| {
+                a.unwrap_or_else(|| {
+                    Err(ScheduleError::Coord(CoordError::Store(StoreError::other(
+                        "a bulk write left a schedule without an answer: this is a bug",
+                    ))))
+                })
+            })
+            .collect()
+    }
+}
+
 impl<S: StateStore> Schedules for CasCoordinator<S> {
+    async fn put_schedules(
+        &self,
+        template: &JobTemplate,
+        mut puts: Vec<SchedulePut>,
+        now: Timestamp,
+    ) -> Vec<Result<ScheduleWrite, ScheduleError>> {
+        let mut answers = Vec::with_capacity(puts.len());
+        while !puts.is_empty() {
+            let rest = puts.split_off(puts.len().min(MAX_SCHEDULE_BATCH));
+            answers.extend(self.put_schedule_part(template, puts, now).await);
+            puts = rest;
+        }
+        answers
+    }
+
     async fn put_schedule(
         &self,
         template: &JobTemplate,

@@ -15,6 +15,7 @@ use std::time::Duration;
 use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
 
+use super::exec::join_all;
 use super::state::{DecodeError, JobState};
 
 /// A store's version of a record. Opaque to the coordinator: it is only
@@ -277,6 +278,71 @@ pub trait StateStore {
     ) -> Result<(Option<Versioned<JobState>>, Timestamp), StoreError> {
         Ok((self.get(job).await?, now))
     }
+
+    /// The records of `jobs` (in that order) and one instant they may all
+    /// be judged by: [`get_judged`](StateStore::get_judged) of many, for a
+    /// bulk write of schedules. A store that can read many records in one
+    /// request does (PostgreSQL: one statement; SQLite: one lock). The
+    /// default reads each, [`BULK_LANES`] at a time, and answers the latest
+    /// instant any read was judged at: a record read earlier is as it was
+    /// then, and a decision made later over it is one a read at that
+    /// instant could have made, since the compare-and-set of the write
+    /// refuses a record changed since.
+    async fn get_many_judged(
+        &self,
+        jobs: &[&str],
+        now: Timestamp,
+    ) -> Result<(Vec<Option<Versioned<JobState>>>, Timestamp), StoreError> {
+        let mut records = Vec::with_capacity(jobs.len());
+        let mut judged = now;
+        for chunk in jobs.chunks(BULK_LANES) {
+            let reads = join_all(chunk.iter().map(|job| self.get_judged(job, now)).collect()).await;
+            for read in reads {
+                let (record, at) = read?;
+                judged = judged.max(at);
+                records.push(record);
+            }
+        }
+        Ok((records, judged))
+    }
+
+    /// Many conditional writes, each [`put`](StateStore::put) with its own
+    /// answer, in the order given (at most one per record: a second write
+    /// of one record would race the first). Nothing is atomic across
+    /// them. A store that can send many in one request does (PostgreSQL:
+    /// one statement each for the first writes and the compare-and-sets;
+    /// SQLite: one transaction). The default sends [`BULK_LANES`] at a
+    /// time, so a store that pipelines requests (Redis, DynamoDB, the
+    /// Durable Objects) has them in flight together.
+    async fn put_many(&self, writes: &[RecordWrite<'_>]) -> Vec<Result<PutResult, StoreError>> {
+        let mut answers = Vec::with_capacity(writes.len());
+        for chunk in writes.chunks(BULK_LANES) {
+            let puts = chunk
+                .iter()
+                .map(|w| self.put(w.job, w.state, w.expected))
+                .collect();
+            answers.extend(join_all(puts).await);
+        }
+        answers
+    }
+}
+
+/// How many reads or writes of a bulk operation the default
+/// [`StateStore::get_many_judged`] and [`StateStore::put_many`] keep in
+/// flight at once.
+pub const BULK_LANES: usize = 64;
+
+/// One conditional write of [`StateStore::put_many`]: `state` as the
+/// record `job`, if the stored version is `expected` (`None`: only if
+/// there is no record yet).
+#[derive(Debug, Clone, Copy)]
+pub struct RecordWrite<'a> {
+    /// The record's name.
+    pub job: &'a str,
+    /// What to write.
+    pub state: &'a JobState,
+    /// The version it must be at.
+    pub expected: Option<Version>,
 }
 
 /// The least string greater than every string that starts with `prefix`

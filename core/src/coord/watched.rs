@@ -11,8 +11,8 @@ use jiff::Timestamp;
 
 use super::state::JobState;
 use super::store::{
-    EffectBegin, EffectFinish, EffectLedger, EffectRecord, PutResult, StateStore, StoreError,
-    TickIndex, TickStart, Version, Versioned,
+    EffectBegin, EffectFinish, EffectLedger, EffectRecord, PutResult, RecordWrite, StateStore,
+    StoreError, TickIndex, TickStart, Version, Versioned,
 };
 
 /// What a [`Watched`] store reports.
@@ -103,6 +103,33 @@ impl<S: StateStore, W: RecordWatcher> StateStore for Watched<S, W> {
         let (read, judged) = self.inner.get_judged(job, now).await?;
         self.watcher.read(job, read.as_ref().map(|v| &v.value));
         Ok((read, judged))
+    }
+
+    async fn get_many_judged(
+        &self,
+        jobs: &[&str],
+        now: Timestamp,
+    ) -> Result<(Vec<Option<Versioned<JobState>>>, Timestamp), StoreError> {
+        let (reads, judged) = self.inner.get_many_judged(jobs, now).await?;
+        for (job, read) in jobs.iter().zip(&reads) {
+            self.watcher.read(job, read.as_ref().map(|v| &v.value));
+        }
+        Ok((reads, judged))
+    }
+
+    async fn put_many(&self, writes: &[RecordWrite<'_>]) -> Vec<Result<PutResult, StoreError>> {
+        let answers = self.inner.put_many(writes).await;
+        for (w, answer) in writes.iter().zip(&answers) {
+            match answer {
+                Ok(PutResult::Written(_)) => self.watcher.wrote(w.job, w.state),
+                Ok(PutResult::Conflict(current)) => {
+                    self.watcher
+                        .lost(w.job, current.as_deref().map(|v| &v.value));
+                }
+                Err(_) => {}
+            }
+        }
+        answers
     }
 }
 

@@ -16,12 +16,13 @@ use std::io::Read as _;
 use std::path::Path;
 
 use clap::{Args, Subcommand};
+use cronslot_core::coord::MAX_SCHEDULE_BATCH;
 use cronslot_core::coord::decide::Precondition;
 use cronslot_core::manifest::{JobName, Manifest};
 use cronslot_core::schedules::{ScheduleKey, ScheduleSpec};
 use cronslot_runtime::admin::{
-    self, AdminRoute, ErrorDoc, ErrorKind, Reply, ScheduleDeleteDoc, ScheduleDoc, SchedulePageDoc,
-    ScheduleWriteDoc,
+    self, AdminRoute, ErrorDoc, ErrorKind, Reply, ScheduleBulkDoc, ScheduleDeleteDoc, ScheduleDoc,
+    SchedulePageDoc, ScheduleWriteDoc,
 };
 use serde::de::DeserializeOwned;
 
@@ -40,14 +41,29 @@ pub struct ScheduleArgs {
 #[derive(Debug, Subcommand)]
 pub enum ScheduleAction {
     /// Create or replace a schedule (a full replace: a field the spec does
-    /// not give takes its default, never the previous version's value).
+    /// not give takes its default, never the previous version's value),
+    /// or many from a file (--from).
     Put {
         /// The dynamic job.
         #[arg(value_name = "JOB")]
         job: String,
         /// The schedule's key: 1 to 200 ASCII letters, digits and - _ . :
-        #[arg(value_name = "KEY")]
-        key: String,
+        #[arg(value_name = "KEY", required_unless_present = "from")]
+        key: Option<String>,
+        /// Many schedules, one JSON object per line (NDJSON), from a file
+        /// or `-` for stdin: {"key": "acme", "spec": {"cron": "0 9 * * *"}},
+        /// with "if_match": VERSION or "create_only": true for a condition.
+        /// Every line is checked before anything is written; they go to
+        /// the store 1,000 at a time, each with its own answer.
+        #[arg(
+            long,
+            value_name = "FILE|-",
+            conflicts_with_all = [
+                "key", "spec", "cron", "at", "timezone", "start", "end", "payload", "labels",
+                "paused", "if_match", "create_only"
+            ]
+        )]
+        from: Option<String>,
         #[command(flatten)]
         spec: SpecFlags,
         /// Write only over this version of the schedule (as `GET` shows it).
@@ -164,13 +180,26 @@ pub fn exec(args: ScheduleArgs) -> Result<(), Failure> {
     match args.action {
         ScheduleAction::Put {
             job,
+            from: Some(from),
+            store,
+            format,
+            ..
+        } => put_from(&job, &from, &store, format),
+        ScheduleAction::Put {
+            job,
             key,
             spec,
             if_match,
             create_only,
             store,
             format,
+            from: None,
         } => {
+            let Some(key) = key else {
+                return Err(Failure::bad_input(
+                    "error: give the schedule's KEY, or --from FILE for many",
+                ));
+            };
             let key = parse_key(&key)?;
             let spec = spec_of(&spec)?;
             let precondition = match (if_match, create_only) {
@@ -289,6 +318,101 @@ pub fn exec(args: ScheduleArgs) -> Result<(), Failure> {
     }
 }
 
+/// `put --from FILE`: every line checked first (a bad one is named by its
+/// line and nothing is written), then the schedules written
+/// [`MAX_SCHEDULE_BATCH`] at a time as the bulk route writes them, each
+/// with its own answer. Exit 0 when every one was written or unchanged, 1
+/// when any was refused or failed (each named by its line).
+fn put_from(job: &str, from: &str, store: &StoreArgs, format: Format) -> Result<(), Failure> {
+    let text = read_source(from, "--from")?;
+    let lines: Vec<(usize, &str)> = text
+        .lines()
+        .enumerate()
+        .map(|(i, line)| (i + 1, line.trim()))
+        .filter(|(_, line)| !line.is_empty())
+        .collect();
+    if lines.is_empty() {
+        return Err(Failure::bad_input(format!(
+            "error: --from {from}: no schedule in it: write one JSON object per line,              {{\"key\": \"acme\", \"spec\": {{\"cron\": \"0 9 * * *\"}}}}"
+        )));
+    }
+    let mut bad = Vec::new();
+    for &(n, line) in &lines {
+        if let Err(doc) = admin::bulk_entry(&format!("line {n}"), line).put {
+            bad.push(doc.message);
+            if bad.len() == 20 {
+                bad.push("(and maybe more; fix these first)".to_string());
+                break;
+            }
+        }
+    }
+    if !bad.is_empty() {
+        return Err(Failure::bad_input(format!(
+            "error: --from {from}: nothing was written; these lines are not schedules:\n  {}",
+            bad.join("\n  ")
+        )));
+    }
+    let session = open(store, job)?;
+    let job = template_name(&session, job)?;
+    let mut total = ScheduleBulkDoc {
+        job: job.as_str().to_string(),
+        results: Vec::with_capacity(lines.len()),
+        created: 0,
+        changed: 0,
+        unchanged: 0,
+        failed: 0,
+    };
+    for part in lines.chunks(MAX_SCHEDULE_BATCH) {
+        let entries = part
+            .iter()
+            .map(|&(n, line)| admin::bulk_entry(&format!("line {n}"), line))
+            .collect();
+        let route = AdminRoute::PutSchedules {
+            job: job.clone(),
+            entries,
+        };
+        let doc: ScheduleBulkDoc = decode(&run(&session, &route)?)?;
+        total.created += doc.created;
+        total.changed += doc.changed;
+        total.unchanged += doc.unchanged;
+        total.failed += doc.failed;
+        total.results.extend(doc.results);
+    }
+    if format == Format::Json {
+        println!(
+            "{}",
+            serde_json::to_string(&total)
+                .map_err(|e| Failure::problem(format!("error: cannot print the answer: {e}")))?
+        );
+    } else {
+        println!(
+            "wrote {} schedules of job {} in store {}: {} created, {} changed, {} unchanged, \
+             {} not written",
+            lines.len(),
+            total.job,
+            session.store,
+            total.created,
+            total.changed,
+            total.unchanged,
+            total.failed
+        );
+        for (&(n, _), result) in lines.iter().zip(&total.results) {
+            if let Some(error) = &result.error {
+                println!("  line {n}: {} ({})", error.message, result.status);
+            }
+        }
+    }
+    if total.failed > 0 {
+        return Err(Failure::problem(format!(
+            "error: {} of {} schedules were not written (store {})",
+            total.failed,
+            lines.len(),
+            session.store
+        )));
+    }
+    Ok(())
+}
+
 pub(crate) fn parse_key(key: &str) -> Result<ScheduleKey, Failure> {
     ScheduleKey::new(key).map_err(|e| Failure::bad_input(format!("error: KEY: {e}")))
 }
@@ -367,24 +491,32 @@ fn spec_of(flags: &SpecFlags) -> Result<ScheduleSpec, Failure> {
     })
 }
 
-/// The spec from `--spec FILE` (or `-`: stdin), every problem named by
-/// its field.
-fn read_spec(source: &str) -> Result<ScheduleSpec, Failure> {
-    let (text, from) = if source == "-" {
+/// The text of a file, or of stdin for `-`, read for `flag`.
+fn read_source(source: &str, flag: &str) -> Result<String, Failure> {
+    if source == "-" {
         let mut text = String::new();
         std::io::stdin()
             .read_to_string(&mut text)
-            .map_err(|e| Failure::bad_input(format!("error: --spec -: cannot read stdin: {e}")))?;
-        (text, "stdin".to_string())
+            .map_err(|e| Failure::bad_input(format!("error: {flag} -: cannot read stdin: {e}")))?;
+        return Ok(text);
+    }
+    let path = Path::new(source);
+    std::fs::read_to_string(path).map_err(|e| {
+        Failure::bad_input(format!(
+            "error: {flag} {}: cannot read it: {e}",
+            path.display()
+        ))
+    })
+}
+
+/// The spec from `--spec FILE` (or `-`: stdin), every problem named by
+/// its field.
+fn read_spec(source: &str) -> Result<ScheduleSpec, Failure> {
+    let text = read_source(source, "--spec")?;
+    let from = if source == "-" {
+        "stdin".to_string()
     } else {
-        let path = Path::new(source);
-        let text = std::fs::read_to_string(path).map_err(|e| {
-            Failure::bad_input(format!(
-                "error: --spec {}: cannot read it: {e}",
-                path.display()
-            ))
-        })?;
-        (text, path.display().to_string())
+        Path::new(source).display().to_string()
     };
     ScheduleSpec::from_json(&text).map_err(|problems| {
         let mut message = format!("error: --spec {from}: the schedule's spec is refused:");

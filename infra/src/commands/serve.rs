@@ -264,7 +264,18 @@ async fn respond<S: RunnerStore>(
         (Ok(m), Ok(n)) => (m, n),
         (Err(refused), _) | (_, Err(refused)) => return reply(refused),
     };
-    let body = match read_body(req).await {
+    let limit = admin::body_limit(admin::DEFAULT_PREFIX, &method, &path);
+    if limit > admin::MAX_BODY_BYTES
+        && let Err(refused) = admin::authorize_bearer(
+            authorization.as_deref(),
+            server.secrets.admin.as_deref(),
+            admin::ADMIN,
+        )
+    {
+        // A bulk body is only read for a caller with the token.
+        return reply(refused);
+    }
+    let body = match read_body(req, limit).await {
         Ok(body) => body,
         Err(refused) => return reply(refused),
     };
@@ -371,13 +382,14 @@ fn header_text(req: &Request, name: &str) -> Result<Option<String>, Reply> {
     }
 }
 
-/// The request's body as text, at most [`admin::MAX_BODY_BYTES`] (a
-/// schedule's spec; the other routes take none). `None`: empty.
-async fn read_body(req: Request) -> Result<Option<String>, Reply> {
-    let bytes = axum::body::to_bytes(req.into_body(), admin::MAX_BODY_BYTES)
+/// The request's body as text, at most `limit` bytes
+/// ([`admin::body_limit`]: a schedule's spec, or a bulk write's list; the
+/// other routes take none). `None`: empty.
+async fn read_body(req: Request, limit: usize) -> Result<Option<String>, Reply> {
+    let bytes = axum::body::to_bytes(req.into_body(), limit)
         .await
-        .map_err(|_| admin::body_too_large())?;
-    admin::body_text(bytes.to_vec())
+        .map_err(|_| admin::body_too_large_for(limit))?;
+    admin::body_text_within(bytes.to_vec(), limit)
 }
 
 /// What a request asks for, once it is authorised.

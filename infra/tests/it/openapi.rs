@@ -629,6 +629,33 @@ fn schedules(c: &mut Checker<'_>) {
 
     // The listing: tenant-1, then tenant-2 labelled, paged one at a time.
     const L: &str = "/schedules/{job}";
+    // A bulk write: each entry its own answer, a bad one among them.
+    let bulk = r#"{"schedules": [
+        {"key": "bulk-1", "spec": {"cron": "0 0 1 1 *"}},
+        {"key": "bulk-2", "spec": {"cron": "0 0 1 1 *"}, "create_only": true},
+        {"key": "bulk/3", "spec": {"cron": "0 0 1 1 *"}}
+    ]}"#;
+    let a = c.check_with("POST", L, "/schedules/invoice", &[], bulk);
+    assert_eq!(a.status, 200, "{a:?}");
+    let doc = json(&a);
+    assert_eq!(
+        (doc["created"].as_u64(), doc["failed"].as_u64()),
+        (Some(2), Some(1))
+    );
+    assert_eq!(doc["results"][2]["status"], 400);
+    let a = c.check_with("POST", L, "/schedules/invoice", &[], r#"{"schedules": []}"#);
+    assert_eq!(a.status, 400, "{a:?}");
+    let huge = format!(
+        r#"{{"schedules": [{{"key": "k", "spec": {{"cron": "0 0 1 1 *", "payload": "{}"}}}}]}}"#,
+        "x".repeat(9 * 1024 * 1024)
+    );
+    let a = c.check_with("POST", L, "/schedules/invoice", &[], &huge);
+    assert_eq!(a.status, 413, "{a:?}");
+    for key in ["bulk-1", "bulk-2"] {
+        let path = format!("/schedules/invoice/{key}");
+        let a = c.check("DELETE", T, &path, Some(ADMIN_TOKEN));
+        assert_eq!(a.status, 200, "{a:?}");
+    }
     let labelled = r#"{"cron":"0 0 1 1 *","labels":{"plan":"pro:yearly"}}"#;
     let a = c.check_with("PUT", T, "/schedules/invoice/tenant-2", &[], labelled);
     assert_eq!(a.status, 201, "{a:?}");

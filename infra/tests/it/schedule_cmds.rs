@@ -616,3 +616,99 @@ fn a_dead_keyed_run_is_in_the_dead_letter_list_and_redriven_by_key() {
     let o = cronslot(&dir, &["dlq", "list", "--format", "json"], "");
     assert_eq!(json(&o)["dead_letters"], serde_json::json!([]));
 }
+
+/// `put --from`: NDJSON, 2,500 lines written 1,000 at a time, each with
+/// its own answer; a file with a bad line writes nothing and names the
+/// line; a refused entry (its condition) exits 1 and is named by its line.
+#[test]
+fn put_from_a_file_writes_many_and_names_each_line_that_fails() {
+    let dir = scratch("put-from");
+    init(&dir);
+    let mut lines: Vec<String> = (0..2500)
+        .map(|i| format!(r#"{{"key": "t-{i:04}", "spec": {{"cron": "0 9 * * *"}}}}"#))
+        .collect();
+    lines.insert(10, String::new());
+    std::fs::write(dir.join("many.ndjson"), lines.join("\n")).expect("the file");
+    let o = cronslot(
+        &dir,
+        &["schedule", "put", "invoice", "--from", "many.ndjson"],
+        "",
+    );
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains("2500 created, 0 changed, 0 unchanged, 0 not written"),
+        "{}",
+        stdout(&o)
+    );
+    let o = cronslot(
+        &dir,
+        &[
+            "schedule", "ls", "invoice", "--prefix", "t-24", "--format", "json",
+        ],
+        "",
+    );
+    assert_eq!(json(&o)["schedules"].as_array().map(Vec::len), Some(100));
+
+    // The same again from stdin: nothing written; one line changed.
+    lines[0] = r#"{"key": "t-0000", "spec": {"cron": "0 10 * * *"}, "if_match": 1}"#.to_string();
+    let o = cronslot(
+        &dir,
+        &[
+            "schedule", "put", "invoice", "--from", "-", "--format", "json",
+        ],
+        &lines.join("\n"),
+    );
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let doc = json(&o);
+    assert_eq!(
+        (doc["changed"].as_u64(), doc["unchanged"].as_u64()),
+        (Some(1), Some(2499))
+    );
+
+    // A bad line: nothing is written, and the line is named.
+    let bad = [
+        r#"{"key": "new-1", "spec": {"cron": "0 9 * * *"}}"#,
+        r#"{"key": "new-2", "spec": {"cron": "0 9 * * *", "timezon": "UTC"}}"#,
+        r#"{"key": "new/3", "spec": {"cron": "0 9 * * *"}}"#,
+    ];
+    let o = cronslot(
+        &dir,
+        &["schedule", "put", "invoice", "--from", "-"],
+        &bad.join("\n"),
+    );
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    assert!(stderr(&o).contains("line 2:"), "{}", stderr(&o));
+    assert!(stderr(&o).contains("line 3:"), "{}", stderr(&o));
+    let o = cronslot(&dir, &["schedule", "get", "invoice", "new-1"], "");
+    assert_eq!(code(&o), 1, "nothing was written: {}", stdout(&o));
+
+    // A condition refused: the others are written, the line is named.
+    let mixed = [
+        r#"{"key": "new-1", "spec": {"cron": "0 9 * * *"}}"#,
+        r#"{"key": "t-0001", "spec": {"cron": "0 9 * * *"}, "create_only": true}"#,
+    ];
+    let o = cronslot(
+        &dir,
+        &["schedule", "put", "invoice", "--from", "-"],
+        &mixed.join("\n"),
+    );
+    assert_eq!(code(&o), 1, "{}", stderr(&o));
+    assert!(stdout(&o).contains("line 2: "), "{}", stdout(&o));
+    assert!(
+        stderr(&o).contains("1 of 2 schedules were not written"),
+        "{}",
+        stderr(&o)
+    );
+    let o = cronslot(&dir, &["schedule", "get", "invoice", "new-1"], "");
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+
+    // --from stands for the key and the spec.
+    let o = cronslot(
+        &dir,
+        &["schedule", "put", "invoice", "k", "--from", "many.ndjson"],
+        "",
+    );
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    let o = cronslot(&dir, &["schedule", "put", "invoice"], "");
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+}

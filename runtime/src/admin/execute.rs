@@ -107,6 +107,7 @@ async fn run<C: Operator>(
         )),
         #[cfg(feature = "schedules")]
         AdminRoute::PutSchedule { .. }
+        | AdminRoute::PutSchedules { .. }
         | AdminRoute::GetSchedule { .. }
         | AdminRoute::DeleteSchedule { .. }
         | AdminRoute::ListSchedules { .. }
@@ -485,7 +486,17 @@ pub(crate) fn coord_error(spec: &JobSpec, doing: &str, e: &CoordError) -> Reply 
 /// [`coord_error`] with the message written by the caller (a schedule's
 /// routes name the schedule, not a job).
 pub(crate) fn coord_reply(message: String, e: &CoordError) -> Reply {
-    let doc = match e {
+    let reply = Reply::error_doc(coord_error_doc(message, e));
+    if reply.status == 503 {
+        reply.with_header("Retry-After", "5")
+    } else {
+        reply
+    }
+}
+
+/// The error document of [`coord_reply`].
+pub(crate) fn coord_error_doc(message: String, e: &CoordError) -> ErrorDoc {
+    match e {
         CoordError::Backfill(b) => {
             let mut doc = ErrorDoc::new(400, ErrorKind::Backfill, message);
             doc.backfill = Some(b.clone());
@@ -513,12 +524,6 @@ pub(crate) fn coord_reply(message: String, e: &CoordError) -> Reply {
         // An error newer than this crate: its transience decides.
         _ if e.is_transient() => ErrorDoc::new(503, ErrorKind::Unavailable, message),
         _ => ErrorDoc::new(500, ErrorKind::Internal, message),
-    };
-    let reply = Reply::error_doc(doc);
-    if reply.status == 503 {
-        reply.with_header("Retry-After", "5")
-    } else {
-        reply
     }
 }
 

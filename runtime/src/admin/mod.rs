@@ -109,9 +109,10 @@ pub use route::{ROUTES, route};
 pub use runs::{RunPageDoc, add_dead_runs, execute_run, run_query};
 #[cfg(feature = "schedules")]
 pub use schedules::{
-    DEFAULT_PAGE, ListedScheduleDoc, MAX_BODY_BYTES, ScheduleDeleteDoc, ScheduleDoc,
-    SchedulePageDoc, ScheduleWriteDoc, body_text, body_too_large, etag, execute_schedule,
-    list_query, schedule_job_spec,
+    BulkEntry, DEFAULT_PAGE, ListedScheduleDoc, MAX_BODY_BYTES, MAX_BULK_BODY_BYTES,
+    ScheduleBulkDoc, ScheduleBulkResult, ScheduleDeleteDoc, ScheduleDoc, SchedulePageDoc,
+    ScheduleWriteDoc, body_limit, body_text, body_text_within, body_too_large, body_too_large_for,
+    bulk_entries, bulk_entry, etag, execute_schedule, list_query, schedule_job_spec,
 };
 pub use trigger::{TriggerOutcome, trigger_doc, trigger_outcome, trigger_reply, trigger_run};
 
@@ -343,6 +344,15 @@ pub enum AdminRoute {
         /// From `If-Match` or `If-None-Match: *`.
         precondition: Precondition,
     },
+    /// `POST {p}/schedules/{job}`: writes many schedules of the dynamic
+    /// job `job`, each a `PUT` of its own with its own answer.
+    #[cfg(feature = "schedules")]
+    PutSchedules {
+        /// The dynamic job.
+        job: JobName,
+        /// The entries of the body, each read and checked on its own.
+        entries: Vec<BulkEntry>,
+    },
     /// `GET {p}/schedules/{job}/{key}`: the schedule and its status.
     #[cfg(feature = "schedules")]
     GetSchedule {
@@ -432,6 +442,7 @@ impl AdminRoute {
             | AdminRoute::Trigger { job } => Some(job),
             #[cfg(feature = "schedules")]
             AdminRoute::PutSchedule { job, .. }
+            | AdminRoute::PutSchedules { job, .. }
             | AdminRoute::GetSchedule { job, .. }
             | AdminRoute::DeleteSchedule { job, .. }
             | AdminRoute::ListSchedules { job, .. }
@@ -450,6 +461,7 @@ impl AdminRoute {
         matches!(
             self,
             AdminRoute::PutSchedule { .. }
+                | AdminRoute::PutSchedules { .. }
                 | AdminRoute::GetSchedule { .. }
                 | AdminRoute::DeleteSchedule { .. }
                 | AdminRoute::ListSchedules { .. }
@@ -492,6 +504,8 @@ impl AdminRoute {
             AdminRoute::Repair { .. } => ("POST", "/repair"),
             #[cfg(feature = "schedules")]
             AdminRoute::PutSchedule { .. } => ("PUT", "/schedules/{job}/{key}"),
+            #[cfg(feature = "schedules")]
+            AdminRoute::PutSchedules { .. } => ("POST", "/schedules/{job}"),
             #[cfg(feature = "schedules")]
             AdminRoute::GetSchedule { .. } => ("GET", "/schedules/{job}/{key}"),
             #[cfg(feature = "schedules")]

@@ -97,6 +97,8 @@ pub const ROUTES: &[(&str, &str)] = &[
     #[cfg(feature = "schedules")]
     ("GET", "/schedules/{job}"),
     #[cfg(feature = "schedules")]
+    ("POST", "/schedules/{job}"),
+    #[cfg(feature = "schedules")]
     ("GET", "/runs/{job}/{key}"),
     #[cfg(feature = "schedules")]
     ("PUT", "/runs/{job}/{key}"),
@@ -113,7 +115,7 @@ const ROUTE_LIST: &str = "GET / (the dashboard), GET openapi.json, GET health, G
 const ROUTE_LIST: &str = "GET / (the dashboard), GET openapi.json, GET health, GET status, \
                           GET metrics, GET dlq, GET jobs/{job}/next, \
                           POST jobs/{job}/redrive|pause|resume|backfill|trigger, POST repair, \
-                          PUT|GET|DELETE schedules/{job}/{key}, GET schedules/{job}, \
+                          PUT|GET|DELETE schedules/{job}/{key}, GET|POST schedules/{job}, \
                           PUT|GET runs/{job}/{key}, GET runs/{job}";
 
 fn recognise(

@@ -12,7 +12,7 @@ use cronslot_core::manifest::{Manifest, parse_manifest};
 use cronslot_core::schedules::ScheduleKey;
 use cronslot_runtime::admin::{
     self, AdminHost, AdminRequest, BackfillDoc, ErrorDoc, ErrorKind, PauseDoc, RedriveDoc, Reply,
-    ScheduleDeleteDoc, ScheduleDoc, SchedulePageDoc, ScheduleWriteDoc, TriggerDoc,
+    ScheduleBulkDoc, ScheduleDeleteDoc, ScheduleDoc, SchedulePageDoc, ScheduleWriteDoc, TriggerDoc,
 };
 use cronslot_runtime::{Jobs, Platform, VirtualPlatform};
 use jiff::Timestamp;
@@ -767,6 +767,116 @@ fn a_jobs_operations_take_a_schedules_key() {
     let r = post(&bare, &m, "/cronslot/jobs/invoice/pause", "key=tenant-1");
     assert_eq!(r.status, 404, "{}", r.body);
     assert!(error(&r).message.contains("does not serve the schedules"));
+}
+
+/// `POST {p}/schedules/{job}`: each entry answered as its own `PUT`,
+/// in order, the bad ones 400 without stopping the others; the store is
+/// read once per record and written once per changed schedule.
+#[test]
+fn a_bulk_post_answers_each_entry_in_order() {
+    let m = manifest();
+    let (store, c) = world();
+    assert_eq!(put(&c, &m, r#"{"cron":"0 9 * * *"}"#).status, 201);
+    let (reads, writes) = (store.reads(), store.writes());
+    let body = r#"{"schedules": [
+        {"key": "tenant-1", "spec": {"cron": "0 9 * * *"}},
+        {"key": "tenant-2", "spec": {"cron": "0 9 * * *", "timezone": "Europe/Berlin"}},
+        {"key": "tenant-3", "spec": {"cron": "0 9 * * *"}, "if_match": 2},
+        {"key": "tenant-1", "spec": {"cron": "0 10 * * *"}, "if_match": 1},
+        {"key": "bad key", "spec": {"cron": "0 9 * * *"}},
+        {"key": "tenant-4", "spec": {"cron": "0 9 * * *", "timezon": "UTC"}},
+        {"key": "tenant-5", "spec": {"at": "2027-01-05T09:00:00Z"}, "create_only": true}
+    ]}"#;
+    let r = send(
+        &c,
+        &m,
+        "POST",
+        "/cronslot/schedules/invoice",
+        Ask {
+            body: Some(body),
+            ..Ask::default()
+        },
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    let doc: ScheduleBulkDoc = self::body(&r);
+    let statuses: Vec<(Option<&str>, u16, Option<u64>)> = doc
+        .results
+        .iter()
+        .map(|r| (r.key.as_deref(), r.status, r.version))
+        .collect();
+    assert_eq!(
+        statuses,
+        [
+            (Some("tenant-1"), 200, Some(1)),
+            (Some("tenant-2"), 201, Some(1)),
+            (Some("tenant-3"), 412, None),
+            (Some("tenant-1"), 200, Some(2)),
+            (Some("bad key"), 400, None),
+            (Some("tenant-4"), 400, None),
+            (Some("tenant-5"), 201, Some(1)),
+        ]
+    );
+    assert_eq!(
+        (doc.created, doc.changed, doc.unchanged, doc.failed),
+        (2, 1, 1, 3)
+    );
+    let misspelt = doc.results[5].error.as_ref().expect("refused");
+    assert_eq!(misspelt.parameter.as_deref(), Some("schedules[5].spec"));
+    assert!(misspelt.message.contains("timezon"), "{}", misspelt.message);
+    // One read of the four keys of the bulk and one write each of the two
+    // it created; the second write of tenant-1 went alone after it (a read
+    // and a write).
+    assert_eq!(store.reads() - reads, 4 + 1);
+    assert_eq!(store.writes() - writes, 2 + 1);
+}
+
+/// A bulk body that is not a list of 1 to 1,000 entries is refused
+/// whole, and so are headers the entries carry themselves.
+#[test]
+fn a_bulk_post_that_is_not_a_list_is_refused_whole() {
+    let m = manifest();
+    let (store, c) = world();
+    let post = |body: &str, if_match: Option<&str>| {
+        send(
+            &c,
+            &m,
+            "POST",
+            "/cronslot/schedules/invoice",
+            Ask {
+                body: Some(body),
+                if_match,
+                ..Ask::default()
+            },
+        )
+    };
+    for body in ["", "[]", r#"{"schedules": []}"#, r#"{"schedules": 3}"#] {
+        let r = post(body, None);
+        assert_eq!(r.status, 400, "{body}: {}", r.body);
+    }
+    let one = r#"{"schedules": [{"key": "a", "spec": {"cron": "0 9 * * *"}}]}"#;
+    let r = post(one, Some("\"1\""));
+    assert_eq!(r.status, 400, "{}", r.body);
+    assert_eq!(error(&r).parameter.as_deref(), Some("If-Match"));
+    let r = send(
+        &c,
+        &m,
+        "POST",
+        "/cronslot/schedules/report",
+        Ask {
+            body: Some(one),
+            ..Ask::default()
+        },
+    );
+    assert_eq!(r.status, 404, "a static job has no schedules: {}", r.body);
+    let r = send(
+        &c,
+        &m,
+        "PATCH",
+        "/cronslot/schedules/invoice",
+        Ask::default(),
+    );
+    assert_eq!(r.status, 405, "{}", r.body);
+    assert_eq!(store.writes(), 0);
 }
 
 proptest! {

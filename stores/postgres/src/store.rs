@@ -14,8 +14,8 @@ use std::time::Duration;
 
 use cronslot_core::coord::LocationError;
 use cronslot_core::coord::{
-    EffectBegin, EffectFinish, EffectLedger, EffectRecord, JobState, PutResult, StateStore,
-    StoreError, TickIndex, TickStart, Version, Versioned, decide_begin, decide_finish,
+    EffectBegin, EffectFinish, EffectLedger, EffectRecord, JobState, PutResult, RecordWrite,
+    StateStore, StoreError, TickIndex, TickStart, Version, Versioned, decide_begin, decide_finish,
     decode_state, encode_state, prefix_end,
 };
 use cronslot_store_kit::{

@@ -48,8 +48,8 @@ use std::time::{Duration, Instant};
 use cronslot_core::coord::decide::migrated_wake;
 use cronslot_core::coord::{
     EffectBegin, EffectFinish, EffectLedger, EffectRecord, EffectState, JobState, PutResult,
-    StateStore, StoreError, StoreErrorKind, TickIndex, TickStart, Version, Versioned, decide_begin,
-    decide_finish, decode_state, encode_state, prefix_end,
+    RecordWrite, StateStore, StoreError, StoreErrorKind, TickIndex, TickStart, Version, Versioned,
+    decide_begin, decide_finish, decode_state, encode_state, prefix_end,
 };
 use cronslot_store_kit::{OpenOptions, UrlStore};
 use jiff::Timestamp;

@@ -63,6 +63,55 @@ impl SqliteStore {
         Ok(PutResult::Conflict(current.map(Box::new)))
     }
 
+    /// Every record of `jobs` under one hold of the connection: each read
+    /// is a statement, and nothing is written between them.
+    fn get_many_now(&self, jobs: &[&str]) -> Result<Vec<Option<Versioned<JobState>>>, StoreError> {
+        let conn = self.lock();
+        self.count(jobs.len() as u64);
+        jobs.iter()
+            .map(|job| read_state(&conn, self.where_(), job))
+            .collect()
+    }
+
+    /// Many conditional writes in one transaction, so one commit (one
+    /// sync of the file) for all of them; each has its own answer, and a
+    /// write that loses leaves the others to commit.
+    fn put_many_now(&self, writes: &[RecordWrite<'_>]) -> Vec<Result<PutResult, StoreError>> {
+        let where_ = self.where_();
+        let doing = || format!("writing the states of {} jobs", writes.len());
+        let mut conn = self.lock();
+        let tx = match begin_immediate(&mut conn, where_, &doing) {
+            Ok(tx) => tx,
+            Err(e) => return writes.iter().map(|_| Err(e.clone())).collect(),
+        };
+        let mut answers = Vec::with_capacity(writes.len());
+        for w in writes {
+            if w.state.job != w.job {
+                answers.push(Err(StoreError::other(format!(
+                    "{where_}: refusing to store the state of job {:?} as job {:?}",
+                    w.state.job, w.job
+                ))));
+                continue;
+            }
+            self.count(1);
+            let text = encode_state(w.state);
+            let answer = match write_state(&tx, where_, w.job, &text, w.state.wake_at, w.expected) {
+                Ok(Some(version)) => Ok(PutResult::Written(version)),
+                Ok(None) => {
+                    self.count(1);
+                    read_state(&tx, where_, w.job).map(|c| PutResult::Conflict(c.map(Box::new)))
+                }
+                Err(e) => Err(e),
+            };
+            answers.push(answer);
+        }
+        if let Err(e) = commit(tx, where_, &doing) {
+            // Nothing of it was written.
+            return writes.iter().map(|_| Err(e.clone())).collect();
+        }
+        answers
+    }
+
     fn jobs_now(&self) -> Result<Vec<String>, StoreError> {
         let where_ = self.where_();
         let conn = self.lock();
@@ -159,6 +208,18 @@ impl StateStore for SqliteStore {
         limit: usize,
     ) -> Result<Vec<(String, Versioned<JobState>)>, StoreError> {
         self.records_page_now(prefix, after, limit)
+    }
+
+    async fn get_many_judged(
+        &self,
+        jobs: &[&str],
+        now: Timestamp,
+    ) -> Result<(Vec<Option<Versioned<JobState>>>, Timestamp), StoreError> {
+        Ok((self.get_many_now(jobs)?, now))
+    }
+
+    async fn put_many(&self, writes: &[RecordWrite<'_>]) -> Vec<Result<PutResult, StoreError>> {
+        self.put_many_now(writes)
     }
 }
 

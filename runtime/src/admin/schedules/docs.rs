@@ -24,6 +24,44 @@ pub struct ScheduleWriteDoc {
     pub changed: bool,
 }
 
+/// `POST {p}/schedules/{job}`: what a bulk write did, entry by entry.
+/// The request's status is 200 whenever its body was a list of entries;
+/// each entry's own status is in its result.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ScheduleBulkDoc {
+    /// The dynamic job.
+    pub job: String,
+    /// One result per entry, in the order sent.
+    pub results: Vec<ScheduleBulkResult>,
+    /// Entries that created their schedule (201).
+    pub created: usize,
+    /// Entries that changed their schedule (200, `changed`).
+    pub changed: usize,
+    /// Entries whose spec was the one in force: nothing written (200).
+    pub unchanged: usize,
+    /// Entries refused or not written (every other status).
+    pub failed: usize,
+}
+
+/// One entry's answer in a [`ScheduleBulkDoc`]: what its own `PUT`
+/// would have answered.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ScheduleBulkResult {
+    /// The entry's key as sent (`null`: the entry had none).
+    pub key: Option<String>,
+    /// The status its `PUT` would have had: 201, 200, or an error's.
+    pub status: u16,
+    /// The version in force after the write (absent on an error).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<u64>,
+    /// Whether the write changed the schedule (absent on an error).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub changed: Option<bool>,
+    /// Why the entry was not written.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<crate::admin::ErrorDoc>,
+}
+
 /// `DELETE {p}/schedules/{job}/{key}`: the tombstone left.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ScheduleDeleteDoc {

@@ -6,11 +6,13 @@ use cronslot_core::manifest::{JobName, JobSpec, JobTemplate, Manifest};
 use cronslot_core::schedules::ScheduleKey;
 use jiff::Timestamp;
 
+use super::BulkEntry;
 use super::docs::{
-    ListedScheduleDoc, ScheduleDeleteDoc, ScheduleDoc, SchedulePageDoc, ScheduleWriteDoc,
+    ListedScheduleDoc, ScheduleBulkDoc, ScheduleBulkResult, ScheduleDeleteDoc, ScheduleDoc,
+    SchedulePageDoc, ScheduleWriteDoc,
 };
 use super::etag;
-use crate::admin::execute::{coord_reply, next_doc};
+use crate::admin::execute::{coord_error_doc, coord_reply, next_doc};
 use crate::admin::{AdminRoute, DEFAULT_NEXT, ErrorDoc, ErrorKind, Reply, job_report};
 
 /// Runs a schedule's route ([`AdminRoute::is_schedule`]) over `coord` at
@@ -57,6 +59,13 @@ pub async fn execute_schedule<C: Schedules>(
                 changed,
             };
             Reply::json(status, &doc).with_header("ETag", etag(version))
+        }
+        AdminRoute::PutSchedules { job, entries } => {
+            let template = match template(manifest, job) {
+                Ok(t) => t,
+                Err(reply) => return reply,
+            };
+            bulk(template, entries, coord, now).await
         }
         AdminRoute::DeleteSchedule {
             job,
@@ -127,6 +136,81 @@ pub async fn execute_schedule<C: Schedules>(
             ),
         ),
     }
+}
+
+/// A bulk write: the entries that are schedules go to the store in one
+/// [`Schedules::put_schedules`]; every entry gets its result in order.
+async fn bulk<C: Schedules>(
+    template: &JobTemplate,
+    entries: &[BulkEntry],
+    coord: &C,
+    now: Timestamp,
+) -> Reply {
+    let job = &template.name;
+    let puts: Vec<_> = entries
+        .iter()
+        .filter_map(|e| e.put.as_ref().ok().cloned())
+        .collect();
+    let mut written = coord.put_schedules(template, puts, now).await.into_iter();
+    let mut doc = ScheduleBulkDoc {
+        job: job.as_str().to_string(),
+        results: Vec::with_capacity(entries.len()),
+        created: 0,
+        changed: 0,
+        unchanged: 0,
+        failed: 0,
+    };
+    for entry in entries {
+        let result = match &entry.put {
+            Err(refused) => Err(refused.clone()),
+            Ok(put) => match written.next() {
+                Some(Ok(write)) => Ok(write),
+                Some(Err(e)) => Err(schedule_error_doc(
+                    job,
+                    &put.key,
+                    "writing",
+                    put.precondition,
+                    &e,
+                )),
+                None => Err(ErrorDoc::new(
+                    500,
+                    ErrorKind::Internal,
+                    format!("writing {}: no answer came back", name(job, &put.key)),
+                )),
+            },
+        };
+        let (status, version, changed, error) = match result {
+            Ok(ScheduleWrite::Created { version }) => {
+                doc.created += 1;
+                (201, Some(version), Some(true), None)
+            }
+            Ok(ScheduleWrite::Changed { version }) => {
+                doc.changed += 1;
+                (200, Some(version), Some(true), None)
+            }
+            Ok(ScheduleWrite::Unchanged { version }) => {
+                doc.unchanged += 1;
+                (200, Some(version), Some(false), None)
+            }
+            Ok(ScheduleWrite::Deleted { .. }) => {
+                doc.failed += 1;
+                let e = ErrorDoc::new(500, ErrorKind::Internal, "the write answered a delete");
+                (500, None, None, Some(e))
+            }
+            Err(e) => {
+                doc.failed += 1;
+                (e.status, None, None, Some(e))
+            }
+        };
+        doc.results.push(ScheduleBulkResult {
+            key: entry.key.clone(),
+            status,
+            version,
+            changed,
+            error,
+        });
+    }
+    Reply::json(200, &doc)
 }
 
 /// The document of a schedule as read: a tombstone is 404.
@@ -301,12 +385,35 @@ fn schedule_error(
     precondition: Precondition,
     e: &ScheduleError,
 ) -> Reply {
-    let what = name(job, key);
     let refusal = match e {
-        ScheduleError::Coord(c) => return coord_reply(format!("{doing} {what}: {c}"), c),
+        ScheduleError::Coord(c) => {
+            return coord_reply(format!("{doing} {}: {c}", name(job, key)), c);
+        }
         ScheduleError::Refused(r) => r,
     };
-    let doc = match refusal {
+    let reply = Reply::error_doc(schedule_error_doc(job, key, doing, precondition, e));
+    match refusal {
+        ScheduleRefusal::VersionMismatch { current: Some(v) }
+        | ScheduleRefusal::Exists { version: v } => reply.with_header("ETag", etag(*v)),
+        _ => reply,
+    }
+}
+
+/// The error document of [`schedule_error`], without its headers: a bulk
+/// write's entry carries it.
+fn schedule_error_doc(
+    job: &JobName,
+    key: &ScheduleKey,
+    doing: &str,
+    precondition: Precondition,
+    e: &ScheduleError,
+) -> ErrorDoc {
+    let what = name(job, key);
+    let refusal = match e {
+        ScheduleError::Coord(c) => return coord_error_doc(format!("{doing} {what}: {c}"), c),
+        ScheduleError::Refused(r) => r,
+    };
+    match refusal {
         ScheduleRefusal::VersionMismatch { current } => {
             let named = match precondition {
                 Precondition::Version(v) => format!("If-Match names version {v}"),
@@ -358,11 +465,5 @@ fn schedule_error(
             doc.problems = Some(vec![problem.clone()]);
             doc
         }
-    };
-    let reply = Reply::error_doc(doc);
-    match refusal {
-        ScheduleRefusal::VersionMismatch { current: Some(v) }
-        | ScheduleRefusal::Exists { version: v } => reply.with_header("ETag", etag(*v)),
-        _ => reply,
     }
 }

@@ -15,12 +15,15 @@
 //!
 //! [`Precondition`]: cronslot_core::coord::decide::Precondition
 
+mod bulk;
 mod docs;
 mod execute;
 mod route;
 
+pub use bulk::{BulkEntry, MAX_BULK_BODY_BYTES, body_limit, bulk_entries, bulk_entry};
 pub use docs::{
-    ListedScheduleDoc, ScheduleDeleteDoc, ScheduleDoc, SchedulePageDoc, ScheduleWriteDoc,
+    ListedScheduleDoc, ScheduleBulkDoc, ScheduleBulkResult, ScheduleDeleteDoc, ScheduleDoc,
+    SchedulePageDoc, ScheduleWriteDoc,
 };
 pub use execute::{execute_schedule, schedule_job_spec};
 pub use route::list_query;
@@ -38,21 +41,33 @@ pub const MAX_BODY_BYTES: usize = 64 * 1024;
 /// The answer to a body longer than [`MAX_BODY_BYTES`] (413), however the
 /// host found out (a declared length, or reading stopped at the bound).
 pub fn body_too_large() -> super::Reply {
+    body_too_large_for(MAX_BODY_BYTES)
+}
+
+/// The answer to a body longer than `limit` ([`body_limit`]).
+pub fn body_too_large_for(limit: usize) -> super::Reply {
+    let why = if limit > MAX_BODY_BYTES {
+        "a bulk write of larger schedules goes as several requests"
+    } else {
+        "a schedule's spec holds at most a 16 KiB payload"
+    };
     super::Reply::error(
         413,
         super::ErrorKind::BadRequest,
-        format!(
-            "the body is larger than {MAX_BODY_BYTES} bytes (or was cut off): a schedule's spec \
-             holds at most a 16 KiB payload"
-        ),
+        format!("the body is larger than {limit} bytes (or was cut off): {why}"),
     )
 }
 
 /// A request's body as the routes take it: `None` when empty, the text
 /// when it is UTF-8 and at most [`MAX_BODY_BYTES`]; otherwise the answer.
 pub fn body_text(bytes: Vec<u8>) -> Result<Option<String>, super::Reply> {
-    if bytes.len() > MAX_BODY_BYTES {
-        return Err(body_too_large());
+    body_text_within(bytes, MAX_BODY_BYTES)
+}
+
+/// [`body_text`] with the bound [`body_limit`] gives the request.
+pub fn body_text_within(bytes: Vec<u8>, limit: usize) -> Result<Option<String>, super::Reply> {
+    if bytes.len() > limit {
+        return Err(body_too_large_for(limit));
     }
     if bytes.is_empty() {
         return Ok(None);

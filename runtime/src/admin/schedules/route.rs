@@ -88,7 +88,25 @@ pub(crate) fn recognise_list(
     query: Option<&str>,
     raw_job: &str,
 ) -> Result<AdminRoute, Reply> {
-    allow(req.method, "GET")?;
+    if req.method == "POST" {
+        let job = dynamic_job(manifest, raw_job)?;
+        parse_query(query, &[])?;
+        if req.if_match.is_some() || req.if_none_match.is_some() {
+            return Err(bad_parameter(
+                if req.if_match.is_some() {
+                    "If-Match"
+                } else {
+                    "If-None-Match"
+                },
+                "a bulk write's conditions are each entry's: if_match or create_only",
+            ));
+        }
+        let entries = super::bulk_entries(req.body)?;
+        return Ok(AdminRoute::PutSchedules { job, entries });
+    }
+    if req.method != "GET" {
+        allow(req.method, "GET, POST")?;
+    }
     let job = dynamic_job(manifest, raw_job)?;
     let params = parse_query(query, &["prefix", "label", "cursor", "limit"])?;
     let param = |name: &str| params.get(name).map(String::as_str);

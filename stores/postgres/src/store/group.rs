@@ -107,6 +107,46 @@ impl Writes {
     }
 }
 
+impl Writes {
+    /// Sends `writes` (at most one per record) as groups of their own, a
+    /// bulk write's: [`MAX_BULK`] at a time, each group one statement for
+    /// the first writes and one for the compare-and-sets, and answers each
+    /// in order. They do not wait for a lane: a bulk writer has its own
+    /// connection from the pool for them.
+    pub(super) async fn send_all(
+        self: Arc<Self>,
+        shared: Arc<Shared>,
+        sql: Arc<Sql>,
+        writes: Vec<Write>,
+    ) -> Vec<Result<PutResult, StoreError>> {
+        let mut answers = Vec::with_capacity(writes.len());
+        let mut writes = writes.into_iter().peekable();
+        while writes.peek().is_some() {
+            let (mut group, mut answered) = (Vec::new(), Vec::new());
+            for write in writes.by_ref().take(MAX_BULK) {
+                let (answer, receiver) = oneshot::channel();
+                group.push(Waiting { write, answer });
+                answered.push(receiver);
+            }
+            if send_group(&shared, &sql, group).await {
+                self.notifier.due(&shared, &sql);
+            }
+            for receiver in answered {
+                answers.push(
+                    receiver
+                        .await
+                        .unwrap_or_else(|_| Err(dropped(&shared.shown))),
+                );
+            }
+        }
+        answers
+    }
+}
+
+/// Writes in one group of a bulk write at most (a schedule's bulk write
+/// carries up to 1,000).
+const MAX_BULK: usize = 1000;
+
 fn dropped(shown: &str) -> StoreError {
     StoreError::other(format!(
         "PostgreSQL store {shown}: a grouped write was dropped without an answer: this is a bug"

@@ -24,6 +24,95 @@ impl PgStore {
             .await
     }
 
+    /// The records of `jobs`, in that order, and the server's clock, in
+    /// one statement.
+    async fn read_many(
+        &self,
+        jobs: &[&str],
+    ) -> Result<(Vec<Option<Versioned<JobState>>>, Timestamp), StoreError> {
+        let (shared, sql) = (self.shared.clone(), self.sql.clone());
+        let jobs: Vec<String> = jobs.iter().map(|j| j.to_string()).collect();
+        self.shared
+            .driver
+            .run(async move {
+                let doing = || format!("reading the states of {} jobs", jobs.len());
+                let mut conn = shared.checkout().await?;
+                let sent = Timestamp::now();
+                let rows = conn
+                    .statement(
+                        Phase::Read,
+                        &doing,
+                        &sql.get_many,
+                        &[(&jobs, Type::TEXT_ARRAY)],
+                    )
+                    .await?;
+                if rows.len() != jobs.len() {
+                    return Err(unexpected(&conn, &doing));
+                }
+                let mut server = None;
+                let mut records = Vec::with_capacity(jobs.len());
+                for (row, job) in rows.iter().zip(&jobs) {
+                    server.get_or_insert(conn.column::<PgTime>(row, 0, &doing)?.0);
+                    records.push(versioned(&conn, row, 1, job, &doing)?);
+                }
+                let server = server.ok_or_else(|| unexpected(&conn, &doing))?;
+                shared.offset.measured(sent, server, Timestamp::now());
+                Ok((records, server))
+            })
+            .await
+    }
+
+    /// Many conditional writes: the first write of each record in the
+    /// bulk's statements (store/group.rs), a second write of one record
+    /// after them, alone.
+    async fn put_states(&self, writes: &[RecordWrite<'_>]) -> Vec<Result<PutResult, StoreError>> {
+        let mut seen = std::collections::HashSet::new();
+        let (mut bulk, mut again, mut order) = (Vec::new(), Vec::new(), Vec::new());
+        for w in writes {
+            if w.state.job != w.job {
+                order.push(None);
+                continue;
+            }
+            if seen.insert(w.job) {
+                order.push(Some(true));
+                bulk.push(group::Write {
+                    job: w.job.to_string(),
+                    text: encode_state(w.state),
+                    wake: w.state.wake_at.map(PgTime),
+                    expected: w.expected,
+                });
+            } else {
+                order.push(Some(false));
+            }
+        }
+        let (shared, sql, group) = (self.shared.clone(), self.sql.clone(), self.writes.clone());
+        let sent = bulk.len();
+        let mut bulk = match self
+            .shared
+            .driver
+            .run(async move { Ok(group.send_all(shared, sql, bulk).await) })
+            .await
+        {
+            Ok(answers) => answers,
+            Err(e) => vec![Err(e); sent],
+        }
+        .into_iter();
+        for (w, how) in writes.iter().zip(order) {
+            again.push(match how {
+                Some(true) => bulk.next().unwrap_or_else(|| {
+                    Err(StoreError::other(format!(
+                        "PostgreSQL store {}: a bulk write lost an answer: this is a bug",
+                        self.shared.shown
+                    )))
+                }),
+                // A record's second write, or a caller's bug that `put`
+                // names: one at a time.
+                _ => self.put_state(w.job, w.state, w.expected).await,
+            });
+        }
+        again
+    }
+
     async fn put_state(
         &self,
         job: &str,
@@ -321,5 +410,21 @@ impl StateStore for PgStore {
     ) -> Result<(Option<Versioned<JobState>>, Timestamp), StoreError> {
         let (record, server) = self.read(job).await?;
         Ok((record, self.judge.judge(server, now)))
+    }
+
+    async fn get_many_judged(
+        &self,
+        jobs: &[&str],
+        now: Timestamp,
+    ) -> Result<(Vec<Option<Versioned<JobState>>>, Timestamp), StoreError> {
+        if jobs.is_empty() {
+            return Ok((Vec::new(), now));
+        }
+        let (records, server) = self.read_many(jobs).await?;
+        Ok((records, self.judge.judge(server, now)))
+    }
+
+    async fn put_many(&self, writes: &[RecordWrite<'_>]) -> Vec<Result<PutResult, StoreError>> {
+        self.put_states(writes).await
     }
 }

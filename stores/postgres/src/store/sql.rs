@@ -7,6 +7,7 @@ use super::*;
 /// The statements, with the schema filled in.
 pub(super) struct Sql {
     pub(super) get: String,
+    pub(super) get_many: String,
     pub(super) insert: String,
     pub(super) update: String,
     pub(super) insert_notifying: String,
@@ -50,6 +51,14 @@ impl Sql {
                 "SELECT clock_timestamp(), j.version, j.state
                    FROM (SELECT 1) AS one
                    LEFT JOIN {s}.job_state j ON j.job = $1"
+            ),
+            // Many records and the server's clock in one statement (a
+            // bulk write's read): a row per name, in the order given.
+            get_many: format!(
+                "SELECT clock_timestamp(), j.version, j.state
+                   FROM unnest($1::text[]) WITH ORDINALITY AS n(job, i)
+                   LEFT JOIN {s}.job_state j ON j.job = n.job
+                  ORDER BY n.i"
             ),
             insert: conditional_write(&s, &insert, None),
             update: conditional_write(&s, &update, None),
