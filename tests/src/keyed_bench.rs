@@ -18,7 +18,10 @@ pub const UNSET: u64 = u64::MAX;
 
 thread_local! {
     /// This thread's executor for [`parked`].
+    /// (With its I/O and timers, for a store that runs on its caller's
+    /// runtime: DynamoDB's client.)
     static PARKED: tokio::runtime::Runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
         .build()
     {
         Ok(rt) => rt,
