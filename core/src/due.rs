@@ -53,6 +53,9 @@ struct ZoneGroup {
 #[derive(Debug, Clone)]
 pub struct DuePlanner {
     groups: Vec<ZoneGroup>,
+    /// Jobs with jitter: due when a slot's start (not its instant) falls
+    /// in the window, found job by job ([`JobSpec::next_start_after`]).
+    jittered: Vec<usize>,
     /// How many specs the planner was built from, to catch a caller that
     /// hands [`due`](DuePlanner::due) another list.
     specs: usize,
@@ -67,11 +70,16 @@ impl DuePlanner {
     /// that never fire are left out.
     pub fn new<S: Borrow<JobSpec>>(specs: &[S], include: impl Fn(&JobSpec) -> bool) -> DuePlanner {
         let mut groups: Vec<ZoneGroup> = Vec::new();
+        let mut jittered = Vec::new();
         let mut by_name = HashMap::with_capacity(specs.len());
         for (index, spec) in specs.iter().enumerate() {
             let spec = spec.borrow();
             by_name.insert(spec.name.as_str().to_string(), index);
             if !include(spec) || spec.schedule.never_fires() {
+                continue;
+            }
+            if !spec.jitter.is_zero() {
+                jittered.push(index);
                 continue;
             }
             let zone = spec.schedule.zone();
@@ -85,6 +93,7 @@ impl DuePlanner {
         }
         DuePlanner {
             groups,
+            jittered,
             specs: specs.len(),
             by_name,
         }
@@ -97,16 +106,18 @@ impl DuePlanner {
 
     /// How many jobs the planner plans.
     pub fn len(&self) -> usize {
-        self.groups.iter().map(|g| g.jobs.len()).sum()
+        self.groups.iter().map(|g| g.jobs.len()).sum::<usize>() + self.jittered.len()
     }
 
     /// Whether the planner plans no job.
     pub fn is_empty(&self) -> bool {
-        self.groups.iter().all(|g| g.jobs.is_empty())
+        self.groups.iter().all(|g| g.jobs.is_empty()) && self.jittered.is_empty()
     }
 
     /// Every planned job with a slot in `(after, until]` inside its active
-    /// window, with its first such slot, ordered by slot and then job.
+    /// window, with its first such slot, ordered by slot and then job. A
+    /// job with jitter is due when a slot's start is in the window (the
+    /// slot itself may be before it), and is given with that slot.
     /// `specs` must be the list the planner was built from.
     pub fn due<S: Borrow<JobSpec>>(
         &self,
@@ -117,6 +128,11 @@ impl DuePlanner {
         let mut due = Vec::new();
         if until <= after || specs.len() != self.specs {
             return due;
+        }
+        for &job in &self.jittered {
+            if let Some(slot) = first_start(specs[job].borrow(), after, until) {
+                due.push(Due { slot, job });
+            }
         }
         let minutes = minute_starts(after, until);
         for group in &self.groups {
@@ -256,6 +272,23 @@ fn match_minutes<S: Borrow<JobSpec>>(
             due.push(Due { slot, job });
         }
     }
+}
+
+/// A jittered job's first slot inside its active window whose start is in
+/// `(after, until]`.
+fn first_start(spec: &JobSpec, after: Timestamp, until: Timestamp) -> Option<Timestamp> {
+    let (mut slot, mut start) = spec.next_start_after(after)?;
+    if let Some(window_start) = spec.start_at
+        && slot < window_start
+    {
+        slot = spec.schedule.next_after(
+            window_start
+                .checked_sub(SignedDuration::from_nanos(1))
+                .ok()?,
+        )?;
+        start = spec.start_of(slot);
+    }
+    (start > after && start <= until && spec.in_window(slot)).then_some(slot)
 }
 
 /// The exact path: the job's first slot in `(after, until]` inside its

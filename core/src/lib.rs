@@ -50,6 +50,7 @@ pub mod due;
 pub mod explain;
 pub mod health;
 pub mod instant;
+pub mod jitter;
 pub mod json;
 pub mod manifest;
 pub mod schedule;

@@ -21,14 +21,14 @@ mod chunks;
 mod diagnostic;
 mod duration;
 mod gaps;
-mod hash;
+pub(crate) mod hash;
 mod name;
 mod precompiled;
 #[cfg(feature = "toml")]
 mod raw;
 #[cfg(feature = "toml")]
 mod resolve;
-mod rules;
+pub(crate) mod rules;
 #[cfg(feature = "toml")]
 mod table;
 mod template;
@@ -365,6 +365,8 @@ pub struct Defaults {
     pub dst: DstPolicy,
     /// `skew_margin`.
     pub skew_margin: Duration,
+    /// `jitter`: zero for none.
+    pub jitter: Duration,
     /// `paused`.
     pub paused: bool,
     /// `stale_after`; `None`: derived from each job's schedule.
@@ -389,6 +391,7 @@ impl Default for Defaults {
             delivery: Delivery::default(),
             dst: DstPolicy::default(),
             skew_margin: defaults::SKEW_MARGIN,
+            jitter: Duration::ZERO,
             paused: false,
             stale_after: None,
             history: HistoryLimits::default(),
@@ -427,6 +430,10 @@ pub struct JobSpec {
     pub delivery: Delivery,
     /// Margin added to lease expiry comparisons to absorb clock skew.
     pub skew_margin: Duration,
+    /// Each slot starts at a point of this window after its nominal
+    /// instant, the same on every node ([`JobSpec::start_of`],
+    /// [`crate::jitter`]); zero: at its instant.
+    pub jitter: Duration,
     /// The job starts paused: a record created for it is created paused
     /// (its slots are skipped). Once the record exists, pausing and
     /// resuming are operations on it ([`Coordinator::pause`]).

@@ -25,7 +25,7 @@ use super::{CatchUp, Delivery, Trigger};
 use crate::schedule::{DstGap, DstOverlap};
 
 /// Every key a `[defaults]` or `[[job]]` table may have.
-pub(super) const KEYS: [&str; 26] = [
+pub(super) const KEYS: [&str; 27] = [
     "name",
     "schedule",
     "dynamic",
@@ -43,6 +43,7 @@ pub(super) const KEYS: [&str; 26] = [
     "dst_gap",
     "dst_overlap",
     "skew_margin",
+    "jitter",
     "paused",
     "start_at",
     "end_at",
@@ -92,6 +93,7 @@ pub(super) struct RawTable {
     pub dst_gap: Option<Spanned<DstGap>>,
     pub dst_overlap: Option<Spanned<DstOverlap>>,
     pub skew_margin: Option<Spanned<DurationValue>>,
+    pub jitter: Option<Spanned<DurationValue>>,
     pub paused: Option<Spanned<bool>>,
     pub start_at: Option<Spanned<InstantValue>>,
     pub end_at: Option<Spanned<InstantValue>>,
@@ -141,6 +143,7 @@ impl RawTable {
         add("dst_gap", self.dst_gap.as_ref().map(Spanned::span));
         add("dst_overlap", self.dst_overlap.as_ref().map(Spanned::span));
         add("skew_margin", self.skew_margin.as_ref().map(Spanned::span));
+        add("jitter", self.jitter.as_ref().map(Spanned::span));
         add("paused", self.paused.as_ref().map(Spanned::span));
         add("start_at", self.start_at.as_ref().map(Spanned::span));
         add("end_at", self.end_at.as_ref().map(Spanned::span));
@@ -486,7 +489,7 @@ mod tests {
     /// [`KEYS`] names every field of [`RawTable`], in its order.
     #[test]
     fn keys_are_the_fields_of_a_table() {
-        let text = "name = \"a\"\nschedule = \"* * * * *\"\ndynamic = false\nkey_retention = \"30d\"\ntimezone = \"UTC\"\ntrigger = \"tick\"\nlease = \"2m\"\nstarting_deadline = \"1m\"\ncatch_up = \"all\"\nmax_catch_up = 2\noverlap = \"allow\"\nmax_concurrency = 2\nretry = { max_attempts = 1 }\ndelivery = \"at_most_once\"\ndst_gap = \"skip\"\ndst_overlap = \"twice\"\nskew_margin = \"1s\"\npaused = true\nstart_at = \"2026-01-01T00:00:00Z\"\nend_at = \"2027-01-01T00:00:00Z\"\nstale_after = \"1h\"\nhistory = { failed = 1 }\ntimeout = \"1m\"\ncommand = [\"true\"]\nhttp = { url = \"https://example.com\" }\nenv = { A = \"b\" }\n";
+        let text = "name = \"a\"\nschedule = \"* * * * *\"\ndynamic = false\nkey_retention = \"30d\"\ntimezone = \"UTC\"\ntrigger = \"tick\"\nlease = \"2m\"\nstarting_deadline = \"1m\"\ncatch_up = \"all\"\nmax_catch_up = 2\noverlap = \"allow\"\nmax_concurrency = 2\nretry = { max_attempts = 1 }\ndelivery = \"at_most_once\"\ndst_gap = \"skip\"\ndst_overlap = \"twice\"\nskew_margin = \"1s\"\njitter = \"10s\"\npaused = true\nstart_at = \"2026-01-01T00:00:00Z\"\nend_at = \"2027-01-01T00:00:00Z\"\nstale_after = \"1h\"\nhistory = { failed = 1 }\ntimeout = \"1m\"\ncommand = [\"true\"]\nhttp = { url = \"https://example.com\" }\nenv = { A = \"b\" }\n";
         let table = DeTable::parse(text).expect("toml");
         let outcome = deserialize_table(&Spanned::new(table.span(), table.get_ref()), "[[job]]");
         assert!(outcome.problems.is_empty(), "{:?}", outcome.problems);

@@ -127,6 +127,7 @@ struct Policies {
     dst_gap: Val<DstGap>,
     dst_overlap: Val<DstOverlap>,
     skew_margin: Val<Duration>,
+    jitter: Val<Duration>,
     paused: Val<bool>,
     stale_after: Val<Option<Duration>>,
     history_succeeded: Val<u32>,
@@ -171,6 +172,7 @@ impl Policies {
             dst_gap: layers.pick("dst_gap", raw!(dst_gap), DstGap::default()),
             dst_overlap: layers.pick("dst_overlap", raw!(dst_overlap), DstOverlap::default()),
             skew_margin: layers.pick("skew_margin", raw!(skew_margin.0), defaults::SKEW_MARGIN),
+            jitter: layers.pick("jitter", raw!(jitter.0), Duration::ZERO),
             paused: layers.pick("paused", raw!(paused), false),
             stale_after: layers.pick("stale_after", |c| some(raw!(stale_after.0)(c)), None),
             history_succeeded: layers.pick(
@@ -185,6 +187,22 @@ impl Policies {
             ),
             timeout: layers.pick("timeout", |c| some(raw!(timeout.0)(c)), None),
         }
+        .with_jitters_deadline()
+    }
+
+    /// A jittered slot may start as late as the end of its window, and its
+    /// starting deadline counts from its nominal instant: where no table
+    /// writes a `starting_deadline`, the default one is counted from the
+    /// window's end instead of the instant (jitter + 10m). A deadline
+    /// that is written is checked against the jitter (`rules.rs`).
+    fn with_jitters_deadline(mut self) -> Policies {
+        if self.starting_deadline.origin == Origin::Builtin && !self.jitter.value.is_zero() {
+            self.starting_deadline.value = self
+                .jitter
+                .value
+                .saturating_add(defaults::STARTING_DEADLINE);
+        }
+        self
     }
 
     fn overlap(&self) -> Overlap {
@@ -233,6 +251,9 @@ impl Policies {
             backoff: &self.backoff,
             max_backoff: &self.max_backoff,
             skew_margin: &self.skew_margin,
+            jitter: &self.jitter,
+            starting_deadline: &self.starting_deadline,
+            trigger: &self.trigger,
             timeout: &self.timeout,
             function_job,
         }
@@ -267,6 +288,7 @@ pub(super) fn resolve_defaults(sink: &mut Sink<'_>, table: &Checked) -> Defaults
         delivery: p.delivery.value,
         dst: p.dst(),
         skew_margin: p.skew_margin.value,
+        jitter: p.jitter.value,
         paused: p.paused.value,
         stale_after: p.stale_after.value,
         history: p.history(),
@@ -324,6 +346,7 @@ pub(super) fn resolve_job(
         delivery: p.delivery.value,
         dst: p.dst(),
         skew_margin: p.skew_margin.value,
+        jitter: p.jitter.value,
         paused: p.paused.value,
         start_at: start_at.map(|s| s.get_ref().0),
         end_at: end_at.map(|e| e.get_ref().0),
@@ -348,6 +371,7 @@ pub(super) fn resolve_job(
     let schedule_text = job.raw.schedule.as_ref()?.get_ref().clone();
     let zone = p.zone.value.clone();
     let (start_at, end_at, paused) = (policies.start_at, policies.end_at, policies.paused);
+    let jitter = policies.jitter;
     let spec = policies.into_spec(Timing {
         schedule: Schedule::new(cron, zone.clone(), p.dst()),
         schedule_text,
@@ -355,6 +379,7 @@ pub(super) fn resolve_job(
         start_at,
         end_at,
         paused,
+        jitter,
         key: None,
         #[cfg(feature = "schedules")]
         payload: None,

@@ -18,7 +18,7 @@ use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
 
 use super::duration::format_duration;
-use super::{CatchUp, HttpMethod, defaults};
+use super::{CatchUp, HttpMethod, Trigger, defaults};
 use crate::cron::CronExpr;
 use crate::schedule::ZoneError;
 
@@ -87,6 +87,38 @@ pub(super) fn starting_deadline_problem(deadline: Duration) -> Option<String> {
         deadline,
         "a zero deadline would miss every slot",
     )
+}
+
+/// Why `jitter` cannot be a job's or a schedule's jitter, if it cannot:
+/// at most [`MAX_JITTER`](crate::jitter::MAX_JITTER).
+pub(crate) fn jitter_problem(jitter: Duration) -> Option<String> {
+    (jitter > crate::jitter::MAX_JITTER).then(|| {
+        format!(
+            "jitter {} is longer than the limit of {}",
+            format_duration(jitter),
+            format_duration(crate::jitter::MAX_JITTER)
+        )
+    })
+}
+
+/// A tick's length: a jittered slot found at its start by a tick up to
+/// this much later must still be within its starting deadline.
+const TICK: Duration = Duration::from_secs(60);
+
+/// Why `jitter` does not fit in `deadline`, if it does not: a slot that
+/// starts at the end of its window (and is found a tick later) must still
+/// be on time, since the deadline counts from the nominal instant.
+pub(crate) fn jitter_deadline_problem(jitter: Duration, deadline: Duration) -> Option<String> {
+    (!jitter.is_zero() && jitter.saturating_add(TICK) > deadline).then(|| {
+        format!(
+            "jitter {} needs a starting_deadline of at least {} (jitter + 1m): the deadline \
+             counts from the slot's nominal instant, and the slot may start at the end of its \
+             window; starting_deadline is {}",
+            format_duration(jitter),
+            format_duration(jitter.saturating_add(TICK)),
+            format_duration(deadline)
+        )
+    })
 }
 
 /// Why `timeout` cannot be a `timeout`, if it cannot (on its own; against
@@ -358,6 +390,9 @@ pub(super) struct Across<'a, S> {
     pub backoff: &'a Setting<Duration, S>,
     pub max_backoff: &'a Setting<Duration, S>,
     pub skew_margin: &'a Setting<Duration, S>,
+    pub jitter: &'a Setting<Duration, S>,
+    pub starting_deadline: &'a Setting<Duration, S>,
+    pub trigger: &'a Setting<Trigger, S>,
     pub timeout: &'a Setting<Option<Duration>, S>,
     /// The job runs a Rust function, so a timeout does not apply to it.
     pub function_job: bool,
@@ -409,6 +444,22 @@ pub(super) fn check_across<S: Clone>(k: &Across<'_, S>, mut report: impl FnMut(S
                 format_duration(k.skew_margin.value),
                 format_duration(k.lease.value)
             ),
+        );
+    }
+    if concerns(k.jitter, k.starting_deadline)
+        && let Some(problem) = jitter_deadline_problem(k.jitter.value, k.starting_deadline.value)
+    {
+        report(point_at(k.jitter, k.starting_deadline), problem);
+    }
+    if concerns(k.jitter, k.trigger)
+        && !k.jitter.value.is_zero()
+        && k.trigger.value == Trigger::Dedicated
+    {
+        report(
+            point_at(k.jitter, k.trigger),
+            "jitter needs trigger = \"tick\": a dedicated trigger fires at the slot's nominal \
+             instant, and a jittered slot starts later, which only a tick finds"
+                .to_string(),
         );
     }
     if let Some(timeout) = k.timeout.value.filter(|_| !k.function_job) {

@@ -316,7 +316,7 @@ fn check_values(sink: &mut Sink<'_>, c: &mut Checked) {
             bad.push("lease");
         }
     }
-    let positive: [(&str, _, DurationRule); 3] = [
+    let positive: [(&str, _, DurationRule); 4] = [
         (
             "starting_deadline",
             &c.raw.starting_deadline,
@@ -324,6 +324,7 @@ fn check_values(sink: &mut Sink<'_>, c: &mut Checked) {
         ),
         ("timeout", &c.raw.timeout, timeout_problem),
         ("stale_after", &c.raw.stale_after, stale_after_problem),
+        ("jitter", &c.raw.jitter, super::rules::jitter_problem),
     ];
     for (key, value, problem) in positive {
         if let Some(v) = value {

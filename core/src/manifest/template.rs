@@ -42,6 +42,8 @@ pub struct JobTemplate {
     pub dst: DstPolicy,
     /// `skew_margin`.
     pub skew_margin: Duration,
+    /// `jitter`: every schedule's, unless the schedule gives its own.
+    pub jitter: Duration,
     /// Every schedule starts paused (its record is created paused).
     pub paused: bool,
     /// The window of every schedule: a schedule's own `start` and `end`
@@ -120,6 +122,12 @@ impl JobTemplate {
                 )
             }
         };
+        let jitter = spec.jitter.unwrap_or(self.jitter);
+        if let Some(message) = super::rules::jitter_problem(jitter)
+            .or_else(|| super::rules::jitter_deadline_problem(jitter, self.starting_deadline))
+        {
+            return Err(problem("jitter", message));
+        }
         Ok(self.clone().into_spec(Timing {
             schedule,
             schedule_text,
@@ -127,6 +135,7 @@ impl JobTemplate {
             start_at: latest(self.start_at, start),
             end_at: earliest(self.end_at, end),
             paused: self.paused || spec.paused,
+            jitter,
             key: Some(key.clone()),
             #[cfg(feature = "schedules")]
             payload: spec.payload.as_ref().map(|p| std::sync::Arc::from(p.get())),
@@ -172,6 +181,7 @@ impl JobTemplate {
             retry: self.retry,
             delivery: self.delivery,
             skew_margin: self.skew_margin,
+            jitter: timing.jitter,
             paused: timing.paused,
             start_at: timing.start_at,
             end_at: timing.end_at,
@@ -198,6 +208,7 @@ pub(super) struct Timing {
     pub start_at: Option<Timestamp>,
     pub end_at: Option<Timestamp>,
     pub paused: bool,
+    pub jitter: Duration,
     pub key: Option<ScheduleKey>,
     #[cfg(feature = "schedules")]
     pub payload: Option<std::sync::Arc<str>>,

@@ -55,6 +55,9 @@ pub struct ScheduleSpec {
     pub labels: BTreeMap<String, String>,
     /// Slots are skipped (reason: paused) while set.
     pub paused: bool,
+    /// Each slot starts at a point of this window after its instant
+    /// ([`crate::jitter`]); `None`: the job's.
+    pub jitter: Option<std::time::Duration>,
 }
 
 impl PartialEq for ScheduleSpec {
@@ -69,6 +72,7 @@ impl PartialEq for ScheduleSpec {
             && self.payload.as_ref().map(|p| p.get()) == other.payload.as_ref().map(|p| p.get())
             && self.labels == other.labels
             && self.paused == other.paused
+            && self.jitter == other.jitter
     }
 }
 
@@ -107,6 +111,7 @@ struct Body {
     payload: Option<Box<RawValue>>,
     labels: Option<BTreeMap<String, String>>,
     paused: Option<bool>,
+    jitter: Option<String>,
 }
 
 impl ScheduleSpec {
@@ -220,6 +225,20 @@ impl ScheduleSpec {
                 problem(&format!("labels.{name}"), why);
             }
         }
+        let jitter = match body.jitter.as_deref().map(crate::manifest::parse_duration) {
+            None => None,
+            Some(Ok(j)) => match crate::manifest::rules::jitter_problem(j) {
+                None => Some(j),
+                Some(why) => {
+                    problem("jitter", why);
+                    None
+                }
+            },
+            Some(Err(e)) => {
+                problem("jitter", format!("{e} (write it as 30s, 10m, 1h30m)"));
+                None
+            }
+        };
         match when {
             Some(when) if problems.is_empty() => Ok(ScheduleSpec {
                 when,
@@ -229,6 +248,7 @@ impl ScheduleSpec {
                 payload: body.payload,
                 labels,
                 paused: body.paused.unwrap_or(false),
+                jitter,
             }),
             _ => Err(problems),
         }
@@ -313,6 +333,8 @@ impl Serialize for ScheduleSpec {
             #[serde(skip_serializing_if = "BTreeMap::is_empty")]
             labels: &'a BTreeMap<String, String>,
             paused: bool,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            jitter: Option<String>,
         }
         let (cron, at) = match &self.when {
             When::Cron(c) => (Some(c.as_str()), None),
@@ -327,6 +349,7 @@ impl Serialize for ScheduleSpec {
             payload: self.payload.as_deref(),
             labels: &self.labels,
             paused: self.paused,
+            jitter: self.jitter.map(crate::manifest::format_duration),
         }
         .serialize(s)
     }

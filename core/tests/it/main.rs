@@ -11,6 +11,7 @@ mod dst;
 mod due;
 mod dynamic;
 mod fuzz_dialects;
+mod jitter;
 mod schedule_changes;
 mod wake;
 // These two read manifests from TOML text (`parse_manifest`).

@@ -600,6 +600,11 @@ mod tests {
                 precondition: cronslot_core::coord::decide::Precondition::None,
             },
             #[cfg(feature = "schedules")]
+            AdminRoute::PutSchedules {
+                job: job(),
+                entries: Vec::new(),
+            },
+            #[cfg(feature = "schedules")]
             AdminRoute::GetSchedule {
                 job: job(),
                 key: key(),
@@ -655,6 +660,7 @@ mod tests {
                 | AdminRoute::Repair { .. } => {}
                 #[cfg(feature = "schedules")]
                 AdminRoute::PutSchedule { .. }
+                | AdminRoute::PutSchedules { .. }
                 | AdminRoute::GetSchedule { .. }
                 | AdminRoute::DeleteSchedule { .. }
                 | AdminRoute::ListSchedules { .. }

@@ -128,16 +128,20 @@ pub fn advance(
     expire_leases(spec, state, now, rng);
     close_retry_windows(state, now);
 
+    // The slots that have reached their start (all of those at or before
+    // `now` without jitter): a slot still waiting for its jittered start
+    // stays after the cursor, undecided.
+    let started = spec.due_until(now);
     if state.paused {
-        let n = spec.schedule.count_between(state.cursor, now);
+        let n = spec.schedule.count_between(state.cursor, started);
         state.counters.add_skipped(SkipReason::Paused, n);
-        note_skipped(spec, state, SkipReason::Paused, now, n);
-        move_cursor(spec, state, now);
+        note_skipped(spec, state, SkipReason::Paused, started, n);
+        move_cursor(spec, state, started);
         return;
     }
-    skip_before_window(spec, state, now);
+    skip_before_window(spec, state, started);
     match spec.end_at {
-        Some(end) if end <= now => {
+        Some(end) if end <= started => {
             // Due slots inside the window first; once none is left waiting,
             // everything after the window up to now is skipped in one step.
             let last_inside = before(end);
@@ -148,7 +152,7 @@ pub fn advance(
                 .is_some_and(|s| s <= last_inside);
             if !waiting {
                 let from = last_inside.max(state.cursor);
-                let n = spec.schedule.count_between(from, now);
+                let n = spec.schedule.count_between(from, started);
                 state.counters.add_skipped(SkipReason::OutsideWindow, n);
                 note_span(
                     spec,
@@ -156,13 +160,13 @@ pub fn advance(
                     SKIPPED,
                     SkipReason::OutsideWindow.as_str(),
                     from,
-                    now,
+                    started,
                     n,
                 );
-                move_cursor(spec, state, now);
+                move_cursor(spec, state, started);
             }
         }
-        _ => fate_late_slots(spec, state, now, now, keep_newest),
+        _ => fate_late_slots(spec, state, now, started, keep_newest),
     }
 }
 
@@ -220,10 +224,10 @@ fn close_retry_windows(state: &mut JobState, now: Timestamp) {
 }
 
 /// Counts due slots before `start_at` as skipped and moves the cursor past
-/// them.
-fn skip_before_window(spec: &JobSpec, state: &mut JobState, now: Timestamp) {
+/// them (those that have started by `started`, [`JobSpec::due_until`]).
+fn skip_before_window(spec: &JobSpec, state: &mut JobState, started: Timestamp) {
     if let Some(start) = spec.start_at {
-        let until = before(start).min(now);
+        let until = before(start).min(started);
         if until > state.cursor {
             let n = spec.schedule.count_between(state.cursor, until);
             state.counters.add_skipped(SkipReason::OutsideWindow, n);
@@ -258,7 +262,10 @@ fn fate_late_slots(
         CatchUp::Latest => fresh.min(1),
         CatchUp::All => fresh.min(u64::from(spec.max_catch_up)),
         CatchUp::None => {
-            let on_time = newest.is_some_and(|s| now <= add(add(s, ON_TIME), spec.skew_margin));
+            // On time: within a tick of its start (its nominal instant, or
+            // its jittered start).
+            let on_time = newest
+                .is_some_and(|s| now <= add(add(spec.start_of(s), ON_TIME), spec.skew_margin));
             u64::from(on_time && fresh > 0)
         }
     };

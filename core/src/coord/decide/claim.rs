@@ -54,7 +54,8 @@ pub fn claim(
             if !spec.schedule.is_slot(slot) {
                 return Err(TriggerError::NotASlot { slot });
             }
-            if slot > add(now, spec.skew_margin) {
+            // Not before its start (its instant, or its jittered start).
+            if spec.start_of(slot) > add(now, spec.skew_margin) {
                 return Ok(Claim::Idle(Idle::NotYetDue { slot }));
             }
             // Duplicates are answered before anything else, and without a
@@ -62,7 +63,7 @@ pub fn claim(
             if let Some(idle) = duplicate(spec, state, slot, now) {
                 return Ok(Claim::Idle(idle));
             }
-            effective_now = now.max(slot);
+            effective_now = now.max(spec.start_of(slot));
             wanted = Some(slot);
         }
         Trigger::Manual => {
@@ -118,7 +119,7 @@ pub fn claim(
     let fresh = spec
         .schedule
         .next_after(state.cursor)
-        .filter(|s| !paused && *s <= effective_now && spec.in_window(*s));
+        .filter(|s| !paused && *s <= spec.due_until(effective_now) && spec.in_window(*s));
     let pick_retry = match (retry, fresh) {
         (Some((_, r)), Some(f)) => r <= f,
         (Some(_), None) => true,

@@ -116,6 +116,9 @@ pub fn enqueue_run(
         payload: request.payload.clone(),
         labels: Default::default(),
         paused: false,
+        // A keyed run is a waiting run from the start (its `at`, or now):
+        // no jitter moves it, the template's or none.
+        jitter: None,
     };
     let job = template
         .for_schedule(key, &spec)

@@ -262,8 +262,9 @@ fn keyed_run_refusal(state: &JobState) -> ScheduleRefusal {
 }
 
 /// Brings the record up to `now` under the version being replaced
-/// (`old`, numbered `version`), and keeps every slot of it that is due and
-/// may still run as a waiting run pinned to it; the cursor moves to `now`,
+/// (`old`, numbered `version`), and keeps every slot of it that is due
+/// (its nominal instant passed, started or not under jitter) and may still
+/// run as a waiting run pinned to it; the cursor moves to `now`,
 /// so the new version plans only what comes after. Returns whether any run
 /// belongs to `version` now (a lease in flight or a slot kept).
 fn settle_due_slots(
@@ -288,7 +289,9 @@ fn settle_due_slots(
         state.pending.push(PendingRun {
             slot,
             attempt: 1,
-            not_before: slot,
+            // A slot whose jittered start has not come yet still waits for
+            // it: the change neither drops it nor starts it early.
+            not_before: old.start_of(slot),
             retry_until,
             last_error: None,
             checkpoint: None,

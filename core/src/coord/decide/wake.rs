@@ -60,17 +60,18 @@ pub fn next_wake(spec: &JobSpec, state: &JobState, now: Timestamp) -> Option<Tim
     if spec.key.is_some() {
         return schedule_wake(spec, state);
     }
+    // A slot's wake is its start: its instant, or its jittered start.
     let held_back = spec
         .schedule
         .next_after(state.cursor)
-        .filter(|s| !state.leases.is_empty() || *s <= add(now, spec.skew_margin))
-        .filter(|s| spec.end_at.is_none_or(|e| *s < e));
+        .filter(|s| spec.end_at.is_none_or(|e| *s < e))
+        .map(|s| spec.start_of(s))
+        .filter(|start| !state.leases.is_empty() || *start <= add(now, spec.skew_margin));
     let wake = owed(spec, state).chain(held_back).min()?;
     let planned_first = spec
-        .schedule
-        .next_after(add(now, spec.skew_margin))
-        .filter(|s| spec.in_window(*s))
-        .is_some_and(|s| s <= wake);
+        .next_start_after(add(now, spec.skew_margin))
+        .filter(|(s, _)| spec.in_window(*s))
+        .is_some_and(|(_, start)| start <= wake);
     (!planned_first).then_some(wake)
 }
 
@@ -97,7 +98,8 @@ fn schedule_wake(spec: &JobSpec, state: &JobState) -> Option<Timestamp> {
     let next = spec
         .schedule
         .next_after(from)
-        .filter(|s| !state.paused && spec.end_at.is_none_or(|e| *s < e));
+        .filter(|s| !state.paused && spec.end_at.is_none_or(|e| *s < e))
+        .map(|s| spec.start_of(s));
     // A keyed run that ended wakes once more, when its key is forgotten:
     // the tick's read of it then deletes it (`Schedules::schedule_for_claim`),
     // so the store's wake index is what sweeps keys, in the tick's batches.
@@ -145,8 +147,9 @@ pub fn carry_wake(
     match stored {
         Some(s)
             if !next.paused
-                && s > next.cursor
-                && spec.schedule.is_slot(s)
+                && spec
+                    .slot_starting_at(s)
+                    .is_some_and(|slot| slot > next.cursor)
                 && computed.is_none_or(|c| c > s) =>
         {
             Some(s)
@@ -167,7 +170,7 @@ pub fn more_due(spec: &JobSpec, state: &JobState, now: Timestamp) -> bool {
     let slot = spec
         .schedule
         .next_after(state.cursor)
-        .is_some_and(|s| s <= now && spec.in_window(s));
+        .is_some_and(|s| spec.start_of(s) <= now && spec.in_window(s));
     retry || slot
 }
 

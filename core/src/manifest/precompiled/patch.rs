@@ -48,6 +48,9 @@ pub(super) struct PolicyPatch<'a> {
     pub(super) dst_overlap: Option<DstOverlap>,
     #[serde(borrow, default, skip_serializing_if = "Option::is_none")]
     pub(super) skew_margin: Option<DurationText<'a>>,
+    /// `"0s"` in a job: none, where the defaults have one.
+    #[serde(borrow, default, skip_serializing_if = "Option::is_none")]
+    pub(super) jitter: Option<DurationText<'a>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(super) paused: Option<bool>,
     #[serde(
@@ -93,6 +96,7 @@ impl PolicyPatch<'_> {
             dst_gap: Some(p.dst_gap),
             dst_overlap: Some(p.dst_overlap),
             skew_margin: Some(p.skew_margin.clone()),
+            jitter: p.jitter.clone(),
             paused: Some(p.paused),
             stale_after: p.stale_after.as_ref().map(|t| Some(t.to_string())),
             history: Some(p.history),
@@ -145,6 +149,7 @@ impl PolicyPatch<'_> {
             dst_gap: self.dst_gap?,
             dst_overlap: self.dst_overlap?,
             skew_margin: borrowed(&self.skew_margin)?,
+            jitter: borrowed(&self.jitter),
             paused: self.paused?,
             stale_after: self
                 .stale_after
@@ -176,6 +181,8 @@ impl PolicyPatch<'_> {
             dst_gap: differing(&job.dst_gap, &defaults.dst_gap),
             dst_overlap: differing(&job.dst_overlap, &defaults.dst_overlap),
             skew_margin: (job.skew_margin != defaults.skew_margin).then(|| job.skew_margin.clone()),
+            jitter: (job.jitter != defaults.jitter)
+                .then(|| job.jitter.clone().unwrap_or(Cow::Borrowed("0s"))),
             paused: differing(&job.paused, &defaults.paused),
             stale_after: (job.stale_after != defaults.stale_after)
                 .then(|| job.stale_after.as_ref().map(|t| t.to_string())),
@@ -198,6 +205,7 @@ impl PolicyPatch<'_> {
             dst_gap,
             dst_overlap,
             skew_margin,
+            jitter,
             paused,
             stale_after,
             history,
@@ -215,6 +223,7 @@ impl PolicyPatch<'_> {
             && dst_gap.is_none()
             && dst_overlap.is_none()
             && skew_margin.is_none()
+            && jitter.is_none()
             && paused.is_none()
             && stale_after.is_none()
             && history.is_none()
@@ -249,6 +258,11 @@ impl PolicyPatch<'_> {
             dst_gap: self.dst_gap.unwrap_or(d.dst_gap),
             dst_overlap: self.dst_overlap.unwrap_or(d.dst_overlap),
             skew_margin: text(&self.skew_margin, &d.skew_margin),
+            jitter: self
+                .jitter
+                .as_deref()
+                .or(d.jitter.as_deref())
+                .map(Cow::Borrowed),
             paused: self.paused.unwrap_or(d.paused),
             stale_after: match &self.stale_after {
                 Some(own) => own.as_deref().map(Cow::Borrowed),

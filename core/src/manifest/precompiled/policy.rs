@@ -11,9 +11,9 @@ use super::patch::PolicyPatch;
 use super::{DurationText, Problems, Report, Text, Zones};
 use crate::manifest::duration::format_duration;
 use crate::manifest::rules::{
-    Across, Origin, OverlapMode, Setting, check_across, history_problem, lease_problem,
-    max_attempts_problem, max_concurrency_problem, stale_after_problem, starting_deadline_problem,
-    timeout_problem, zone_problem,
+    Across, Origin, OverlapMode, Setting, check_across, history_problem, jitter_problem,
+    lease_problem, max_attempts_problem, max_concurrency_problem, stale_after_problem,
+    starting_deadline_problem, timeout_problem, zone_problem,
 };
 use crate::manifest::{
     CatchUp, Defaults, Delivery, HistoryLimits, Overlap, RetryPolicy, Trigger, defaults,
@@ -55,6 +55,8 @@ pub(super) struct PolicyDoc<'a> {
     pub(super) dst_gap: DstGap,
     pub(super) dst_overlap: DstOverlap,
     pub(super) skew_margin: DurationText<'a>,
+    /// `None`: no jitter (a file written before jitter has none).
+    pub(super) jitter: Option<DurationText<'a>>,
     pub(super) paused: bool,
     pub(super) stale_after: Option<DurationText<'a>>,
     pub(super) history: HistoryDoc,
@@ -84,6 +86,7 @@ pub(super) struct Policy {
     pub(super) delivery: Delivery,
     pub(super) dst: DstPolicy,
     pub(super) skew_margin: Duration,
+    pub(super) jitter: Duration,
     pub(super) paused: bool,
     pub(super) stale_after: Option<Duration>,
     pub(super) history: HistoryLimits,
@@ -103,6 +106,7 @@ impl PolicyDoc<'_> {
         delivery: Delivery,
         dst: DstPolicy,
         skew_margin: Duration,
+        jitter: Duration,
         paused: bool,
         stale_after: Option<Duration>,
         history: HistoryLimits,
@@ -131,6 +135,7 @@ impl PolicyDoc<'_> {
             dst_gap: dst.gap,
             dst_overlap: dst.overlap,
             skew_margin: format_duration(skew_margin).into(),
+            jitter: (!jitter.is_zero()).then(|| format_duration(jitter).into()),
             paused,
             stale_after: stale_after.map(|d| format_duration(d).into()),
             history: HistoryDoc {
@@ -170,6 +175,8 @@ impl PolicyDoc<'_> {
         let own_max_concurrency = writes(|p| p.max_concurrency.is_some());
         let own_retry = writes(|p| p.retry.is_some());
         let own_skew = writes(|p| p.skew_margin.is_some());
+        let own_jitter = writes(|p| p.jitter.is_some());
+        let own_trigger = writes(|p| p.trigger.is_some());
         let own_stale = writes(|p| p.stale_after.is_some());
         let own_history = writes(|p| p.history.is_some());
 
@@ -197,6 +204,10 @@ impl PolicyDoc<'_> {
         let backoff = r.duration(own_retry, "retry.backoff", &self.retry.backoff);
         let max_backoff = r.duration(own_retry, "retry.max_backoff", &self.retry.max_backoff);
         let skew_margin = r.duration(own_skew, "skew_margin", &self.skew_margin);
+        let jitter = match &self.jitter {
+            Some(text) => r.duration(own_jitter, "jitter", text),
+            None => Some(Duration::ZERO),
+        };
         let stale_after = self
             .stale_after
             .as_ref()
@@ -211,6 +222,7 @@ impl PolicyDoc<'_> {
         if let Some(Some(d)) = stale_after {
             r.problem(own_stale, stale_after_problem(d));
         }
+        let jitter_refused = jitter.is_none_or(|j| r.problem(own_jitter, jitter_problem(j)));
         let max_concurrency_refused = self
             .max_concurrency
             .is_some_and(|n| r.problem(own_max_concurrency, max_concurrency_problem(n)));
@@ -261,6 +273,13 @@ impl PolicyDoc<'_> {
             own_skew,
             skew_margin.is_none(),
         );
+        let jitter_setting = setting(jitter.unwrap_or_default(), own_jitter, jitter_refused);
+        let deadline_setting = setting(
+            starting_deadline.unwrap_or_default(),
+            own_deadline,
+            starting_deadline.is_none(),
+        );
+        let trigger_setting = setting(self.trigger, own_trigger, false);
         let across = Across {
             lease: &lease_setting,
             catch_up: &catch_up,
@@ -270,6 +289,9 @@ impl PolicyDoc<'_> {
             backoff: &backoff_setting,
             max_backoff: &max_backoff_setting,
             skew_margin: &skew_setting,
+            jitter: &jitter_setting,
+            starting_deadline: &deadline_setting,
+            trigger: &trigger_setting,
             timeout,
             function_job,
         };
@@ -300,6 +322,7 @@ impl PolicyDoc<'_> {
                 overlap: self.dst_overlap,
             },
             skew_margin: skew_margin?,
+            jitter: jitter?,
             paused: self.paused,
             stale_after: match stale_after {
                 // Unreadable (reported with [defaults] when inherited).
@@ -337,6 +360,7 @@ pub(super) fn defaults_policy(d: &Defaults) -> PolicyDoc<'static> {
         d.delivery,
         d.dst,
         d.skew_margin,
+        d.jitter,
         d.paused,
         d.stale_after,
         d.history,
@@ -400,6 +424,7 @@ impl DefaultsDoc<'_> {
             delivery: p.delivery,
             dst: p.dst,
             skew_margin: p.skew_margin,
+            jitter: p.jitter,
             paused: p.paused,
             stale_after: p.stale_after,
             history: p.history,
