@@ -42,6 +42,17 @@ pub fn explain(schedule: &Schedule) -> String {
     text
 }
 
+/// What a job's jitter does, in one sentence; `None` without jitter.
+pub fn explain_jitter(spec: &crate::manifest::JobSpec) -> Option<String> {
+    (!spec.jitter.is_zero()).then(|| {
+        format!(
+            "Each slot starts up to {} after its time (jitter), at a point fixed by the slot, \
+             the same on every node; its id stays its time.",
+            crate::manifest::format_duration(spec.jitter)
+        )
+    })
+}
+
 /// How a schedule behaves at DST transitions, in one sentence; `None` in
 /// zones without DST.
 pub fn explain_dst(schedule: &Schedule) -> Option<String> {

@@ -100,7 +100,8 @@ pub fn late_since(spec: &JobSpec, state: &JobState, now: Timestamp) -> Option<Ti
         return None;
     }
     let untaken = next_slot(spec, state.cursor)?;
-    if untaken > now {
+    // Not yet at its start (its instant, or its jittered start).
+    if spec.start_of(untaken) > now {
         return None;
     }
     let newest_taken = state
@@ -115,7 +116,7 @@ pub fn late_since(spec: &JobSpec, state: &JobState, now: Timestamp) -> Option<Ti
         .max(state.created_at);
     let since = next_slot(spec, newest_taken)?.min(untaken);
     let grace = LATE_AFTER.saturating_add(spec.skew_margin);
-    (add_std(since, grace) <= now).then_some(since)
+    (add_std(spec.start_of(since), grace) <= now).then_some(since)
 }
 
 fn add_std(t: Timestamp, d: Duration) -> Timestamp {

@@ -55,6 +55,7 @@ pub mod json;
 pub mod manifest;
 pub mod schedule;
 pub mod schedules;
+pub mod suggest;
 pub mod translate;
 
 pub use cron::{Civil, CronError, CronExpr, Dialect, Field};

@@ -75,10 +75,15 @@ pub fn find_job<'m>(
 ) -> Result<&'m JobSpec, Failure> {
     manifest.job(name).ok_or_else(|| {
         let known: Vec<&str> = manifest.jobs.iter().map(|j| j.name.as_str()).collect();
-        let known = if known.is_empty() {
-            "it defines no jobs".to_string()
-        } else {
-            format!("known jobs: {}", known.join(", "))
+        let close = cronslot_core::suggest::close_names(name, known.iter().copied(), 3);
+        let known = match (known.len(), close.as_slice()) {
+            (0, _) => "it defines no jobs".to_string(),
+            (_, [_, ..]) => format!("did you mean {}?", close.join(", ")),
+            // A short list is shown whole; a long one would bury the error.
+            (1..=10, []) => format!("known jobs: {}", known.join(", ")),
+            (n, []) => {
+                format!("none of its {n} jobs is named like it (`cronslot status` lists them)")
+            }
         };
         Failure::bad_input(format!(
             "error: no job {name:?} in manifest {}; {known}",

@@ -357,42 +357,13 @@ fn quoted(text: &str) -> Vec<&str> {
     text.split('`').skip(1).step_by(2).collect()
 }
 
-/// Edit distance, to suggest the key or value that was meant.
-fn distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut diagonal = row[0];
-        row[0] = i + 1;
-        for (j, cb) in b.iter().enumerate() {
-            let above = row[j + 1];
-            row[j + 1] = (above + 1)
-                .min(row[j] + 1)
-                .min(diagonal + usize::from(ca != *cb));
-            diagonal = above;
-        }
-    }
-    row[b.len()]
-}
-
 /// The candidate closest to `word`, if it is close enough to be a typo:
 /// a few edits away, or sharing its first four letters.
 pub(super) fn closest<'a>(word: &str, candidates: &[&'a str]) -> Option<&'a str> {
     let lower = word.to_lowercase().replace('-', "_");
-    let prefix = |c: &str| {
-        lower.chars().count() >= 4
-            && c.chars()
-                .zip(lower.chars())
-                .take_while(|(a, b)| a == b)
-                .count()
-                >= 4
-    };
-    candidates
-        .iter()
-        .map(|c| (distance(&lower, c), *c))
-        .filter(|(d, c)| *d <= (c.len() / 3).max(2) || prefix(c))
-        .min_by_key(|(d, _)| *d)
-        .map(|(_, c)| c)
+    crate::suggest::close_names(&lower, candidates.iter().copied(), 1)
+        .first()
+        .copied()
 }
 
 fn list(names: &[&str]) -> String {

@@ -193,8 +193,6 @@ fn the_planner_finds_a_jittered_job_at_its_start_minute() {
     let specs = vec![daily("invoice"), job("plain", "schedule = \"0 9 * * *\"")];
     let planner = DuePlanner::new(&specs, |_| true);
     let start = specs[0].start_of(at(NINE));
-    let minute_of_start =
-        Timestamp::from_second(start.as_second().div_euclid(60) * 60).expect("minute");
     let window = |after: Timestamp| -> Vec<(usize, Timestamp)> {
         planner
             .due(&specs, after, after + secs(60))

@@ -58,6 +58,9 @@ struct NextJson<'a> {
     expression: &'a str,
     timezone: &'a str,
     next: Vec<String>,
+    /// With `--job` of a job with jitter: when each of `next` starts.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    starts: Vec<String>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     missed: Vec<MissedJson>,
 }
@@ -72,6 +75,8 @@ struct MissedJson {
 }
 
 pub fn exec(args: NextArgs) -> Result<(), Failure> {
+    // The job, for its jitter (an expression has none).
+    let mut job_spec = None;
     let (schedule, expression) = match (&args.job, &args.expr) {
         (Some(name), _) => {
             let path = manifest_path(args.manifest.as_deref());
@@ -87,7 +92,9 @@ pub fn exec(args: NextArgs) -> Result<(), Failure> {
                     ))
                 })?;
             let text = job.schedule_text.clone();
-            (job.schedule, text)
+            let schedule = job.schedule.clone();
+            job_spec = Some(job).filter(|j| !j.jitter.is_zero());
+            (schedule, text)
         }
         (None, Some(expr)) => (build_schedule(expr, &args.zone)?, expr.clone()),
         (None, None) => {
@@ -113,6 +120,10 @@ pub fn exec(args: NextArgs) -> Result<(), Failure> {
                 expression: &expression,
                 timezone: schedule.zone().name(),
                 next: slots.iter().map(|o| utc(o.instant)).collect(),
+                starts: match &job_spec {
+                    Some(job) => slots.iter().map(|o| utc(job.start_of(o.instant))).collect(),
+                    None => Vec::new(),
+                },
                 missed: missed
                     .iter()
                     .map(|m| MissedJson {
@@ -138,11 +149,14 @@ pub fn exec(args: NextArgs) -> Result<(), Failure> {
                 while let Some(m) = missed.next_if(|m| m.transition <= o.instant) {
                     let _ = writeln!(out, "{}", missed_line(m));
                 }
-                let note = match o.kind {
+                let mut note = match o.kind {
                     SlotKind::Regular => String::new(),
                     SlotKind::ShiftedFromGap => shifted_note(o, schedule.zone()),
                     SlotKind::SecondPass => "  second pass (DST overlap)".to_string(),
                 };
+                if let Some(job) = &job_spec {
+                    let _ = write!(note, "  starts {} (jitter)", utc(job.start_of(o.instant)));
+                }
                 let _ = writeln!(
                     out,
                     "{}  {}{note}",

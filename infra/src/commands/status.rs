@@ -95,6 +95,8 @@ fn status_doc<C: Operator + Records>(
         jobs,
         dynamic_jobs: cronslot_runtime::admin::dynamic_jobs(&session.manifest, all),
         not_in_manifest,
+        cursor: None,
+        matched: None,
     })
 }
 

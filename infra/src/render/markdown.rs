@@ -163,14 +163,23 @@ pub fn render(source: &Source<'_>, after: Timestamp) -> Rendered {
         if let Some(dst) = explain_dst(&spec.schedule) {
             let _ = writeln!(out, "- **DST:** {dst}");
         }
+        if let Some(jitter) = cronslot_core::explain::explain_jitter(spec) {
+            let _ = writeln!(out, "- **Jitter:** {jitter}");
+        }
         let next: Vec<String> = spec
             .schedule
             .iter_after(after)
             .filter(|o| spec.in_window(o.instant))
             .take(3)
             .map(|o| {
+                let start = spec.start_of(o.instant);
+                let starts = if start == o.instant {
+                    String::new()
+                } else {
+                    format!(", starts {}", local(start, spec.schedule.zone()))
+                };
                 format!(
-                    "{} ({})",
+                    "{} ({}{starts})",
                     local(o.instant, spec.schedule.zone()),
                     utc(o.instant)
                 )

@@ -37,6 +37,14 @@ pub struct StatusDoc {
     /// and `cronslot status --job`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub not_in_manifest: Option<Vec<String>>,
+    /// Where the next page of jobs starts: send it back as `after`.
+    /// Absent: this is the last page (or the document is not paged).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cursor: Option<String>,
+    /// How many jobs the page's `search` matches in all (every job without
+    /// one). Absent when the document is not paged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub matched: Option<usize>,
 }
 
 /// One job in [`StatusDoc`]: a summary, and the record it is computed from.
@@ -255,16 +263,26 @@ pub struct NextDoc {
     /// How the schedule behaves at DST transitions, in one sentence;
     /// `null` in zones without DST.
     pub dst: Option<String>,
-    /// The slots, oldest first, inside the job's active window.
+    /// The job's jitter (`10m`): each slot starts within it after its
+    /// instant, at `starts`. Absent without jitter.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub jitter: Option<String>,
+    /// The slots, oldest first, inside the job's active window (with
+    /// jitter, the newest slot at or before `now` too while its start is
+    /// still to come).
     pub slots: Vec<NextSlot>,
 }
 
 /// One slot of [`NextDoc`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct NextSlot {
-    /// The slot's instant.
+    /// The slot's instant: its id.
     #[serde(with = "cronslot_core::instant::text")]
     pub slot: Timestamp,
+    /// When it starts: its instant, or with jitter the point of its window
+    /// the slot's hash chose.
+    #[serde(with = "cronslot_core::instant::text")]
+    pub starts: Timestamp,
     /// The wall-clock time the expression matched, `YYYY-MM-DDTHH:MM`
     /// (for a slot shifted out of a DST gap, the time in the gap).
     pub local: String,

@@ -7,14 +7,14 @@ use cronslot_core::coord::{
 };
 use cronslot_core::explain::{explain_cron, explain_dst};
 use cronslot_core::health::{self, Health};
-use cronslot_core::manifest::{Action, JobName, JobSpec, Manifest};
+use cronslot_core::manifest::{Action, JobName, JobSpec, Manifest, format_duration};
 use cronslot_core::schedule::SlotKind;
 use jiff::Timestamp;
 
 use super::metrics::prometheus_text;
 use super::{
     AdminRoute, BackfillDoc, DlqDoc, DlqEntry, Due, ErrorDoc, ErrorKind, HealthDoc, HealthState,
-    JobErrorDoc, JobReport, NextDoc, NextSlot, PROMETHEUS, PauseDoc, RedriveDoc, Reply, StaleJob,
+    JobErrorDoc, JobPage, JobReport, NextDoc, NextSlot, PROMETHEUS, PauseDoc, RedriveDoc, Reply, StaleJob,
     StatusDoc, StatusFormat, UncheckedJob,
 };
 
@@ -49,8 +49,13 @@ async fn run<C: Operator>(
 ) -> Result<Reply, Reply> {
     match route {
         AdminRoute::Health => Ok(health_reply(manifest, coord, now).await),
-        AdminRoute::Status { job, format } => {
-            let specs = select(manifest, job.as_ref())?;
+        AdminRoute::Status { job, format, page } => {
+            let mut specs = select(manifest, job.as_ref())?;
+            let (mut cursor, mut matched) = (None, None);
+            if let (Some(page), None) = (page, job) {
+                let (paged, next, count) = page_of(specs, page);
+                (specs, cursor, matched) = (paged, next, Some(count));
+            }
             let mut jobs = Vec::with_capacity(specs.len());
             for spec in specs {
                 let state = status(coord, spec, now).await?;
@@ -62,6 +67,8 @@ async fn run<C: Operator>(
                 jobs,
                 dynamic_jobs: dynamic_jobs(manifest, job.is_none()),
                 not_in_manifest: None,
+                cursor,
+                matched,
             };
             Ok(match format {
                 StatusFormat::Json => Reply::json(200, &doc),
@@ -211,11 +218,13 @@ pub(crate) async fn act<C: Operator>(
 /// The job's next `count` slots after `now` with their DST marks.
 pub(crate) fn next_doc(spec: &JobSpec, now: Timestamp, count: usize) -> NextDoc {
     let zone = spec.schedule.zone();
+    // A slot whose jittered start is still to come is listed too.
+    let started = spec.due_until(now);
     let from = match spec.start_at {
-        Some(start) if start > now => start
+        Some(start) if start > started => start
             .checked_sub(jiff::SignedDuration::from_nanos(1))
             .unwrap_or(start),
-        _ => now,
+        _ => started,
     };
     let slots = spec
         .schedule
@@ -226,6 +235,7 @@ pub(crate) fn next_doc(spec: &JobSpec, now: Timestamp, count: usize) -> NextDoc 
             let c = o.local;
             NextSlot {
                 slot: o.instant,
+                starts: spec.start_of(o.instant),
                 local: format!(
                     "{:04}-{:02}-{:02}T{:02}:{:02}",
                     c.year, c.month, c.day, c.hour, c.minute
@@ -245,6 +255,7 @@ pub(crate) fn next_doc(spec: &JobSpec, now: Timestamp, count: usize) -> NextDoc 
         now,
         timezone: spec.timezone.clone(),
         dst: explain_dst(&spec.schedule),
+        jitter: (!spec.jitter.is_zero()).then(|| format_duration(spec.jitter)),
         slots,
     }
 }
@@ -299,19 +310,24 @@ pub fn job_report(
 ) -> JobReport {
     let verdict = health::assess(spec, &state, now);
     let c = &state.counters;
+    // Slots that reached their start (jitter holds a slot back until it).
+    let started = spec.due_until(now);
     let due = spec
         .schedule
         .next_after(state.cursor)
-        .filter(|s| *s <= now && spec.in_window(*s) && !state.paused)
+        .filter(|s| *s <= started && spec.in_window(*s) && !state.paused)
         .map(|oldest| Due {
             oldest,
-            count: spec.schedule.count_between(state.cursor, now).max(1),
+            count: spec.schedule.count_between(state.cursor, started).max(1),
         });
     JobReport {
         job: spec.name.as_str().to_string(),
         schedule: spec.schedule_text.clone(),
         timezone: spec.timezone.clone(),
-        explanation: explain_cron(spec.schedule.cron()),
+        explanation: match cronslot_core::explain::explain_jitter(spec) {
+            Some(jitter) => format!("{}. {jitter}", explain_cron(spec.schedule.cron())),
+            None => explain_cron(spec.schedule.cron()),
+        },
         action: match spec.action {
             Action::Function => "function",
             Action::Command { .. } => "command",
@@ -443,6 +459,42 @@ pub(crate) async fn dlq_doc<C: Operator>(
     }
     doc.sort();
     Ok(doc)
+}
+
+/// The jobs of `page` among `specs` (manifest order), the cursor of the
+/// page after it (`None`: this is the last), and how many jobs the search
+/// matches in all. Only the page's jobs are read afterwards.
+fn page_of<'m>(
+    specs: Vec<&'m JobSpec>,
+    page: &JobPage,
+) -> (Vec<&'m JobSpec>, Option<String>, usize) {
+    let wanted = page.search.as_ref().map(|s| s.to_lowercase());
+    let matches = |spec: &JobSpec| {
+        wanted
+            .as_ref()
+            .is_none_or(|w| spec.name.as_str().to_lowercase().contains(w.as_str()))
+    };
+    let matched = specs.iter().filter(|s| matches(s)).count();
+    let start = match &page.after {
+        Some(after) => specs
+            .iter()
+            .position(|s| s.name.as_str() == after)
+            .map_or(specs.len(), |i| i + 1),
+        None => 0,
+    };
+    let mut paged: Vec<&JobSpec> = specs[start..]
+        .iter()
+        .copied()
+        .filter(|s| matches(s))
+        .take(page.limit + 1)
+        .collect();
+    let cursor = if paged.len() > page.limit {
+        paged.truncate(page.limit);
+        paged.last().map(|s| s.name.as_str().to_string())
+    } else {
+        None
+    };
+    (paged, cursor, matched)
 }
 
 fn select<'m>(manifest: &'m Manifest, job: Option<&JobName>) -> Result<Vec<&'m JobSpec>, Reply> {

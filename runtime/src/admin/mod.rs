@@ -266,6 +266,10 @@ pub enum AdminRoute {
         job: Option<JobName>,
         /// Which of the two routes.
         format: StatusFormat,
+        /// The page of jobs `GET {p}/status` asks for (every job of the
+        /// page is read); `None`: every job (the metrics route, which a
+        /// scraper reads whole).
+        page: Option<JobPage>,
     },
     /// `GET {p}/dlq`.
     Dlq {
@@ -424,6 +428,24 @@ pub enum AdminRoute {
         query: RunQuery,
     },
 }
+
+/// A page of the manifest's jobs: `GET {p}/status?search=&after=&limit=`.
+/// The jobs go in manifest order; the cursor is the last job's name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JobPage {
+    /// Only jobs whose name holds this text (letter case aside).
+    pub search: Option<String>,
+    /// Only jobs after this one in the manifest.
+    pub after: Option<String>,
+    /// At most this many jobs (1 to [`MAX_JOB_PAGE`]).
+    pub limit: usize,
+}
+
+/// The jobs a page of `GET {p}/status` holds when `limit` is not given.
+pub const DEFAULT_JOB_PAGE: usize = 100;
+
+/// The most jobs one page of `GET {p}/status` holds.
+pub const MAX_JOB_PAGE: usize = 1000;
 
 impl AdminRoute {
     /// The job the route is about, if it names one.

@@ -11,7 +11,8 @@ use super::auth::authorize;
 use super::dashboard::Asset;
 use super::query::{bad_parameter, parse_query, percent_decode, printable};
 use super::{
-    AdminRequest, AdminRoute, DEFAULT_NEXT, ErrorDoc, ErrorKind, MAX_NEXT, Reply, StatusFormat,
+    AdminRequest, AdminRoute, DEFAULT_JOB_PAGE, DEFAULT_NEXT, ErrorDoc, ErrorKind, JobPage,
+    MAX_JOB_PAGE, MAX_NEXT, Reply, StatusFormat,
 };
 
 /// Recognises an admin request.
@@ -165,17 +166,22 @@ fn recognise(
             };
             Ok(AdminRoute::Next { job, count })
         }
-        ["status"] | ["metrics"] => {
+        ["metrics"] => {
             allow(req.method, "GET")?;
             let params = parse_query(query, &["job"])?;
-            let format = if segments == ["status"] {
-                StatusFormat::Json
-            } else {
-                StatusFormat::Prometheus
-            };
             Ok(AdminRoute::Status {
                 job: job_param(manifest, &params)?,
-                format,
+                format: StatusFormat::Prometheus,
+                page: None,
+            })
+        }
+        ["status"] => {
+            allow(req.method, "GET")?;
+            let params = parse_query(query, &["job", "search", "after", "limit"])?;
+            Ok(AdminRoute::Status {
+                job: job_param(manifest, &params)?,
+                format: StatusFormat::Json,
+                page: Some(job_page(manifest, &params)?),
             })
         }
         ["dlq"] => {
@@ -330,18 +336,76 @@ fn not_found_route(segments: &[&str]) -> Reply {
     )
 }
 
+/// How many close names a 404 for an unknown job suggests, at most: the
+/// answer never lists every job (a manifest may have thousands).
+const SUGGESTED: usize = 3;
+
 fn unknown_job(manifest: &Manifest, name: &str) -> Reply {
-    let known: Vec<&str> = manifest.jobs.iter().map(|j| j.name.as_str()).collect();
-    let known = if known.is_empty() {
-        "the manifest defines no jobs".to_string()
-    } else {
-        format!("known jobs: {}", known.join(", "))
+    let names = manifest
+        .jobs
+        .iter()
+        .map(|j| j.name.as_str())
+        .chain(manifest.templates.iter().map(|t| t.name.as_str()));
+    let close = cronslot_core::suggest::close_names(name, names, SUGGESTED);
+    let known = match (
+        manifest.jobs.len() + manifest.templates.len(),
+        close.as_slice(),
+    ) {
+        (0, _) => "the manifest defines no jobs".to_string(),
+        (n, []) => format!("no job of the {n} is named like it (GET status lists them)"),
+        (_, close) => format!("did you mean {}?", close.join(", ")),
     };
     Reply::error(
         404,
         ErrorKind::NotFound,
         format!("no job {:?} in the manifest; {known}", printable(name)),
     )
+}
+
+/// The page of `GET {p}/status`: `search` (text a name holds), `after`
+/// (a job of the manifest: the page starts after it), `limit` (1 to
+/// [`MAX_JOB_PAGE`], [`DEFAULT_JOB_PAGE`] when absent).
+fn job_page(
+    manifest: &Manifest,
+    params: &std::collections::BTreeMap<String, String>,
+) -> Result<JobPage, Reply> {
+    let limit = match params.get("limit") {
+        None => DEFAULT_JOB_PAGE,
+        Some(text) => match text.parse::<usize>() {
+            Ok(n) if (1..=MAX_JOB_PAGE).contains(&n) && !text.starts_with('+') => n,
+            _ => {
+                return Err(bad_parameter(
+                    "limit",
+                    format!(
+                        "limit {:?}: a page holds 1 to {MAX_JOB_PAGE} jobs",
+                        printable(text)
+                    ),
+                ));
+            }
+        },
+    };
+    let after = params.get("after").cloned();
+    if let Some(name) = &after
+        && manifest.job(name).is_none()
+    {
+        return Err(bad_parameter(
+            "after",
+            format!(
+                "after {:?}: the cursor names no job of the manifest (it changed since the page \
+                 before: start again without it)",
+                printable(name)
+            ),
+        ));
+    }
+    let search = params
+        .get("search")
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty());
+    Ok(JobPage {
+        search,
+        after,
+        limit,
+    })
 }
 
 fn find_job(manifest: &Manifest, name: &str) -> Result<JobName, Reply> {
@@ -494,10 +558,13 @@ mod tests {
             if_match: None,
             #[cfg(feature = "schedules")]
             if_none_match: None,
-            // A schedule's spec, or a keyed run's request.
+            // A schedule's spec, a bulk write's list, or a keyed run's
+            // request.
             #[cfg(feature = "schedules")]
             body: Some(if path.contains("/runs/") {
                 r#"{"payload": {"order": 1}}"#
+            } else if method == "POST" && path.ends_with("/schedules/invoice") {
+                r#"{"schedules": [{"key": "k", "spec": {"cron": "0 9 * * *"}}]}"#
             } else {
                 r#"{"cron": "0 9 * * *"}"#
             }),
@@ -567,10 +634,12 @@ mod tests {
             AdminRoute::Status {
                 job: None,
                 format: StatusFormat::Json,
+                page: None,
             },
             AdminRoute::Status {
                 job: None,
                 format: StatusFormat::Prometheus,
+                page: None,
             },
             AdminRoute::Dlq { job: None },
             AdminRoute::Next {

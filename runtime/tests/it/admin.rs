@@ -223,6 +223,11 @@ fn every_route_is_recognised() {
             AdminRoute::Status {
                 job: None,
                 format: StatusFormat::Json,
+                page: Some(admin::JobPage {
+                    search: None,
+                    after: None,
+                    limit: admin::DEFAULT_JOB_PAGE,
+                }),
             },
         ),
         (
@@ -232,6 +237,11 @@ fn every_route_is_recognised() {
             AdminRoute::Status {
                 job: Some(job("every")),
                 format: StatusFormat::Json,
+                page: Some(admin::JobPage {
+                    search: None,
+                    after: None,
+                    limit: admin::DEFAULT_JOB_PAGE,
+                }),
             },
         ),
         (
@@ -241,6 +251,7 @@ fn every_route_is_recognised() {
             AdminRoute::Status {
                 job: None,
                 format: StatusFormat::Prometheus,
+                page: None,
             },
         ),
         (
@@ -383,15 +394,20 @@ fn unknown_routes_and_jobs_are_404() {
         );
         assert_eq!(error(&reply).error, ErrorKind::NotFound);
     }
+    // A few close names, never the list of every job.
+    let reply = refused(
+        &m,
+        req("POST", "/cronslot/jobs/dialy/pause", None, AUTH),
+        Some(TOKEN),
+    );
+    assert!(reply.body.contains("did you mean daily?"), "{}", reply.body);
     let reply = refused(
         &m,
         req("POST", "/cronslot/jobs/nope/pause", None, AUTH),
         Some(TOKEN),
     );
     assert!(
-        reply
-            .body
-            .contains("known jobs: every, broken, daily, sleepy"),
+        reply.body.contains("no job of the 4 is named like it") && !reply.body.contains("sleepy"),
         "{}",
         reply.body
     );

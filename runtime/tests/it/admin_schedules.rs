@@ -349,7 +349,7 @@ fn jobs_keys_and_specs_are_checked_before_the_store() {
         "/cronslot/schedules/invoice",
         Ask::default(),
     );
-    assert_eq!((r.status, r.header("allow")), (405, Some("GET")));
+    assert_eq!((r.status, r.header("allow")), (405, Some("GET, POST")));
     let r = send(&c, &m, "GET", "/cronslot/schedules/report", Ask::default());
     assert_eq!(r.status, 404, "not dynamic: {}", r.body);
     assert_eq!(store.writes(), 0, "nothing refused reached the store");

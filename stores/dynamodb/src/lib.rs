@@ -81,7 +81,7 @@ use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::types::{
     AttributeDefinition, AttributeValue, BillingMode, CreateGlobalSecondaryIndexAction,
     GlobalSecondaryIndex, GlobalSecondaryIndexDescription, GlobalSecondaryIndexUpdate, IndexStatus,
-    KeySchemaElement, KeyType, Projection, ProjectionType, Put,
+    KeySchemaElement, KeyType, KeysAndAttributes, Projection, ProjectionType, Put,
     ReturnValuesOnConditionCheckFailure, ScalarAttributeType, TableDescription, TableStatus,
     TimeToLiveSpecification, TimeToLiveStatus, TransactWriteItem,
 };
@@ -106,6 +106,9 @@ use items::{
     item_size, job_pk, key_of, mark_item, read_effect_item, read_mark, read_raw_state, state_item,
 };
 use retry::{Budget, CallError, Kind, call};
+
+/// The most keys one `BatchGetItem` asks for (DynamoDB's limit).
+const MAX_BATCH_GET: usize = 100;
 
 /// How long one store operation may keep retrying by default.
 pub const DEFAULT_RETRY_BUDGET: Duration = Duration::from_secs(10);
@@ -310,6 +313,65 @@ impl DynamoStore {
             }
         }
         Ok(jobs)
+    }
+
+    /// The records of `jobs`, in that order: `BatchGetItem`s of up to
+    /// [`MAX_BATCH_GET`] keys, consistent reads, each batch's unprocessed
+    /// keys asked again (within the retry budget).
+    async fn get_many_raw(&self, jobs: &[&str]) -> Result<Vec<Option<Versioned<JobState>>>, StoreError> {
+        let mut found: HashMap<String, Item> = HashMap::with_capacity(jobs.len());
+        let what = self.what(&format!("reading the states of {} jobs", jobs.len()));
+        for chunk in jobs.chunks(MAX_BATCH_GET) {
+            let mut keys: Vec<Item> = chunk.iter().map(|job| key_of(job_pk(job))).collect();
+            let deadline = Instant::now() + self.retry_budget;
+            while !keys.is_empty() {
+                let asked = KeysAndAttributes::builder()
+                    .set_keys(Some(keys.clone()))
+                    .consistent_read(true)
+                    .build()
+                    .map_err(|e| {
+                        StoreError::other(format!("{what}: cannot build the request: {e}"))
+                    })?;
+                let out = call(self.budget(), &what, Kind::Read, no_more, || {
+                    self.client
+                        .batch_get_item()
+                        .request_items(&self.table, asked.clone())
+                        .send()
+                })
+                .await
+                .map_err(store_error)?;
+                for item in out
+                    .responses()
+                    .and_then(|r| r.get(&self.table))
+                    .into_iter()
+                    .flatten()
+                {
+                    if let Some(AttributeValue::S(pk)) = item.get(PK) {
+                        found.insert(pk.clone(), item.clone());
+                    }
+                }
+                keys = out
+                    .unprocessed_keys()
+                    .and_then(|u| u.get(&self.table))
+                    .map(|k| k.keys().to_vec())
+                    .unwrap_or_default();
+                if !keys.is_empty() && Instant::now() > deadline {
+                    return Err(StoreError::unavailable(format!(
+                        "{what}: DynamoDB left {} keys unprocessed until the retry budget ran out",
+                        keys.len()
+                    )));
+                }
+            }
+        }
+        jobs.iter()
+            .map(|job| match found.get(&job_pk(job)) {
+                Some(item) => {
+                    let raw = read_raw_state(&self.table, job, item)?;
+                    Ok(Some(decode_raw_state(&self.table, job, raw)?))
+                }
+                None => Ok(None),
+            })
+            .collect()
     }
 
     /// The item of `job` as stored, without decoding the state.
@@ -669,6 +731,14 @@ impl StateStore for DynamoStore {
             Some(raw) => Ok(Some(decode_raw_state(&self.table, job, raw)?)),
             None => Ok(None),
         }
+    }
+
+    async fn get_many_judged(
+        &self,
+        jobs: &[&str],
+        now: Timestamp,
+    ) -> Result<(Vec<Option<Versioned<JobState>>>, Timestamp), StoreError> {
+        Ok((self.get_many_raw(jobs).await?, now))
     }
 
     async fn put(

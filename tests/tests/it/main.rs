@@ -10,6 +10,7 @@
 //! workerd tests start a `wrangler dev` each.
 
 mod bad_input;
+mod burst;
 mod cf_workerd;
 mod conformance_memory;
 mod crash_points;

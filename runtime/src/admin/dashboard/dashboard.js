@@ -91,6 +91,8 @@
   }
   const jobLink = (name) => el("a", { href: "#/job/" + encodeURIComponent(name) }, name);
   const cell = (label, ...kids) => el("td", { "data-label": label }, ...kids);
+  // When a slot starts, where jitter moves it from its instant.
+  const starts = (n, zone) => cell("Starts", n.starts === n.slot ? "" : inZone(n.starts, zone) + " (jitter)");
 
   function notice(text) { $("notice").textContent = text || ""; }
 
@@ -287,7 +289,7 @@
       timeline(j.record, zone, now),
       el("h2", {}, "Next slots"),
       d.next.length
-        ? el("table", { id: "next" }, el("tbody", {}, d.next.map((n) => el("tr", {}, cell("Slot", when(n.slot, zone, now)), cell("UTC", el("code", {}, n.slot))))))
+        ? el("table", { id: "next" }, el("tbody", {}, d.next.map((n) => el("tr", {}, cell("Slot", when(n.slot, zone, now)), cell("UTC", el("code", {}, n.slot)), starts(n, zone)))))
         : el("p", {}, j.paused ? "None while paused." : "No slot left in its window."),
     ];
   }
@@ -343,7 +345,7 @@
       if (n.kind === "second_pass") marks.push("second pass of a repeated hour (DST)");
       if (lastOffset !== null && n.offset_seconds !== lastOffset) marks.push("UTC offset changes before this slot");
       lastOffset = n.offset_seconds;
-      return el("tr", {}, cell("Slot", when(n.slot, j.timezone, now)), cell("UTC", el("code", {}, n.slot)), cell("DST", marks.length ? badge("late") : "", " " + marks.join("; ")));
+      return el("tr", {}, cell("Slot", when(n.slot, j.timezone, now)), cell("UTC", el("code", {}, n.slot)), starts(n, j.timezone), cell("DST", marks.length ? badge("late") : "", " " + marks.join("; ")));
     });
     return [
       el("h1", {}, name, " ", badge(health(j))),
