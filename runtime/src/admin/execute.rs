@@ -14,8 +14,8 @@ use jiff::Timestamp;
 use super::metrics::prometheus_text;
 use super::{
     AdminRoute, BackfillDoc, DlqDoc, DlqEntry, Due, ErrorDoc, ErrorKind, HealthDoc, HealthState,
-    JobErrorDoc, JobPage, JobReport, NextDoc, NextSlot, PROMETHEUS, PauseDoc, RedriveDoc, Reply, StaleJob,
-    StatusDoc, StatusFormat, UncheckedJob,
+    JobErrorDoc, JobPage, JobReport, NextDoc, NextSlot, PROMETHEUS, PauseDoc, RedriveDoc, Reply,
+    StaleJob, StatusDoc, StatusFormat, UncheckedJob,
 };
 
 /// Runs every route but [`AdminRoute::Trigger`] (the Worker runs the job

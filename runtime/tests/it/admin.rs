@@ -1530,3 +1530,62 @@ fn status_explains_schedules_and_shows_late_jobs() {
     ));
     assert_eq!(doc.jobs[0].late_since, None, "{doc:?}");
 }
+
+/// `GET {p}/status` pages the manifest's jobs (its order, the cursor the
+/// last job's name) and reads only the page's records; `search` keeps the
+/// jobs whose name holds it and says how many match.
+#[test]
+fn the_status_document_pages_and_searches_the_jobs() {
+    let m = manifest();
+    let store = MemoryStore::new();
+    let c = CasCoordinator::new(store.clone(), 1);
+    let now = "2026-03-08T12:00:30Z";
+    let mut seen = Vec::new();
+    let mut query = "limit=3".to_string();
+    loop {
+        let reads = store.reads();
+        let reply = call(&c, &m, "GET", "/cronslot/status", Some(&query), now);
+        assert_eq!(reply.status, 200, "{}", reply.body);
+        let doc: StatusDoc = body(&reply);
+        assert!(doc.jobs.len() <= 3);
+        assert_eq!(doc.matched, Some(4));
+        assert_eq!(
+            store.reads() - reads,
+            doc.jobs.len() as u64,
+            "only the page's records are read"
+        );
+        seen.extend(doc.jobs.iter().map(|j| j.job.clone()));
+        match doc.cursor {
+            Some(cursor) => query = format!("limit=3&after={cursor}"),
+            None => break,
+        }
+    }
+    assert_eq!(
+        seen,
+        ["every", "broken", "daily", "sleepy"],
+        "manifest order, each once"
+    );
+
+    let reply = call(&c, &m, "GET", "/cronslot/status", Some("search=E"), now);
+    let doc: StatusDoc = body(&reply);
+    let names: Vec<&str> = doc.jobs.iter().map(|j| j.job.as_str()).collect();
+    assert_eq!(
+        (names, doc.matched, doc.cursor),
+        (vec!["every", "broken", "sleepy"], Some(3), None)
+    );
+
+    for (query, parameter) in [
+        ("limit=0", "limit"),
+        ("limit=1001", "limit"),
+        ("after=gone", "after"),
+        ("page=2", "page"),
+    ] {
+        let reply = call(&c, &m, "GET", "/cronslot/status", Some(query), now);
+        assert_eq!(reply.status, 400, "{query}: {}", reply.body);
+        assert_eq!(
+            error(&reply).parameter.as_deref(),
+            Some(parameter),
+            "{query}"
+        );
+    }
+}

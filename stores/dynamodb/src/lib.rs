@@ -318,7 +318,10 @@ impl DynamoStore {
     /// The records of `jobs`, in that order: `BatchGetItem`s of up to
     /// [`MAX_BATCH_GET`] keys, consistent reads, each batch's unprocessed
     /// keys asked again (within the retry budget).
-    async fn get_many_raw(&self, jobs: &[&str]) -> Result<Vec<Option<Versioned<JobState>>>, StoreError> {
+    async fn get_many_raw(
+        &self,
+        jobs: &[&str],
+    ) -> Result<Vec<Option<Versioned<JobState>>>, StoreError> {
         let mut found: HashMap<String, Item> = HashMap::with_capacity(jobs.len());
         let what = self.what(&format!("reading the states of {} jobs", jobs.len()));
         for chunk in jobs.chunks(MAX_BATCH_GET) {

@@ -126,9 +126,19 @@
   }
 
   // Views.
-  async function jobsView() {
-    const { body: s } = await api("GET", "/status");
+  // The jobs, a page at a time in manifest order, found by name.
+  const jobsHash = (q) => {
+    const text = params(q, ["search", "after"]).toString();
+    return "#/" + (text ? "jobs?" + text : "");
+  };
+  async function jobsView(q) {
+    const { body: s } = await api("GET", "/status?" + params(q, ["search", "after"], { limit: PAGE }));
     const now = ms(s.now);
+    const search = el("input", { name: "search", placeholder: "job name", value: q.search || "", size: 16 });
+    const filter = el("form", { id: "job-search", onsubmit: (e) => {
+      e.preventDefault();
+      location.hash = jobsHash({ search: search.value.trim() });
+    } }, search, el("button", { type: "submit" }, "Search"));
     const rows = s.jobs.map((j) => el("tr", { "data-job": j.job },
       cell("Job", jobLink(j.job)),
       cell("Schedule", el("code", {}, j.schedule), el("span", { class: "sub" }, j.explanation + (j.timezone ? ", " + j.timezone : ""))),
@@ -141,10 +151,14 @@
     ));
     const dynamic = s.dynamic_jobs || [];
     return [
-      el("h1", {}, "Jobs (" + s.jobs.length + ")"),
+      el("h1", {}, "Jobs (" + (s.matched === undefined ? s.jobs.length : s.matched) + ")"),
+      filter,
       s.jobs.length ? el("table", { id: "jobs" },
         el("thead", {}, el("tr", {}, ["Job", "Schedule", "Health", "Last success", "Next slot", "Lag of last run", "Live leases", "Dead letters"].map((h) => el("th", {}, h)))),
-        el("tbody", {}, rows)) : null,
+        el("tbody", {}, rows)) : el("p", {}, "No job " + (q.search ? "named like " + q.search : "here") + "."),
+      el("p", { class: "actions" },
+        q.after ? el("a", { id: "first-page", href: jobsHash({ search: q.search }) }, "First page") : null,
+        s.cursor ? el("a", { id: "next-page", href: jobsHash({ search: q.search, after: s.cursor }) }, "Next page") : null),
       dynamic.length ? [
         el("h2", {}, "Dynamic jobs (" + dynamic.length + ")"),
         el("p", {}, "Their schedules and keyed runs are data, written by the application: one page of each per job."),
@@ -428,7 +442,8 @@
         : h.startsWith("#/schedules/") ? await listRoute(schedulesView, h.slice(12))
         : h.startsWith("#/schedule/") ? await scheduleRoute(h.slice(11))
         : h.startsWith("#/runs/") ? await listRoute(runsView, h.slice(7))
-        : h === "#/dlq" ? await dlqView() : await jobsView();
+        : h === "#/dlq" ? await dlqView()
+        : await jobsView(Object.fromEntries(new URLSearchParams(h.startsWith("#/jobs?") ? h.slice(7) : "")));
       $("login").hidden = true;
       $("logout").hidden = false;
       view.replaceChildren(...nodes.flat().filter(Boolean));
