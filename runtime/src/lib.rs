@@ -42,6 +42,8 @@
 )]
 
 pub mod admin;
+#[cfg(feature = "build")]
+pub mod build_script;
 pub mod command;
 mod context;
 pub mod http;

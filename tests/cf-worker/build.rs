@@ -6,6 +6,11 @@
 //! name.
 
 fn main() -> std::process::ExitCode {
+    // The dashboard's files, served by Cloudflare as static assets.
+    if let Err(e) = cronslot_runtime::build_script::write_dashboard("assets", "/cronslot") {
+        eprintln!("error: the dashboard's assets: {e}");
+        return std::process::ExitCode::FAILURE;
+    }
     // The dynamic job's schedules may name Europe/Paris as well as the
     // zones the manifest names (a Worker links no tz database).
     cronslot_core::build_script::precompile_manifest_with_zones("cronslot.toml", &["Europe/Paris"])

@@ -134,6 +134,8 @@ const JOBS: &str = include_str!("../../scaffold/common/jobs.rs");
 const GITIGNORE: &str = include_str!("../../scaffold/common/gitignore");
 const PROFILES: &str = include_str!("../../scaffold/common/profiles.toml");
 const BUILD_RS: &str = include_str!("../../scaffold/common/build.rs");
+/// A Worker's: it also writes the dashboard's static assets.
+const WORKER_BUILD_RS: &str = include_str!("../../scaffold/cloudflare/build.rs");
 
 /// The project's files, relative to its directory, with their contents.
 type Files = Vec<(&'static str, String)>;
@@ -437,7 +439,7 @@ fn project(
             files.push(("template.yaml", rendered.text));
         }
         NewPlatform::Cloudflare => {
-            files.push(("build.rs", BUILD_RS.to_string()));
+            files.push(("build.rs", WORKER_BUILD_RS.to_string()));
             wrangler::check_worker_name(&worker)?;
             let rendered = wrangler::render(&source, &worker, wrangler::DEFAULT_CRON_LIMIT);
             notes.extend(rendered.notes);

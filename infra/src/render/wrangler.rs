@@ -17,6 +17,10 @@ pub const COMPATIBILITY_DATE: &str = "2026-08-01";
 /// speed: opt-level "z" and fat LTO cut the gzip upload by about a sixth
 /// (docs/performance.md, "Worker size"). Set here, not in Cargo.toml, so the
 /// workspace's other release builds keep their own settings.
+/// Where the Worker's build script writes the dashboard's files, and
+/// wrangler uploads them from (`[assets] directory`).
+pub const ASSETS_DIRECTORY: &str = "assets";
+
 pub const BUILD_COMMAND: &str =
     "CARGO_PROFILE_RELEASE_OPT_LEVEL=z CARGO_PROFILE_RELEASE_LTO=fat worker-build --release";
 /// The Durable Object binding and class the cf adapter uses.
@@ -160,6 +164,14 @@ pub fn render(source: &Source<'_>, name: &str, limit: u32) -> Rendered {
     ));
     text.push_str("\n[build]\n");
     text.push_str(&format!("command = {}\n", toml_string(BUILD_COMMAND)));
+    // The dashboard's files, which the Worker's build script writes
+    // (`cronslot_runtime::build_script::write_dashboard`): Cloudflare
+    // serves them before the Worker, so its module carries none of them.
+    text.push_str("\n[assets]\n");
+    text.push_str(&format!(
+        "directory = {}  # the dashboard's files (build.rs writes them)\n",
+        toml_string(ASSETS_DIRECTORY)
+    ));
     text.push_str("\n[vars]\n");
     text.push_str(&format!("{HASH_VAR} = {}\n", toml_string(&source.hash)));
     text.push_str("\n[triggers]\ncrons = [\n");

@@ -69,7 +69,7 @@
 //! Nothing panics on any input.
 
 mod auth;
-mod dashboard;
+pub(crate) mod dashboard;
 mod docs;
 mod execute;
 mod host;

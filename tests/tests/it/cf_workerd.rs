@@ -352,6 +352,23 @@ fn worker_end_to_end() {
     // only its own script and style run, and the script reads the same
     // routes as on `cronslot serve`.
     let jobs = status(&w)["jobs"].as_array().map_or(0, Vec::len);
+    // Its files are static assets (the build script writes them), served
+    // with the headers `cronslot serve` gives them (`_headers`).
+    for path in [
+        "/cronslot/",
+        "/cronslot/dashboard.js",
+        "/cronslot/dashboard.css",
+    ] {
+        let a = cronslot_tests::http::request(w.port, "GET", path, None)
+            .unwrap_or_else(|| panic!("no answer to {path}"));
+        assert_eq!(a.status, 200, "{path}: {a:?}");
+        assert_eq!(
+            a.header("content-security-policy"),
+            Some(cronslot_runtime::admin::CONTENT_SECURITY_POLICY),
+            "{path}: {a:?}"
+        );
+        assert_eq!(a.header("x-frame-options"), Some("DENY"), "{path}");
+    }
     let shots = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("cf-dashboard");
     std::fs::create_dir_all(&shots).unwrap();
     let browser = Browser::start(&shots, 1280, 900);

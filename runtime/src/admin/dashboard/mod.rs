@@ -23,11 +23,14 @@ pub enum Asset {
     Style,
 }
 
-const PAGE: &str = include_str!("index.html");
+#[cfg(feature = "dashboard")]
+pub(crate) const PAGE: &str = include_str!("index.html");
 /// `dashboard.js` as the build writes it (build.rs): without its comments
 /// and indentation.
-const SCRIPT: &str = include_str!(concat!(env!("OUT_DIR"), "/dashboard.js"));
-const STYLE: &str = include_str!("dashboard.css");
+#[cfg(feature = "dashboard")]
+pub(crate) const SCRIPT: &str = include_str!(concat!(env!("OUT_DIR"), "/dashboard.js"));
+#[cfg(feature = "dashboard")]
+pub(crate) const STYLE: &str = include_str!("dashboard.css");
 
 /// Content type of the page.
 pub const HTML: &str = "text/html; charset=utf-8";
@@ -57,31 +60,56 @@ impl Asset {
 
     /// The reply: the file, its type, the security policy, and
     /// `no-cache` (a new deployment's files are fetched at once).
+    #[cfg(feature = "dashboard")]
     pub fn reply(&self) -> Reply {
         let (content_type, body) = match self {
-            Asset::Page { base } => (HTML, PAGE.replace("{BASE}", &attribute(base))),
+            Asset::Page { base } => (HTML, page(base)),
             Asset::Script => (JAVASCRIPT, SCRIPT.to_string()),
             Asset::Style => (CSS, STYLE.to_string()),
         };
         Reply {
             status: 200,
             content_type,
-            headers: vec![
-                ("Cache-Control".into(), "no-cache".into()),
-                (
-                    "Content-Security-Policy".into(),
-                    CONTENT_SECURITY_POLICY.into(),
-                ),
-                ("X-Content-Type-Options".into(), "nosniff".into()),
-                ("Referrer-Policy".into(), "no-referrer".into()),
-                ("X-Frame-Options".into(), "DENY".into()),
-            ],
+            headers: HEADERS
+                .iter()
+                .map(|(name, value)| (name.to_string(), value.to_string()))
+                .collect(),
             body,
         }
     }
+
+    /// Without the files (a Worker): a 404 that says where they are.
+    #[cfg(not(feature = "dashboard"))]
+    pub fn reply(&self) -> Reply {
+        Reply::error(
+            404,
+            super::ErrorKind::NotFound,
+            "this build serves the dashboard's files as static assets (wrangler.toml's [assets], \
+             written by the build script): deploy them with the Worker",
+        )
+    }
+}
+
+/// The headers of every file of the dashboard: the security policy,
+/// `no-cache` (a new deployment's files are fetched at once), no sniffing,
+/// no referrer, no framing.
+#[cfg(feature = "dashboard")]
+pub(crate) const HEADERS: [(&str, &str); 5] = [
+    ("Cache-Control", "no-cache"),
+    ("Content-Security-Policy", CONTENT_SECURITY_POLICY),
+    ("X-Content-Type-Options", "nosniff"),
+    ("Referrer-Policy", "no-referrer"),
+    ("X-Frame-Options", "DENY"),
+];
+
+/// The page, with the routes' prefix written into it.
+#[cfg(feature = "dashboard")]
+pub(crate) fn page(base: &str) -> String {
+    PAGE.replace("{BASE}", &attribute(base))
 }
 
 /// `text` escaped for an HTML attribute value in double quotes.
+#[cfg(feature = "dashboard")]
 fn attribute(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
