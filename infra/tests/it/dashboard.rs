@@ -126,6 +126,30 @@ fn the_dashboard_works_in_a_real_browser() {
         ),
         json!([ADMIN_TOKEN, base])
     );
+    // Each job's last day as a strip of slot fates, coloured by fate:
+    // report's run succeeded (green) after slots missed by catch-up
+    // (brown); export's failed for good and is a dead letter (red).
+    let strip = |job: &str| {
+        browser.execute(
+            "return [...document.querySelectorAll(`#jobs tr[data-job=${arguments[0]}] svg.strip rect.fate`)]\
+               .map((r) => r.getAttribute('class').split(' ')[1] + ' ' + getComputedStyle(r).fill)",
+            json!([job]),
+        )
+    };
+    assert_eq!(
+        strip("report"),
+        json!(["f-succeeded rgb(26, 127, 55)", "f-missed rgb(141, 110, 99)"]),
+        "report's strip"
+    );
+    assert_eq!(
+        strip("export"),
+        json!([
+            "f-failed rgb(198, 40, 40)",
+            "f-dead rgb(198, 40, 40)",
+            "f-missed rgb(141, 110, 99)"
+        ]),
+        "export's strip"
+    );
     screenshot(&browser, &dir, "jobs", blank);
     // The page refreshes by itself: a pause made elsewhere shows up.
     let pause = call(
@@ -148,8 +172,23 @@ fn the_dashboard_works_in_a_real_browser() {
     );
     assert_eq!(resume.status, 200, "{resume:?}");
 
-    // A job's page: its timeline and next slots.
+    // A job's page: its recent slots drawn on a time axis (the run as a
+    // bar, its slot's tick and wait, the missed span beneath), its
+    // timeline and next slots.
     browser.click_on("#jobs a[href='#/job/report']");
+    browser.wait_for("#slots");
+    assert_eq!(
+        browser.execute(
+            "const s = document.getElementById('slots'); \
+             return [s.querySelectorAll('rect.run').length, \
+                     getComputedStyle(s.querySelector('rect.run')).fill, \
+                     s.querySelectorAll('rect.span.f-missed').length, \
+                     s.querySelectorAll('line.slot-tick').length, \
+                     s.querySelectorAll('line.wait').length]",
+            json!([])
+        ),
+        json!([1, "rgb(26, 127, 55)", 1, 1, 1])
+    );
     let timeline = browser.text_of("#timeline");
     assert!(timeline.contains("succeeded"), "{timeline}");
     // The slots before the one that ran were missed (catch-up policy).

@@ -143,6 +143,7 @@
       cell("Job", jobLink(j.job)),
       cell("Schedule", el("code", {}, j.schedule), el("span", { class: "sub" }, j.explanation + (j.timezone ? ", " + j.timezone : ""))),
       cell("Health", badge(health(j))),
+      cell("Last 24 h", fateStrip(j.record, now)),
       cell("Last success", when(j.last_success, j.timezone, now)),
       cell("Next slot", when(j.next_slot, j.timezone, now)),
       cell("Lag of last run", duration(lastLag(j.record))),
@@ -154,7 +155,7 @@
       el("h1", {}, "Jobs (" + (s.matched === undefined ? s.jobs.length : s.matched) + ")"),
       filter,
       s.jobs.length ? el("table", { id: "jobs" },
-        el("thead", {}, el("tr", {}, ["Job", "Schedule", "Health", "Last success", "Next slot", "Lag of last run", "Live leases", "Dead letters"].map((h) => el("th", {}, h)))),
+        el("thead", {}, el("tr", {}, ["Job", "Schedule", "Health", "Last 24 h", "Last success", "Next slot", "Lag of last run", "Live leases", "Dead letters"].map((h) => el("th", {}, h)))),
         el("tbody", {}, rows)) : el("p", {}, "No job " + (q.search ? "named like " + q.search : "here") + "."),
       el("p", { class: "actions" },
         q.after ? el("a", { id: "first-page", href: jobsHash({ search: q.search }) }, "First page") : null,
@@ -300,6 +301,7 @@
       counts("Missed slots", j.missed, "missed"),
       counts("Skipped slots", j.skipped, "skipped"),
       el("h2", {}, "Recent slots"),
+      slotChart(j.record, zone, now, d.spec.jitter),
       timeline(j.record, zone, now),
       el("h2", {}, "Next slots"),
       d.next.length
@@ -330,6 +332,78 @@
     return el("table", { id: "timeline" },
       el("thead", {}, el("tr", {}, ["Slot", "Fate", "Detail"].map((h) => el("th", {}, h)))),
       el("tbody", {}, rows.map((r) => el("tr", {}, cell("Slot", when(r.slot, zone, now)), cell("Fate", badge(r.fate)), cell("Detail", r.detail)))));
+  }
+
+  // Pictures: SVG built with the DOM and coloured by the style sheet's
+  // classes (no inline style or script: the page's policy holds).
+  const SVG = "http://www.w3.org/2000/svg";
+  function svg(tag, attrs, ...kids) {
+    const e = document.createElementNS(SVG, tag);
+    for (const [k, v] of Object.entries(attrs || {})) if (v !== undefined && v !== null) e.setAttribute(k, v);
+    for (const k of kids.flat()) if (k) e.append(k);
+    return e;
+  }
+  // The fate a history entry shows (as the timeline's badges).
+  function runFate(r) {
+    if (r.outcome === "lease_expired") return "expired";
+    if (r.outcome === "failed") return r.permanent ? "failed" : "retried";
+    return r.outcome;
+  }
+  // What a record says happened, as marks on a time axis: runs (a bar
+  // from start to end, a lease still held running to now), dead letters,
+  // waiting runs, and the spans of missed and skipped slots.
+  function marks(rec, now) {
+    const out = [];
+    for (const r of rec.history || []) out.push({ kind: "run", fate: runFate(r), slot: ms(r.slot), from: ms(r.started_at), to: ms(r.finished_at), attempt: r.attempt, text: r.slot + ", attempt " + r.attempt + ": " + runFate(r) });
+    for (const l of rec.leases || []) out.push({ kind: "run", fate: "running", slot: ms(l.slot), from: ms(l.claimed_at), to: now, attempt: l.attempt, text: l.slot + ", attempt " + l.attempt + ": running" });
+    for (const d of rec.dead || []) out.push({ kind: "dot", fate: "dead", slot: ms(d.slot), from: ms(d.died_at), to: ms(d.died_at), attempt: d.attempts, text: d.slot + ": dead after " + d.attempts + " attempts" });
+    for (const p of rec.pending || []) out.push({ kind: "dot", fate: !p.origin || p.origin === "schedule" ? "retrying" : "queued", slot: ms(p.slot), from: ms(p.not_before), to: ms(p.not_before), attempt: p.attempt, text: p.slot + ": attempt " + p.attempt + " not before " + p.not_before });
+    for (const f of rec.fates || []) out.push({ kind: "span", fate: f.fate, slot: ms(f.first), from: ms(f.first), to: ms(f.last), attempt: 0, text: f.slots + " " + f.fate + " (" + f.reason.replace(/_/g, " ") + "): " + f.first + (f.slots > 1 ? " to " + f.last : "") });
+    return out.filter((m) => isFinite(m.from) && isFinite(m.to));
+  }
+  // A job's recent slots on a time axis: a lane per attempt (retries
+  // below the first), the spans of missed and skipped slots beneath, and
+  // for each run a line from its slot's time to its start (the wait, or
+  // the slot's jitter).
+  function slotChart(rec, zone, now, jitter) {
+    const all = marks(rec, now);
+    if (!all.length) return null;
+    const start = Math.min(...all.map((m) => Math.min(m.slot, m.from)));
+    const span = Math.max(now - start, 60000);
+    const W = 800, left = 4, lanes = Math.min(3, Math.max(1, ...all.map((m) => m.kind === "span" ? 1 : Math.min(3, m.attempt || 1))));
+    const H = 26 + lanes * 22 + 26;
+    const x = (t) => left + (W - 2 * left) * (t - start) / span;
+    const laneY = (a) => 18 + (Math.min(3, Math.max(1, a)) - 1) * 22;
+    const spanY = 20 + lanes * 22;
+    const kids = [svg("line", { class: "axis", x1: left, x2: W - left, y1: H - 16, y2: H - 16 })];
+    for (const m of all) {
+      const cls = "f-" + m.fate;
+      if (m.kind === "span") {
+        kids.push(svg("rect", { class: "span " + cls, x: x(m.from), y: spanY, width: Math.max(3, x(m.to) - x(m.from)), height: 10 }, svg("title", {}, m.text)));
+        continue;
+      }
+      const y = laneY(m.attempt);
+      kids.push(svg("line", { class: "wait", x1: x(m.slot), x2: x(m.from), y1: y + 8, y2: y + 8 }));
+      kids.push(svg("line", { class: "slot-tick", x1: x(m.slot), x2: x(m.slot), y1: y + 2, y2: y + 14 }));
+      if (m.kind === "run") kids.push(svg("rect", { class: "run " + cls, x: x(m.from), y, width: Math.max(3, x(m.to) - x(m.from)), height: 16 }, svg("title", {}, m.text)));
+      else kids.push(svg("circle", { class: "dot " + cls, cx: x(m.from), cy: y + 8, r: 6 }, svg("title", {}, m.text)));
+    }
+    kids.push(svg("text", { x: left, y: H - 3 }, inZone(new Date(start).toISOString(), zone)));
+    kids.push(svg("text", { x: W - left, y: H - 3, "text-anchor": "end" }, "now"));
+    return el("figure", { class: "chart" },
+      svg("svg", { id: "slots", viewBox: "0 0 " + W + " " + H, role: "img", "aria-label": "recent slots on a time axis" }, kids),
+      el("figcaption", { class: "sub" }, "Each bar is a run from its start to its end (retries below the first attempt); a tick marks its slot's time" + (jitter ? ", and the line to the bar the slot's jitter (up to " + jitter + ") and wait" : ", the line to the bar its wait") + "; dots are dead letters and waiting runs; the band beneath, missed and skipped slots."));
+  }
+  // A job's last day as a strip of slot fates, for the jobs list.
+  const DAY = 86400000;
+  function fateStrip(rec, now) {
+    const x = (t) => Math.max(0, Math.min(240, 240 * (t - (now - DAY)) / DAY));
+    const kids = [svg("rect", { class: "strip-bg", x: 0, y: 0, width: 240, height: 12 })];
+    for (const m of marks(rec, now)) {
+      if (m.to < now - DAY) continue;
+      kids.push(svg("rect", { class: "fate f-" + m.fate, x: x(m.kind === "span" ? m.from : m.slot), y: 0, width: Math.max(2, m.kind === "span" ? x(m.to) - x(m.from) : 2), height: 12 }, svg("title", {}, m.text)));
+    }
+    return svg("svg", { class: "strip", viewBox: "0 0 240 12", width: 240, height: 12, role: "img", "aria-label": "the last 24 hours of slots" }, kids);
   }
 
   function counts(title, byReason, cls) {
@@ -376,6 +450,7 @@
       counts("Missed slots", j.missed, "missed"),
       counts("Skipped slots", j.skipped, "skipped"),
       el("h2", {}, "Recent slots"),
+      slotChart(j.record, j.timezone, now, next.jitter),
       timeline(j.record, j.timezone, now),
       el("h2", {}, "Next slots"),
       el("table", { id: "next" }, el("tbody", {}, slots)),
