@@ -20,9 +20,6 @@ use cronslot_core::schedules::{ScheduleKey, ScheduleSpec};
 use cronslot_runtime::{Jobs, Platform, TickOptions, TickPlan, VirtualPlatform, tick};
 use jiff::Timestamp;
 
-/// Schedules written at once while loading (a store's client pipelines
-/// them where it can).
-
 /// How many of the schedules are due in the tick measured.
 pub const DUE: usize = 10;
 

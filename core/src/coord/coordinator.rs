@@ -221,6 +221,11 @@ pub trait Coordinator: Operator {
 /// How many times a compare-and-set loop re-plans before giving up.
 pub const MAX_CAS_ATTEMPTS: u32 = 64;
 
+/// The most records a coordinator remembers ([`CasCoordinator::known`]):
+/// past it, remembering one forgets another, whose next operation then
+/// reads it (the cache saves reads; it never decides anything).
+pub const MAX_REMEMBERED: usize = 4096;
+
 /// The generic coordinator over any compare-and-set store: read, apply the
 /// pure transition, write if the version still matches, re-plan on
 /// conflict with the record the store returned.
@@ -275,6 +280,21 @@ impl<S> CasCoordinator<S> {
         let mut known = self.known.borrow_mut();
         match record {
             Some(v) => {
+                if known.len() >= MAX_REMEMBERED && !known.contains_key(job) {
+                    // Bounded, so that a runner over a million schedules
+                    // does not keep each one it ever claimed: one record
+                    // goes (not one primed for its claim), and its next
+                    // operation reads it instead.
+                    #[cfg(feature = "schedules")]
+                    let primed = self.primed.borrow();
+                    #[cfg(feature = "schedules")]
+                    let victim = known.keys().find(|k| !primed.contains_key(*k)).cloned();
+                    #[cfg(not(feature = "schedules"))]
+                    let victim = known.keys().next().cloned();
+                    if let Some(victim) = victim {
+                        known.remove(&victim);
+                    }
+                }
                 known.insert(job.to_string(), v.clone());
             }
             None => {
@@ -656,6 +676,25 @@ mod tests {
     use crate::coord::MemoryStore;
     use crate::coord::exec::block_on;
     use crate::manifest::parse_manifest;
+
+    /// However many records pass through it, a coordinator remembers at
+    /// most [`MAX_REMEMBERED`], the newest among them.
+    #[test]
+    fn the_remembered_records_are_bounded() {
+        let c = CasCoordinator::new(MemoryStore::new(), 1);
+        let now: Timestamp = "2026-03-08T12:00:00Z".parse().unwrap();
+        for i in 0..MAX_REMEMBERED + 500 {
+            let name = format!("job-{i}");
+            let record = Versioned {
+                value: JobState::new(&name, "h", now, false),
+                version: 1,
+            };
+            c.remember(&name, Some(&record));
+        }
+        assert_eq!(c.known.borrow().len(), MAX_REMEMBERED);
+        let newest = format!("job-{}", MAX_REMEMBERED + 499);
+        assert!(c.known(&newest).is_some(), "the newest is remembered");
+    }
 
     /// A memory store whose clock reads `clock`, whatever the caller's.
     struct Clocked {
