@@ -29,8 +29,8 @@ use cronslot_core::manifest::{JobSpec, JobTemplate};
 use cronslot_runtime::command::CommandRequest;
 use cronslot_runtime::http::{HttpFailure, HttpRequest, HttpResponse};
 use cronslot_runtime::{
-    JobError, Jobs, LocalFuture, MAX_WOKEN_PER_TICK, Outcome, Platform, PlatformDeadline, RunEvent,
-    TickJob, TickPlan, TickServer, TickWork, WokenSchedule, resolve_with, run_lease, tick_with,
+    JobError, Jobs, LocalFuture, Outcome, Platform, PlatformDeadline, RunEvent, TickJob, TickPlan,
+    TickServer, TickWork, WokenSchedule, resolve_with, run_lease, tick_with,
 };
 use jiff::{SignedDuration, Timestamp};
 use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, watch};
@@ -454,10 +454,7 @@ impl<S: RunnerStore> Worker<S> {
         }
         let next = report.served.iter().filter_map(|(next, _)| *next).min();
         let started = runs.len() > runs_before;
-        let work = &report.work;
-        if work.jobs.len() + work.schedules.len() + work.unknown.len() >= MAX_WOKEN_PER_TICK
-            || (left > 0 && started && !self.shared.running.full())
-        {
+        if report.work.took_all_it_could() || (left > 0 && started && !self.shared.running.full()) {
             // The index may hold more due jobs than one tick takes, or
             // this tick left some and started runs, and more may start:
             // look again at once rather than at the poll. (Left for want

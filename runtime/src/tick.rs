@@ -100,6 +100,22 @@ pub struct TickWork {
     pub unknown: Vec<String>,
 }
 
+impl TickWork {
+    /// Whether this tick took as many jobs as one tick takes
+    /// ([`MAX_WOKEN_PER_TICK`]): the wake index may hold more that are due,
+    /// and a tick right after this one serves them (the runner ticks again
+    /// at once; a Lambda invocation while it has time).
+    pub fn took_all_it_could(&self) -> bool {
+        // A woken schedule, once resolved, is a job too: counted once.
+        #[cfg(feature = "schedules")]
+        let schedules = self.schedules.len();
+        #[cfg(not(feature = "schedules"))]
+        let schedules = 0;
+        let jobs = self.jobs.iter().filter(|j| j.spec.key.is_none()).count();
+        jobs + schedules + self.unknown.len() >= MAX_WOKEN_PER_TICK
+    }
+}
+
 /// A schedule of a dynamic job that the wake index named.
 #[derive(Debug, Clone)]
 pub struct WokenSchedule {

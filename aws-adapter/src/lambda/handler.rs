@@ -15,8 +15,8 @@ use cronslot_core::coord::{
 use cronslot_core::manifest::{JobSpec, Manifest, format_duration};
 use cronslot_core::translate::{Platform as Dialect, dedicated};
 use cronslot_runtime::{
-    JobError, Jobs, Outcome, Platform, RunReport, ServeOptions, TickJob, TickPlan, TickServer,
-    TickWork, WokenSchedule, idle_reason, resolve_with, serve, tick_with,
+    JobError, Jobs, Outcome, Platform, RunReport, ServeOptions, TickJob, TickPlan, TickReport,
+    TickServer, TickWork, WokenSchedule, idle_reason, resolve_with, serve, tick_with,
 };
 use jiff::Timestamp;
 use serde_json::{Value, json};
@@ -67,6 +67,41 @@ pub struct Invocation {
     pub request_id: String,
     /// When Lambda stops the invocation.
     pub deadline: Timestamp,
+}
+
+/// Another round of a tick starts only with this much of the invocation
+/// left: a round's runs must fit before the deadline, and the runtime
+/// starts none within its own margin of it.
+const ANOTHER_ROUND: jiff::SignedDuration = jiff::SignedDuration::from_secs(30);
+
+/// A later round's summary added to the tick's: the counts summed, the
+/// window's end and the mark the latest, what was left the latest's.
+fn add_round(mut total: Value, round: &Value) -> Value {
+    if let (Value::Object(total), Value::Object(round)) = (&mut total, round) {
+        for key in ["planned", "woken", "unresolved"] {
+            let sum = total.get(key).and_then(Value::as_u64).unwrap_or(0)
+                + round.get(key).and_then(Value::as_u64).unwrap_or(0);
+            total.insert(key.into(), Value::from(sum));
+        }
+        for key in ["window_end", "mark"] {
+            if let Some(v) = round.get(key) {
+                total.insert(key.into(), v.clone());
+            }
+        }
+        if let Some(Value::Array(unknown)) = round.get("unknown_woken")
+            && let Some(Value::Array(all)) = total.get_mut("unknown_woken")
+        {
+            all.extend(unknown.iter().cloned());
+        }
+        total.remove("left");
+        total.remove("left_because");
+        for key in ["left", "left_because"] {
+            if let Some(v) = round.get(key) {
+                total.insert(key.into(), v.clone());
+            }
+        }
+    }
+    total
 }
 
 /// The coordinator of one invocation.
@@ -230,6 +265,56 @@ impl<S: StateStore + EffectLedger + TickIndex + 'static> Handler<S> {
         now: Timestamp,
     ) -> Result<(Vec<JobReport>, Value), HandlerError> {
         let platform = self.platform.until(inv.deadline);
+        let mut served = Vec::new();
+        let mut refused = Vec::new();
+        let mut summary: Option<Value> = None;
+        let mut rounds = 0u64;
+        // The jobs each round served (a burst's: 1,000, 1,000, …).
+        let mut round_jobs = Vec::new();
+        // A tick serves at most a thousand woken jobs; while the index may
+        // hold more (a burst) and the invocation has time, it ticks again,
+        // so a burst takes as few invocations as their time allows.
+        loop {
+            rounds += 1;
+            let round_now = if rounds == 1 { now } else { platform.now() };
+            let (report, round) = self.tick_round(coord, inv, round_now, &platform).await?;
+            let more = report.work.took_all_it_could() && report.left.is_none();
+            round_jobs.push(Value::from(report.work.jobs.len()));
+            served.extend(report.served);
+            refused.extend(report.refused);
+            summary = Some(match summary {
+                None => round,
+                Some(total) => add_round(total, &round),
+            });
+            let left = inv.deadline.duration_since(platform.now());
+            if !more || left < ANOTHER_ROUND {
+                break;
+            }
+        }
+        let mut summary = summary.unwrap_or(Value::Null);
+        if let Value::Object(map) = &mut summary {
+            map.insert("rounds".into(), Value::from(rounds));
+            map.insert("round_jobs".into(), Value::Array(round_jobs));
+        }
+        let mut reports = served;
+        reports.push(JobReport {
+            runs: Vec::new(),
+            idle: Vec::new(),
+            errors: refused,
+            claim_failed: false,
+        });
+        Ok((reports, summary))
+    }
+
+    /// One round of a tick ([`Handler::tick`]): the runtime's tick, its
+    /// warnings said, and its summary.
+    async fn tick_round(
+        &self,
+        coord: &Coord<S>,
+        inv: &Invocation,
+        now: Timestamp,
+        platform: &LambdaPlatform,
+    ) -> Result<(TickReport<JobReport, HandlerError>, Value), HandlerError> {
         let mut server = LambdaTick {
             handler: self,
             coord,
@@ -239,7 +324,7 @@ impl<S: StateStore + EffectLedger + TickIndex + 'static> Handler<S> {
         let report = match tick_with(
             &self.tick_plan,
             coord.store().inner(),
-            &platform,
+            platform,
             None,
             &mut server,
         )
@@ -286,14 +371,7 @@ impl<S: StateStore + EffectLedger + TickIndex + 'static> Handler<S> {
             map.insert("left".into(), Value::from(*count));
             map.insert("left_because".into(), Value::from(why.as_str()));
         }
-        let mut reports = report.served;
-        reports.push(JobReport {
-            runs: Vec::new(),
-            idle: Vec::new(),
-            errors: report.refused,
-            claim_failed: false,
-        });
-        Ok((reports, summary))
+        Ok((report, summary))
     }
 
     fn spec(&self, spec: &JobSpec) -> Result<Rc<JobSpec>, HandlerError> {

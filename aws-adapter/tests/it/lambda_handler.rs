@@ -1188,3 +1188,71 @@ async fn the_tick_runs_the_due_schedules_of_a_dynamic_job() {
         "the error says why"
     );
 }
+
+/// A burst of 2,500 schedules due in one minute: a tick takes a thousand
+/// woken schedules at a time, and an invocation with time left ticks again
+/// (rounds), so one invocation serves them all; one whose deadline is too
+/// close for another round leaves the rest to the next invocation, and the
+/// burst takes as many as it needs, each slot once.
+#[tokio::test]
+async fn a_burst_is_served_in_rounds_while_the_invocation_has_time() {
+    use cronslot_core::coord::decide::Precondition;
+    use cronslot_core::coord::{SchedulePut, Schedules};
+    use cronslot_core::schedules::{ScheduleKey, ScheduleSpec};
+
+    let text = "[[job]]\nname = \"tenant-invoice\"\ndynamic = true\nlease = \"5m\"\n";
+    for (timeout, invocations) in [(60, 1), (20, 3)] {
+        let count = Shared::new(0);
+        let jobs = Jobs::new().register("tenant-invoice", counting(&count));
+        let mut w = World::new(text, jobs, "2026-03-08T14:04:30Z");
+        w.timeout = Duration::from_secs(timeout);
+        let template = manifest(text).templates.remove(0);
+        let spec = ScheduleSpec::from_json(r#"{"at": "2026-03-08T14:05:00Z"}"#).expect("spec");
+        let puts = (0..2_500)
+            .map(|i| SchedulePut {
+                key: ScheduleKey::new(format!("t-{i:04}")).expect("key"),
+                spec: spec.clone(),
+                precondition: Precondition::None,
+            })
+            .collect();
+        let writer = CasCoordinator::new(w.store.clone(), 99);
+        for written in writer
+            .put_schedules(&template, puts, at("2026-03-08T14:04:30Z"))
+            .await
+        {
+            written.expect("written");
+        }
+        // The table's first tick writes the mark.
+        w.deliver(&fixture("tick-scheduler.json"))
+            .await
+            .expect("tick");
+        w.set("2026-03-08T14:05:01Z");
+        let mut rounds = Vec::new();
+        for _ in 0..invocations {
+            let out = w
+                .deliver(&fixture("tick-scheduler.json"))
+                .await
+                .expect("tick");
+            rounds.push(out["rounds"].as_u64().unwrap_or(0));
+            assert_eq!(
+                out["woken"],
+                out["runs"].as_array().map_or(0, Vec::len),
+                "{out}"
+            );
+        }
+        assert_eq!(count.get(), 2_500, "timeout {timeout}s: every slot once");
+        let expected: Vec<u64> = if invocations == 1 {
+            vec![3]
+        } else {
+            vec![1, 1, 1]
+        };
+        assert_eq!(rounds, expected, "timeout {timeout}s");
+        // Nothing is due any more.
+        let out = w
+            .deliver(&fixture("tick-scheduler.json"))
+            .await
+            .expect("tick");
+        assert_eq!(out["runs"], Value::Array(vec![]), "{out}");
+        assert_eq!(count.get(), 2_500);
+    }
+}
