@@ -818,3 +818,90 @@ fn a_tick_costs_three_requests_per_due_schedule_and_two_more() {
     let (_, cost) = tick_at("2026-03-02T09:00:40Z".parse().unwrap());
     assert_eq!(cost, counts(&[(TICK_OBJECT, 2)]));
 }
+
+/// A burst on Durable Objects: 1,000 schedules due at the same minute,
+/// spread over 16 objects, served by ticks bounded at 240 jobs each (a
+/// Worker's subrequests): five ticks, a minute apart, work through it, and
+/// each schedule runs its slot once (the rest keep their wakes in the tick
+/// object from one tick to the next).
+#[test]
+fn bounded_ticks_work_through_a_burst_of_schedules() {
+    use cronslot_core::coord::decide::Precondition;
+    use cronslot_core::coord::{SchedulePut, Schedules};
+    use cronslot_core::schedules::{ScheduleKey, ScheduleSpec};
+
+    let manifest = parse_manifest(
+        "[[job]]\nname = \"tenant\"\ndynamic = true\nlease = \"5m\"\nskew_margin = \"5s\"\n",
+        "t.toml",
+    )
+    .unwrap();
+    let template = Rc::new(manifest.templates[0].clone());
+    let transport = Transport_::default();
+    let client = Rc::new(ObjectClient::new(transport.clone()).with_schedule_objects(16));
+    let seen: Seen = Seen::default();
+    let jobs = {
+        let seen = Arc::clone(&seen);
+        Jobs::new().register("tenant", move |ctx| {
+            seen.lock().unwrap().push((
+                ctx.key().unwrap_or("no key").to_string(),
+                ctx.scheduled_at(),
+                ctx.attempt(),
+            ));
+            async { Ok(()) }
+        })
+    };
+    let written: Timestamp = "2026-03-02T09:00:00Z".parse().unwrap();
+    let spec = ScheduleSpec::from_json(r#"{"cron": "0 10 * * *"}"#).unwrap();
+    let puts = (0..1_000)
+        .map(|i| SchedulePut {
+            key: ScheduleKey::new(format!("t-{i:04}")).unwrap(),
+            spec: spec.clone(),
+            precondition: Precondition::None,
+        })
+        .collect();
+    for answer in block_on(client.put_schedules(&template, puts, written)) {
+        answer.unwrap();
+    }
+    let plan = TickPlan::new(Vec::new(), |_| true).with_templates(vec![template.clone()]);
+    let platform = VirtualPlatform::new(written);
+    let ten: Timestamp = "2026-03-02T10:00:00Z".parse().unwrap();
+    let mut ticks = 0;
+    let mut served = Vec::new();
+    for minute in 0..10 {
+        let now = ten + jiff::SignedDuration::from_secs(60 * minute + 1);
+        transport.fire_alarms(now);
+        platform.set(now);
+        let as_platform: Rc<dyn Platform> = Rc::new(platform.clone());
+        let options = TickOptions {
+            owner: "w",
+            max_jobs: Some(240),
+            retry_within: Duration::ZERO,
+            more_due: None,
+        };
+        let index = TickClient::new(&transport);
+        let report = block_on(tick(&plan, &client, &index, &jobs, &as_platform, &options))
+            .expect("the tick starts");
+        ticks += 1;
+        served.push(report.served.len());
+        if seen.lock().unwrap().len() == 1_000 {
+            break;
+        }
+    }
+    assert_eq!(served, [240, 240, 240, 240, 40], "five bounded ticks");
+    assert_eq!(ticks, 5);
+    let mut ran: Vec<String> = seen
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|(k, _, _)| k.clone())
+        .collect();
+    ran.sort();
+    ran.dedup();
+    assert_eq!(ran.len(), 1_000, "each schedule once");
+    assert!(
+        seen.lock()
+            .unwrap()
+            .iter()
+            .all(|(_, slot, attempt)| *slot == ten && *attempt == 1)
+    );
+}
