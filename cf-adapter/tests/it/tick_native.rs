@@ -703,6 +703,44 @@ fn the_tick_objects_operations() {
     assert_eq!(start("01:05:00", 10).mark, Some(at("01:05:00")));
 }
 
+/// The dynamic job `tenant` (with `lease`) over `objects` schedule
+/// objects: its template, the transport, the client, and the job's
+/// function, which notes each run's key, slot and attempt in `seen`.
+fn tenants(
+    lease: &str,
+    objects: u32,
+) -> (
+    Rc<cronslot_core::manifest::JobTemplate>,
+    Transport_,
+    Rc<ObjectClient<Transport_>>,
+    Seen,
+    Jobs,
+) {
+    let manifest = parse_manifest(
+        &format!(
+            "[[job]]\nname = \"tenant\"\ndynamic = true\nlease = \"{lease}\"\nskew_margin = \"5s\"\n"
+        ),
+        "t.toml",
+    )
+    .unwrap();
+    let template = Rc::new(manifest.templates[0].clone());
+    let transport = Transport_::default();
+    let client = Rc::new(ObjectClient::new(transport.clone()).with_schedule_objects(objects));
+    let seen: Seen = Seen::default();
+    let jobs = {
+        let seen = Arc::clone(&seen);
+        Jobs::new().register("tenant", move |ctx| {
+            seen.lock().unwrap().push((
+                ctx.key().unwrap_or("no key").to_string(),
+                ctx.scheduled_at(),
+                ctx.attempt(),
+            ));
+            async { Ok(()) }
+        })
+    };
+    (template, transport, client, seen, jobs)
+}
+
 /// A dynamic job's schedules on Durable Objects cost what a static job's
 /// slots do plus the read of each due schedule's spec: one read and two
 /// writes per run, in the object its key hashes to, and two requests to
@@ -716,26 +754,7 @@ fn a_tick_costs_three_requests_per_due_schedule_and_two_more() {
     use cronslot_core::coord::decide::Precondition;
     use cronslot_core::schedules::{ScheduleKey, ScheduleSpec};
 
-    let manifest = parse_manifest(
-        "[[job]]\nname = \"tenant\"\ndynamic = true\nlease = \"1m\"\nskew_margin = \"5s\"\n",
-        "t.toml",
-    )
-    .unwrap();
-    let template = Rc::new(manifest.templates[0].clone());
-    let transport = Transport_::default();
-    let client = Rc::new(ObjectClient::new(transport.clone()).with_schedule_objects(4));
-    let seen: Seen = Seen::default();
-    let jobs = {
-        let seen = Arc::clone(&seen);
-        Jobs::new().register("tenant", move |ctx| {
-            seen.lock().unwrap().push((
-                ctx.key().unwrap_or("no key").to_string(),
-                ctx.scheduled_at(),
-                ctx.attempt(),
-            ));
-            async { Ok(()) }
-        })
-    };
+    let (template, transport, client, seen, jobs) = tenants("1m", 4);
     let written: Timestamp = "2026-03-02T08:00:00Z".parse().unwrap();
     // Ten schedules due at 09:00, a hundred at 10:00.
     let keys: Vec<(String, &str)> = (0..110)
@@ -830,26 +849,7 @@ fn bounded_ticks_work_through_a_burst_of_schedules() {
     use cronslot_core::coord::{SchedulePut, Schedules};
     use cronslot_core::schedules::{ScheduleKey, ScheduleSpec};
 
-    let manifest = parse_manifest(
-        "[[job]]\nname = \"tenant\"\ndynamic = true\nlease = \"5m\"\nskew_margin = \"5s\"\n",
-        "t.toml",
-    )
-    .unwrap();
-    let template = Rc::new(manifest.templates[0].clone());
-    let transport = Transport_::default();
-    let client = Rc::new(ObjectClient::new(transport.clone()).with_schedule_objects(16));
-    let seen: Seen = Seen::default();
-    let jobs = {
-        let seen = Arc::clone(&seen);
-        Jobs::new().register("tenant", move |ctx| {
-            seen.lock().unwrap().push((
-                ctx.key().unwrap_or("no key").to_string(),
-                ctx.scheduled_at(),
-                ctx.attempt(),
-            ));
-            async { Ok(()) }
-        })
-    };
+    let (template, transport, client, seen, jobs) = tenants("5m", 16);
     let written: Timestamp = "2026-03-02T09:00:00Z".parse().unwrap();
     let spec = ScheduleSpec::from_json(r#"{"cron": "0 10 * * *"}"#).unwrap();
     let puts = (0..1_000)

@@ -29,6 +29,16 @@ fn job(name: &str, body: &str) -> JobSpec {
         .remove(0)
 }
 
+/// A record of `spec`'s job created at 08:00, before the 09:00 slot.
+fn created(spec: &JobSpec) -> JobState {
+    JobState::new(
+        spec.name.as_str(),
+        &spec.spec_hash(),
+        at("2027-01-04T08:00:00Z"),
+        false,
+    )
+}
+
 fn daily(name: &str) -> JobSpec {
     job(name, "schedule = \"0 9 * * *\"\njitter = \"10m\"")
 }
@@ -105,12 +115,7 @@ fn a_claim_waits_for_the_start_and_keeps_the_nominal_slot() {
     let slot = at(NINE);
     let start = spec.start_of(slot);
     assert!(start > slot, "this job's start is after 09:00: {start}");
-    let mut state = JobState::new(
-        "invoice",
-        &spec.spec_hash(),
-        at("2027-01-04T08:00:00Z"),
-        false,
-    );
+    let mut state = created(&spec);
     let mut rng = SplitMix64::new(1);
     let claim = |state: &mut JobState, now: Timestamp, rng: &mut SplitMix64| {
         decide::claim(&spec, state, now, Trigger::Tick, "o", rng).expect("a claim")
@@ -131,12 +136,7 @@ fn a_claim_waits_for_the_start_and_keeps_the_nominal_slot() {
     }
     // The slot's own trigger (a redelivery, an operator) before the start
     // is not yet due.
-    let mut fresh = JobState::new(
-        "invoice",
-        &spec.spec_hash(),
-        at("2027-01-04T08:00:00Z"),
-        false,
-    );
+    let mut fresh = created(&spec);
     match decide::claim(&spec, &mut fresh, slot, Trigger::Slot(slot), "o", &mut rng) {
         Ok(Claim::Idle(Idle::NotYetDue { slot: s })) => assert_eq!(s, slot),
         other => panic!("{other:?}"),
@@ -149,12 +149,7 @@ fn catch_up_and_the_starting_deadline_count_from_the_nominal_instant() {
     // is within its derived deadline (10m of jitter + 10m) and runs.
     let spec = daily("invoice");
     assert_eq!(spec.starting_deadline, Duration::from_secs(20 * 60));
-    let mut state = JobState::new(
-        "invoice",
-        &spec.spec_hash(),
-        at("2027-01-04T08:00:00Z"),
-        false,
-    );
+    let mut state = created(&spec);
     let mut rng = SplitMix64::new(1);
     match decide::claim(
         &spec,
@@ -169,12 +164,7 @@ fn catch_up_and_the_starting_deadline_count_from_the_nominal_instant() {
     }
     // Down until 09:25: past the deadline from 09:00 (09:20), whatever the
     // start was: missed.
-    let mut late = JobState::new(
-        "invoice",
-        &spec.spec_hash(),
-        at("2027-01-04T08:00:00Z"),
-        false,
-    );
+    let mut late = created(&spec);
     match decide::claim(
         &spec,
         &mut late,
