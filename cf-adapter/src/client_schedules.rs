@@ -10,7 +10,8 @@ use cronslot_core::coord::decide::{Enqueued, Precondition, ScheduleWrite};
 use cronslot_core::coord::exec::join_all;
 use cronslot_core::coord::{
     CoordError, JobState, MAX_RUN_PAGE, MAX_SCHEDULE_PAGE, RunError, RunPage, RunQuery, Runs,
-    ScheduleError, SchedulePage, ScheduleQuery, ScheduleRecord, Schedules, StoreError, Versioned,
+    ScheduleError, SchedulePage, SchedulePut, ScheduleQuery, ScheduleRecord, Schedules, StoreError,
+    Versioned,
 };
 use cronslot_core::manifest::{JobSpec, JobTemplate};
 use cronslot_core::schedules::{RunRequest, RunView, ScheduleKey, ScheduleSpec};
@@ -139,6 +140,70 @@ impl<T: Transport> ObjectClient<T> {
 }
 
 impl<T: Transport> Schedules for ObjectClient<T> {
+    /// One request per object that holds some of the keys (at most the
+    /// job's count of objects, all at once), not one per schedule: a
+    /// thousand schedules cost a Worker sixteen subrequests. Each object
+    /// writes its part as the core's coordinator writes a bulk write.
+    async fn put_schedules(
+        &self,
+        template: &JobTemplate,
+        puts: Vec<SchedulePut>,
+        now: Timestamp,
+    ) -> Vec<Result<ScheduleWrite, ScheduleError>> {
+        let objects = self.schedule_objects;
+        // Per object: its shard, and each of its puts with its place.
+        let mut parts: BTreeMap<u32, Vec<(usize, SchedulePut)>> = BTreeMap::new();
+        let total = puts.len();
+        for (i, put) in puts.into_iter().enumerate() {
+            let shard = crate::protocol::schedule_shard(put.key.as_str(), objects);
+            parts.entry(shard).or_default().push((i, put));
+        }
+        let sends = parts.into_iter().map(|(shard, part)| async move {
+            let places: Vec<usize> = part.iter().map(|(i, _)| *i).collect();
+            let op = Op::PutSchedules {
+                puts: part
+                    .into_iter()
+                    .map(|(_, p)| (p.key.as_str().to_string(), p.spec.to_json(), p.precondition))
+                    .collect(),
+                now,
+            };
+            let answer = self.schedule_op(template, None, shard, op).await;
+            (places, answer)
+        });
+        let mut answers: Vec<Option<Result<ScheduleWrite, ScheduleError>>> =
+            (0..total).map(|_| None).collect();
+        for (places, answer) in join_all(sends.collect()).await {
+            match answer {
+                Ok(Answer::WrittenEach(each)) if each.len() == places.len() => {
+                    for (place, one) in places.into_iter().zip(each) {
+                        answers[place] = Some(one.map_err(schedule_error));
+                    }
+                }
+                Ok(other) => {
+                    let e = ScheduleError::from(unexpected("put_schedules", &other));
+                    for place in places {
+                        answers[place] = Some(Err(e.clone()));
+                    }
+                }
+                Err(e) => {
+                    for place in places {
+                        answers[place] = Some(Err(e.clone()));
+                    }
+                }
+            }
+        }
+        answers
+            .into_iter()
+            .map(|a| {
+                a.unwrap_or_else(|| {
+                    Err(ScheduleError::Coord(CoordError::Store(StoreError::other(
+                        "a bulk write left a schedule without an answer: this is a bug",
+                    ))))
+                })
+            })
+            .collect()
+    }
+
     async fn put_schedule(
         &self,
         template: &JobTemplate,

@@ -432,6 +432,7 @@ impl<S: Sql, A: Alarm> JobObject<S, A> {
             }
             #[cfg(feature = "schedules")]
             Op::PutSchedule { .. }
+            | Op::PutSchedules { .. }
             | Op::DeleteSchedule { .. }
             | Op::ReadSchedule
             | Op::ReadScheduleForClaim { .. }

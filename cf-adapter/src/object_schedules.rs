@@ -11,8 +11,9 @@
 
 use std::rc::Rc;
 
+use cronslot_core::coord::decide::ScheduleWrite;
 use cronslot_core::coord::{
-    RunError, RunQuery, Runs, ScheduleError, ScheduleQuery, Schedules, StateStore,
+    RunError, RunQuery, Runs, ScheduleError, SchedulePut, ScheduleQuery, Schedules, StateStore,
 };
 use cronslot_core::manifest::{JobName, JobTemplate};
 use cronslot_core::schedules::{RunRequest, ScheduleKey, ScheduleSpec, SpecProblem, record_name};
@@ -175,6 +176,57 @@ impl<S: Sql, A: Alarm> JobObject<S, A> {
                     cursor: page.cursor,
                 })
             }
+            (Op::PutSchedules { puts, now }, None) => {
+                let template = self.template(&request.spec, &job)?;
+                // Each entry is checked as its own request would be: a key
+                // of another object, or a spec that does not read, is that
+                // entry's refusal alone.
+                let mut answers: Vec<Option<Result<ScheduleWrite, WireError>>> = Vec::new();
+                let mut checked = Vec::new();
+                for (key, spec, precondition) in puts {
+                    let put = ScheduleKey::new(key.clone())
+                        .map_err(|e| bad(e.to_string()))
+                        .and_then(|key| {
+                            let home = schedule_shard(key.as_str(), at.objects);
+                            if home == shard {
+                                Ok(key)
+                            } else {
+                                Err(bad(format!(
+                                    "schedule {key:?} belongs to object {home} of {}, not {shard}",
+                                    at.objects
+                                )))
+                            }
+                        })
+                        .and_then(|key| {
+                            let spec = ScheduleSpec::from_json(spec)
+                                .map_err(|p| problems("the schedule's spec", &p))?;
+                            Ok(SchedulePut {
+                                key,
+                                spec,
+                                precondition: *precondition,
+                            })
+                        });
+                    match put {
+                        Ok(put) => {
+                            answers.push(None);
+                            checked.push(put);
+                        }
+                        Err(e) => answers.push(Some(Err(e))),
+                    }
+                }
+                let mut written = c.put_schedules(&template, checked, *now).await.into_iter();
+                let each = answers
+                    .into_iter()
+                    .map(|answer| match answer {
+                        Some(refused) => refused,
+                        None => match written.next() {
+                            Some(w) => w.map_err(refused),
+                            None => Err(bad("a bulk write lost an answer: this is a bug".into())),
+                        },
+                    })
+                    .collect();
+                Ok(Answer::WrittenEach(each))
+            }
             (
                 Op::ListSchedules {
                     prefix,
@@ -201,6 +253,7 @@ impl<S: Sql, A: Alarm> JobObject<S, A> {
                     cursor: page.cursor,
                 })
             }
+            (Op::PutSchedules { .. }, Some(_)) => Err(bad("put_schedules takes no key".into())),
             (
                 Op::PutSchedule { .. }
                 | Op::DeleteSchedule { .. }

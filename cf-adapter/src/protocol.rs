@@ -305,6 +305,18 @@ pub enum Op {
         #[serde(with = "cronslot_core::instant::text")]
         now: Timestamp,
     },
+    /// To a schedule object (no key): [`Schedules::put_schedules`](cronslot_core::coord::Schedules::put_schedules)
+    /// of the schedules of a bulk write whose keys it holds, as the
+    /// coordinator writes them (every record read, the changed ones
+    /// written). Answered with [`Answer::WrittenEach`], in the order sent.
+    #[cfg(feature = "schedules")]
+    PutSchedules {
+        /// Each schedule: its key, its spec as JSON, its condition.
+        puts: Vec<(String, String, Precondition)>,
+        /// The caller's clock.
+        #[serde(with = "cronslot_core::instant::text")]
+        now: Timestamp,
+    },
     /// To a schedule's object: [`Schedules::delete_schedule`](cronslot_core::coord::Schedules::delete_schedule).
     /// Answered with [`Answer::Written`].
     #[cfg(feature = "schedules")]
@@ -419,6 +431,8 @@ impl Op {
             #[cfg(feature = "schedules")]
             Op::PutSchedule { .. } => "put_schedule",
             #[cfg(feature = "schedules")]
+            Op::PutSchedules { .. } => "put_schedules",
+            #[cfg(feature = "schedules")]
             Op::DeleteSchedule { .. } => "delete_schedule",
             #[cfg(feature = "schedules")]
             Op::ReadSchedule => "read_schedule",
@@ -505,6 +519,9 @@ pub enum Answer {
     /// To `put_schedule` and `delete_schedule`: what the write did.
     #[cfg(feature = "schedules")]
     Written(ScheduleWrite),
+    /// To `put_schedules`: what each write did, in the order sent.
+    #[cfg(feature = "schedules")]
+    WrittenEach(Vec<Result<ScheduleWrite, WireError>>),
     /// To `list_schedules`: the object's live schedules of the page, in key
     /// order, each with its record.
     #[cfg(feature = "schedules")]
@@ -552,6 +569,8 @@ impl Answer {
             Answer::Count { .. } => "count",
             #[cfg(feature = "schedules")]
             Answer::Written(_) => "written",
+            #[cfg(feature = "schedules")]
+            Answer::WrittenEach(_) => "written_each",
             #[cfg(feature = "schedules")]
             Answer::Page { .. } => "page",
             #[cfg(feature = "schedules")]

@@ -839,7 +839,8 @@ fn a_tick_costs_three_requests_per_due_schedule_and_two_more() {
 }
 
 /// A burst on Durable Objects: 1,000 schedules due at the same minute,
-/// spread over 16 objects, served by ticks bounded at 240 jobs each (a
+/// spread over 16 objects and written in bulk (one request per object),
+/// served by ticks bounded at 240 jobs each (a
 /// Worker's subrequests): five ticks, a minute apart, work through it, and
 /// each schedule runs its slot once (the rest keep their wakes in the tick
 /// object from one tick to the next).
@@ -859,9 +860,13 @@ fn bounded_ticks_work_through_a_burst_of_schedules() {
             precondition: Precondition::None,
         })
         .collect();
+    let before = transport.requests();
     for answer in block_on(client.put_schedules(&template, puts, written)) {
         answer.unwrap();
     }
+    // The bulk write: one request to each of the 16 objects, not 1,000.
+    let sent = transport.since(&before);
+    assert_eq!((sent.len(), sent.values().sum::<u64>()), (16, 16), "{sent:?}");
     let plan = TickPlan::new(Vec::new(), |_| true).with_templates(vec![template.clone()]);
     let platform = VirtualPlatform::new(written);
     let ten: Timestamp = "2026-03-02T10:00:00Z".parse().unwrap();
