@@ -52,8 +52,10 @@ fn rss_child(path: &str) {
     let text = "[[job]]\nname = \"lite-many\"\ndynamic = true\nlease = \"5m\"\n";
     let template = ok(parse_manifest(text, "many.toml")).templates.remove(0);
     let store = ok(SqliteStore::open(path));
+    let jobs = cronslot_runner::Jobs::new().register("lite-many", |_| async { Ok(()) });
     let runner = Runner::new(store, Vec::new(), Clock::real())
         .with_templates(vec![template])
+        .with_jobs(jobs)
         .until(jiff::Timestamp::now() + jiff::SignedDuration::from_secs(20));
     let summary = ok(runner.run());
     assert!(summary.ok(), "{summary}");
