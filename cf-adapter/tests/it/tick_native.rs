@@ -866,7 +866,11 @@ fn bounded_ticks_work_through_a_burst_of_schedules() {
     }
     // The bulk write: one request to each of the 16 objects, not 1,000.
     let sent = transport.since(&before);
-    assert_eq!((sent.len(), sent.values().sum::<u64>()), (16, 16), "{sent:?}");
+    assert_eq!(
+        (sent.len(), sent.values().sum::<u64>()),
+        (16, 16),
+        "{sent:?}"
+    );
     let plan = TickPlan::new(Vec::new(), |_| true).with_templates(vec![template.clone()]);
     let platform = VirtualPlatform::new(written);
     let ten: Timestamp = "2026-03-02T10:00:00Z".parse().unwrap();
