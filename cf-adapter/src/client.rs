@@ -576,6 +576,8 @@ impl<T: Transport> TickIndex for TickClient<'_, T> {
                     woken: names,
                     records: Vec::new(),
                     carried: left,
+                    // An object's alarm sends its wakes when they come.
+                    next_wake: None,
                 })
             }
             other => Err(store_error(unexpected("tick_start", &other))),

@@ -452,7 +452,14 @@ impl<S: RunnerStore> Worker<S> {
             tracing::warn!(owner = %self.owner, schedule = %schedule, error = %why,
                 "cannot serve a woken schedule");
         }
-        let next = report.served.iter().filter_map(|(next, _)| *next).min();
+        // The index's next wake too: a jittered start or a retry's time
+        // comes with no write to announce it.
+        let next = report
+            .served
+            .iter()
+            .filter_map(|(next, _)| *next)
+            .chain(report.work.next_wake)
+            .min();
         let started = runs.len() > runs_before;
         if report.work.took_all_it_could() || (left > 0 && started && !self.shared.running.full()) {
             // The index may hold more due jobs than one tick takes, or

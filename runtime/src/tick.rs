@@ -98,6 +98,9 @@ pub struct TickWork {
     /// Jobs the wake index named that this manifest does not have (another
     /// manifest's, or removed): left alone.
     pub unknown: Vec<String>,
+    /// The index's earliest wake after the window, where the store said
+    /// ([`TickStart::next_wake`]): when a runner should look again.
+    pub next_wake: Option<Timestamp>,
 }
 
 impl TickWork {
@@ -284,6 +287,7 @@ impl TickPlan {
             #[cfg(feature = "schedules")]
             schedules,
             unknown,
+            next_wake: start.next_wake,
         }
     }
 }

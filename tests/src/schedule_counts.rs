@@ -101,6 +101,15 @@ where
     };
     // The store's first tick writes its mark.
     tick_at("2030-01-07T09:58:30Z").await;
+    // The index's earliest wake after the idle tick's instant: the due
+    // schedules' 10:00, where the store reads it with the index.
+    let ten: Timestamp = "2030-01-07T10:00:00Z".parse().unwrap();
+    let next_wake = store
+        .tick_start("2030-01-07T09:59:30Z".parse().unwrap(), 1)
+        .await
+        .expect("the index")
+        .next_wake;
+    assert!(next_wake.is_none_or(|t| t == ten), "{next_wake:?}");
     let idle_started = Instant::now();
     let idle = tick_at("2030-01-07T09:59:30Z").await;
     let idle_time = idle_started.elapsed();
@@ -127,6 +136,7 @@ where
         idle,
         idle_time,
         busy,
+        next_wake,
     }
 }
 
@@ -200,6 +210,9 @@ pub struct TickCosts {
     pub idle: u64,
     /// How long that tick took.
     pub idle_time: Duration,
+    /// The index's next wake as that tick's read gave it: 10:00, or
+    /// `None` where the store does not read it (DynamoDB).
+    pub next_wake: Option<Timestamp>,
     /// The requests of a tick with [`DUE`] due.
     pub busy: u64,
 }

@@ -472,7 +472,7 @@ pub fn tick_costs_among_schedules<H: Harness>(n: usize) {
     ))
     .unwrap();
     let counter = store.clone();
-    block_on(crate::schedule_counts::tick_costs_follow_due_work(
+    let costs = block_on(crate::schedule_counts::tick_costs_follow_due_work(
         &store,
         H::NS,
         n,
@@ -482,6 +482,10 @@ pub fn tick_costs_among_schedules<H: Harness>(n: usize) {
             reads + writes
         },
     ));
+    assert!(
+        costs.next_wake.is_some(),
+        "the tick's read says when the index's next wake is"
+    );
 }
 
 /// [`request_counts_per_step`] on a fresh store of the shared server,

@@ -66,6 +66,17 @@ where
         "not before the skew margin has passed"
     );
     let after_expiry = expiry + SignedDuration::from_millis(1);
+    // Where the store reads it with the index, the earliest wake after the
+    // instant: the lease's expiry (none is earlier).
+    let next = store
+        .tick_start(at(HOUR + 2), 10)
+        .await
+        .expect("tick start")
+        .next_wake;
+    assert!(
+        next.is_none_or(|t| t > at(HOUR + 2) && t <= after_expiry),
+        "{next:?} is not the next wake ({after_expiry})"
+    );
     assert_eq!(
         woken(after_expiry, 10).await,
         vec![a.name.as_str().to_string()]

@@ -306,12 +306,14 @@ impl TickIndex for MemoryStore {
             .collect();
         woken.sort();
         woken.truncate(limit);
+        let next_wake = inner.wakes.values().filter(|at| **at > now).min().copied();
         Ok(TickStart {
             mark: inner.mark,
             now,
             woken: woken.into_iter().map(|(_, job)| job).collect(),
             records: Vec::new(),
             carried: Vec::new(),
+            next_wake,
         })
     }
 

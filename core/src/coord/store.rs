@@ -423,6 +423,12 @@ pub struct TickStart {
     /// planned at that slot, so a job's first slot still creates its
     /// record just before it.
     pub carried: Vec<(String, Timestamp)>,
+    /// The earliest wake after `now`, where the store reads it in the same
+    /// request (SQLite, PostgreSQL, Redis, the memory store); `None`
+    /// elsewhere, or when no record has one. A runner sleeps until it
+    /// rather than until its poll: a jittered slot's start, or a retry's
+    /// time, is time passing, which no write announces.
+    pub next_wake: Option<Timestamp>,
 }
 
 /// What lets a tick cost what is due rather than what is held

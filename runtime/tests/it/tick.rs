@@ -183,6 +183,7 @@ fn a_job_left_unserved_holds_the_mark_before_its_slot() {
         woken: vec!["daily".to_string()],
         records: vec![],
         carried: vec![],
+        next_wake: None,
     };
     let work = w.plan.work(&start);
     let names: Vec<_> = work.jobs.iter().map(|j| j.spec.name.as_str()).collect();
@@ -223,6 +224,7 @@ fn carried_jobs_come_first_at_their_slots() {
             ("quarter".to_string(), at("2026-01-05T04:15:00Z")),
             ("gone".to_string(), at("2026-01-05T04:15:00Z")),
         ],
+        next_wake: None,
     };
     let work = w.plan.work(&start);
     let jobs: Vec<_> = work

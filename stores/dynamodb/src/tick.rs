@@ -79,6 +79,9 @@ impl TickIndex for DynamoStore {
             woken: Vec::new(),
             records: Vec::new(),
             carried: Vec::new(),
+            // The wake index is a GSI read by range: its next entry would
+            // be another request.
+            next_wake: None,
         };
         for item in out.items() {
             match item.get(PK) {

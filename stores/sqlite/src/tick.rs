@@ -11,11 +11,13 @@ impl SqliteStore {
         let doing = "reading the tick mark and the woken jobs";
         let conn = self.lock();
         self.count(1);
-        // One statement: the mark's row (job NULL), then the woken jobs.
+        // One statement: the mark's row (0), the next wake after now (2),
+        // then the woken jobs (1).
         let mut stmt = conn
             .prepare_cached(
-                "SELECT NULL, mark FROM tick_mark WHERE singleton = 1 \
-                 UNION ALL SELECT * FROM (SELECT job, NULL FROM job_state \
+                "SELECT 0, NULL, mark FROM tick_mark WHERE singleton = 1 \
+                 UNION ALL SELECT 2, NULL, (SELECT min(wake_at) FROM job_state WHERE wake_at > ?1) \
+                 UNION ALL SELECT * FROM (SELECT 1, job, NULL FROM job_state \
                  WHERE wake_at <= ?1 ORDER BY wake_at, job LIMIT ?2)",
             )
             .map_err(|e| where_.error(doing, &e))?;
@@ -23,8 +25,9 @@ impl SqliteStore {
         let rows = stmt
             .query_map((nanos(now), limit), |row| {
                 Ok((
-                    row.get::<_, Option<String>>(0)?,
-                    row.get::<_, Option<i64>>(1)?,
+                    row.get::<_, i64>(0)?,
+                    row.get::<_, Option<String>>(1)?,
+                    row.get::<_, Option<i64>>(2)?,
                 ))
             })
             .map_err(|e| where_.error(doing, &e))?;
@@ -34,12 +37,17 @@ impl SqliteStore {
             woken: Vec::new(),
             records: Vec::new(),
             carried: Vec::new(),
+            next_wake: None,
         };
         for row in rows {
             match row.map_err(|e| where_.error(doing, &e))? {
-                (Some(job), _) => start.woken.push(job),
-                (None, Some(mark)) => start.mark = Some(from_nanos(mark)),
-                (None, None) => return Err(where_.corrupt("tick_mark", "the mark is NULL")),
+                (1, Some(job), _) => start.woken.push(job),
+                (0, _, Some(mark)) => start.mark = Some(from_nanos(mark)),
+                (0, _, None) => return Err(where_.corrupt("tick_mark", "the mark is NULL")),
+                (2, _, next) => start.next_wake = next.map(from_nanos),
+                _ => {
+                    return Err(where_.corrupt("job_state", "the tick's read answered a stray row"));
+                }
             }
         }
         Ok(start)

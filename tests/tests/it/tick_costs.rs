@@ -177,13 +177,14 @@ const SCHEDULES: usize = 100_000;
 fn memory_schedule_ticks_cost_what_is_due() {
     let store = cronslot_core::coord::MemoryStore::new();
     let counter = store.clone();
-    cronslot_core::coord::exec::block_on(schedule_counts::tick_costs_follow_due_work(
+    let costs = cronslot_core::coord::exec::block_on(schedule_counts::tick_costs_follow_due_work(
         &store,
         "mem",
         SCHEDULES,
         1,
         move || counter.reads() + counter.writes(),
     ));
+    assert!(costs.next_wake.is_some(), "the index's next wake");
 }
 
 #[test]
@@ -193,13 +194,14 @@ fn sqlite_schedule_ticks_cost_what_is_due() {
     std::fs::create_dir_all(&dir).unwrap();
     let store = SqliteStore::open(dir.join("schedules.db")).unwrap();
     let counter = store.clone();
-    cronslot_core::coord::exec::block_on(schedule_counts::tick_costs_follow_due_work(
+    let costs = cronslot_core::coord::exec::block_on(schedule_counts::tick_costs_follow_due_work(
         &store,
         "lite",
         SCHEDULES / 10,
         1,
         move || counter.statements(),
     ));
+    assert!(costs.next_wake.is_some(), "the index's next wake");
 }
 
 // --------------------------------------------------------- keyed runs ----

@@ -163,7 +163,9 @@ impl Sql {
                              WHERE j.wake_at <= (SELECT now FROM t)
                              ORDER BY j.wake_at, j.job
                              LIMIT $2)
-                 SELECT t.now, (SELECT mark FROM {s}.tick_mark), w.job, w.version, w.state
+                 SELECT t.now, (SELECT mark FROM {s}.tick_mark), w.job, w.version, w.state,
+                        (SELECT min(n.wake_at) FROM {s}.job_state n
+                          WHERE n.wake_at > (SELECT now FROM t))
                    FROM t LEFT JOIN w ON true
                   ORDER BY w.wake_at, w.job"
             ),

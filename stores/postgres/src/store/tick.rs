@@ -38,6 +38,7 @@ impl PgStore {
                     woken: Vec::with_capacity(rows.len()),
                     records: Vec::new(),
                     carried: Vec::new(),
+                    next_wake: conn.column::<Option<PgTime>>(row, 5, &doing)?.map(|t| t.0),
                 };
                 for row in &rows {
                     let Some(job) = conn.column::<Option<String>>(row, 2, &doing)? else {

@@ -96,8 +96,9 @@ return 1
 ";
 
 /// The start of a tick: the instant it plans up to (the caller's, or the
-/// server's `TIME` when `''`), the mark, and the woken jobs, earliest wake
-/// first.
+/// server's `TIME` when `''`), the mark, the woken jobs, earliest wake
+/// first, and the earliest wake after the instant (`''`: none; a record
+/// without a wake sits in the index at `inf`).
 ///
 /// KEYS: the tick mark, the wake index. ARGV: the caller's instant
 /// (microseconds) or `''`, the limit.
@@ -109,7 +110,10 @@ if now == '' then
 end
 local mark = redis.call('GET', KEYS[1]) or ''
 local woken = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now, 'LIMIT', 0, ARGV[2])
-return {now, mark, woken}
+local after = redis.call('ZRANGEBYSCORE', KEYS[2], '(' .. now, '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
+local next = after[2] or ''
+if next == 'inf' then next = '' end
+return {now, mark, woken, next}
 ";
 
 /// Moves the tick mark forward, never back.

@@ -19,7 +19,7 @@ impl RedisStore {
             .driver
             .run(async move {
                 let doing = || "reading the tick mark and the woken jobs".to_string();
-                let (now, mark, woken): (String, String, Vec<String>) = shared
+                let (now, mark, woken, next): (String, String, Vec<String>, String) = shared
                     .request(Phase::Read, false, &doing, |mut conn| async move {
                         scripts
                             .tick_start
@@ -49,12 +49,18 @@ impl RedisStore {
                     "" => None,
                     m => Some(instant("the tick mark", m)?),
                 };
+                let next_wake = match next.as_str() {
+                    "" => None,
+                    // A score as Redis writes a double: whole microseconds.
+                    n => Some(instant("the next wake", n.split('.').next().unwrap_or(n))?),
+                };
                 Ok(TickStart {
                     now,
                     mark,
                     woken,
                     records: Vec::new(),
                     carried: Vec::new(),
+                    next_wake,
                 })
             })
             .await
