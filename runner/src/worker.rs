@@ -453,12 +453,20 @@ impl<S: RunnerStore> Worker<S> {
                 "cannot serve a woken schedule");
         }
         // The index's next wake too: a jittered start or a retry's time
-        // comes with no write to announce it.
+        // comes with no write to announce it. Counted from the instant the
+        // store judged the tick at, so that a store whose clock is behind
+        // this one's is not asked again and again until it catches up.
+        let index_wake = report.work.next_wake.map(|t| {
+            let delay = t
+                .duration_since(report.work.now)
+                .max(SignedDuration::from_millis(1));
+            self.clock().now().checked_add(delay).unwrap_or(t)
+        });
         let next = report
             .served
             .iter()
             .filter_map(|(next, _)| *next)
-            .chain(report.work.next_wake)
+            .chain(index_wake)
             .min();
         let started = runs.len() > runs_before;
         if report.work.took_all_it_could() || (left > 0 && started && !self.shared.running.full()) {
