@@ -74,34 +74,55 @@ pub struct Invocation {
 /// starts none within its own margin of it.
 const ANOTHER_ROUND: jiff::SignedDuration = jiff::SignedDuration::from_secs(30);
 
-/// A later round's summary added to the tick's: the counts summed, the
-/// window's end and the mark the latest, what was left the latest's.
-fn add_round(mut total: Value, round: &Value) -> Value {
-    if let (Value::Object(total), Value::Object(round)) = (&mut total, round) {
-        for key in ["planned", "woken", "unresolved"] {
-            let sum = total.get(key).and_then(Value::as_u64).unwrap_or(0)
-                + round.get(key).and_then(Value::as_u64).unwrap_or(0);
-            total.insert(key.into(), Value::from(sum));
-        }
-        for key in ["window_end", "mark"] {
-            if let Some(v) = round.get(key) {
-                total.insert(key.into(), v.clone());
-            }
-        }
-        if let Some(Value::Array(unknown)) = round.get("unknown_woken")
-            && let Some(Value::Array(all)) = total.get_mut("unknown_woken")
-        {
-            all.extend(unknown.iter().cloned());
-        }
-        total.remove("left");
-        total.remove("left_because");
-        for key in ["left", "left_because"] {
-            if let Some(v) = round.get(key) {
-                total.insert(key.into(), v.clone());
-            }
-        }
+/// What the rounds of one tick came to, for its summary: the window from
+/// the first round's start to the last's end, the jobs planned and woken
+/// in all, the mark and what was left where the last round ended.
+#[derive(Default)]
+struct TickTally {
+    window: Option<(Timestamp, Timestamp)>,
+    planned: usize,
+    woken: usize,
+    unknown: Vec<String>,
+    unresolved: usize,
+    mark: Option<Timestamp>,
+    left: Option<(usize, String)>,
+    round_jobs: Vec<usize>,
+}
+
+impl TickTally {
+    fn add(&mut self, report: &TickReport<JobReport, HandlerError>) {
+        let work = &report.work;
+        let planned = work.jobs.iter().filter(|j| j.planned.is_some()).count();
+        self.window = Some((self.window.map_or(work.after, |(start, _)| start), work.now));
+        self.planned += planned;
+        self.woken += work.jobs.len() - planned;
+        self.unknown.extend(work.unknown.iter().cloned());
+        self.unresolved += report.unresolved.len();
+        self.mark = Some(report.mark);
+        self.left.clone_from(&report.left);
+        self.round_jobs.push(work.jobs.len());
     }
-    total
+
+    fn summary(&self) -> Value {
+        let (start, end) = self.window.unzip();
+        let mut summary = json!({
+            "trigger": "tick",
+            "window_start": start.map(format_instant),
+            "window_end": end.map(format_instant),
+            "planned": self.planned,
+            "woken": self.woken,
+            "unknown_woken": self.unknown,
+            "unresolved": self.unresolved,
+            "mark": self.mark.map(format_instant),
+            "rounds": self.round_jobs.len(),
+            "round_jobs": self.round_jobs,
+        });
+        if let (Some((count, why)), Value::Object(map)) = (&self.left, &mut summary) {
+            map.insert("left".into(), Value::from(*count));
+            map.insert("left_because".into(), Value::from(why.as_str()));
+        }
+        summary
+    }
 }
 
 /// The coordinator of one invocation.
@@ -267,35 +288,27 @@ impl<S: StateStore + EffectLedger + TickIndex + 'static> Handler<S> {
         let platform = self.platform.until(inv.deadline);
         let mut served = Vec::new();
         let mut refused = Vec::new();
-        let mut summary: Option<Value> = None;
-        let mut rounds = 0u64;
-        // The jobs each round served (a burst's: 1,000, 1,000, …).
-        let mut round_jobs = Vec::new();
+        let mut tally = TickTally::default();
         // A tick serves at most a thousand woken jobs; while the index may
         // hold more (a burst) and the invocation has time, it ticks again,
         // so a burst takes as few invocations as their time allows.
         loop {
-            rounds += 1;
-            let round_now = if rounds == 1 { now } else { platform.now() };
-            let (report, round) = self.tick_round(coord, inv, round_now, &platform).await?;
+            let round_now = if tally.round_jobs.is_empty() {
+                now
+            } else {
+                platform.now()
+            };
+            let report = self.tick_round(coord, inv, round_now, &platform).await?;
             let more = report.work.took_all_it_could() && report.left.is_none();
-            round_jobs.push(Value::from(report.work.jobs.len()));
+            tally.add(&report);
             served.extend(report.served);
             refused.extend(report.refused);
-            summary = Some(match summary {
-                None => round,
-                Some(total) => add_round(total, &round),
-            });
             let left = inv.deadline.duration_since(platform.now());
             if !more || left < ANOTHER_ROUND {
                 break;
             }
         }
-        let mut summary = summary.unwrap_or(Value::Null);
-        if let Value::Object(map) = &mut summary {
-            map.insert("rounds".into(), Value::from(rounds));
-            map.insert("round_jobs".into(), Value::Array(round_jobs));
-        }
+        let summary = tally.summary();
         let mut reports = served;
         reports.push(JobReport {
             runs: Vec::new(),
@@ -306,15 +319,15 @@ impl<S: StateStore + EffectLedger + TickIndex + 'static> Handler<S> {
         Ok((reports, summary))
     }
 
-    /// One round of a tick ([`Handler::tick`]): the runtime's tick, its
-    /// warnings said, and its summary.
+    /// One round of a tick ([`Handler::tick`]): the runtime's tick, with
+    /// its warnings said.
     async fn tick_round(
         &self,
         coord: &Coord<S>,
         inv: &Invocation,
         now: Timestamp,
         platform: &LambdaPlatform,
-    ) -> Result<(TickReport<JobReport, HandlerError>, Value), HandlerError> {
+    ) -> Result<TickReport<JobReport, HandlerError>, HandlerError> {
         let mut server = LambdaTick {
             handler: self,
             coord,
@@ -355,23 +368,7 @@ impl<S: StateStore + EffectLedger + TickIndex + 'static> Handler<S> {
                 "error": why,
             }));
         }
-        let work = &report.work;
-        let planned = work.jobs.iter().filter(|j| j.planned.is_some()).count();
-        let mut summary = json!({
-            "trigger": "tick",
-            "window_start": format_instant(work.after),
-            "window_end": format_instant(work.now),
-            "planned": planned,
-            "woken": work.jobs.len() - planned,
-            "unknown_woken": work.unknown,
-            "unresolved": report.unresolved.len(),
-            "mark": format_instant(report.mark),
-        });
-        if let (Some((count, why)), Value::Object(map)) = (&report.left, &mut summary) {
-            map.insert("left".into(), Value::from(*count));
-            map.insert("left_because".into(), Value::from(why.as_str()));
-        }
-        Ok((report, summary))
+        Ok(report)
     }
 
     fn spec(&self, spec: &JobSpec) -> Result<Rc<JobSpec>, HandlerError> {
