@@ -11,7 +11,7 @@ use cronslot_core::coord::exec::join_all;
 use cronslot_core::coord::{
     CoordError, JobState, MAX_RUN_PAGE, MAX_SCHEDULE_PAGE, RunError, RunPage, RunQuery, Runs,
     ScheduleError, SchedulePage, SchedulePut, ScheduleQuery, ScheduleRecord, Schedules, StoreError,
-    Versioned,
+    Versioned, bulk_answers,
 };
 use cronslot_core::manifest::{JobSpec, JobTemplate};
 use cronslot_core::schedules::{RunRequest, RunView, ScheduleKey, ScheduleSpec};
@@ -192,16 +192,7 @@ impl<T: Transport> Schedules for ObjectClient<T> {
                 }
             }
         }
-        answers
-            .into_iter()
-            .map(|a| {
-                a.unwrap_or_else(|| {
-                    Err(ScheduleError::Coord(CoordError::Store(StoreError::other(
-                        "a bulk write left a schedule without an answer: this is a bug",
-                    ))))
-                })
-            })
-            .collect()
+        bulk_answers(answers)
     }
 
     async fn put_schedule(

@@ -30,7 +30,7 @@ pub use runs::{MAX_RUN_PAGE, RunError, RunPage, RunQuery, Runs};
 #[cfg(feature = "schedules")]
 pub use schedules::{
     MAX_SCHEDULE_BATCH, MAX_SCHEDULE_PAGE, ScheduleError, SchedulePage, SchedulePut, ScheduleQuery,
-    ScheduleRecord, Schedules,
+    ScheduleRecord, Schedules, bulk_answers,
 };
 pub use slot::{SlotId, SlotIdError, format_instant};
 pub use state::{

@@ -414,16 +414,7 @@ impl<S: StateStore> CasCoordinator<S> {
                     .await,
             );
         }
-        answers
-            .into_iter()
-            .map(|a| {
-                a.unwrap_or_else(|| {
-                    Err(ScheduleError::Coord(CoordError::Store(StoreError::other(
-                        "a bulk write left a schedule without an answer: this is a bug",
-                    ))))
-                })
-            })
-            .collect()
+        bulk_answers(answers)
     }
 }
 
@@ -531,6 +522,24 @@ impl<S: StateStore> Schedules for CasCoordinator<S> {
         .await?;
         Ok(SchedulePage { schedules, cursor })
     }
+}
+
+/// A bulk write's answers, each filled in its place as the writes came
+/// back ([`Schedules::put_schedules`]): a place left empty would be a bug
+/// of the writer, and is that schedule's error rather than a panic.
+pub fn bulk_answers(
+    answers: Vec<Option<Result<ScheduleWrite, ScheduleError>>>,
+) -> Vec<Result<ScheduleWrite, ScheduleError>> {
+    answers
+        .into_iter()
+        .map(|a| {
+            a.unwrap_or_else(|| {
+                Err(ScheduleError::Coord(CoordError::Store(StoreError::other(
+                    "a bulk write left a schedule without an answer: this is a bug",
+                ))))
+            })
+        })
+        .collect()
 }
 
 fn spec_refused(problem: SpecProblem) -> ScheduleError {
