@@ -39,6 +39,21 @@ pub fn route(
         None => (req.path, None),
     };
     let query = req.query.or(inline_query);
+    let segments = segments_below(prefix, path)?;
+    let prefix = prefix.trim().trim_end_matches('/');
+    let base = if prefix.is_empty() || prefix.starts_with('/') {
+        prefix.to_string()
+    } else {
+        format!("/{prefix}")
+    };
+    Some(recognise(manifest, req, &segments, query, token, &base))
+}
+
+/// The segments of `path` below `prefix` (`[]` for the prefix itself);
+/// `None` when the path is not under it. The router reads the path with
+/// it, and so do the hosts that must know a route before they read its
+/// body ([`body_limit`](super::body_limit)).
+pub(crate) fn segments_below<'p>(prefix: &str, path: &'p str) -> Option<Vec<&'p str>> {
     let prefix = prefix.trim().trim_end_matches('/');
     let rest = if prefix.is_empty() {
         path
@@ -53,17 +68,11 @@ pub fn route(
     }
     let rest = rest.strip_prefix('/').unwrap_or(rest);
     let rest = rest.strip_suffix('/').unwrap_or(rest);
-    let segments: Vec<&str> = if rest.is_empty() {
+    Some(if rest.is_empty() {
         Vec::new()
     } else {
         rest.split('/').collect()
-    };
-    let base = if prefix.is_empty() || prefix.starts_with('/') {
-        prefix.to_string()
-    } else {
-        format!("/{prefix}")
-    };
-    Some(recognise(manifest, req, &segments, query, token, &base))
+    })
 }
 
 /// Every route the router knows, as `(method, path template)` with the

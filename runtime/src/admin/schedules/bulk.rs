@@ -191,8 +191,8 @@ fn entry(label: &str, raw: &RawValue) -> BulkEntry {
 /// for a bulk write (`POST {prefix}/schedules/{job}`), else
 /// [`MAX_BODY_BYTES`](super::MAX_BODY_BYTES).
 pub fn body_limit(prefix: &str, method: &str, path: &str) -> usize {
-    let below = path.strip_prefix(prefix).unwrap_or(path);
-    let segments: Vec<&str> = below.trim_matches('/').split('/').collect();
+    let path = path.split_once('?').map_or(path, |(p, _)| p);
+    let segments = crate::admin::route::segments_below(prefix, path).unwrap_or_default();
     if method == "POST" && matches!(segments.as_slice(), ["schedules", job] if !job.is_empty()) {
         MAX_BULK_BODY_BYTES
     } else {
