@@ -336,6 +336,9 @@ fn put_from(job: &str, from: &str, store: &StoreArgs, format: Format) -> Result<
             "error: --from {from}: no schedule in it: write one JSON object per line,              {{\"key\": \"acme\", \"spec\": {{\"cron\": \"0 9 * * *\"}}}}"
         )));
     }
+    // Every line is read twice: here, keeping only what is wrong, and
+    // again a part at a time as it is sent; so a file of a million lines
+    // never has a million specs in memory at once, only its text.
     let mut bad = Vec::new();
     for &(n, line) in &lines {
         if let Err(doc) = admin::bulk_entry(&format!("line {n}"), line).put {

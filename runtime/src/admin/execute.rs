@@ -468,32 +468,28 @@ fn page_of<'m>(
     specs: Vec<&'m JobSpec>,
     page: &JobPage,
 ) -> (Vec<&'m JobSpec>, Option<String>, usize) {
+    // Job names are lowercase (`JobName`): only the search is lowered.
     let wanted = page.search.as_ref().map(|s| s.to_lowercase());
-    let matches = |spec: &JobSpec| {
-        wanted
-            .as_ref()
-            .is_none_or(|w| spec.name.as_str().to_lowercase().contains(w.as_str()))
-    };
-    let matched = specs.iter().filter(|s| matches(s)).count();
-    let start = match &page.after {
-        Some(after) => specs
-            .iter()
-            .position(|s| s.name.as_str() == after)
-            .map_or(specs.len(), |i| i + 1),
-        None => 0,
-    };
-    let mut paged: Vec<&JobSpec> = specs[start..]
-        .iter()
-        .copied()
-        .filter(|s| matches(s))
-        .take(page.limit + 1)
-        .collect();
-    let cursor = if paged.len() > page.limit {
-        paged.truncate(page.limit);
-        paged.last().map(|s| s.name.as_str().to_string())
-    } else {
-        None
-    };
+    let (mut matched, mut paged, mut more) = (0, Vec::new(), false);
+    let mut past = page.after.is_none();
+    // One pass: count the matches, keep the page's after the cursor.
+    for spec in specs {
+        let name = spec.name.as_str();
+        if wanted.as_deref().is_none_or(|w| name.contains(w)) {
+            matched += 1;
+            if past {
+                if paged.len() < page.limit {
+                    paged.push(spec);
+                } else {
+                    more = true;
+                }
+            }
+        }
+        past = past || page.after.as_deref() == Some(name);
+    }
+    let cursor = more
+        .then(|| paged.last().map(|s| s.name.as_str().to_string()))
+        .flatten();
     (paged, cursor, matched)
 }
 
