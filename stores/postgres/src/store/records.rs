@@ -66,25 +66,25 @@ impl PgStore {
     /// bulk's statements (store/group.rs), a second write of one record
     /// after them, alone.
     async fn put_states(&self, writes: &[RecordWrite<'_>]) -> Vec<Result<PutResult, StoreError>> {
+        // In the bulk: the first write of each record. A second one, or a
+        // caller's bug that `put` names (a state of another record), goes
+        // alone after it.
         let mut seen = std::collections::HashSet::new();
-        let (mut bulk, mut again, mut order) = (Vec::new(), Vec::new(), Vec::new());
-        for w in writes {
-            if w.state.job != w.job {
-                order.push(None);
-                continue;
-            }
-            if seen.insert(w.job) {
-                order.push(Some(true));
-                bulk.push(group::Write {
-                    job: w.job.to_string(),
-                    text: encode_state(w.state),
-                    wake: w.state.wake_at.map(PgTime),
-                    expected: w.expected,
-                });
-            } else {
-                order.push(Some(false));
-            }
-        }
+        let in_bulk: Vec<bool> = writes
+            .iter()
+            .map(|w| w.state.job == w.job && seen.insert(w.job))
+            .collect();
+        let bulk: Vec<group::Write> = writes
+            .iter()
+            .zip(&in_bulk)
+            .filter(|(_, bulk)| **bulk)
+            .map(|(w, _)| group::Write {
+                job: w.job.to_string(),
+                text: encode_state(w.state),
+                wake: w.state.wake_at.map(PgTime),
+                expected: w.expected,
+            })
+            .collect();
         let (shared, sql, group) = (self.shared.clone(), self.sql.clone(), self.writes.clone());
         let sent = bulk.len();
         let mut bulk = match self
@@ -97,20 +97,20 @@ impl PgStore {
             Err(e) => vec![Err(e); sent],
         }
         .into_iter();
-        for (w, how) in writes.iter().zip(order) {
-            again.push(match how {
-                Some(true) => bulk.next().unwrap_or_else(|| {
+        let mut answers = Vec::with_capacity(writes.len());
+        for (w, in_bulk) in writes.iter().zip(in_bulk) {
+            answers.push(if in_bulk {
+                bulk.next().unwrap_or_else(|| {
                     Err(StoreError::other(format!(
                         "PostgreSQL store {}: a bulk write lost an answer: this is a bug",
                         self.shared.shown
                     )))
-                }),
-                // A record's second write, or a caller's bug that `put`
-                // names: one at a time.
-                _ => self.put_state(w.job, w.state, w.expected).await,
+                })
+            } else {
+                self.put_state(w.job, w.state, w.expected).await
             });
         }
-        again
+        answers
     }
 
     async fn put_state(
