@@ -84,11 +84,7 @@ impl JobSpec {
         if self.jitter.is_zero() {
             return now;
         }
-        let at_or_before = now
-            .checked_add(SignedDuration::from_nanos(1))
-            .ok()
-            .and_then(|t| self.schedule.prev_before(t));
-        match at_or_before {
+        match self.newest_at_or_before(now) {
             Some(newest) if self.start_of(newest) > now => newest
                 .checked_sub(SignedDuration::from_nanos(1))
                 .unwrap_or(newest),
@@ -102,11 +98,16 @@ impl JobSpec {
         if self.jitter.is_zero() {
             return self.schedule.is_slot(t).then_some(t);
         }
-        let newest = t
-            .checked_add(SignedDuration::from_nanos(1))
-            .ok()
-            .and_then(|after| self.schedule.prev_before(after))?;
+        let newest = self.newest_at_or_before(t)?;
         (self.start_of(newest) == t).then_some(newest)
+    }
+
+    /// The newest slot at or before `t`: the only one that can be
+    /// waiting for its start at `t` (its window ends before the next).
+    fn newest_at_or_before(&self, t: Timestamp) -> Option<Timestamp> {
+        t.checked_add(SignedDuration::from_nanos(1))
+            .ok()
+            .and_then(|after| self.schedule.prev_before(after))
     }
 
     /// The first slot that starts after `t`, with its start: the newest
@@ -114,11 +115,7 @@ impl JobSpec {
     /// one.
     pub fn next_start_after(&self, t: Timestamp) -> Option<(Timestamp, Timestamp)> {
         if !self.jitter.is_zero() {
-            let newest = t
-                .checked_add(SignedDuration::from_nanos(1))
-                .ok()
-                .and_then(|after| self.schedule.prev_before(after));
-            if let Some(slot) = newest {
+            if let Some(slot) = self.newest_at_or_before(t) {
                 let start = self.start_of(slot);
                 if start > t {
                     return Some((slot, start));
