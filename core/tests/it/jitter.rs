@@ -9,7 +9,7 @@ use cronslot_core::coord::decide::{self, Precondition, ScheduleWrite, next_wake,
 use cronslot_core::coord::{Claim, Idle, JobState, SplitMix64, Trigger};
 use cronslot_core::due::DuePlanner;
 use cronslot_core::jitter::jitter_offset;
-use cronslot_core::manifest::{JobSpec, load_precompiled, parse_manifest};
+use cronslot_core::manifest::{JobSpec, JobTemplate, load_precompiled, parse_manifest};
 use cronslot_core::schedules::{ScheduleKey, ScheduleSpec};
 use jiff::{SignedDuration, Timestamp};
 
@@ -212,15 +212,20 @@ fn the_planner_finds_a_jittered_job_at_its_start_minute() {
     assert_eq!(planned, 1);
 }
 
-#[test]
-fn a_records_wake_is_its_next_start() {
-    let template = parse_manifest(
+/// A dynamic job whose deadline holds a ten-minute jitter.
+fn invoices() -> JobTemplate {
+    parse_manifest(
         "[[job]]\nname = \"invoice\"\ndynamic = true\ncommand = [\"true\"]\nstarting_deadline = \"30m\"\n",
         "t.toml",
     )
     .expect("valid")
     .templates
-    .remove(0);
+    .remove(0)
+}
+
+#[test]
+fn a_records_wake_is_its_next_start() {
+    let template = invoices();
     let key = ScheduleKey::new("tenant-7").expect("key");
     let spec = ScheduleSpec::from_json(r#"{"cron": "0 9 * * *", "jitter": "10m"}"#).expect("spec");
     let mut rng = SplitMix64::new(1);
@@ -250,13 +255,7 @@ fn a_records_wake_is_its_next_start() {
 
 #[test]
 fn a_change_between_the_instant_and_the_start_neither_drops_nor_doubles_the_slot() {
-    let template = parse_manifest(
-        "[[job]]\nname = \"invoice\"\ndynamic = true\ncommand = [\"true\"]\nstarting_deadline = \"30m\"\n",
-        "t.toml",
-    )
-    .expect("valid")
-    .templates
-    .remove(0);
+    let template = invoices();
     // A key whose 09:00 starts after 09:01, so that a change lands between.
     let key = (0..100)
         .map(|i| ScheduleKey::new(format!("t-{i}")).expect("key"))
