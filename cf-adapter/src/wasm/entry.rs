@@ -404,17 +404,20 @@ impl Cronslot {
             req.headers().get("If-None-Match")?,
         );
         #[cfg(feature = "schedules")]
-        let limit = admin::body_limit(&self.prefix, &method, &path);
-        #[cfg(feature = "schedules")]
-        if limit > admin::MAX_BODY_BYTES {
-            // A bulk body is only read for a caller with the token.
+        let limit = {
             let token = env.secret(admin::TOKEN_SECRET).ok().map(|s| s.to_string());
-            if let Err(refused) =
-                admin::authorize_bearer(authorization.as_deref(), token.as_deref(), admin::ADMIN)
-            {
-                return reply(refused);
+            let path = &path;
+            match admin::body_limit_for(
+                &self.prefix,
+                &method,
+                path,
+                authorization.as_deref(),
+                token.as_deref(),
+            ) {
+                Ok(limit) => limit,
+                Err(refused) => return reply(refused),
             }
-        }
+        };
         #[cfg(feature = "schedules")]
         let body = match read_body(&mut req, &method, limit).await? {
             Ok(body) => body,

@@ -264,17 +264,16 @@ async fn respond<S: RunnerStore>(
         (Ok(m), Ok(n)) => (m, n),
         (Err(refused), _) | (_, Err(refused)) => return reply(refused),
     };
-    let limit = admin::body_limit(admin::DEFAULT_PREFIX, &method, &path);
-    if limit > admin::MAX_BODY_BYTES
-        && let Err(refused) = admin::authorize_bearer(
-            authorization.as_deref(),
-            server.secrets.admin.as_deref(),
-            admin::ADMIN,
-        )
-    {
-        // A bulk body is only read for a caller with the token.
-        return reply(refused);
-    }
+    let limit = match admin::body_limit_for(
+        admin::DEFAULT_PREFIX,
+        &method,
+        &path,
+        authorization.as_deref(),
+        server.secrets.admin.as_deref(),
+    ) {
+        Ok(limit) => limit,
+        Err(refused) => return reply(refused),
+    };
     let body = match read_body(req, limit).await {
         Ok(body) => body,
         Err(refused) => return reply(refused),

@@ -111,8 +111,9 @@ pub use runs::{RunPageDoc, add_dead_runs, execute_run, run_query};
 pub use schedules::{
     BulkEntry, DEFAULT_PAGE, ListedScheduleDoc, MAX_BODY_BYTES, MAX_BULK_BODY_BYTES,
     ScheduleBulkDoc, ScheduleBulkResult, ScheduleDeleteDoc, ScheduleDoc, SchedulePageDoc,
-    ScheduleWriteDoc, body_limit, body_text, body_text_within, body_too_large, body_too_large_for,
-    bulk_entries, bulk_entry, etag, execute_schedule, list_query, schedule_job_spec,
+    ScheduleWriteDoc, body_limit, body_limit_for, body_text, body_text_within, body_too_large,
+    body_too_large_for, bulk_entries, bulk_entry, etag, execute_schedule, list_query,
+    schedule_job_spec,
 };
 pub use trigger::{TriggerOutcome, trigger_doc, trigger_outcome, trigger_reply, trigger_run};
 

@@ -200,6 +200,24 @@ pub fn body_limit(prefix: &str, method: &str, path: &str) -> usize {
     }
 }
 
+/// [`body_limit`] for a request a host is about to read: the larger bound
+/// of a bulk write only for a caller with the admin token (`token`, the
+/// configured one), checked here before a byte of the body is read; the
+/// refusal is the router's own 401 or 503.
+pub fn body_limit_for(
+    prefix: &str,
+    method: &str,
+    path: &str,
+    authorization: Option<&str>,
+    token: Option<&str>,
+) -> Result<usize, Reply> {
+    let limit = body_limit(prefix, method, path);
+    if limit > super::MAX_BODY_BYTES {
+        crate::admin::authorize_bearer(authorization, token, crate::admin::ADMIN)?;
+    }
+    Ok(limit)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -275,6 +293,33 @@ mod tests {
             let refused = bulk_entries(body).expect_err("refused");
             assert_eq!(refused.status, 400, "{body:?}: {}", refused.body);
         }
+    }
+
+    #[test]
+    fn the_bulk_bound_is_read_only_for_a_caller_with_the_token() {
+        let (p, path) = ("/cronslot", "/cronslot/schedules/invoice");
+        let token = Some("s3cret");
+        let with = Some("Bearer s3cret");
+        assert_eq!(
+            body_limit_for(p, "POST", path, with, token).map_err(|r| r.status),
+            Ok(MAX_BULK_BODY_BYTES)
+        );
+        for (authorization, status) in [(None, 401), (Some("Bearer wrong"), 401)] {
+            let refused =
+                body_limit_for(p, "POST", path, authorization, token).expect_err("refused");
+            assert_eq!(refused.status, status, "{authorization:?}");
+        }
+        assert_eq!(
+            body_limit_for(p, "POST", path, with, None).map_err(|r| r.status),
+            Err(503),
+            "no token configured: fail closed"
+        );
+        // Other routes' small bound needs no token here: the router checks.
+        assert_eq!(
+            body_limit_for(p, "PUT", "/cronslot/schedules/invoice/k", None, token)
+                .map_err(|r| r.status),
+            Ok(super::super::MAX_BODY_BYTES)
+        );
     }
 
     #[test]

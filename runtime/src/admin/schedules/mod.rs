@@ -20,7 +20,9 @@ mod docs;
 mod execute;
 mod route;
 
-pub use bulk::{BulkEntry, MAX_BULK_BODY_BYTES, body_limit, bulk_entries, bulk_entry};
+pub use bulk::{
+    BulkEntry, MAX_BULK_BODY_BYTES, body_limit, body_limit_for, bulk_entries, bulk_entry,
+};
 pub use docs::{
     ListedScheduleDoc, ScheduleBulkDoc, ScheduleBulkResult, ScheduleDeleteDoc, ScheduleDoc,
     SchedulePageDoc, ScheduleWriteDoc,
