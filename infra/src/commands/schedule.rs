@@ -357,14 +357,7 @@ fn put_from(job: &str, from: &str, store: &StoreArgs, format: Format) -> Result<
     }
     let session = open(store, job)?;
     let job = template_name(&session, job)?;
-    let mut total = ScheduleBulkDoc {
-        job: job.as_str().to_string(),
-        results: Vec::with_capacity(lines.len()),
-        created: 0,
-        changed: 0,
-        unchanged: 0,
-        failed: 0,
-    };
+    let mut total = ScheduleBulkDoc::new(job.as_str());
     for part in lines.chunks(MAX_SCHEDULE_BATCH) {
         let entries = part
             .iter()
@@ -374,12 +367,7 @@ fn put_from(job: &str, from: &str, store: &StoreArgs, format: Format) -> Result<
             job: job.clone(),
             entries,
         };
-        let doc: ScheduleBulkDoc = decode(&run(&session, &route)?)?;
-        total.created += doc.created;
-        total.changed += doc.changed;
-        total.unchanged += doc.unchanged;
-        total.failed += doc.failed;
-        total.results.extend(doc.results);
+        total.append(decode(&run(&session, &route)?)?);
     }
     if format == Format::Json {
         println!(

@@ -43,6 +43,30 @@ pub struct ScheduleBulkDoc {
     pub failed: usize,
 }
 
+impl ScheduleBulkDoc {
+    /// No entry yet, for `job`.
+    pub fn new(job: &str) -> ScheduleBulkDoc {
+        ScheduleBulkDoc {
+            job: job.to_string(),
+            results: Vec::new(),
+            created: 0,
+            changed: 0,
+            unchanged: 0,
+            failed: 0,
+        }
+    }
+
+    /// `part`'s entries after these (a client that sent its entries in
+    /// several requests: `cronslot schedule put --from`).
+    pub fn append(&mut self, part: ScheduleBulkDoc) {
+        self.created += part.created;
+        self.changed += part.changed;
+        self.unchanged += part.unchanged;
+        self.failed += part.failed;
+        self.results.extend(part.results);
+    }
+}
+
 /// One entry's answer in a [`ScheduleBulkDoc`]: what its own `PUT`
 /// would have answered.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

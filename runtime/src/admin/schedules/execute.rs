@@ -152,14 +152,7 @@ async fn bulk<C: Schedules>(
         .filter_map(|e| e.put.as_ref().ok().cloned())
         .collect();
     let mut written = coord.put_schedules(template, puts, now).await.into_iter();
-    let mut doc = ScheduleBulkDoc {
-        job: job.as_str().to_string(),
-        results: Vec::with_capacity(entries.len()),
-        created: 0,
-        changed: 0,
-        unchanged: 0,
-        failed: 0,
-    };
+    let mut doc = ScheduleBulkDoc::new(job.as_str());
     for entry in entries {
         let result = match &entry.put {
             Err(refused) => Err(refused.clone()),
