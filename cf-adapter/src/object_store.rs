@@ -21,7 +21,7 @@ use std::time::Duration;
 use cronslot_core::coord::{
     DEFAULT_EFFECT_RETENTION, EffectBegin, EffectFinish, EffectLedger, EffectRecord, EffectState,
     JobState, PutResult, StateStore, StoreError, StoreErrorKind, Version, Versioned, decide_begin,
-    decide_finish, decode_state, encode_state,
+    decide_finish, decode_state, encode_state, prefix_end,
 };
 use jiff::Timestamp;
 
@@ -309,27 +309,55 @@ impl<S: Sql, A: Alarm> ObjectStore<S, A> {
             "SELECT version, state FROM cronslot_state WHERE job = ?",
             &[SqlValue::Text(job.to_string())],
         )?;
-        let Some(row) = rows.into_iter().next() else {
-            return Ok(None);
+        match rows.into_iter().next() {
+            None => Ok(None),
+            Some(row) => stored_state(job, row.first(), row.get(1)).map(Some),
+        }
+    }
+
+    /// One statement, so one view of the object: a range of the primary
+    /// key, from the prefix (or the cursor) to the prefix's end.
+    fn records_page_now(
+        &self,
+        prefix: &str,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<(String, Versioned<JobState>)>, StoreError> {
+        // Bounds SQLite can seek on: a range of the key, no `OR`.
+        let (start_op, start) = match after {
+            Some(a) if a >= prefix => (">", a),
+            _ => (">=", prefix),
         };
-        let corrupt = |why: &str| {
-            StoreError::new(
-                StoreErrorKind::Corrupt,
-                format!("the object's record of job {job:?} is corrupt: {why}"),
-            )
+        let mut params = vec![
+            SqlValue::Text(start.to_string()),
+            SqlValue::Text(prefix.to_string()),
+            SqlValue::Integer(i64::try_from(limit).unwrap_or(i64::MAX)),
+        ];
+        let end_clause = match prefix_end(prefix) {
+            Some(end) => {
+                params.push(SqlValue::Text(end));
+                "AND job < ?4"
+            }
+            None => "",
         };
-        let version = row
-            .first()
-            .and_then(SqlValue::as_integer)
-            .and_then(|v| Version::try_from(v).ok())
-            .ok_or_else(|| corrupt("its version is not a non-negative integer"))?;
-        let text = row
-            .get(1)
-            .and_then(SqlValue::as_text)
-            .ok_or_else(|| corrupt("its state is not text"))?;
-        let value = decode_state(job, text)
-            .map_err(|e| StoreError::new(StoreErrorKind::Corrupt, e.to_string()))?;
-        Ok(Some(Versioned { value, version }))
+        let rows = self.exec(
+            &format!("listing the records under {prefix:?}"),
+            &format!(
+                "SELECT job, version, state FROM cronslot_state \
+                 WHERE job {start_op} ?1 {end_clause} AND substr(job, 1, length(?2)) = ?2 \
+                 ORDER BY job LIMIT ?3"
+            ),
+            &params,
+        )?;
+        rows.into_iter()
+            .map(|row| {
+                let job = row.first().and_then(SqlValue::as_text).ok_or_else(|| {
+                    StoreError::new(StoreErrorKind::Corrupt, "a job name is not text")
+                })?;
+                let record = stored_state(job, row.get(1), row.get(2))?;
+                Ok((job.to_string(), record))
+            })
+            .collect()
     }
 
     fn read_effect_now(&self, key: &str) -> Result<Option<EffectRecord>, StoreError> {
@@ -446,6 +474,30 @@ fn wakes(rows: Vec<Vec<SqlValue>>) -> Result<Vec<Woken>, StoreError> {
         .collect()
 }
 
+/// A record from its row's version and state, or why it is corrupt.
+fn stored_state(
+    job: &str,
+    version: Option<&SqlValue>,
+    state: Option<&SqlValue>,
+) -> Result<Versioned<JobState>, StoreError> {
+    let corrupt = |why: &str| {
+        StoreError::new(
+            StoreErrorKind::Corrupt,
+            format!("the object's record of job {job:?} is corrupt: {why}"),
+        )
+    };
+    let version = version
+        .and_then(SqlValue::as_integer)
+        .and_then(|v| Version::try_from(v).ok())
+        .ok_or_else(|| corrupt("its version is not a non-negative integer"))?;
+    let text = state
+        .and_then(SqlValue::as_text)
+        .ok_or_else(|| corrupt("its state is not text"))?;
+    let value = decode_state(job, text)
+        .map_err(|e| StoreError::new(StoreErrorKind::Corrupt, e.to_string()))?;
+    Ok(Versioned { value, version })
+}
+
 fn failed(doing: &str, e: &SqlError) -> StoreError {
     // A failed statement in a Durable Object is an exception of the
     // runtime (storage reset, object overloaded): worth retrying.
@@ -539,6 +591,15 @@ impl<S: Sql, A: Alarm> StateStore for ObjectStore<S, A> {
         }
         self.sync_wake(job, None)?;
         Ok(true)
+    }
+
+    async fn records_page(
+        &self,
+        prefix: &str,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<(String, Versioned<JobState>)>, StoreError> {
+        self.records_page_now(prefix, after, limit)
     }
 
     async fn jobs(&self) -> Result<Vec<String>, StoreError> {

@@ -9,7 +9,7 @@ use cronslot_aws::lambda::TABLE_ENV;
 use cronslot_aws::lambda::metrics::{DIMENSION, NAMESPACE, RUN_SUCCEEDED};
 use cronslot_core::manifest::{JobSpec, format_duration};
 use cronslot_core::translate::Platform;
-use cronslot_dynamodb::{MARK, WAKE, WAKE_INDEX, WAKE_SHARD};
+use cronslot_dynamodb::{MARK, NAME_SPACE, NAMES_INDEX, WAKE, WAKE_INDEX, WAKE_SHARD};
 
 use super::plan::{self, AlarmPlan, EVENTBRIDGE_TICK, Plan};
 use super::yaml::{Map, Node, get_att, r#ref, sub, write_document};
@@ -172,6 +172,8 @@ pub fn render(source: &Source<'_>, options: &Options) -> Rendered {
             "effect (`effect#<key>`, expired through TTL). Kept when the stack is deleted.".into(),
             "The wake index holds the jobs the store must wake (a retry, an expiring".into(),
             "lease) and the tick mark, so that a tick reads what is due in one query.".into(),
+            "The names index holds each dynamic job's schedules and keyed runs in name".into(),
+            "order, so that a listing's page is one query.".into(),
         ],
         "JobsTable",
         Map::new()
@@ -188,25 +190,40 @@ pub fn render(source: &Source<'_>, options: &Options) -> Rendered {
                             attribute(PARTITION_KEY, "S"),
                             attribute(WAKE_SHARD, "S"),
                             attribute(WAKE, "N"),
+                            attribute(NAME_SPACE, "S"),
                         ],
                     )
                     .put("KeySchema", vec![key(PARTITION_KEY, "HASH")])
                     .put(
                         "GlobalSecondaryIndexes",
-                        vec![Node::from(
-                            Map::new()
-                                .put("IndexName", WAKE_INDEX)
-                                .put(
-                                    "KeySchema",
-                                    vec![key(WAKE_SHARD, "HASH"), key(WAKE, "RANGE")],
-                                )
-                                .put(
-                                    "Projection",
-                                    Map::new()
-                                        .put("ProjectionType", "INCLUDE")
-                                        .put("NonKeyAttributes", vec![Node::from(MARK)]),
-                                ),
-                        )],
+                        vec![
+                            Node::from(
+                                Map::new()
+                                    .put("IndexName", WAKE_INDEX)
+                                    .put(
+                                        "KeySchema",
+                                        vec![key(WAKE_SHARD, "HASH"), key(WAKE, "RANGE")],
+                                    )
+                                    .put(
+                                        "Projection",
+                                        Map::new()
+                                            .put("ProjectionType", "INCLUDE")
+                                            .put("NonKeyAttributes", vec![Node::from(MARK)]),
+                                    ),
+                            ),
+                            Node::from(
+                                Map::new()
+                                    .put("IndexName", NAMES_INDEX)
+                                    .put(
+                                        "KeySchema",
+                                        vec![key(NAME_SPACE, "HASH"), key(PARTITION_KEY, "RANGE")],
+                                    )
+                                    .put(
+                                        "Projection",
+                                        Map::new().put("ProjectionType", "KEYS_ONLY"),
+                                    ),
+                            ),
+                        ],
                     )
                     .put(
                         "TimeToLiveSpecification",
@@ -246,9 +263,9 @@ pub fn render(source: &Source<'_>, options: &Options) -> Rendered {
 
     resources.push_commented(
         vec![
-            "Only what the adapter calls: GetItem and PutItem (conditional) on this table,".into(),
-            "Query on its wake index (the tick), its own log group, and the dead-letter queue."
-                .into(),
+            "Only what the adapter calls: GetItem, PutItem and DeleteItem (conditional) on".into(),
+            "this table, Query on its wake index (the tick), its own log group, and the".into(),
+            "dead-letter queue.".into(),
         ],
         "FunctionRole",
         resource(
@@ -265,7 +282,11 @@ pub fn render(source: &Source<'_>, options: &Options) -> Rendered {
                             "cronslot-table",
                             vec![
                                 statement(
-                                    &["dynamodb:GetItem", "dynamodb:PutItem"],
+                                    &[
+                                        "dynamodb:GetItem",
+                                        "dynamodb:PutItem",
+                                        "dynamodb:DeleteItem",
+                                    ],
                                     get_att("JobsTable", "Arn"),
                                 ),
                                 statement(

@@ -184,10 +184,18 @@ fn sam_template_has_the_parts_the_adapter_needs() {
     }
     // The lease is 2m with a 5 s skew margin: the function may run 115 s.
     assert!(text.contains("Timeout: 115"), "{text}");
-    // Only the actions the adapter uses.
-    for action in ["dynamodb:Scan", "dynamodb:*", "DeleteItem", "UpdateItem"] {
+    // Only the actions the adapter uses: reads, conditional puts, and the
+    // conditional delete that forgets a keyed run past its retention.
+    for action in ["dynamodb:Scan", "dynamodb:*", "UpdateItem", "BatchWriteItem"] {
         assert!(!text.contains(action), "{action} granted");
     }
+    assert_eq!(text.matches("dynamodb:DeleteItem").count(), 1, "{text}");
+    // The names index is the table's, for listings; the function does not
+    // list.
+    for needle in ["IndexName: names", "AttributeName: ns", "ProjectionType: KEYS_ONLY"] {
+        assert!(text.contains(needle), "missing {needle:?} in:\n{text}");
+    }
+    assert!(!text.contains("/index/names"), "{text}");
     // The tick's one query: on the wake index only, not on the table.
     for needle in [
         "IndexName: wakes",

@@ -2,13 +2,16 @@
 //!
 //! | item | `pk` (S, the key) | attributes |
 //! |---|---|---|
-//! | job state | `job#<name>` | `ver` (N), `state` (S: JSON of `encode_state`), `updated_at` (S: RFC 3339, informational); while the record has a wake, `wk` (S, `"w"`) and `wake` (N: Unix milliseconds, floored) |
+//! | job state | `job#<name>` | `ver` (N), `state` (S: JSON of `encode_state`), `updated_at` (S: RFC 3339, informational); while the record has a wake, `wk` (S, `"w"`) and `wake` (N: Unix milliseconds, floored); for a schedule's or a keyed run's record (`<job>/<key>`), `ns` (S: `<job>`) |
 //! | effect | `effect#<key>` | `record` (S: JSON of `EffectRecord`), `rev` (N), `ttl` (N: epoch seconds) |
 //! | tick mark | `tick#mark` | `mark` (N: Unix nanoseconds), `wk` (S, `"w"`), `wake` (N: [`MARK_SORT`]), `updated_at` (S) |
 //!
 //! The global secondary index [`WAKE_INDEX`] (partition key `wk`, sort key
 //! `wake`, projecting `mark`) holds only the items that carry both: the
 //! jobs with a wake, and the tick mark, which sorts before every wake.
+//! The global secondary index [`NAMES_INDEX`] (partition key `ns`, sort
+//! key `pk`, keys only) holds the records of each dynamic job's schedules
+//! and keyed runs in name order: a listing's page is one `Query`.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -41,6 +44,13 @@ pub const WAKE_SHARD: &str = "wk";
 pub(crate) const WAKE_SHARD_VALUE: &str = "w";
 /// The index's sort key: a job's wake in Unix milliseconds, floored.
 pub const WAKE: &str = "wake";
+/// The names index: a global secondary index over [`NAME_SPACE`] (S, the
+/// partition key) and the table's key `pk` (S, the sort key), projecting
+/// keys only. Sparse: it holds the records named `job/key` (a dynamic
+/// job's schedules and keyed runs), each under its job, in name order.
+pub const NAMES_INDEX: &str = "names";
+/// The names index's partition key: the job of a record named `job/key`.
+pub const NAME_SPACE: &str = "ns";
 /// The tick mark's attribute on its item: Unix nanoseconds, exact.
 pub const MARK: &str = "mark";
 /// The tick mark's key. `tick#` is no prefix of `job#` or `effect#`, so it
@@ -82,7 +92,9 @@ pub(crate) struct RawState {
 /// A job's state item. With a wake, the item also carries the wake
 /// index's two attributes (written with the record, in the same
 /// conditional write, so the index never disagrees with the record for
-/// longer than the index's own propagation); without one, neither.
+/// longer than the index's own propagation); without one, neither. A
+/// record named `job/key` carries its job in [`NAME_SPACE`], for the names
+/// index.
 pub(crate) fn state_item(
     job: &str,
     version: Version,
@@ -96,6 +108,9 @@ pub(crate) fn state_item(
         (STATE.to_string(), AttributeValue::S(text.to_string())),
         (UPDATED_AT.to_string(), AttributeValue::S(updated_at)),
     ]);
+    if let Some(space) = name_space(job) {
+        item.insert(NAME_SPACE.to_string(), AttributeValue::S(space.to_string()));
+    }
     if let Some(at) = wake_at {
         item.insert(
             WAKE_SHARD.to_string(),
@@ -107,6 +122,12 @@ pub(crate) fn state_item(
         );
     }
     item
+}
+
+/// The names index's partition of a record's name: the job of `job/key`;
+/// `None` for a static job's record, which the index leaves out.
+pub(crate) fn name_space(name: &str) -> Option<&str> {
+    name.split_once('/').map(|(job, _)| job)
 }
 
 /// Unix milliseconds, floored (towards the past, before 1970 too): a
@@ -382,6 +403,17 @@ mod tests {
             Some(&AttributeValue::N(at.as_millisecond().to_string()))
         );
         assert_eq!(with.get(WAKE_SHARD), Some(&AttributeValue::S("w".into())));
+    }
+
+    #[test]
+    fn a_schedules_record_is_in_its_jobs_name_space_and_a_static_jobs_is_in_none() {
+        let schedule = state_item("tenant-invoice/acme", 1, "{}", "t".into(), None);
+        assert_eq!(
+            schedule.get(NAME_SPACE),
+            Some(&AttributeValue::S("tenant-invoice".into()))
+        );
+        let static_job = state_item("billing", 1, "{}", "t".into(), None);
+        assert!(!static_job.contains_key(NAME_SPACE));
     }
 
     #[test]

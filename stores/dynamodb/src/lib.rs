@@ -20,6 +20,13 @@
 //! `TickIndex` implementation for why the index's eventual consistency
 //! loses nothing).
 //!
+//! A record named `job/key` (a dynamic job's schedule or keyed run) also
+//! carries `ns` (S, the job). The global secondary index [`NAMES_INDEX`]
+//! (`names`: hash key `ns`, range key `pk`, keys only) holds those records
+//! under their job in name order: a listing's page
+//! ([`StateStore::records_page`]) is a `Query` of it and a consistent
+//! `BatchGetItem` of the records it names.
+//!
 //! **Writes** are conditional: a state write on `attribute_not_exists(#pk)`
 //! (first write) or `#ver = :expected`, asking for `ALL_OLD` on failure so a
 //! conflict hands back the current record without another read. Reads are
@@ -60,6 +67,7 @@
 mod fence;
 mod items;
 mod ledger;
+mod listing;
 mod location;
 mod retry;
 mod table;
@@ -78,6 +86,7 @@ use aws_sdk_dynamodb::operation::create_table::CreateTableError;
 use aws_sdk_dynamodb::operation::delete_item::DeleteItemError;
 use aws_sdk_dynamodb::operation::put_item::PutItemError;
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
+use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::types::{
     AttributeDefinition, AttributeValue, BillingMode, CreateGlobalSecondaryIndexAction,
     GlobalSecondaryIndex, GlobalSecondaryIndexDescription, GlobalSecondaryIndexUpdate, IndexStatus,
@@ -89,21 +98,25 @@ use cronslot_core::coord::decide;
 use cronslot_core::coord::{
     CoordError, EffectBegin, EffectFinish, EffectLedger, EffectRecord, JobState, PutResult,
     StateStore, StoreError, StoreErrorKind, TickIndex, TickStart, Version, Versioned, decide_begin,
-    decide_finish, encode_state, repair_wake,
+    decide_finish, encode_state, prefix_end, repair_wake,
 };
 use cronslot_core::manifest::JobSpec;
 use cronslot_store_kit::{OpenOptions, UrlStore};
 use jiff::Timestamp;
 
 pub use fence::{FENCE_NAME, FENCE_VALUE, FenceCondition, fence_condition};
-pub use items::{MARK, MARK_SORT, MAX_ITEM_BYTES, TTL_ATTRIBUTE, WAKE, WAKE_INDEX, WAKE_SHARD};
+pub use items::{
+    MARK, MARK_SORT, MAX_ITEM_BYTES, NAME_SPACE, NAMES_INDEX, TTL_ATTRIBUTE, WAKE, WAKE_INDEX,
+    WAKE_SHARD,
+};
 pub use location::{DynamoLocation, LocationError, parse_dynamodb_location};
 
 use items::STATE;
 use items::{
     Item, JOB_PREFIX, MAX_PARTITION_KEY_BYTES, PK, REV, RawState, StoredEffect, TICK_MARK_PK, VER,
     WAKE_SHARD_VALUE, decode_raw_state, describe_key, effect_item, effect_pk, floor_millis,
-    item_size, job_pk, key_of, mark_item, read_effect_item, read_mark, read_raw_state, state_item,
+    item_size, job_pk, key_of, mark_item, name_space, read_effect_item, read_mark, read_raw_state,
+    state_item,
 };
 use retry::{Budget, CallError, Kind, call};
 
@@ -794,6 +807,17 @@ impl StateStore for DynamoStore {
             }) => Ok(false),
             Err(e) => Err(store_error(e)),
         }
+    }
+
+    /// A `Query` of the names index and a consistent read of its page's
+    /// records (see [`DynamoStore::records_page_now`]).
+    async fn records_page(
+        &self,
+        prefix: &str,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<(String, Versioned<JobState>)>, StoreError> {
+        self.records_page_now(prefix, after, limit).await
     }
 
     /// Every job with a state item, sorted: a consistent `Scan` of the

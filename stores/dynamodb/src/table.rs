@@ -7,27 +7,34 @@ use super::*;
 /// active.
 const TABLE_ACTIVE_TIMEOUT: Duration = Duration::from_secs(300);
 
-/// How long [`DynamoStore::create_table`] waits for the wake index added to
+/// How long [`DynamoStore::create_table`] waits for an index added to
 /// an existing table to become active (DynamoDB builds it from the table's
 /// items: minutes for a small table, longer for a large one).
 const INDEX_ACTIVE_TIMEOUT: Duration = Duration::from_secs(30 * 60);
 
 impl DynamoStore {
     /// Creates the table if it does not exist: on-demand billing, key `pk`
-    /// (string), the wake index [`WAKE_INDEX`], TTL on [`TTL_ATTRIBUTE`];
-    /// waits until it is active. An existing table is fine if its key is
-    /// `pk` (string); TTL is switched on if it is off, and a table made
-    /// before the wake index (by an older cronslot) gets it: the index is
-    /// added and waited for until it is active, so running `cronslot init`
-    /// again is the whole upgrade. Point-in-time recovery and encryption
+    /// (string), the wake index [`WAKE_INDEX`] and the names index
+    /// [`NAMES_INDEX`], TTL on [`TTL_ATTRIBUTE`]; waits until it is active.
+    /// An existing table is fine if its key is `pk` (string); TTL is
+    /// switched on if it is off, and a table made before an index (by an
+    /// older cronslot) gets it: the index is added and waited for until it
+    /// is active, and the records written before it are given what it
+    /// reads ([`repair_wakes`](Self::repair_wakes),
+    /// [`repair_name_spaces`](Self::repair_name_spaces)), so running
+    /// `cronslot init` again is the whole upgrade. Point-in-time recovery and encryption
     /// settings are left to the deployment template.
     pub async fn create_table(&self) -> Result<(), StoreError> {
         let what = self.what("creating the table");
         let definitions =
-            wake_index_definitions().map_err(|e| StoreError::other(format!("{what}: {e}")))?;
+            table_definitions().map_err(|e| StoreError::other(format!("{what}: {e}")))?;
         let pk_key = key_element(PK, KeyType::Hash)
             .map_err(|e| StoreError::other(format!("{what}: {e}")))?;
-        let index = wake_index().map_err(|e| StoreError::other(format!("{what}: {e}")))?;
+        let indexes: Vec<GlobalSecondaryIndex> = indexes()
+            .map_err(|e| StoreError::other(format!("{what}: {e}")))?
+            .into_iter()
+            .map(|w| w.index)
+            .collect();
         // Safe to repeat: a repeat finds the table and reports it in use.
         let created = call(self.budget(), &what, Kind::Read, no_more, || {
             self.client
@@ -35,7 +42,7 @@ impl DynamoStore {
                 .table_name(&self.table)
                 .set_attribute_definitions(Some(definitions.clone()))
                 .key_schema(pk_key.clone())
-                .global_secondary_indexes(index.clone())
+                .set_global_secondary_indexes(Some(indexes.clone()))
                 .billing_mode(BillingMode::PayPerRequest)
                 .send()
         })
@@ -49,8 +56,9 @@ impl DynamoStore {
             Err(e) => return Err(store_error(e)),
         }
         let table = self.wait_active().await?;
-        self.ensure_wake_index(&table).await?;
+        self.ensure_indexes(&table).await?;
         self.repair_wakes().await?;
+        self.repair_name_spaces().await?;
         self.enable_ttl().await
     }
 
@@ -143,21 +151,101 @@ impl DynamoStore {
         Ok(())
     }
 
-    /// Adds the wake index to a table that lacks it (made by a cronslot
-    /// from before it), checks the shape of one that has it, and waits
-    /// until it is active: DynamoDB refuses queries of an index that is
-    /// still being built, so a tick would fail until then.
-    async fn ensure_wake_index(&self, table: &TableDescription) -> Result<(), StoreError> {
+    /// Gives each record named `job/key` written before the names index
+    /// its [`NAME_SPACE`], so that listings find it: one filtered `Scan`
+    /// of the table, then one `UpdateItem` per record found, which sets
+    /// only that attribute (derived from the record's name, so it is right
+    /// whatever the record holds; the record's version and text are left
+    /// alone). Run by every `init`, so an interrupted one is finished by
+    /// the next.
+    async fn repair_name_spaces(&self) -> Result<(), StoreError> {
+        let filter = format!("contains(#{PK}, :slash) AND attribute_not_exists(#{NAME_SPACE})");
+        let found = self
+            .scan_jobs(
+                "finding records not yet in the names index",
+                Some(ScanFilter {
+                    expression: &filter,
+                    names: &[(NAME_SPACE, NAME_SPACE)],
+                    values: &[(":slash", "/")],
+                }),
+            )
+            .await?;
+        for name in found {
+            let Some(space) = name_space(&name) else {
+                continue;
+            };
+            let what = self.what(&format!("adding the record of {name:?} to the names index"));
+            let updated = call(self.budget(), &what, Kind::Read, no_more, || {
+                self.client
+                    .update_item()
+                    .table_name(&self.table)
+                    .set_key(Some(key_of(job_pk(&name))))
+                    .update_expression("SET #ns = :ns")
+                    .condition_expression("attribute_exists(#pk)")
+                    .expression_attribute_names("#ns", NAME_SPACE)
+                    .expression_attribute_names("#pk", PK)
+                    .expression_attribute_values(":ns", AttributeValue::S(space.to_string()))
+                    .send()
+            })
+            .await;
+            match updated {
+                // Deleted since the scan: nothing to list.
+                Ok(_)
+                | Err(CallError::Service {
+                    err: UpdateItemError::ConditionalCheckFailedException(_),
+                    ..
+                }) => {}
+                Err(e) => return Err(store_error(e)),
+            }
+        }
+        Ok(())
+    }
+
+    /// Adds each index cronslot needs ([`indexes`]) to a table that lacks
+    /// it (made by a cronslot from before it), checks the shape of one
+    /// that has it, and waits until it is active: DynamoDB refuses queries
+    /// of an index that is still being built, and builds one index at a
+    /// time.
+    async fn ensure_indexes(&self, table: &TableDescription) -> Result<(), StoreError> {
+        let wanted = indexes().map_err(|e| StoreError::other(self.what(&e.to_string())))?;
         let mut table = table.clone();
-        if find_wake_index(&table).is_none() {
-            let what = self.what(&format!("adding the wake index {WAKE_INDEX:?}"));
-            let definitions =
-                wake_index_definitions().map_err(|e| StoreError::other(format!("{what}: {e}")))?;
-            let index = wake_index().map_err(|e| StoreError::other(format!("{what}: {e}")))?;
+        for index in &wanted {
+            table = self.ensure_index(&table, index).await?;
+        }
+        Ok(())
+    }
+
+    /// [`ensure_indexes`](Self::ensure_indexes) for one index; returns the
+    /// table's description once the index is active.
+    async fn ensure_index(
+        &self,
+        table: &TableDescription,
+        wanted: &WantedIndex,
+    ) -> Result<TableDescription, StoreError> {
+        let name = wanted.name();
+        let mut table = table.clone();
+        if find_index(&table, name).is_none() {
+            let what = self.what(&format!("adding the {} {name:?}", wanted.what));
+            // The table's definitions as they are, and the new index's
+            // key attributes: DynamoDB refuses a definition no key uses.
+            let mut definitions = table.attribute_definitions().to_vec();
+            for definition in
+                table_definitions().map_err(|e| StoreError::other(format!("{what}: {e}")))?
+            {
+                let name = definition.attribute_name();
+                let keyed = wanted
+                    .index
+                    .key_schema()
+                    .iter()
+                    .any(|k| k.attribute_name() == name);
+                if keyed && !definitions.iter().any(|d| d.attribute_name() == name) {
+                    definitions.push(definition);
+                }
+            }
             let create = CreateGlobalSecondaryIndexAction::builder()
-                .index_name(WAKE_INDEX)
-                .set_key_schema(Some(index.key_schema().to_vec()))
-                .set_projection(index.projection().cloned())
+                .index_name(name)
+                .set_key_schema(Some(wanted.index.key_schema().to_vec()))
+                .set_projection(wanted.index.projection().cloned())
                 .build()
                 .map_err(|e| StoreError::other(format!("{what}: {e}")))?;
             let update = GlobalSecondaryIndexUpdate::builder().create(create).build();
@@ -176,42 +264,45 @@ impl DynamoStore {
             table = self.describe().await?;
             if let Err(e) = added {
                 // Another `init` may have added it meanwhile.
-                if find_wake_index(&table).is_none() {
+                if find_index(&table, name).is_none() {
                     let e = store_error(e);
                     return Err(StoreError::new(
                         e.kind,
                         format!(
-                            "{}; ticks need this index: update the stack from the rendered template (it declares the index) if a stack owns the table, else run `cronslot init` with permission for dynamodb:UpdateTable",
-                            e.message
+                            "{}; {} need this index: update the stack from the rendered template (it declares the index) if a stack owns the table, else run `cronslot init` with permission for dynamodb:UpdateTable",
+                            e.message, wanted.needed_by
                         ),
                     ));
                 }
             }
             tracing::info!(
                 table = %self.table,
-                index = WAKE_INDEX,
-                "added the wake index; waiting until DynamoDB has built it"
+                index = name,
+                "added the {}; waiting until DynamoDB has built it",
+                wanted.what
             );
         }
         let started = Instant::now();
         loop {
-            match find_wake_index(&table) {
+            match find_index(&table, name) {
                 None => {
                     return Err(StoreError::other(format!(
-                        "DynamoDB table {}: the wake index {WAKE_INDEX:?} was added but is not described; run `cronslot init` again",
-                        self.table
+                        "DynamoDB table {}: the {} {name:?} was added but is not described; run `cronslot init` again",
+                        self.table, wanted.what
                     )));
                 }
                 Some(index) => {
-                    check_wake_index(&self.table, index)?;
+                    wanted.check(&self.table, index)?;
                     match index.index_status() {
-                        Some(IndexStatus::Active) | None => return Ok(()),
+                        Some(IndexStatus::Active) | None => return Ok(table),
                         Some(IndexStatus::Creating) | Some(IndexStatus::Updating) => {}
                         Some(other) => {
                             return Err(StoreError::other(format!(
-                                "DynamoDB table {}: the wake index {WAKE_INDEX:?} is {}; cronslot's ticks need it: once it is gone, run `cronslot init` to add it again",
+                                "DynamoDB table {}: the {} {name:?} is {}; cronslot's {} need it: once it is gone, run `cronslot init` to add it again",
                                 self.table,
-                                other.as_str()
+                                wanted.what,
+                                other.as_str(),
+                                wanted.needed_by
                             )));
                         }
                     }
@@ -219,8 +310,8 @@ impl DynamoStore {
             }
             if started.elapsed() > INDEX_ACTIVE_TIMEOUT {
                 return Err(StoreError::unavailable(format!(
-                    "DynamoDB table {}: the wake index {WAKE_INDEX:?} is still being built after {INDEX_ACTIVE_TIMEOUT:?} (a large table takes longer); ticks fail until it is active: run `cronslot init` again later to wait for it",
-                    self.table
+                    "DynamoDB table {}: the {} {name:?} is still being built after {INDEX_ACTIVE_TIMEOUT:?} (a large table takes longer); {} fail until it is active: run `cronslot init` again later to wait for it",
+                    self.table, wanted.what, wanted.needed_by
                 )));
             }
             tokio::time::sleep(Duration::from_secs(2)).await;
@@ -302,20 +393,101 @@ fn attribute(name: &str, kind: ScalarAttributeType) -> Result<AttributeDefinitio
         .build()
 }
 
-/// The table's key attribute and the wake index's two.
-fn wake_index_definitions() -> Result<Vec<AttributeDefinition>, BuildError> {
+/// The table's key attribute and its indexes' key attributes.
+fn table_definitions() -> Result<Vec<AttributeDefinition>, BuildError> {
     Ok(vec![
         attribute(PK, ScalarAttributeType::S)?,
         attribute(WAKE_SHARD, ScalarAttributeType::S)?,
         attribute(WAKE, ScalarAttributeType::N)?,
+        attribute(NAME_SPACE, ScalarAttributeType::S)?,
     ])
 }
 
-/// The wake index: `wk` (the one shard) and `wake` (in order), projecting
-/// the table's key (the job) and the tick mark. With on-demand billing it
-/// needs no capacity of its own.
-fn wake_index() -> Result<GlobalSecondaryIndex, BuildError> {
-    GlobalSecondaryIndex::builder()
+/// A global secondary index of the table, and what it serves (for errors).
+pub(crate) struct WantedIndex {
+    index: GlobalSecondaryIndex,
+    /// What the index is, in a sentence: "wake index".
+    what: &'static str,
+    /// What fails without it: "ticks".
+    needed_by: &'static str,
+}
+
+impl WantedIndex {
+    fn name(&self) -> &str {
+        self.index.index_name()
+    }
+
+    /// An index of this name must be this index: the same key, and a
+    /// projection that holds at least the attributes this one projects.
+    fn check(
+        &self,
+        table: &str,
+        found: &GlobalSecondaryIndexDescription,
+    ) -> Result<(), StoreError> {
+        let pairs = |key: &[KeySchemaElement]| -> Vec<(String, KeyType)> {
+            key.iter()
+                .map(|k| (k.attribute_name().to_string(), k.key_type().clone()))
+                .collect()
+        };
+        let key = pairs(found.key_schema());
+        let wanted_key = pairs(self.index.key_schema());
+        let projection = found.projection();
+        let wanted = self.index.projection();
+        let projects_enough = match (
+            wanted.and_then(|p| p.projection_type()),
+            projection.and_then(|p| p.projection_type()),
+        ) {
+            (_, Some(ProjectionType::All)) | (Some(ProjectionType::KeysOnly), _) => true,
+            (Some(ProjectionType::Include), Some(ProjectionType::Include)) => {
+                wanted.is_some_and(|w| {
+                    w.non_key_attributes()
+                        .iter()
+                        .all(|a| projection.is_some_and(|p| p.non_key_attributes().contains(a)))
+                })
+            }
+            _ => false,
+        };
+        if key == wanted_key && projects_enough {
+            return Ok(());
+        }
+        let shape = |key: &[(String, KeyType)]| -> String {
+            key.iter()
+                .map(|(name, kind)| format!("{name:?} ({})", kind.as_str()))
+                .collect::<Vec<_>>()
+                .join(" and ")
+        };
+        let projected = |p: Option<&Projection>| -> String {
+            match p.and_then(|p| p.projection_type()) {
+                Some(ProjectionType::Include) => format!(
+                    "{:?}",
+                    p.map(|p| p.non_key_attributes().to_vec())
+                        .unwrap_or_default()
+                ),
+                Some(other) => other.as_str().to_string(),
+                None => "nothing".to_string(),
+            }
+        };
+        Err(StoreError::other(format!(
+            "DynamoDB table {table}: has an index named {name:?} that is not cronslot's {what} (keyed on {found_key}, projecting {found_projection}); cronslot needs {name:?} keyed on {wanted_key}, projecting {wanted_projection}: delete that index and run `cronslot init`, or use a table of cronslot's own",
+            name = self.name(),
+            what = self.what,
+            found_key = shape(&key),
+            found_projection = projected(projection),
+            wanted_key = shape(&wanted_key),
+            wanted_projection = projected(wanted),
+        )))
+    }
+}
+
+/// The table's global secondary indexes, each needing no capacity of its
+/// own with on-demand billing:
+/// - the wake index [`WAKE_INDEX`]: `wk` (the one shard) and `wake` (in
+///   order), projecting the table's key (the job) and the tick mark;
+/// - the names index [`NAMES_INDEX`]: `ns` (a dynamic job) and `pk` (its
+///   records in name order), keys only: a listing reads the records of
+///   its page consistently by key.
+pub(crate) fn indexes() -> Result<Vec<WantedIndex>, BuildError> {
+    let wake = GlobalSecondaryIndex::builder()
         .index_name(WAKE_INDEX)
         .key_schema(key_element(WAKE_SHARD, KeyType::Hash)?)
         .key_schema(key_element(WAKE, KeyType::Range)?)
@@ -325,42 +497,37 @@ fn wake_index() -> Result<GlobalSecondaryIndex, BuildError> {
                 .non_key_attributes(MARK)
                 .build(),
         )
-        .build()
+        .build()?;
+    let names = GlobalSecondaryIndex::builder()
+        .index_name(NAMES_INDEX)
+        .key_schema(key_element(NAME_SPACE, KeyType::Hash)?)
+        .key_schema(key_element(PK, KeyType::Range)?)
+        .projection(
+            Projection::builder()
+                .projection_type(ProjectionType::KeysOnly)
+                .build(),
+        )
+        .build()?;
+    Ok(vec![
+        WantedIndex {
+            index: wake,
+            what: "wake index",
+            needed_by: "ticks",
+        },
+        WantedIndex {
+            index: names,
+            what: "names index",
+            needed_by: "listings of schedules and runs",
+        },
+    ])
 }
 
-fn find_wake_index(table: &TableDescription) -> Option<&GlobalSecondaryIndexDescription> {
+fn find_index<'a>(
+    table: &'a TableDescription,
+    name: &str,
+) -> Option<&'a GlobalSecondaryIndexDescription> {
     table
         .global_secondary_indexes()
         .iter()
-        .find(|i| i.index_name() == Some(WAKE_INDEX))
-}
-
-/// An index named like the wake index must be the wake index: keyed on
-/// `wk` and `wake`, projecting the mark.
-fn check_wake_index(
-    table: &str,
-    index: &GlobalSecondaryIndexDescription,
-) -> Result<(), StoreError> {
-    let key: Vec<(&str, &KeyType)> = index
-        .key_schema()
-        .iter()
-        .map(|k| (k.attribute_name(), k.key_type()))
-        .collect();
-    let projection = index.projection();
-    let projects_mark = match projection.and_then(|p| p.projection_type()) {
-        Some(ProjectionType::All) => true,
-        Some(ProjectionType::Include) => {
-            projection.is_some_and(|p| p.non_key_attributes().iter().any(|a| a == MARK))
-        }
-        _ => false,
-    };
-    if key != [(WAKE_SHARD, &KeyType::Hash), (WAKE, &KeyType::Range)] || !projects_mark {
-        return Err(StoreError::other(format!(
-            "DynamoDB table {table}: has an index named {WAKE_INDEX:?} that is not cronslot's wake index (key {key:?}, projection {:?}); cronslot needs {WAKE_INDEX:?} keyed on {WAKE_SHARD:?} (S, hash) and {WAKE:?} (N, range), projecting {MARK:?}: delete that index and run `cronslot init`, or use a table of cronslot's own",
-            projection
-                .and_then(|p| p.projection_type())
-                .map(|t| t.as_str())
-        )));
-    }
-    Ok(())
+        .find(|i| i.index_name() == Some(name))
 }

@@ -296,3 +296,67 @@ async fn keyed_run_costs_are_exact() {
     )
     .await;
 }
+
+/// A page of a dynamic job's records is one `Query` of the names index and
+/// one consistent `BatchGetItem` per hundred records, whatever else the
+/// table holds: in name order, within the prefix, from the cursor on.
+#[tokio::test(flavor = "current_thread")]
+async fn a_page_of_records_is_one_query_and_a_batch_read_per_hundred() {
+    use cronslot_core::coord::{JobState, StateStore};
+    let setup = Setup::new();
+    let store = setup.fresh_store("requests-page").await;
+    let name = |i: usize| format!("dyn/k-{i:03}");
+    // Written out of order, beside a static job and another dynamic job
+    // whose name starts the same way.
+    for i in (0..250).rev() {
+        let state = JobState::new(&name(i), "hash", t0(), false);
+        store.put(&name(i), &state, None).await.unwrap();
+    }
+    for other in ["dyn", "dynamo/k-000", "dyn0/x"] {
+        let state = JobState::new(other, "hash", t0(), false);
+        store.put(other, &state, None).await.unwrap();
+    }
+    let names = |page: &[(String, cronslot_core::coord::Versioned<JobState>)]| -> Vec<String> {
+        page.iter().map(|(n, _)| n.clone()).collect()
+    };
+
+    setup.counts.reset();
+    let first = store.records_page("dyn/", None, 200).await.unwrap();
+    assert_eq!(names(&first), (0..200).map(name).collect::<Vec<_>>());
+    assert_eq!(
+        setup.counts.snapshot().into_iter().collect::<Vec<_>>(),
+        [("BatchGetItem".to_string(), 2), ("Query".to_string(), 1)]
+    );
+    assert!(
+        first
+            .iter()
+            .all(|(n, r)| r.version == 1 && r.value.job == *n)
+    );
+
+    setup.counts.reset();
+    let last = first.last().map(|(n, _)| n.as_str());
+    let rest = store.records_page("dyn/", last, 200).await.unwrap();
+    assert_eq!(names(&rest), (200..250).map(name).collect::<Vec<_>>());
+    assert_eq!(setup.counts.get("Query"), 1);
+
+    // A prefix of the keys: a range of the partition.
+    let keys = store.records_page("dyn/k-1", None, 1000).await.unwrap();
+    assert_eq!(names(&keys), (100..200).map(name).collect::<Vec<_>>());
+    // The cursor before the prefix starts at the prefix.
+    let keys = store
+        .records_page("dyn/k-24", Some("dyn/k-0"), 3)
+        .await
+        .unwrap();
+    assert_eq!(names(&keys), ["dyn/k-240", "dyn/k-241", "dyn/k-242"]);
+    // A record deleted is gone from the page.
+    let gone = store.get(&name(241)).await.unwrap().unwrap();
+    assert!(store.delete(&name(241), gone.version).await.unwrap());
+    let keys = store.records_page("dyn/k-24", None, 3).await.unwrap();
+    assert_eq!(names(&keys), ["dyn/k-240", "dyn/k-242", "dyn/k-243"]);
+    // Static jobs' records are in no partition: read from a scan.
+    let statics = store.records_page("dy", None, 10).await.unwrap();
+    assert_eq!(
+        names(&statics)[..2],
+        ["dyn".to_string(), "dyn/k-000".to_string()]
+    );
+}

@@ -21,7 +21,7 @@ use cronslot_core::coord::{
     CasCoordinator, Claim, Coordinator, JobState, Origin, PendingRun, StateStore, StoreErrorKind,
     TickIndex, Trigger, encode_state,
 };
-use cronslot_dynamodb::{DynamoStore, MARK, WAKE, WAKE_INDEX, WAKE_SHARD};
+use cronslot_dynamodb::{DynamoStore, MARK, NAME_SPACE, NAMES_INDEX, WAKE, WAKE_INDEX, WAKE_SHARD};
 use cronslot_runtime::{Jobs, Platform, TickOptions, TickPlan, VirtualPlatform, tick};
 use jiff::{SignedDuration, Timestamp};
 use support::{Fault, Setup, s};
@@ -276,11 +276,12 @@ async fn tick_end_survives_a_lost_answer() {
     assert_eq!(setup.faults.pending(), 0);
 }
 
-/// A table made by an older cronslot (key `pk`, no wake index, no TTL)
-/// gets the index from `create_table` (what `cronslot init` calls), keeps
-/// its items, and works; a second call changes nothing.
+/// A table made by an older cronslot (key `pk`, no index, no TTL) gets
+/// the wake and names indexes from `create_table` (what `cronslot init`
+/// calls), keeps its items, gives each the attributes the indexes read,
+/// and works; a second call changes nothing.
 #[tokio::test(flavor = "current_thread")]
-async fn create_table_adds_the_wake_index_to_an_older_table() {
+async fn create_table_adds_the_indexes_to_an_older_table() {
     let setup = Setup::new();
     let table = support::table_keyed_by(&setup.client, "tick-upgrade", "pk").await;
     let store = DynamoStore::new(setup.client.clone(), &table);
@@ -300,13 +301,52 @@ async fn create_table_adds_the_wake_index_to_an_older_table() {
         version: None,
     });
     store.put("retrying", &retrying, None).await.unwrap();
-    // Before the upgrade, the tick's query names a missing index.
+    // A schedule's record, as an older cronslot wrote it: without the
+    // names index's attribute.
+    let schedule = JobState::new("tenant-invoice/acme", "hash", t0(), false);
+    store
+        .put("tenant-invoice/acme", &schedule, None)
+        .await
+        .unwrap();
+    setup
+        .client
+        .update_item()
+        .table_name(&table)
+        .key("pk", s("job#tenant-invoice/acme"))
+        .update_expression("REMOVE #ns")
+        .expression_attribute_names("#ns", NAME_SPACE)
+        .send()
+        .await
+        .unwrap();
+    // Before the upgrade, the tick's query and the listing's name a
+    // missing index.
     let err = store.tick_start(at(0), 10).await.unwrap_err();
+    assert_eq!(err.kind, StoreErrorKind::Other, "{err}");
+    let err = store
+        .records_page("tenant-invoice/", None, 10)
+        .await
+        .unwrap_err();
     assert_eq!(err.kind, StoreErrorKind::Other, "{err}");
 
     store.create_table().await.expect("upgrade");
-    let index = wake_index(&setup.client, &table).await;
-    assert_eq!(index.index_status(), Some(&IndexStatus::Active));
+    for name in [WAKE_INDEX, NAMES_INDEX] {
+        let index = index(&setup.client, &table, name).await;
+        assert_eq!(index.index_status(), Some(&IndexStatus::Active), "{name}");
+    }
+    let item = raw_item(&setup.client, &table, "job#tenant-invoice/acme").await;
+    assert_eq!(item.get(NAME_SPACE), Some(&s("tenant-invoice")));
+    assert_eq!(item.get("ver"), Some(&AttributeValue::N("1".into())));
+    let listed: Vec<String> = store
+        .records_page("tenant-invoice/", None, 10)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|(name, record)| {
+            assert_eq!(record.version, 1);
+            name
+        })
+        .collect();
+    assert_eq!(listed, ["tenant-invoice/acme"]);
     store.create_table().await.expect("again: nothing to do");
     let old = store.get("old").await.unwrap().unwrap();
     assert_eq!((old.version, old.value.wake_at), (1, None));
@@ -339,14 +379,25 @@ async fn create_table_adds_the_wake_index_to_an_older_table() {
     );
 }
 
-/// A fresh table has the index, with the key and projection the query
-/// needs; an index of that name with another shape is refused, saying what
-/// to do.
+/// A fresh table has the indexes, with the keys and projections their
+/// queries need; an index of that name with another shape is refused,
+/// saying what to do.
 #[tokio::test(flavor = "current_thread")]
-async fn the_wake_index_has_its_shape_or_is_refused() {
+async fn the_indexes_have_their_shape_or_are_refused() {
     let setup = Setup::new();
     let store = setup.fresh_store("tick-shape").await;
-    let index = wake_index(&setup.client, store.table()).await;
+    let names = index(&setup.client, store.table(), NAMES_INDEX).await;
+    let key: Vec<(&str, &KeyType)> = names
+        .key_schema()
+        .iter()
+        .map(|k| (k.attribute_name(), k.key_type()))
+        .collect();
+    assert_eq!(key, [(NAME_SPACE, &KeyType::Hash), ("pk", &KeyType::Range)]);
+    assert_eq!(
+        names.projection().and_then(|p| p.projection_type()),
+        Some(&ProjectionType::KeysOnly)
+    );
+    let index = index(&setup.client, store.table(), WAKE_INDEX).await;
     let key: Vec<(&str, &KeyType)> = index
         .key_schema()
         .iter()
@@ -406,9 +457,10 @@ async fn the_wake_index_has_its_shape_or_is_refused() {
     );
 }
 
-async fn wake_index(
+async fn index(
     client: &Client,
     table: &str,
+    name: &str,
 ) -> aws_sdk_dynamodb::types::GlobalSecondaryIndexDescription {
     let out = client
         .describe_table()
@@ -420,9 +472,9 @@ async fn wake_index(
         .unwrap()
         .global_secondary_indexes()
         .iter()
-        .find(|i| i.index_name() == Some(WAKE_INDEX))
+        .find(|i| i.index_name() == Some(name))
         .cloned()
-        .unwrap_or_else(|| panic!("no index {WAKE_INDEX} on {table}"))
+        .unwrap_or_else(|| panic!("no index {name} on {table}"))
 }
 
 /// Ten thousand job items, ten of them with wakes that have come and
