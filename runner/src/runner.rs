@@ -118,6 +118,7 @@ pub struct Runner<S: RunnerStore = SqliteStore> {
     until: Option<Until>,
     single_pass: bool,
     ctrl_c: bool,
+    grace: Option<Duration>,
     owner_prefix: String,
     stop: Arc<watch::Sender<Stop>>,
     health: Arc<Health>,
@@ -141,6 +142,7 @@ impl<S: RunnerStore> Runner<S> {
             until: None,
             single_pass: false,
             ctrl_c: false,
+            grace: None,
             owner_prefix: default_owner_prefix(),
             stop: Arc::new(watch::channel(Stop::Running).0),
             health: Arc::new(Health::new(1)),
@@ -245,6 +247,25 @@ impl<S: RunnerStore> Runner<S> {
     /// should not take over a process's signals unasked.
     pub fn handle_ctrl_c(mut self, on: bool) -> Runner<S> {
         self.ctrl_c = on;
+        self
+    }
+
+    /// The drain's grace period (real time): once asked to stop (a signal
+    /// or a [`StopHandle`]), the runner claims nothing more and lets its
+    /// running jobs go on for at most `grace`; the jobs still running then
+    /// are dropped without a word to the store (a command's process group
+    /// is killed), so their leases expire as after a crash and another
+    /// runner retries their slots. Without it (the default) the running
+    /// jobs go on within their own time limits.
+    ///
+    /// Why not record them as failed: at the end of a grace period the
+    /// platform is about to kill the process (Kubernetes' SIGKILL at
+    /// `terminationGracePeriodSeconds`), and a run declared failed while
+    /// its effects may still land (a command's detached children) would be
+    /// retried beside them; an expired lease, and the fence that comes
+    /// with the next claim, is the one rule for every way a runner ends.
+    pub fn drain_grace(mut self, grace: Duration) -> Runner<S> {
+        self.grace = Some(grace);
         self
     }
 
@@ -368,7 +389,7 @@ impl<S: RunnerStore> Runner<S> {
             main.block_on(supervise(
                 &mut done_rx,
                 &self.stop,
-                self.ctrl_c,
+                (self.ctrl_c, self.grace),
                 &self.health,
                 Wakes {
                     signal: wakes,
@@ -451,11 +472,13 @@ impl Wakes<'_> {
 async fn supervise(
     done: &mut mpsc::UnboundedReceiver<()>,
     stop: &watch::Sender<Stop>,
-    ctrl_c: bool,
+    (ctrl_c, grace): (bool, Option<Duration>),
     health: &Health,
     mut wakes: Wakes<'_>,
 ) {
     let mut listen = ctrl_c;
+    // When the drain's grace period ends, once a stop was asked for.
+    let mut grace_ends: Option<tokio::time::Instant> = None;
     let mut terminate = if ctrl_c {
         Terminate::listen()
     } else {
@@ -467,9 +490,26 @@ async fn supervise(
     loop {
         if *stop_seen.borrow_and_update() != Stop::Running {
             health.stopping();
+            if grace_ends.is_none() {
+                grace_ends = grace.map(|g| tokio::time::Instant::now() + g);
+            }
         }
+        let grace_over = async {
+            match grace_ends {
+                Some(at) => tokio::time::sleep_until(at).await,
+                None => std::future::pending().await,
+            }
+        };
         tokio::select! {
             _ = stop_seen.changed() => {}
+            () = grace_over, if *stop.borrow() == Stop::Graceful => {
+                tracing::warn!(
+                    grace = ?grace.unwrap_or_default(),
+                    "the drain's grace period is over: stopping the running jobs without \
+                     recording them; their leases expire and other runners retry their slots"
+                );
+                stop.send_replace(Stop::Abandon);
+            }
             msg = done.recv() => {
                 if msg.is_none() {
                     return;
@@ -560,9 +600,31 @@ fn worker_thread<S: RunnerStore>(
         .build()
         .map_err(|e| format!("could not start its runtime: {e}"))?;
     let local = tokio::task::LocalSet::new();
+    let mut abandon = stop.clone();
     let worker = std::rc::Rc::new(Worker::new(number, owner, seed, shared, stop));
-    local.block_on(&runtime, worker.run());
+    local.block_on(&runtime, async {
+        tokio::select! {
+            () = worker.run() => {}
+            // Dropping the loop drops its runs (their tasks are aborted
+            // and dropped with this thread's `LocalSet`): nothing more is
+            // written.
+            () = abandoned(&mut abandon) => {}
+        }
+    });
     Ok(())
+}
+
+/// Returns once the runner says [`Stop::Abandon`]; never if it is gone
+/// without saying it.
+async fn abandoned(stop: &mut watch::Receiver<Stop>) {
+    loop {
+        if *stop.borrow_and_update() == Stop::Abandon {
+            return;
+        }
+        if stop.changed().await.is_err() {
+            return std::future::pending().await;
+        }
+    }
 }
 
 /// A jitter seed per worker: different across workers and processes.

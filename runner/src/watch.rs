@@ -17,6 +17,11 @@ pub(crate) enum Stop {
     /// Stop the running jobs too (they are reported as transient failures,
     /// so their slots are retried).
     Now,
+    /// The drain's grace period is over: stop at once and record nothing.
+    /// The running jobs are dropped (a command's process group killed), and
+    /// their leases expire as after a crash, so their slots are retried by
+    /// another runner once the lease is over.
+    Abandon,
 }
 
 /// What the runner, its workers and their platforms watch together: the

@@ -961,3 +961,82 @@ fn keyed_runs_enqueued(
     }
     (store, parsed)
 }
+
+/// A drain's grace period (`Runner::drain_grace`): once stopped, the
+/// runner lets its running jobs go on for the grace and then stops them
+/// without a word to the store: the run's lease stays as it was (no
+/// failure recorded, as after a crash), and another runner, once the lease
+/// has expired, runs the slot again with a higher fence.
+#[test]
+fn a_run_outlasting_the_drain_grace_is_left_to_its_lease_and_retried_elsewhere() {
+    use cronslot_core::coord::StateStore;
+    use cronslot_core::coord::exec::block_on;
+
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    logs();
+    let begin = Timestamp::now();
+    let keys = ["order-0".to_string()];
+    let (store, parsed) = keyed_runs_enqueued("drain-grace", "60s", &keys, begin);
+    let ran: Arc<Mutex<Vec<(u32, u64, String)>>> = Arc::new(Mutex::new(Vec::new()));
+    let jobs = {
+        let ran = Arc::clone(&ran);
+        Jobs::new().register("mail", move |ctx| {
+            let ran = Arc::clone(&ran);
+            async move {
+                ran.lock()
+                    .unwrap()
+                    .push((ctx.attempt(), ctx.fence(), ctx.owner().to_string()));
+                if ctx.attempt() == 1 {
+                    // Far longer than the grace.
+                    tokio::time::sleep(Duration::from_secs(30)).await;
+                }
+                Ok(())
+            }
+        })
+    };
+    let a = Runner::new(store.clone(), Vec::new(), Clock::real())
+        .with_templates(parsed.templates.clone())
+        .with_jobs(jobs.clone())
+        .owner_prefix("a")
+        .drain_grace(Duration::from_millis(500));
+    let stop = a.stop_handle();
+    let running = std::thread::spawn(move || a.run());
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while ran.lock().unwrap().is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let asked = Instant::now();
+    stop.stop();
+    running.join().unwrap().unwrap();
+    let took = asked.elapsed();
+    assert!(
+        took < Duration::from_secs(10),
+        "the runner ended with its grace, not its job: {took:?}"
+    );
+    // Nothing was written for the run: its lease is A's, as claimed.
+    let record = block_on(store.get("mail/order-0")).unwrap().unwrap().value;
+    assert_eq!(record.leases.len(), 1, "{record:?}");
+    assert!(record.leases[0].owner.starts_with("a-"), "{record:?}");
+    assert_eq!((record.counters.runs, record.counters.failed), (1, 0));
+
+    // Runner B's clock is past the lease: it takes the slot over.
+    let later = Clock::accelerated_from(begin + SignedDuration::from_secs(75), 1.0).unwrap();
+    let b = Runner::new(store.clone(), Vec::new(), later)
+        .with_templates(parsed.templates.clone())
+        .with_jobs(jobs)
+        .owner_prefix("b");
+    let stop = b.stop_handle();
+    let running = std::thread::spawn(move || b.run());
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while ran.lock().unwrap().len() < 2 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    stop.stop();
+    running.join().unwrap().unwrap();
+    let ran = ran.lock().unwrap().clone();
+    assert_eq!(ran.len(), 2, "{ran:?}");
+    assert_eq!(ran[1].0, 2, "the second attempt: {ran:?}");
+    assert!(ran[1].1 > ran[0].1, "with a higher fence: {ran:?}");
+    assert!(ran[1].2.starts_with("b-"), "{ran:?}");
+}

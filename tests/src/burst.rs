@@ -23,7 +23,7 @@ use cronslot_core::coord::{
     CasCoordinator, MAX_SCHEDULE_BATCH, SchedulePut, ScheduleQuery, Schedules, StateStore,
     TickIndex,
 };
-use cronslot_core::manifest::{JobTemplate, parse_manifest};
+use cronslot_core::manifest::{JobTemplate, Manifest, parse_manifest};
 use cronslot_core::schedules::{ScheduleKey, ScheduleSpec};
 use cronslot_runtime::Jobs;
 use jiff::{SignedDuration, Timestamp};
@@ -48,17 +48,22 @@ pub struct Burst {
     pub work: Duration,
 }
 
-/// The job: dynamic, a lease of five minutes, the deadline the jitter
-/// needs.
-pub fn template(jitter: Duration) -> JobTemplate {
+/// The manifest of the burst: its one job, dynamic, a lease of five
+/// minutes, the deadline the jitter needs.
+pub fn manifest(jitter: Duration) -> Manifest {
     let mut text = format!("[[job]]\nname = \"{JOB}\"\ndynamic = true\nlease = \"5m\"\n");
     if !jitter.is_zero() {
         text.push_str(&format!("jitter = \"{}s\"\n", jitter.as_secs()));
     }
     match parse_manifest(&text, "burst.toml") {
-        Ok(mut m) => m.templates.remove(0),
+        Ok(m) => m,
         Err(e) => panic!("{e}"),
     }
+}
+
+/// The job of [`manifest`].
+pub fn template(jitter: Duration) -> JobTemplate {
+    manifest(jitter).templates.remove(0)
 }
 
 fn key(i: usize) -> ScheduleKey {
@@ -302,9 +307,16 @@ impl Outcome {
 /// Reads every schedule of the burst, 1,000 a page, and says how its slot
 /// went.
 pub fn check<S: StateStore>(store: S, burst: &Burst, at: Timestamp) -> Outcome {
-    let template = template(burst.jitter);
-    let c = CasCoordinator::new(store, 2);
-    let mut query = ScheduleQuery::default();
+    check_schedules(&CasCoordinator::new(store, 2), &template(burst.jitter), at)
+}
+
+/// [`check`] of the schedules of `template` through any implementation of
+/// the schedules (the Durable Objects' client, for one).
+pub fn check_schedules<C: Schedules>(c: &C, template: &JobTemplate, at: Timestamp) -> Outcome {
+    let mut query = ScheduleQuery {
+        limit: MAX_SCHEDULE_BATCH,
+        ..ScheduleQuery::default()
+    };
     let mut outcome = Outcome {
         schedules: 0,
         once: 0,
@@ -318,7 +330,7 @@ pub fn check<S: StateStore>(store: S, burst: &Burst, at: Timestamp) -> Outcome {
     };
     let ms = |d: SignedDuration| d.as_secs_f64() * 1e3;
     loop {
-        let page = match block_on(c.list_schedules(&template, &query)) {
+        let page = match block_on(c.list_schedules(template, &query)) {
             Ok(p) => p,
             Err(e) => panic!("{e}"),
         };
@@ -333,7 +345,7 @@ pub fn check<S: StateStore>(store: S, burst: &Burst, at: Timestamp) -> Outcome {
                 _ => outcome.not_run += 1,
             }
             if let Some(run) = record.history.iter().find(|r| r.slot == at) {
-                let spec = match read.data.job_spec(&template, key) {
+                let spec = match read.data.job_spec(template, key) {
                     Ok(Some(spec)) => spec,
                     other => panic!("{key:?}: {other:?}"),
                 };

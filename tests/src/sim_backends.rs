@@ -23,8 +23,8 @@ use std::time::Duration;
 use cronslot_cf::ObjectStore;
 use cronslot_cf::sql::{Sql, SqlError, SqlValue};
 use cronslot_core::coord::{
-    EffectBegin, EffectFinish, EffectLedger, EffectRecord, JobState, PutResult, StateStore,
-    StoreError, Version, Versioned,
+    EffectBegin, EffectFinish, EffectLedger, EffectRecord, JobState, PutResult, RecordWrite,
+    StateStore, StoreError, Version, Versioned,
 };
 use jiff::Timestamp;
 use rusqlite::Connection;
@@ -284,6 +284,18 @@ impl<S: StateStore> StateStore for OnTokio<S> {
     ) -> Result<Vec<(String, Versioned<JobState>)>, StoreError> {
         self.runtime
             .block_on(self.inner.records_page(prefix, after, limit))
+    }
+
+    async fn get_many_judged(
+        &self,
+        jobs: &[&str],
+        now: Timestamp,
+    ) -> Result<(Vec<Option<Versioned<JobState>>>, Timestamp), StoreError> {
+        self.runtime.block_on(self.inner.get_many_judged(jobs, now))
+    }
+
+    async fn put_many(&self, writes: &[RecordWrite<'_>]) -> Vec<Result<PutResult, StoreError>> {
+        self.runtime.block_on(self.inner.put_many(writes))
     }
 }
 

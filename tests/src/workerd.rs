@@ -16,6 +16,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use cronslot_cf::Transport;
+use cronslot_core::coord::{StoreError, StoreErrorKind};
+
 /// The repository root (this crate is `tests/`).
 pub fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -47,6 +50,26 @@ fn free_port() -> u16 {
         .and_then(|l| l.local_addr())
         .expect("a free port")
         .port()
+}
+
+/// Object requests through the test Worker's `/__object/<job>` route,
+/// which hands them to the job's Durable Object unchanged: the transport
+/// of an `ObjectClient` that talks to the objects in workerd.
+pub struct ViaWorker<'a>(pub &'a Wrangler);
+
+impl Transport for ViaWorker<'_> {
+    async fn call(&self, job: &str, body: String) -> Result<String, StoreError> {
+        // A schedule object's `#` would end the path: it travels as %23.
+        let path = format!("/__object/{}", job.replace('#', "%23"));
+        let (status, answer) = self.0.request("POST", &path, None, &body);
+        if status != 200 {
+            return Err(StoreError::new(
+                StoreErrorKind::Unavailable,
+                format!("the Worker answered {status}: {answer}"),
+            ));
+        }
+        Ok(answer)
+    }
 }
 
 /// One `wrangler dev` serving a Worker.

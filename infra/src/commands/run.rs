@@ -54,6 +54,15 @@ pub struct RunArgs {
     /// another process).
     #[arg(long, value_name = "N", requires = "max_running")]
     pub claim_ahead: Option<u32>,
+    /// The drain's grace period, e.g. 30s: on SIGTERM (or Ctrl-C) the
+    /// runner claims nothing more and lets its running jobs go on this
+    /// long (real time); those still running then are stopped without a
+    /// word to the store, so their leases expire and another runner
+    /// retries their slots, as after a crash. Without it the running jobs
+    /// go on within their own time limits. `cronslot render kubernetes`
+    /// sets it below the pod's terminationGracePeriodSeconds.
+    #[arg(long, value_name = "DURATION")]
+    pub grace: Option<String>,
     /// Log lines: one per run, human-readable or JSON.
     #[arg(long, value_enum, default_value = "pretty")]
     pub log_format: cli::LogFormat,
@@ -76,6 +85,14 @@ pub fn exec(args: RunArgs) -> Result<(), Failure> {
         .until
         .as_deref()
         .map(|text| parse_until(text, clock.now()))
+        .transpose()?;
+    let grace = args
+        .grace
+        .as_deref()
+        .map(|text| {
+            parse_duration(text)
+                .map_err(|e| Failure::bad_input(format!("error: --grace {text:?}: {e}")))
+        })
         .transpose()?;
     let target = StoreTarget::parse_for_jobs(&args.store)?;
     let manifest = load_manifest(&args.manifest.path())?;
@@ -104,6 +121,9 @@ pub fn exec(args: RunArgs) -> Result<(), Failure> {
     }
     if let Some(n) = args.claim_ahead {
         runner = runner.claim_ahead(n);
+    }
+    if let Some(grace) = grace {
+        runner = runner.drain_grace(grace);
     }
     match until {
         Some(Until::After(d)) => runner = runner.run_for(d),

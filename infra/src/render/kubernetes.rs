@@ -28,7 +28,8 @@ pub use input::{
     check_image, check_name, check_namespace, check_secret, default_name, refuse_functions,
 };
 pub use values::{
-    active_deadline, job_timeout, longest_timeout, starting_deadline, termination_grace,
+    active_deadline, drain_grace, job_timeout, longest_timeout, starting_deadline,
+    termination_grace,
 };
 // Public here before the split, though only this module uses them: kept at
 // the same paths.

@@ -887,6 +887,17 @@ fn kubernetes_deployments_pass_and_hand_broken_copies_fail() {
         ],
     );
 
+    // The runner's drain outlasts the pod's grace: the kubelet kills it
+    // before it lets its last runs go.
+    let o = f.check_text("drain.yaml", &edit(&text, "- \"240s\"", "- \"270s\""));
+    assert_fails(
+        &o,
+        &[
+            "the runner's --grace 270s is not shorter than terminationGracePeriodSeconds 270",
+            "expected: terminationGracePeriodSeconds at least the grace + 30",
+        ],
+    );
+
     // Probes nobody answers.
     let o = f.check_text(
         "nohealth.yaml",

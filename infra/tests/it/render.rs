@@ -186,13 +186,22 @@ fn sam_template_has_the_parts_the_adapter_needs() {
     assert!(text.contains("Timeout: 115"), "{text}");
     // Only the actions the adapter uses: reads, conditional puts, and the
     // conditional delete that forgets a keyed run past its retention.
-    for action in ["dynamodb:Scan", "dynamodb:*", "UpdateItem", "BatchWriteItem"] {
+    for action in [
+        "dynamodb:Scan",
+        "dynamodb:*",
+        "UpdateItem",
+        "BatchWriteItem",
+    ] {
         assert!(!text.contains(action), "{action} granted");
     }
     assert_eq!(text.matches("dynamodb:DeleteItem").count(), 1, "{text}");
     // The names index is the table's, for listings; the function does not
     // list.
-    for needle in ["IndexName: names", "AttributeName: ns", "ProjectionType: KEYS_ONLY"] {
+    for needle in [
+        "IndexName: names",
+        "AttributeName: ns",
+        "ProjectionType: KEYS_ONLY",
+    ] {
         assert!(text.contains(needle), "missing {needle:?} in:\n{text}");
     }
     assert!(!text.contains("/index/names"), "{text}");
@@ -588,12 +597,13 @@ fn kubernetes_deployment_runs_the_mounted_manifest_with_the_computed_values() {
     assert_eq!(d["metadata"]["name"].as_str(), Some("cronslot"));
     assert_eq!(d["spec"]["replicas"].as_integer(), Some(2));
     let pod = &d["spec"]["template"];
-    // The longest job timeout is daily-report's 5m; + 30 s to record.
+    // The longest job timeout is daily-report's 5m: the runner's drain
+    // grace; + 30 s to record and exit before the kubelet's SIGKILL.
     assert_pod(pod, "run", "cronslot", "cronslot-store", 330);
     let c = &pod["spec"]["containers"][0];
     assert_eq!(
         str_list(&c["args"])[2..],
-        ["--health-listen", "0.0.0.0:8080"]
+        ["--health-listen", "0.0.0.0:8080", "--grace", "300s"]
     );
     assert_eq!(
         c["image"].as_str(),

@@ -4,35 +4,15 @@
 //! Worker end to end through Cron Trigger events and the admin routes.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use cronslot_cf::ObjectClient;
 use cronslot_cf::protocol::TICK_OBJECT;
-use cronslot_cf::{ObjectClient, Transport};
 use cronslot_core::conformance::run_all_blocking;
-use cronslot_core::coord::{StoreError, StoreErrorKind};
 use cronslot_tests::webdriver::Browser;
-use cronslot_tests::workerd::Wrangler;
+use cronslot_tests::workerd::{ViaWorker, Wrangler};
 use serde_json::Value;
 
 const WORKER: &str = "tests/cf-worker";
 const TOKEN: &str = "test-admin-token-0123456789";
-
-/// Object requests through the test Worker's `/__object/<job>` route, which
-/// hands them to the job's Durable Object unchanged.
-struct ViaWorker<'a>(&'a Wrangler);
-
-impl Transport for ViaWorker<'_> {
-    async fn call(&self, job: &str, body: String) -> Result<String, StoreError> {
-        // A schedule object's `#` would end the path: it travels as %23.
-        let path = format!("/__object/{}", job.replace('#', "%23"));
-        let (status, answer) = self.0.request("POST", &path, None, &body);
-        if status != 200 {
-            return Err(StoreError::new(
-                StoreErrorKind::Unavailable,
-                format!("the Worker answered {status}: {answer}"),
-            ));
-        }
-        Ok(answer)
-    }
-}
 
 fn state_dir(name: &str) -> tempdir::Dir {
     tempdir::Dir::new(name)

@@ -16,7 +16,7 @@ pub(super) struct Invocation {
 }
 
 impl Invocation {
-    fn flag(&self, name: &str) -> Option<&str> {
+    pub(super) fn flag(&self, name: &str) -> Option<&str> {
         self.flags
             .iter()
             .find(|(f, _)| f == name)
@@ -25,8 +25,9 @@ impl Invocation {
 }
 
 /// The flags of `cronslot run` and `cronslot tick` that take a value.
-const VALUE_FLAGS: [&str; 8] = [
+const VALUE_FLAGS: [&str; 9] = [
     "--store",
+    "--grace",
     "--health-listen",
     "--workers",
     "--speed",

@@ -3,7 +3,7 @@
 //! and deadlines, and the cronslot container with the ConfigMap its
 //! manifest is mounted from.
 
-use cronslot_core::manifest::{Manifest, format_duration};
+use cronslot_core::manifest::{Manifest, format_duration, parse_duration};
 use cronslot_core::schedule::Zone;
 use cronslot_core::{CronExpr, Dialect};
 
@@ -13,8 +13,8 @@ use crate::check::fires::{Span, is_every_minute, platform_schedule};
 use crate::check::{Report, bad_template};
 use crate::exit::Failure;
 use crate::render::kubernetes::{
-    CONCURRENCY_POLICY, TICK_SCHEDULE, active_deadline, longest_timeout, starting_deadline,
-    termination_grace,
+    CONCURRENCY_POLICY, GRACE_MARGIN, TICK_SCHEDULE, active_deadline, longest_timeout,
+    starting_deadline, termination_grace,
 };
 
 /// The cronslot container of a workload's pod: its command on the mounted
@@ -182,6 +182,30 @@ pub(super) fn grace(
         Some(g) => (g, ""),
         None => (30, " (the default)"),
     };
+    let drain = items(get(pod_spec, "containers"))
+        .iter()
+        .find_map(invocation)
+        .and_then(|inv| inv.flag("--grace").map(str::to_string));
+    if let Some(text) = drain {
+        match parse_duration(&text) {
+            Err(e) => report.problem(
+                Some(object.line),
+                format!("{}: the runner's --grace {text:?}: {e}", object.what()),
+                Vec::new(),
+            ),
+            Ok(d) if d.as_secs_f64() >= grace as f64 => report.problem(
+                Some(node.map_or(object.line, line_of)),
+                format!(
+                    "{}: the runner's --grace {text} is not shorter than terminationGracePeriodSeconds {grace}{default}: the kubelet kills the runner before it lets its last runs go and exits",
+                    object.what()
+                ),
+                vec![format!(
+                    "expected: terminationGracePeriodSeconds at least the grace + {GRACE_MARGIN}"
+                )],
+            ),
+            Ok(_) => {}
+        }
+    }
     if u64::try_from(grace).unwrap_or(0) < longest.as_secs() {
         let whose = job.map_or_else(String::new, |j| format!(" (job {})", j.name.as_str()));
         report.problem(

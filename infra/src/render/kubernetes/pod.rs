@@ -171,7 +171,7 @@ pub(super) fn pod_spec(
     spec.push_commented(
         wrap(
             &format!(
-                "On SIGTERM the runner stops claiming and lets running jobs finish: the longest job timeout{whose}, {}, + {GRACE_MARGIN} s to record the outcome.",
+                "On SIGTERM the runner stops claiming and lets running jobs finish for its --grace (a Deployment's), the longest job timeout{whose}, {}; + {GRACE_MARGIN} s to record the outcome. A run still going then is left to its lease, and retried elsewhere.",
                 format_duration(longest)
             ),
             depth,

@@ -27,11 +27,17 @@ fn ceil_secs(d: Duration) -> u64 {
     d.as_secs() + u64::from(d.subsec_nanos() > 0)
 }
 
-/// `terminationGracePeriodSeconds`: on SIGTERM the runner stops claiming
-/// and lets running jobs finish, so the longest timeout plus time to
-/// record the outcome.
+/// The runner's drain grace (`cronslot run --grace`), in seconds: on
+/// SIGTERM it stops claiming and lets running jobs go on as long as the
+/// longest of them may take.
+pub fn drain_grace(manifest: &Manifest) -> u64 {
+    ceil_secs(longest_timeout(manifest).0)
+}
+
+/// `terminationGracePeriodSeconds`: the runner's drain grace plus time to
+/// record the last outcomes and exit before the kubelet's SIGKILL.
 pub fn termination_grace(manifest: &Manifest) -> u64 {
-    ceil_secs(longest_timeout(manifest).0) + GRACE_MARGIN
+    drain_grace(manifest) + GRACE_MARGIN
 }
 
 /// A tick's `activeDeadlineSeconds`: it waits for the jobs it started

@@ -17,7 +17,13 @@ pub(super) fn deployment(source: &Source<'_>, options: &Options) -> Node {
             .put("timeoutSeconds", 5u32)
             .put("failureThreshold", failures)
     };
-    let mut c = container(options, "run", &["--health-listen", &health], 10);
+    let grace = format!("{}s", drain_grace(manifest));
+    let mut c = container(
+        options,
+        "run",
+        &["--health-listen", &health, "--grace", &grace],
+        10,
+    );
     c.push(
         "ports",
         vec![Node::from(
@@ -35,7 +41,10 @@ pub(super) fn deployment(source: &Source<'_>, options: &Options) -> Node {
         probe(LIVENESS_PATH, 3),
     );
     c.push_commented(
-        wrap("200 when the last store operation succeeded.", 10),
+        wrap(
+            "200 when the last store operation succeeded; 503 from SIGTERM on, while the runner drains.",
+            10,
+        ),
         "readinessProbe",
         probe(READINESS_PATH, 2),
     );
