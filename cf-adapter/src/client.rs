@@ -15,7 +15,9 @@ use cronslot_core::coord::{
 use cronslot_core::manifest::JobSpec;
 use jiff::Timestamp;
 
-use crate::protocol::{Answer, ObjectReply, ObjectRequest, Op, TICK_OBJECT, Woken};
+use crate::protocol::{
+    Answer, ObjectReply, ObjectRequest, Op, PROTOCOL_VERSION, TICK_OBJECT, Woken,
+};
 use crate::spec_text::encode_spec;
 
 #[cfg(feature = "schedules")]
@@ -38,6 +40,7 @@ async fn exchange<T: Transport>(
     op: Op,
 ) -> Result<Answer, CoordError> {
     let request = ObjectRequest {
+        protocol: PROTOCOL_VERSION,
         job: object.to_string(),
         spec,
         op,
@@ -82,6 +85,7 @@ struct Target {
 impl Target {
     fn request(&self, op: Op) -> ObjectRequest {
         ObjectRequest {
+            protocol: PROTOCOL_VERSION,
             job: self.object.clone(),
             spec: self.spec.clone(),
             op,

@@ -42,7 +42,10 @@ use jiff::{SignedDuration, Timestamp};
 mod schedules;
 
 use crate::object_store::{ObjectStore, alarm_ms};
-use crate::protocol::{Answer, ObjectReply, ObjectRequest, Op, TICK_OBJECT, WireError, Woken};
+use crate::protocol::{
+    Answer, ObjectReply, ObjectRequest, Op, PROTOCOL_VERSION, TICK_OBJECT, WireError, Woken,
+    protocol_refusal, request_protocol,
+};
 use crate::spec_text::decode_spec;
 use crate::sql::{Alarm, NoAlarm, Sql, SqlValue};
 use crate::tick_store::TickTables;
@@ -212,6 +215,9 @@ impl<S: Sql, A: Alarm> JobObject<S, A> {
                     body.len()
                 ),
             })
+        } else if let Some(requested) = request_protocol(body).filter(|p| *p > PROTOCOL_VERSION) {
+            self.count(false);
+            Err(protocol_refusal(requested))
         } else {
             match cronslot_core::json::from_str::<ObjectRequest>(body) {
                 Ok(request) => {

@@ -33,9 +33,58 @@ use serde::{Deserialize, Serialize};
 /// and `_` (`validate_job_name`), so no job's object can be this one.
 pub const TICK_OBJECT: &str = "cronslot:tick";
 
+/// The version of the protocol between a Worker and its Durable Objects
+/// that this build speaks, sent in every request ([`ObjectRequest::protocol`]).
+///
+/// - 1: the requests of the releases before the number was sent (a request
+///   without it is of protocol 1);
+/// - 2: the same operations and answers, with the number.
+///
+/// An object serves every protocol up to its own and refuses a newer one
+/// before reading the operation (which a newer Worker may have added),
+/// with a store error that names both numbers, the kind a tick retries
+/// ([`protocol_refusal`]). During a gradual deployment, where two
+/// versions of a Worker and of its objects serve at once, a request the
+/// other side cannot serve is thereby refused, said and retried, never
+/// misread. A release that adds an operation or changes an answer raises
+/// this number; docs/upgrading.md says in which order to deploy.
+pub const PROTOCOL_VERSION: u32 = 2;
+
+fn protocol_one() -> u32 {
+    1
+}
+
+/// The refusal of a request of a protocol newer than this object's: a
+/// store error (`Unavailable`, which every version of a Worker reads and a
+/// tick retries), naming both versions.
+pub fn protocol_refusal(requested: u32) -> WireError {
+    WireError::Store {
+        kind: WireStoreKind::Unavailable,
+        message: format!(
+            "the request is of object protocol {requested}, and this Durable Object's code speaks protocol {PROTOCOL_VERSION} and older: a newer Worker is talking to objects of an older version (a deployment in progress); the request was not read, and is retried"
+        ),
+    }
+}
+
+/// The protocol of a request's body, read before anything else of it.
+pub fn request_protocol(body: &str) -> Option<u32> {
+    #[derive(Deserialize)]
+    struct Header {
+        #[serde(default = "protocol_one")]
+        protocol: u32,
+    }
+    cronslot_core::json::from_str::<Header>(body)
+        .ok()
+        .map(|h| h.protocol)
+}
+
 /// One operation on one object.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ObjectRequest {
+    /// The protocol the sender speaks ([`PROTOCOL_VERSION`]); 1 when
+    /// absent (a Worker from before the number was sent).
+    #[serde(default = "protocol_one")]
+    pub protocol: u32,
     /// The object's name: the job the object is named after (the spec's
     /// name), or [`TICK_OBJECT`] for the tick operations.
     pub job: String,
@@ -832,6 +881,7 @@ mod tests {
     fn a_request_round_trips() {
         let t: Timestamp = "2026-01-05T00:00:00Z".parse().unwrap();
         let req = ObjectRequest {
+            protocol: PROTOCOL_VERSION,
             job: "a".into(),
             spec: "[[job]]".into(),
             op: Op::Claim {
@@ -871,6 +921,7 @@ mod tests {
             Op::Requests,
         ] {
             let req = ObjectRequest {
+                protocol: PROTOCOL_VERSION,
                 job: TICK_OBJECT.into(),
                 spec: String::new(),
                 op,

@@ -11,3 +11,5 @@ mod lambda_events;
 // Builds the handler from TOML manifests (`ManifestSource::embedded`).
 #[cfg(feature = "toml")]
 mod lambda_handler;
+#[cfg(feature = "toml")]
+mod versions;

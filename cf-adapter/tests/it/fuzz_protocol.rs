@@ -280,6 +280,7 @@ fn job_index() -> BoxedStrategy<usize> {
 
 fn request(job: usize, op: Op) -> ObjectRequest {
     ObjectRequest {
+        protocol: cronslot_cf::protocol::PROTOCOL_VERSION,
         job: manifest().jobs[job].name.as_str().to_string(),
         spec: encoded_specs()[job].clone(),
         op,
@@ -700,6 +701,7 @@ fn greedy_catch_up_after_a_long_outage_is_bounded() {
         let o = object();
         for now in [t0, later] {
             let body = serde_json::to_string(&ObjectRequest {
+                protocol: cronslot_cf::protocol::PROTOCOL_VERSION,
                 job: "greedy".into(),
                 spec: spec.clone(),
                 op: Op::Claim {
@@ -788,6 +790,7 @@ fn tick_op() -> BoxedStrategy<Op> {
 
 fn tick_request(op: Op) -> ObjectRequest {
     ObjectRequest {
+        protocol: cronslot_cf::protocol::PROTOCOL_VERSION,
         job: TICK_OBJECT.to_string(),
         spec: String::new(),
         op,
@@ -965,6 +968,7 @@ fn run_op() -> BoxedStrategy<Op> {
 
 fn run_request(key: &str, op: Op) -> ObjectRequest {
     ObjectRequest {
+        protocol: cronslot_cf::protocol::PROTOCOL_VERSION,
         job: "runs#0".to_string(),
         spec: runs_template(),
         op,

@@ -362,3 +362,56 @@ fn a_keyed_run_wakes_its_object_when_its_key_is_forgotten() {
     assert_eq!(object.alarm_start(forget).unwrap(), AlarmStep::Nothing);
     assert_eq!(block_on(c.run_status(&template, &key, forget)), Ok(None));
 }
+
+/// The object protocol's version: a request without it (a Worker of the
+/// releases before it) is of protocol 1 and served; one of a newer
+/// protocol is refused before its operation is read (a newer Worker may
+/// send an operation this object does not know), with a store error of
+/// the kind a tick retries, naming both versions; nothing is written.
+#[test]
+fn requests_of_an_older_protocol_are_served_and_of_a_newer_one_refused_naming_both() {
+    use cronslot_cf::protocol::{ObjectReply, PROTOCOL_VERSION, WireError, WireStoreKind};
+
+    let objects = Objects::default();
+    let object = objects.object("a");
+    let spec = cronslot_core::manifest::parse_manifest(
+        "[[job]]\nname = \"a\"\nschedule = \"* * * * *\"\n",
+        "t.toml",
+    )
+    .unwrap()
+    .jobs
+    .remove(0);
+    let spec = serde_json::to_string(&cronslot_cf::spec_text::encode_spec(&spec)).unwrap();
+    let status = r#"{"status":{"now":"2026-01-01T00:00:00Z"}}"#;
+    let ask = |body: String| -> ObjectReply {
+        serde_json::from_str(&block_on(object.handle_text(&body))).unwrap()
+    };
+    let unversioned = format!(r#"{{"job":"a","spec":{spec},"op":{status}}}"#);
+    assert!(ask(unversioned).is_ok(), "protocol 1 is served");
+    let current =
+        format!(r#"{{"protocol":{PROTOCOL_VERSION},"job":"a","spec":{spec},"op":{status}}}"#);
+    assert!(ask(current).is_ok(), "this protocol is served");
+    let newer = PROTOCOL_VERSION + 1;
+    let future = format!(
+        r#"{{"protocol":{newer},"job":"a","spec":{spec},"op":{{"launch_rockets":{{"count":3}}}}}}"#
+    );
+    match ask(future) {
+        Err(WireError::Store {
+            kind: WireStoreKind::Unavailable,
+            message,
+        }) => {
+            assert!(
+                message.contains(&format!("object protocol {newer}"))
+                    && message.contains(&format!("speaks protocol {PROTOCOL_VERSION} and older")),
+                "{message}"
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    // The refused request wrote nothing: the job still has no record.
+    assert!(
+        block_on(cronslot_core::coord::StateStore::get(object.store(), "a"))
+            .unwrap()
+            .is_none()
+    );
+}

@@ -140,6 +140,7 @@ impl Transport_ {
     fn woken(&self, now: Timestamp) -> Vec<Woken> {
         let (object, _) = self.object(TICK_OBJECT);
         let body = serde_json::to_string(&ObjectRequest {
+            protocol: cronslot_cf::protocol::PROTOCOL_VERSION,
             job: TICK_OBJECT.into(),
             spec: String::new(),
             op: Op::TickStart {

@@ -41,8 +41,9 @@ pub use state::{
 #[cfg(feature = "schedules")]
 pub use state::{KeyedRun, PinnedVersion, ScheduleData};
 pub use store::{
-    BULK_LANES, DEFAULT_EFFECT_RETENTION, EffectBegin, EffectFinish, EffectLedger, EffectRecord,
-    EffectState, LocationError, PutResult, RecordWrite, StateStore, StoreError, StoreErrorKind,
-    TickIndex, TickStart, Version, Versioned, decide_begin, decide_finish, prefix_end, repair_wake,
+    BULK_LANES, DEFAULT_EFFECT_RETENTION, EFFECT_FORMAT, EffectBegin, EffectFinish, EffectLedger,
+    EffectRecord, EffectState, LocationError, PutResult, RecordWrite, StateStore, StoreError,
+    StoreErrorKind, TickIndex, TickStart, Version, Versioned, decide_begin, decide_finish,
+    prefix_end, repair_wake,
 };
 pub use watched::{RecordWatcher, Watched};

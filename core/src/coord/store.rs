@@ -470,6 +470,10 @@ pub trait TickIndex {
     }
 }
 
+/// The newest format of an effect ledger entry this build reads (and the
+/// one it writes, which leaves the number out: absent means 1).
+pub const EFFECT_FORMAT: u32 = 1;
+
 /// One entry of the effect ledger.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(try_from = "StoredEffect")]
@@ -537,6 +541,13 @@ impl EffectRecord {
 /// `StoredRun` (serde's `flatten` and `tag` buffer through `Content`).
 #[derive(Deserialize)]
 struct StoredEffect {
+    /// The entry's format: absent in format 1 (every entry written so
+    /// far). A later layout writes its number here, and this build refuses
+    /// what it cannot read rather than misreading it (and never writes
+    /// over an entry it could not read: every write of an entry follows a
+    /// read of it).
+    #[serde(default)]
+    format: Option<u64>,
     key: String,
     owner: String,
     fence: u64,
@@ -561,6 +572,11 @@ enum EffectStateKind {
 impl TryFrom<StoredEffect> for EffectRecord {
     type Error = String;
     fn try_from(e: StoredEffect) -> Result<EffectRecord, String> {
+        if let Some(format) = e.format.filter(|f| *f > u64::from(EFFECT_FORMAT)) {
+            return Err(format!(
+                "a ledger entry of format {format}, written by a newer cronslot (this build reads format {EFFECT_FORMAT} and older): upgrade cronslot"
+            ));
+        }
         let missing = |field: &str| format!("a ledger entry without {field:?}");
         let state = match e.state {
             EffectStateKind::InProgress => EffectState::InProgress {
@@ -808,5 +824,17 @@ mod tests {
         .expect_err("no done_at")
         .to_string();
         assert!(e.contains("a ledger entry without \"done_at\""), "{e}");
+        // Format 1 says so or not; a newer one is refused, naming both.
+        let current = r#"{"format":1,"key":"k","owner":"w","fence":3,"state":"done","result":"r","done_at":"2026-03-08T07:00:00Z"}"#;
+        assert!(serde_json::from_str::<EffectRecord>(current).is_ok());
+        let e =
+            serde_json::from_str::<EffectRecord>(&current.replace("\"format\":1", "\"format\":2"))
+                .expect_err("newer")
+                .to_string();
+        assert!(
+            e.contains("format 2, written by a newer cronslot")
+                && e.contains("this build reads format 1"),
+            "{e}"
+        );
     }
 }

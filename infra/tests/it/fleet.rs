@@ -70,24 +70,39 @@ retry = { max_attempts = 10, backoff = "1s", max_backoff = "4s", past_next_slot 
 const JOBS: [&str; 4] = ["billing", "invoices", "ledger", "payouts"];
 
 /// One `cronslot run` of the fleet.
-struct Runner {
+pub(crate) struct Runner {
     name: &'static str,
-    child: Child,
+    pub(crate) child: Child,
 }
 
-struct Fleet {
+pub(crate) struct Fleet {
     dir: PathBuf,
     url: String,
     runners: Vec<Runner>,
     /// Every runner process ever started, by pid.
-    pids: BTreeMap<u32, &'static str>,
+    pub(crate) pids: BTreeMap<u32, &'static str>,
 }
 
 impl Fleet {
+    pub(crate) fn new(dir: &Path, url: &str) -> Fleet {
+        Fleet {
+            dir: dir.to_path_buf(),
+            url: url.to_string(),
+            runners: Vec::new(),
+            pids: BTreeMap::new(),
+        }
+    }
+
     fn start(&mut self, name: &'static str) {
+        self.start_version(name, Path::new(env!("CARGO_BIN_EXE_cronslot")), &[]);
+    }
+
+    /// Starts `cronslot run fleet.toml` of the binary `cli` (this tree's,
+    /// or another version's), with `extra` arguments.
+    pub(crate) fn start_version(&mut self, name: &'static str, cli: &Path, extra: &[&str]) {
         let log = std::fs::File::create(self.dir.join(format!("{name}-{}.log", self.pids.len())))
             .expect("runner log");
-        let child = Command::new(env!("CARGO_BIN_EXE_cronslot"))
+        let child = Command::new(cli)
             .args([
                 "run",
                 "fleet.toml",
@@ -96,7 +111,12 @@ impl Fleet {
                 "--log-format",
                 "json",
             ])
+            .args(extra)
             .env("CRONSLOT_STORE", &self.url)
+            .env("AWS_ACCESS_KEY_ID", "test")
+            .env("AWS_SECRET_ACCESS_KEY", "test")
+            .env("AWS_EC2_METADATA_DISABLED", "true")
+            .env_remove("AWS_PROFILE")
             .env_remove("CRONSLOT_LOG")
             .current_dir(&self.dir)
             .stdout(Stdio::null())
@@ -110,7 +130,7 @@ impl Fleet {
     /// Waits (up to 30 s) for a runner with a job running now (started
     /// within the last 10 s and not ended), preferring one not named
     /// `not`: the target of a fault that must land on running jobs.
-    fn busy(&self, not: Option<&str>) -> &'static str {
+    pub(crate) fn busy(&self, not: Option<&str>) -> &'static str {
         let give_up = now_secs() + 30.0;
         loop {
             let now = now_secs();
@@ -132,7 +152,7 @@ impl Fleet {
         }
     }
 
-    fn runner(&mut self, name: &str) -> &mut Runner {
+    pub(crate) fn runner(&mut self, name: &str) -> &mut Runner {
         self.runners
             .iter_mut()
             .find(|r| r.name == name)
@@ -174,6 +194,11 @@ impl Fleet {
         assert!(send(signal, pid.to_string(), false), "kill -{signal} {pid}");
     }
 
+    /// Takes a runner that has exited out of the fleet.
+    pub(crate) fn forget(&mut self, name: &str) {
+        self.runners.retain(|r| r.name != name);
+    }
+
     /// SIGKILL the runner and its jobs, and reap it.
     fn kill(&mut self, name: &str) {
         self.signal(name, "KILL");
@@ -187,7 +212,7 @@ impl Fleet {
     }
 
     /// SIGTERM every runner; each finishes its running jobs and exits 0.
-    fn stop_all(&mut self) {
+    pub(crate) fn stop_all(&mut self) {
         for runner in &self.runners {
             let _ = Command::new("kill")
                 .args(["-TERM", &runner.child.id().to_string()])
@@ -253,17 +278,19 @@ fn parent_and_group(proc_dir: &Path) -> Option<(u32, u32)> {
 
 /// One run, from its `start` (and `end`, if it wrote one) lines.
 #[derive(Debug, Clone)]
-struct Run {
-    job: String,
-    slot: String,
-    fence: u64,
-    runner: u32,
-    start: f64,
-    end: Option<f64>,
+pub(crate) struct Run {
+    pub(crate) job: String,
+    pub(crate) slot: String,
+    pub(crate) fence: u64,
+    pub(crate) runner: u32,
+    pub(crate) start: f64,
+    pub(crate) end: Option<f64>,
 }
 
-fn read_runs(path: &Path) -> Vec<Run> {
+pub(crate) fn read_runs(path: &Path) -> Vec<Run> {
     let text = std::fs::read_to_string(path).unwrap_or_default();
+    // A run is its record's (a job's, or a dynamic job's `job/key`) and its
+    // fence: the slot names the record before its `@`.
     let mut runs: BTreeMap<(String, u64), Run> = BTreeMap::new();
     for line in text.lines() {
         let f: Vec<&str> = line.split_whitespace().collect();
@@ -272,7 +299,8 @@ fn read_runs(path: &Path) -> Vec<Run> {
         };
         let fence: u64 = fence.parse().expect("fence");
         let at: f64 = at.parse().expect("time");
-        let key = (job.to_string(), fence);
+        let record = slot.split_once('@').map_or(slot, |(record, _)| record);
+        let key = (record.to_string(), fence);
         match kind {
             "start" => {
                 let old = runs.insert(
@@ -286,7 +314,7 @@ fn read_runs(path: &Path) -> Vec<Run> {
                         end: None,
                     },
                 );
-                assert!(old.is_none(), "two runs of {job} with fence {fence}");
+                assert!(old.is_none(), "two runs of {record} with fence {fence}");
             }
             "end" => runs.get_mut(&key).expect("an end after its start").end = Some(at),
             other => panic!("a malformed record kind {other:?}"),
@@ -295,13 +323,13 @@ fn read_runs(path: &Path) -> Vec<Run> {
     runs.into_values().collect()
 }
 
-fn now_secs() -> f64 {
+pub(crate) fn now_secs() -> f64 {
     Timestamp::now().as_millisecond() as f64 / 1000.0
 }
 
 /// Sleeps until `second` (0–59) of the minute; from a later second, of the
 /// next minute.
-fn at_second(second: u64) {
+pub(crate) fn at_second(second: u64) {
     let now = Timestamp::now().as_millisecond();
     let into = now.rem_euclid(60_000) as u64;
     let target = second * 1000;
@@ -358,12 +386,7 @@ pub fn runs_every_slot_once_through_faults(store: &impl FleetStore, url: &str, d
         "{}",
         String::from_utf8_lossy(&init.stderr)
     );
-    let mut fleet = Fleet {
-        dir: dir.clone(),
-        url: url.to_string(),
-        runners: Vec::new(),
-        pids: BTreeMap::new(),
-    };
+    let mut fleet = Fleet::new(&dir, url);
     at_second(45);
     let began = now_secs();
     for name in ["a", "b", "c"] {

@@ -14,6 +14,7 @@ mod fleet;
 mod new;
 mod openapi;
 mod render;
+mod roll;
 mod run;
 mod schedule_cmds;
 mod serve;
