@@ -418,11 +418,14 @@ impl<S: RunnerStore> Worker<S> {
             expected: RefCell::new(expected),
             reserved: &reserved,
         };
+        // No bound on the jobs the tick serves: the places bound the claims
+        // (`RunnerTick::serve`), and the woken records read
+        // (`RunnerTick::woken_wanted`).
         let report = tick_with(
             &self.plan,
             self.coordinator.store(),
             &platform,
-            room,
+            None,
             &mut server,
         )
         .await;
@@ -802,15 +805,29 @@ impl<S: RunnerStore> TickServer for RunnerTick<'_, S> {
         if let Some(mark) = work.start_mark.filter(|m| *m > work.now) {
             warn_ahead_once(mark, work.now);
         }
-        for job in jobs {
-            if let Some(slot) = job.planned {
-                self.expected
-                    .borrow_mut()
-                    .insert(job.spec.record_name().into_owned(), slot);
-            }
-        }
+        // Claims go out a chunk at a time, no more at once than the places
+        // left: a claim that finds its slot taken (another process's)
+        // takes no place, so the jobs after it still get theirs. (A bound
+        // on the jobs a tick serves would let the same first jobs, already
+        // served elsewhere, use it up tick after tick, and starve the
+        // jobs behind them.)
         let mut answers = Vec::with_capacity(jobs.len());
-        for chunk in jobs.chunks(CLAIMS_AT_ONCE) {
+        let mut rest = jobs;
+        while !rest.is_empty() {
+            let at_once = match self.reserved.left.get() {
+                None => CLAIMS_AT_ONCE,
+                Some(0) => break,
+                Some(places) => places.min(CLAIMS_AT_ONCE),
+            };
+            let (chunk, after) = rest.split_at(at_once.min(rest.len()));
+            rest = after;
+            for job in chunk {
+                if let Some(slot) = job.planned {
+                    self.expected
+                        .borrow_mut()
+                        .insert(job.spec.record_name().into_owned(), slot);
+                }
+            }
             let before = worker.coordinator.conflicts();
             let claims = chunk
                 .iter()
@@ -822,6 +839,9 @@ impl<S: RunnerStore> TickServer for RunnerTick<'_, S> {
                 worker.shared.tally().claim_conflicts(conflicts);
             }
         }
+        // No place was left for these: their slots stay due, and the mark
+        // is held for them (a claim that did not happen counts as failed).
+        answers.extend(rest.iter().map(|_| (None, true)));
         answers
     }
 

@@ -1040,3 +1040,71 @@ fn a_run_outlasting_the_drain_grace_is_left_to_its_lease_and_retried_elsewhere()
     assert!(ran[1].1 > ran[0].1, "with a higher fence: {ran:?}");
     assert!(ran[1].2.starts_with("b-"), "{ran:?}");
 }
+
+/// A bound on runs does not starve the jobs behind one already served
+/// elsewhere (issue 29's roll found it): two runners on one store, one
+/// place each, two jobs every minute that each run 20 s of a minute. A
+/// tick that claims the first job in vain (the other runner has it) must
+/// not spend the place on it: both jobs run every minute.
+#[test]
+fn one_place_each_two_runners_and_every_job_of_every_minute_runs() {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    logs();
+    let dir = scratch("one-place-each");
+    let text = "[defaults]\nlease = \"1m\"\nskew_margin = \"2s\"\n\
+                [[job]]\nname = \"billing\"\nschedule = \"* * * * *\"\n\
+                [[job]]\nname = \"ledger\"\nschedule = \"* * * * *\"\n";
+    let parsed = parse_manifest(text, "test.toml").unwrap();
+    let store = SqliteStore::open(dir.join("cronslot.db")).unwrap();
+    let ran: Arc<Mutex<Vec<(String, Timestamp)>>> = Arc::new(Mutex::new(Vec::new()));
+    let job = |ran: &Arc<Mutex<Vec<(String, Timestamp)>>>| {
+        let ran = Arc::clone(ran);
+        move |ctx: cronslot_runner::RunContext| {
+            let ran = Arc::clone(&ran);
+            async move {
+                ran.lock()
+                    .unwrap()
+                    .push((ctx.job().to_string(), ctx.scheduled_at()));
+                ctx.sleep(Duration::from_secs(20)).await;
+                Ok(())
+            }
+        }
+    };
+    let jobs = Jobs::new()
+        .register("billing", job(&ran))
+        .register("ledger", job(&ran));
+    // A minute a second, from just before a whole minute.
+    let begin = ts("2026-03-02T09:00:50Z");
+    let runner = |prefix: &str| {
+        Runner::new(
+            store.clone(),
+            parsed.jobs.clone(),
+            Clock::accelerated_from(begin, 60.0).unwrap(),
+        )
+        .with_jobs(jobs.clone())
+        .max_running(1)
+        .claim_ahead(0)
+        .owner_prefix(prefix)
+        .run_for(Duration::from_secs(5 * 60 + 30))
+    };
+    let (a, b) = (runner("a"), runner("b"));
+    let running_a = std::thread::spawn(move || a.run());
+    let running_b = std::thread::spawn(move || b.run());
+    let summary_a = running_a.join().unwrap().unwrap();
+    let summary_b = running_b.join().unwrap().unwrap();
+    assert!(summary_a.ok(), "{summary_a}");
+    assert!(summary_b.ok(), "{summary_b}");
+    let mut ran = ran.lock().unwrap().clone();
+    ran.sort();
+    let minutes: Vec<Timestamp> = (1..=5)
+        .map(|m| begin + SignedDuration::from_secs(10 + 60 * (m - 1)))
+        .collect();
+    for minute in &minutes {
+        for job in ["billing", "ledger"] {
+            assert!(
+                ran.iter().any(|(j, slot)| j == job && slot == minute),
+                "{job}'s slot {minute} did not run: {ran:?}"
+            );
+        }
+    }
+}

@@ -74,7 +74,10 @@ impl Transport for ViaWorker<'_> {
 
 /// One `wrangler dev` serving a Worker.
 pub struct Wrangler {
-    config: PathBuf,
+    /// The Workers' configurations: the first serves HTTP and the Cron
+    /// Trigger events, the others serve what it binds (its Durable
+    /// Objects' class, for one).
+    configs: Vec<PathBuf>,
     state: PathBuf,
     vars: Vec<(String, String)>,
     pub port: u16,
@@ -94,8 +97,17 @@ impl Wrangler {
             "{} is missing: run scripts/build-workers (after scripts/setup)",
             built.display()
         );
+        Wrangler::start_configs(&[dir.join("wrangler.toml")], state, vars)
+    }
+
+    /// Serves several Workers in one runtime, one configuration each
+    /// (`wrangler dev --config A --config B`): the first serves HTTP and
+    /// the Cron Trigger events, and binds what the others provide (a
+    /// Durable Object class of another Worker through its `script_name`).
+    /// Each configuration's `main` must point at a built bundle.
+    pub fn start_configs(configs: &[PathBuf], state: &Path, vars: &[(&str, &str)]) -> Wrangler {
         let mut w = Wrangler {
-            config: dir.join("wrangler.toml"),
+            configs: configs.to_vec(),
             state: state.to_path_buf(),
             vars: vars
                 .iter()
@@ -134,10 +146,11 @@ impl Wrangler {
             .arg("wrangler-guard")
             .arg(node_bin.join("node"))
             .arg(&wrangler)
-            .arg("dev")
-            .arg("--config")
-            .arg(&self.config)
-            .args(["--ip", "127.0.0.1", "--port", &self.port.to_string()])
+            .arg("dev");
+        for config in &self.configs {
+            cmd.arg("--config").arg(config);
+        }
+        cmd.args(["--ip", "127.0.0.1", "--port", &self.port.to_string()])
             .args(["--inspector-port", &inspector.to_string()])
             .arg("--persist-to")
             .arg(&self.state)

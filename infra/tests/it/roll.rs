@@ -7,7 +7,7 @@
 //!
 //! On each store, in real time:
 //! - the baseline's `init` makes the store; three baseline runners start;
-//!   keyed runs are enqueued the whole time, every 1.5 s, by the baseline's
+//!   keyed runs are enqueued the whole time, about every second, by the baseline's
 //!   `cronslot runs put` and this tree's in turn, so jobs are always
 //!   running (every job runs 6 s);
 //! - this tree's `init` (the migration) runs while the baseline runners
@@ -19,7 +19,9 @@
 //!   that outlasts its `--grace` (2 s): the run is left to its lease, and
 //!   another runner runs the slot again once the lease (1 m) is over: the
 //!   slot's wait is measured;
-//! - then the enqueuing stops, the retries finish, and the fleet stops.
+//! - then the enqueuing stops, the retries finish, and the fleet stops;
+//! - this tree's `init` runs again (the contract step of
+//!   docs/upgrading.md).
 //!
 //! The checks, from the jobs' own records and `cronslot status`: every
 //! slot (each minute of the static jobs, each keyed run) ended once and no
@@ -77,11 +79,11 @@ max_catch_up = 20
 retry = { max_attempts = 10, backoff = "1s", max_backoff = "4s", past_next_slot = true }
 "#,
     );
-    // The slot as the record: a keyed run's key before its slot id.
+    // A keyed run's slot id names its record: `orders/KEY@instant`.
     let record = |kind: &str| {
         format!(
-            "echo \\\"{kind} $CRONSLOT_JOB ${{CRONSLOT_KEY:+$CRONSLOT_KEY/}}$CRONSLOT_SLOT \
-             $CRONSLOT_FENCE $CRONSLOT_ATTEMPT $PPID $(date +%s.%N)\\\" >> runs.log"
+            "echo \\\"{kind} $CRONSLOT_JOB $CRONSLOT_SLOT $CRONSLOT_FENCE $CRONSLOT_ATTEMPT \
+             $PPID $(date +%s.%N)\\\" >> runs.log"
         )
     };
     let command = format!(
@@ -99,6 +101,13 @@ retry = { max_attempts = 10, backoff = "1s", max_backoff = "4s", past_next_slot 
     ));
     text
 }
+
+/// The new runners' arguments: the drain's grace, shorter than a run (6 s),
+/// and one run at a time with no lease claimed ahead, so that the old
+/// runners still left keep getting work during the roll (left to race,
+/// the first runner to look would take most of it, and an old runner
+/// could sit idle when its turn to be drained mid-run comes).
+const NEW_RUNNER_ARGS: &[&str] = &["--grace", "2s", "--max-running", "1", "--claim-ahead", "0"];
 
 /// A store the fleet rolls on: its URL and what the CLI needs besides.
 struct Target {
@@ -138,10 +147,10 @@ struct Rolled {
     drained_wait: f64,
 }
 
-/// Waits (up to 30 s) until the runner `name` has a job running that
+/// Waits (up to 45 s) until the runner `name` has a job running that
 /// started within the last 3 s, so that its SIGTERM lands mid-run.
 fn busy_now(fleet: &Fleet, dir: &Path, name: &str) {
-    let give_up = now_secs() + 30.0;
+    let give_up = now_secs() + 45.0;
     loop {
         let now = now_secs();
         let busy = read_runs(&dir.join("runs.log")).iter().any(|r| {
@@ -199,7 +208,8 @@ fn roll(target: &Target) -> Rolled {
     }
     // Keyed runs the whole time, by both versions in turn.
     let enqueuing = Arc::new(AtomicBool::new(true));
-    let enqueued = Arc::new(Mutex::new(Vec::<String>::new()));
+    // Each key, with when it was enqueued (its run is due then).
+    let enqueued = Arc::new(Mutex::new(Vec::<(String, f64)>::new()));
     let enqueuer = {
         let (enqueuing, enqueued) = (Arc::clone(&enqueuing), Arc::clone(&enqueued));
         let (dir, url, old, new) = (dir.clone(), url.to_string(), old.clone(), new.clone());
@@ -215,10 +225,11 @@ fn roll(target: &Target) -> Rolled {
                     &url,
                     &["runs", "put", "orders", &key, "--payload", &payload],
                 );
+                let at = now_secs();
                 ok(&out, &format!("runs put {key} by {}", by.display()));
-                enqueued.lock().expect("keys").push(key);
+                enqueued.lock().expect("keys").push((key, at));
                 n += 1;
-                std::thread::sleep(Duration::from_millis(1500));
+                std::thread::sleep(Duration::from_millis(1000));
             }
         })
     };
@@ -233,7 +244,7 @@ fn roll(target: &Target) -> Rolled {
     for (name, next) in [("a", "a2"), ("b", "b2"), ("c", "c2")] {
         busy_now(&fleet, &dir, name);
         drained.push((fleet.runner(name).child.id(), drain(&mut fleet, name)));
-        fleet.start_version(next, &new, &["--grace", "2s"]);
+        fleet.start_version(next, &new, NEW_RUNNER_ARGS);
         std::thread::sleep(Duration::from_secs(12));
     }
     // A new runner drained while a run outlasts its grace.
@@ -242,7 +253,7 @@ fn roll(target: &Target) -> Rolled {
     let cut_pid = fleet.runner("a2").child.id();
     let cut_at = drain(&mut fleet, "a2");
     drained.push((cut_pid, cut_at));
-    fleet.start_version("a3", &new, &["--grace", "2s"]);
+    fleet.start_version("a3", &new, NEW_RUNNER_ARGS);
     std::thread::sleep(Duration::from_secs(10));
     enqueuing.store(false, Ordering::SeqCst);
     enqueuer.join().expect("the enqueuer");
@@ -303,10 +314,10 @@ fn roll(target: &Target) -> Rolled {
             .collect();
         check_once(&format!("slot {slot}"), ended);
     }
-    for key in &keys {
+    for (key, _) in &keys {
         check_once(
             &format!("keyed run {key}"),
-            ended_once(&format!("{key}/orders")),
+            ended_once(&format!("orders/{key}")),
         );
     }
     // Each drained runner had a job running at its SIGTERM.
@@ -345,19 +356,41 @@ fn roll(target: &Target) -> Rolled {
         assert!(again.is_finite(), "{run:?} never ran again\n{report}");
         drained_wait = drained_wait.max(again - run.start);
     }
-    // The longest wait of a slot: from its due instant (a keyed run's
-    // enqueue is within a second of its slot) to the start of the run that
+    // The longest wait of a slot: from when it was due (a static job's
+    // slot instant, a keyed run's enqueue) to the start of the run that
     // ended it.
-    let longest_wait = runs
-        .iter()
-        .filter(|r| r.end.is_some())
-        .filter_map(|r| {
-            let at = r.slot.rsplit_once('@')?.1;
-            let due: jiff::Timestamp = at.parse().ok()?;
-            Some(r.start - due.as_millisecond() as f64 / 1000.0)
-        })
-        .fold(0.0, f64::max);
+    let first_end = |record: &str| -> Option<f64> {
+        ended_once(record).iter().map(|r| r.start).reduce(f64::min)
+    };
+    let mut longest_wait: f64 = 0.0;
+    for slot in &slots {
+        let due: jiff::Timestamp = slot
+            .rsplit_once('@')
+            .expect("slot")
+            .1
+            .parse()
+            .expect("instant");
+        let started = runs
+            .iter()
+            .filter(|r| r.slot == *slot && r.end.is_some())
+            .map(|r| r.start)
+            .reduce(f64::min)
+            .expect("ended");
+        longest_wait = longest_wait.max(started - due.as_millisecond() as f64 / 1000.0);
+    }
+    for (key, at) in &keys {
+        let started = first_end(&format!("orders/{key}")).expect("ended");
+        longest_wait = longest_wait.max(started - at);
+    }
 
+    // The contract step: this tree's `init` once more, now that no node
+    // of the baseline runs (on DynamoDB it gives the records the old
+    // nodes wrote whole during the roll their names-index attribute back;
+    // elsewhere it finds nothing to do).
+    ok(
+        &cli(&new, &dir, url, &["init", "--store", url]),
+        "the contract step's init",
+    );
     // The store at the end, read by this tree's CLI.
     let status = cli(&new, &dir, url, &["status", "--format", "json"]);
     ok(&status, "status");

@@ -854,3 +854,185 @@ mod tempdir {
         }
     }
 }
+
+/// The test Worker of the previous release (the commit in
+/// `compat/baseline`, built by `scripts/baseline`).
+fn baseline_worker() -> std::path::PathBuf {
+    let root = cronslot_tests::workerd::repo_root();
+    let text = std::fs::read_to_string(root.join("compat/baseline")).expect("compat/baseline");
+    let commit = text
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty() && !l.starts_with('#'))
+        .expect("compat/baseline names a commit");
+    let dir = root.join("target/baseline").join(commit).join("cf-worker");
+    assert!(
+        dir.join("build/index.js").is_file(),
+        "the baseline's test Worker {} is missing: run scripts/baseline",
+        dir.display()
+    );
+    dir
+}
+
+/// Two Workers in one runtime: `front` (serving HTTP and the Cron
+/// Triggers) binds the Durable Object class of `objects`, as a gradual
+/// deployment pairs one version's Worker with another's objects.
+fn paired_configs(
+    dir: &std::path::Path,
+    front: &std::path::Path,
+    objects: &std::path::Path,
+) -> Vec<std::path::PathBuf> {
+    let write = |name: &str, text: String| {
+        let path = dir.join(name);
+        std::fs::write(&path, text).unwrap();
+        path
+    };
+    let front_toml = format!(
+        r#"name = "cronslot-front"
+main = "{}/build/index.js"
+compatibility_date = "2026-08-01"
+
+[assets]
+directory = "{}/assets"
+
+[triggers]
+crons = ["* * * * *"]
+
+[[durable_objects.bindings]]
+name = "CRONSLOT_JOBS"
+class_name = "CronslotJob"
+script_name = "cronslot-objects"
+"#,
+        front.display(),
+        front.display()
+    );
+    let objects_toml = format!(
+        r#"name = "cronslot-objects"
+main = "{}/build/index.js"
+compatibility_date = "2026-08-01"
+
+[assets]
+directory = "{}/assets"
+
+[[durable_objects.bindings]]
+name = "CRONSLOT_JOBS"
+class_name = "CronslotJob"
+
+[[migrations]]
+tag = "v1"
+new_sqlite_classes = ["CronslotJob"]
+"#,
+        objects.display(),
+        objects.display()
+    );
+    vec![
+        write("front.toml", front_toml),
+        write("objects.toml", objects_toml),
+    ]
+}
+
+/// A gradual deployment (issue 29): the previous release's Worker against
+/// this tree's Durable Object code, and this tree's Worker against the
+/// previous release's objects, each pair in one workerd. The behaviour is
+/// served, both ways: a Worker of this release sends object protocol 2,
+/// which an object of the previous release (protocol 1, which never read
+/// the number) serves as before; a Worker of the previous release sends no
+/// number, which this release's objects read as protocol 1 and serve. In
+/// each pairing a tick runs a due job once (a second delivery runs
+/// nothing), and a dynamic job's schedule is written, read and listed, and
+/// its keyed run enqueued and run, through the front Worker's routes. A
+/// request of a protocol newer than an object's is refused naming both
+/// (`cf-adapter/tests/it/object_native.rs`).
+#[test]
+fn the_previous_worker_and_this_one_serve_each_others_durable_objects() {
+    let previous = baseline_worker();
+    let this = cronslot_tests::workerd::repo_root().join(WORKER);
+    for (front, objects, pairing) in [
+        (
+            &previous,
+            &this,
+            "the previous Worker with this tree's objects",
+        ),
+        (
+            &this,
+            &previous,
+            "this Worker with the previous release's objects",
+        ),
+    ] {
+        let dir = state_dir("cf-versions");
+        let configs = paired_configs(dir.path(), front, objects);
+        let w = Wrangler::start_configs(
+            &configs,
+            &dir.path().join("state"),
+            &[("CRONSLOT_ADMIN_TOKEN", TOKEN)],
+        );
+        let call = |method: &str, path: &str, body: &str| {
+            let (code, text) = w.request(method, path, Some(TOKEN), body);
+            let doc = serde_json::from_str::<Value>(&text).unwrap_or(Value::Null);
+            (code, doc, text)
+        };
+        // Which object code answers: a request of a protocol newer than
+        // this release's is refused naming both by this release's objects,
+        // and is not even readable to the previous release's (which did
+        // not read a protocol number yet).
+        let newer = cronslot_cf::protocol::PROTOCOL_VERSION + 1;
+        let body = format!(
+            r#"{{"protocol":{newer},"job":"quick","spec":"","op":{{"launch_rockets":{{}}}}}}"#
+        );
+        let (code, answer) = w.request("POST", "/__object/quick", None, &body);
+        assert_eq!(code, 200, "{pairing}: {answer}");
+        if std::ptr::eq(objects, &this) {
+            assert!(
+                answer.contains(&format!("object protocol {newer}"))
+                    && answer.contains("unavailable"),
+                "{pairing}: {answer}"
+            );
+        } else {
+            assert!(
+                answer.contains("not a cronslot object request") && !answer.contains("protocol"),
+                "{pairing}: {answer}"
+            );
+        }
+        let tick = "* * * * *";
+        let b = base();
+        assert_eq!(w.fire(tick, b - 60_000).0, 200, "{pairing}");
+        assert_eq!(w.fire(tick, b).0, 200, "{pairing}");
+        assert_eq!(w.fire(tick, b).0, 200, "{pairing}");
+        let s = status(&w);
+        let quick = job(&s, "quick");
+        assert_eq!(
+            (quick["runs"].as_u64(), quick["succeeded"].as_u64()),
+            (Some(1), Some(1)),
+            "{pairing}: {quick}\n{}",
+            w.log_text()
+        );
+
+        let spec =
+            r#"{"cron": "0 9 * * *", "timezone": "Europe/Paris", "payload": {"tenant": "v-1"}}"#;
+        let (code, _, text) = call("PUT", "/cronslot/schedules/tenant/v-1", spec);
+        assert_eq!(code, 201, "{pairing}: {text}");
+        let (code, one, text) = call("GET", "/cronslot/schedules/tenant/v-1", "");
+        assert_eq!(
+            (code, &one["version"]),
+            (200, &Value::from(1)),
+            "{pairing}: {text}"
+        );
+        let (code, page, text) = call("GET", "/cronslot/schedules/tenant", "");
+        assert_eq!(code, 200, "{pairing}: {text}");
+        assert_eq!(page["schedules"][0]["key"], "v-1", "{pairing}: {text}");
+
+        let body = r#"{"payload": {"tenant":"r-1"}}"#;
+        let (code, _, text) = call("PUT", "/cronslot/runs/tenant/r-1", body);
+        assert_eq!(code, 202, "{pairing}: {text}");
+        let now = jiff::Timestamp::now().as_millisecond() + 1_000;
+        wait_woken(&w, "tenant/r-1", now);
+        assert_eq!(w.fire(tick, now).0, 200);
+        let (code, done, text) = call("GET", "/cronslot/runs/tenant/r-1", "");
+        assert_eq!(
+            (code, done["status"].as_str(), done["attempts"].as_u64()),
+            (200, Some("succeeded"), Some(1)),
+            "{pairing}: {text}\n{}",
+            w.log_text()
+        );
+    }
+}
