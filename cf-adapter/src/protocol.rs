@@ -61,7 +61,7 @@ pub fn protocol_refusal(requested: u32) -> WireError {
     WireError::Store {
         kind: WireStoreKind::Unavailable,
         message: format!(
-            "the request is of object protocol {requested}, and this Durable Object's code speaks protocol {PROTOCOL_VERSION} and older: a newer Worker is talking to objects of an older version (a deployment in progress); the request was not read, and is retried"
+            "a request of object protocol {requested}; this Durable Object speaks protocol {PROTOCOL_VERSION} and older: not read (a deployment in progress), retried"
         ),
     }
 }

@@ -30,7 +30,7 @@ use cronslot_aws::lambda::{Handler, Host, Invocation};
 use cronslot_core::coord::exec::block_on;
 use cronslot_core::coord::{CasCoordinator, ScheduleQuery, Schedules, TickIndex, format_instant};
 use cronslot_dynamodb::DynamoStore;
-use cronslot_tests::burst::{self, Burst, JOB, Outcome};
+use cronslot_tests::burst::{self, Burst, JOB};
 use cronslot_tests::sim_backends::OnTokio;
 use jiff::{SignedDuration, Timestamp};
 use serde_json::{Value, json};
@@ -184,12 +184,15 @@ fn main() {
             )));
             minute += 1;
             // Until the next minute: done once every invocation has
-            // ended and the wake index names nothing.
+            // ended and the wake index names nothing within a lease from
+            // now (a lease an invocation left when it failed wakes its job
+            // when it expires, and the tick of that minute retries it).
             let next = at + SignedDuration::from_secs(60 * minute + 1);
+            let lease = SignedDuration::from_secs(5 * 60 + 10);
             while Timestamp::now() < next {
                 tokio::time::sleep(Duration::from_millis(500)).await;
                 if running.iter().all(|h| h.is_finished()) {
-                    let start = ok(store.tick_start(Timestamp::now(), 1).await);
+                    let start = ok(store.tick_start(Timestamp::now() + lease, 1).await);
                     if start.woken.is_empty() {
                         let mut done = Vec::new();
                         for h in running.drain(..) {
@@ -231,25 +234,25 @@ fn main() {
         }
     }
     let outcome = burst::check(blocking, &burst, at);
-    let p = |sorted: &[f64], q: f64| Outcome::percentile(sorted, q) / 1e3;
     println!(
         "dynamodb  {slots} slots at {at}, timeout {}s: {invocations} invocations served the burst \
-         ({} invoked, {failed} failed); start lag p50 {:.1}s p99 {:.1}s max {:.1}s; {:.0} claims/s; \
-         once {} twice {} not run {} stuck {}",
+         ({} invoked, {failed} failed); {}",
         timeout.as_secs(),
         served.len(),
-        p(&outcome.lags_ms, 50.0),
-        p(&outcome.lags_ms, 99.0),
-        p(&outcome.lags_ms, 100.0),
-        outcome.claims_per_second(),
-        outcome.once,
-        outcome.twice,
-        outcome.not_run,
-        outcome.stuck,
+        outcome.summary()
     );
-    assert_eq!(
-        (outcome.once, outcome.twice, outcome.not_run, outcome.stuck),
-        (slots, 0, 0, 0),
-        "every slot once, nothing stuck"
-    );
+    if failed == 0 {
+        outcome.assert_every_slot_once(slots);
+    } else {
+        // An invocation that failed may have run a slot whose outcome it
+        // could not write (the store did not answer): its lease expired and
+        // a later invocation ran the slot again, with a higher fence. Every
+        // slot ran, and nothing is left leased.
+        assert_eq!(
+            (outcome.once + outcome.twice, outcome.not_run, outcome.stuck),
+            (slots, 0, 0),
+            "every slot ran, nothing stuck: {}",
+            outcome.summary()
+        );
+    }
 }

@@ -295,6 +295,33 @@ impl Outcome {
         sorted[i.min(sorted.len() - 1)]
     }
 
+    /// The start lag (p50, p99, max), claims per second and the checks, for
+    /// a benchmark's line.
+    pub fn summary(&self) -> String {
+        let p = |q: f64| Outcome::percentile(&self.lags_ms, q) / 1e3;
+        format!(
+            "start lag p50 {:.2}s p99 {:.2}s max {:.2}s; {:.0} claims/s; once {} twice {} not run {} stuck {}",
+            p(50.0),
+            p(99.0),
+            p(100.0),
+            self.claims_per_second(),
+            self.once,
+            self.twice,
+            self.not_run,
+            self.stuck
+        )
+    }
+
+    /// Panics unless each of `slots` ran once and no lease is left.
+    pub fn assert_every_slot_once(&self, slots: usize) {
+        assert_eq!(
+            (self.once, self.twice, self.not_run, self.stuck),
+            (slots, 0, 0, 0),
+            "every slot once, nothing stuck: {}",
+            self.summary()
+        );
+    }
+
     /// Runs started per second, from the first start to the last.
     pub fn claims_per_second(&self) -> f64 {
         match (self.first_start, self.last_start) {

@@ -4,6 +4,7 @@
 //! PostgreSQL and Redis harnesses among it, and `server_store`, the tests
 //! every server store runs, written once).
 
+pub mod baseline;
 pub mod burst;
 pub mod counting_proxy;
 pub mod fuzz;

@@ -37,6 +37,18 @@ impl Transport for Objects {
     }
 }
 
+/// The spec of job `a` (every minute) as a request carries it: JSON text.
+fn spec_of_a() -> String {
+    let spec = cronslot_core::manifest::parse_manifest(
+        "[[job]]\nname = \"a\"\nschedule = \"* * * * *\"\n",
+        "t.toml",
+    )
+    .unwrap()
+    .jobs
+    .remove(0);
+    serde_json::to_string(&cronslot_cf::spec_text::encode_spec(&spec)).unwrap()
+}
+
 fn client() -> ObjectClient<Objects> {
     ObjectClient::new(Objects::default())
 }
@@ -61,14 +73,7 @@ fn schema_1_record_loads() {
 fn garbage_requests_get_errors_not_panics() {
     let objects = Objects::default();
     let object = objects.object("a");
-    let spec = cronslot_core::manifest::parse_manifest(
-        "[[job]]\nname = \"a\"\nschedule = \"* * * * *\"\n",
-        "t.toml",
-    )
-    .unwrap()
-    .jobs
-    .remove(0);
-    let spec = serde_json::to_string(&cronslot_cf::spec_text::encode_spec(&spec)).unwrap();
+    let spec = spec_of_a();
     let wrong_job = format!(r#"{{"job":"b","spec":{spec},"op":"record"}}"#);
     let unknown_op = format!(r#"{{"job":"a","spec":{spec},"op":"launch"}}"#);
     let toml_spec =
@@ -374,14 +379,7 @@ fn requests_of_an_older_protocol_are_served_and_of_a_newer_one_refused_naming_bo
 
     let objects = Objects::default();
     let object = objects.object("a");
-    let spec = cronslot_core::manifest::parse_manifest(
-        "[[job]]\nname = \"a\"\nschedule = \"* * * * *\"\n",
-        "t.toml",
-    )
-    .unwrap()
-    .jobs
-    .remove(0);
-    let spec = serde_json::to_string(&cronslot_cf::spec_text::encode_spec(&spec)).unwrap();
+    let spec = spec_of_a();
     let status = r#"{"status":{"now":"2026-01-01T00:00:00Z"}}"#;
     let ask = |body: String| -> ObjectReply {
         serde_json::from_str(&block_on(object.handle_text(&body))).unwrap()

@@ -245,6 +245,28 @@ impl Drop for Fleet {
     }
 }
 
+/// What `cronslot status --format json` says at a fleet's end: no lease
+/// stuck, no retry pending, no dead letter, no slot missed.
+pub(crate) fn assert_nothing_left(status: &serde_json::Value, report: &str) {
+    for job in status["jobs"].as_array().expect("jobs") {
+        let name = &job["job"];
+        assert_eq!(
+            job["record"]["leases"],
+            serde_json::json!([]),
+            "{name}: a stuck lease\n{report}"
+        );
+        assert_eq!(
+            job["record"]["pending"],
+            serde_json::json!([]),
+            "{name}: a pending retry\n{report}"
+        );
+        assert_eq!(job["dead_letters"], 0, "{name}: a dead letter\n{report}");
+        for (reason, count) in job["missed"].as_object().expect("missed") {
+            assert_eq!(count, 0, "{name}: missed for {reason}\n{report}");
+        }
+    }
+}
+
 /// The process groups of `pid`'s children (the jobs it runs).
 fn child_groups(pid: u32) -> BTreeSet<u32> {
     let mut groups = BTreeSet::new();
@@ -521,23 +543,7 @@ pub fn runs_every_slot_once_through_faults(store: &impl FleetStore, url: &str, d
         String::from_utf8_lossy(&status.stderr)
     );
     let status: serde_json::Value = serde_json::from_slice(&status.stdout).expect("json");
-    for job in status["jobs"].as_array().expect("jobs") {
-        let name = &job["job"];
-        assert_eq!(
-            job["record"]["leases"],
-            serde_json::json!([]),
-            "{name}: a stuck lease"
-        );
-        assert_eq!(
-            job["record"]["pending"],
-            serde_json::json!([]),
-            "{name}: a pending retry"
-        );
-        assert_eq!(job["dead_letters"], 0, "{name}: a dead letter");
-        for (reason, count) in job["missed"].as_object().expect("missed") {
-            assert_eq!(count, 0, "{name}: missed for {reason}\n{report}");
-        }
-    }
+    assert_nothing_left(&status, &report);
     // The faults landed on running jobs: a killed run's slot and a frozen
     // run's slot were each run again, by another runner, with a newer
     // fence.

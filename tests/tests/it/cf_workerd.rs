@@ -855,20 +855,12 @@ mod tempdir {
     }
 }
 
-/// The test Worker of the previous release (the commit in
-/// `compat/baseline`, built by `scripts/baseline`).
+/// The test Worker of the previous release, built by `scripts/baseline`.
 fn baseline_worker() -> std::path::PathBuf {
-    let root = cronslot_tests::workerd::repo_root();
-    let text = std::fs::read_to_string(root.join("compat/baseline")).expect("compat/baseline");
-    let commit = text
-        .lines()
-        .map(str::trim)
-        .find(|l| !l.is_empty() && !l.starts_with('#'))
-        .expect("compat/baseline names a commit");
-    let dir = root.join("target/baseline").join(commit).join("cf-worker");
+    let dir = cronslot_tests::baseline::built("cf-worker");
     assert!(
         dir.join("build/index.js").is_file(),
-        "the baseline's test Worker {} is missing: run scripts/baseline",
+        "{} has no build: run scripts/baseline",
         dir.display()
     );
     dir
