@@ -50,21 +50,31 @@ overlap = "forbid"
 retry = { max_attempts = 10, backoff = "1s", max_backoff = "4s", past_next_slot = true }
 "#,
     );
+    for job in JOBS {
+        text.push_str(&format!(
+            "\n[[job]]\nname = \"{job}\"\nschedule = \"* * * * *\"\n{}",
+            recorded_command(6)
+        ));
+    }
+    text
+}
+
+/// A job's `command` line: it appends its `start` and, `seconds` later,
+/// its `end` to `runs.log`, each with its job, slot (a keyed run's names
+/// its record: `orders/KEY@instant`), fence, attempt, runner (the
+/// command's parent) and time ([`read_runs`] reads them).
+pub(crate) fn recorded_command(seconds: u32) -> String {
     let record = |kind: &str| {
         format!(
             "echo \\\"{kind} $CRONSLOT_JOB $CRONSLOT_SLOT $CRONSLOT_FENCE $CRONSLOT_ATTEMPT \
              $PPID $(date +%s.%N)\\\" >> runs.log"
         )
     };
-    for job in JOBS {
-        text.push_str(&format!(
-            "\n[[job]]\nname = \"{job}\"\nschedule = \"* * * * *\"\n\
-             command = [\"sh\", \"-c\", \"{}; sleep 6; {}\"]\n",
-            record("start"),
-            record("end")
-        ));
-    }
-    text
+    format!(
+        "command = [\"sh\", \"-c\", \"{}; sleep {seconds}; {}\"]\n",
+        record("start"),
+        record("end")
+    )
 }
 
 const JOBS: [&str; 4] = ["billing", "invoices", "ledger", "payouts"];

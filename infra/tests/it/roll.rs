@@ -34,7 +34,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crate::fleet::{Fleet, Run, assert_nothing_left, at_second, now_secs, read_runs};
+use crate::fleet::{
+    Fleet, Run, assert_nothing_left, at_second, now_secs, read_runs, recorded_command,
+};
 
 /// The baseline's `cronslot`, built by `scripts/baseline`.
 fn baseline_cli() -> PathBuf {
@@ -61,18 +63,7 @@ max_catch_up = 20
 retry = { max_attempts = 10, backoff = "1s", max_backoff = "4s", past_next_slot = true }
 "#,
     );
-    // A keyed run's slot id names its record: `orders/KEY@instant`.
-    let record = |kind: &str| {
-        format!(
-            "echo \\\"{kind} $CRONSLOT_JOB $CRONSLOT_SLOT $CRONSLOT_FENCE $CRONSLOT_ATTEMPT \
-             $PPID $(date +%s.%N)\\\" >> runs.log"
-        )
-    };
-    let command = format!(
-        "command = [\"sh\", \"-c\", \"{}; sleep 6; {}\"]\n",
-        record("start"),
-        record("end")
-    );
+    let command = recorded_command(6);
     for job in ["billing", "ledger"] {
         text.push_str(&format!(
             "\n[[job]]\nname = \"{job}\"\nschedule = \"* * * * *\"\n{command}"
